@@ -1,0 +1,130 @@
+/* The result document (schema "atomwatch.result/1"): the in-memory model, its JSON form and the
+ * validation rules that the runner, the agent and the collector all share. docs/result-schema.md
+ * describes the document; docs/result-schema.json is its JSON Schema. */
+#ifndef AW_RESULT_H
+#define AW_RESULT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aw/util.h"
+
+#define AW_RESULT_SCHEMA        "atomwatch.result/1"
+#define AW_RESULT_SCHEMA_PREFIX "atomwatch.result/"
+#define AW_NONE                 (-1) /* an absent cpu, contender_cpu or c (JSON null) */
+
+enum aw_cell_status {
+	AW_CELL_OK,
+	AW_CELL_SKIPPED,
+	AW_CELL_FAILED
+};
+enum aw_trigger {
+	AW_TRIGGER_CI,
+	AW_TRIGGER_SCHEDULE,
+	AW_TRIGGER_MANUAL,
+	AW_TRIGGER_IMPORT
+};
+
+/* One measured configuration. Strings are owned by the cell; statistics are net ns per op (per
+ * lock+unlock pair for readers), NAN when unknown (JSON null). */
+struct aw_cell {
+	char *key;         /* stable identity, see aw_cell_make_key() */
+	char *op;          /* primitive, e.g. "ldadd"; never NULL */
+	char *reader;      /* "srcu", "srcu_fast", ...; NULL for a plain op */
+	char *subject;     /* subject library name; NULL otherwise */
+	char *kernel;      /* in-kernel refscale scale_type; NULL otherwise */
+	char *placement;   /* "near" or "far" for contended cells; NULL otherwise */
+	int cpu;           /* measured CPU, AW_NONE when unknown */
+	int contender_cpu; /* AW_NONE when uncontended */
+	int64_t c;         /* contender's nops between its ops; AW_NONE when uncontended */
+	int64_t d;         /* nops of duty between timed ops, >= 0 */
+	uint64_t n;        /* samples; 0 when not measured */
+	uint64_t batch;    /* ops per sample; 0 when unknown */
+	double min, p50, p95, p99, max, mean, stddev, ci_lo, ci_hi;
+	double baseline_ns; /* the empty loop's ns per op that was subtracted */
+	bool below_resolution;
+	enum aw_cell_status status;
+	char *reason; /* why skipped or failed; NULL when ok */
+};
+
+struct aw_result {
+	char run_id[AW_UUID_LEN + 1];
+	char *project;
+	char *commit; /* NULL: not tied to a commit (a local run) */
+	char *ref;
+	char *commit_time; /* optional, RFC 3339 */
+	enum aw_trigger trigger;
+	char started_at[AW_TIME_LEN];
+	char finished_at[AW_TIME_LEN];
+	json_t *host; /* fingerprint object (owned reference) */
+	char *matrix_name;
+	int64_t matrix_version;
+	char *matrix_hash;
+	char *matrix_profile; /* optional */
+	json_t *meta; /* optional free-form object (owned), e.g. what changed, importer notes */
+	struct aw_cell *cells;
+	size_t n_cells, cap_cells;
+};
+
+/* Where and why a document was rejected: code (e.g. "type", "range", "required"), a JSON path
+ * such as "cells[3].p50" ("" for the whole document) and a human message. */
+struct aw_verr {
+	char code[32];
+	char field[128];
+	char message[256];
+};
+
+struct aw_result_limits {
+	size_t max_cells;  /* most cells in one document */
+	size_t max_string; /* longest string value */
+	size_t max_labels; /* most host labels */
+};
+
+#define AW_RESULT_LIMITS_DEFAULT                                        \
+	{                                                               \
+		.max_cells = 50000, .max_string = 512, .max_labels = 64 \
+	}
+
+/* A new empty result: run_id set to a fresh UUID, trigger manual, every time "". NULL on
+ * allocation failure. Free with aw_result_free(). */
+struct aw_result *aw_result_new(void);
+
+/* Frees the result and everything it owns; sets *r to NULL. */
+void aw_result_free(struct aw_result **r);
+
+/* Appends a cell with every statistic NAN, cpu/contender_cpu/c AW_NONE, d 0, status ok. The
+ * cell is owned by the result; the pointer is valid until the next add. NULL on allocation
+ * failure. */
+struct aw_cell *aw_result_add_cell(struct aw_result *r);
+
+/* Frees the strings a cell owns and zeroes it. */
+void aw_cell_release(struct aw_cell *c);
+
+/* Sets one of a cell's (or result's) owned strings to a copy of `s` (NULL allowed), freeing
+ * the old one. Returns 0 or -ENOMEM. */
+int aw_set_str(char **field, const char *s);
+
+/* Builds the canonical key of a cell from its fields, e.g.
+ *   "op=ldadd cpu=3", "reader=srcu_fast op=stadd cpu=0",
+ *   "op=llsc cpu=0 contender=1 c=10 d=100", "subject=mylib op=inc cpu=0", "kernel=srcu-fast"
+ * and stores it in c->key. Returns 0 or -ENOMEM. */
+int aw_cell_make_key(struct aw_cell *c);
+
+const char *aw_cell_status_name(enum aw_cell_status s);
+const char *aw_trigger_name(enum aw_trigger t);
+int aw_trigger_parse(const char *s, enum aw_trigger *out);
+
+/* The JSON form of a result or a cell; NULL on allocation failure. Caller owns the reference. */
+json_t *aw_result_to_json(const struct aw_result *r);
+json_t *aw_cell_to_json(const struct aw_cell *c);
+
+/* Validates `doc` against every rule of the schema (types, required fields, finite
+ * non-negative times, min <= p50 <= p95 <= p99 <= max, names, commit ids, limits) and builds
+ * the model. Returns a new result (caller frees) or NULL with *e naming the first problem;
+ * an allocation failure is reported as code "internal". */
+struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
+                                      struct aw_verr *e);
+
+#endif

@@ -1,0 +1,82 @@
+/* Small utilities shared by every component: files written atomically, bounded reads,
+ * random ids, RFC 3339 times, and the name/commit rules of the result document.
+ * Conventions: int functions return 0 or a negative errno; error text, when a `char **err` is
+ * given, is a malloc'd lowercase message naming the subject that the caller frees. */
+#ifndef AW_UTIL_H
+#define AW_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define AW_UUID_LEN   36
+#define AW_TIME_LEN   32 /* "2026-11-29T19:19:00.123456Z" and the terminator fit */
+#define AW_NAME_MAX   64
+#define AW_COMMIT_MIN 7
+#define AW_COMMIT_MAX 64
+
+/* Frees *pp and sets it to NULL; pp is a pointer to any pointer. */
+void aw_freep(void *pp);
+
+/* malloc'd printf; NULL on allocation or format failure. */
+char *aw_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Sets *err (when err is not NULL) to a malloc'd formatted message; always returns `rc`. */
+int aw_errorf(char **err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Writes `len` bytes to `path` so that readers see either the old file or the whole new one:
+ * a temp file beside it, fsync, rename, fsync of the directory. Returns 0 or a negative errno
+ * with *err naming the path; on error the temp file is removed and `path` is untouched. */
+int aw_write_file_atomic(const char *path, const void *data, size_t len, char **err);
+
+/* Reads a whole file of at most `limit` bytes into a malloc'd NUL-terminated buffer (*data,
+ * *len). Returns 0, -E2BIG when larger than `limit`, or a negative errno; *err names the path. */
+int aw_read_file(const char *path, size_t limit, char **data, size_t *len, char **err);
+
+/* Fills `buf` with `len` bytes from the kernel's CSPRNG (getrandom, EINTR retried).
+ * Returns 0 or a negative errno. */
+int aw_random_bytes(void *buf, size_t len);
+
+/* Writes a random (version 4) UUID in lowercase into out[AW_UUID_LEN + 1]. Returns 0 or a
+ * negative errno. */
+int aw_uuid4(char *out);
+
+/* Formats `ts` as UTC RFC 3339 with microseconds into out[AW_TIME_LEN]. */
+void aw_time_format(const struct timespec *ts, char *out);
+
+/* The current CLOCK_REALTIME time formatted by aw_time_format(). */
+void aw_time_now(char *out);
+
+/* Parses an RFC 3339 date-time ("2026-11-29T19:19:00Z", fractional seconds and numeric
+ * offsets allowed) into microseconds since the epoch. Returns 0 or -EINVAL. */
+int aw_time_parse(const char *s, int64_t *epoch_us);
+
+/* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). */
+uint64_t aw_monotonic_ns(void);
+
+/* Names (hosts, projects, ops, labels): [A-Za-z0-9._-]{1,64}. */
+bool aw_valid_name(const char *s);
+
+/* Commit ids: lowercase or uppercase hex, 7 to 64 digits. */
+bool aw_valid_commit(const char *s);
+
+/* Git ref names: 1..255 printable ASCII characters without spaces, '~', '^', ':', '?', '*',
+ * '[', '\\' or "..", as git check-ref-format would mostly allow. */
+bool aw_valid_ref(const char *s);
+
+/* A canonical lowercase UUID (8-4-4-4-12 hex digits). */
+bool aw_valid_uuid(const char *s);
+
+/* Parses a whole string as a non-negative decimal integer no greater than `max`. Returns 0 or
+ * -EINVAL / -ERANGE. */
+int aw_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* Parses durations such as "30m", "90s", "2h", "1500ms" or a bare number of seconds into
+ * milliseconds. Returns 0 or -EINVAL. */
+int aw_parse_duration_ms(const char *s, uint64_t *out_ms);
+
+/* Sleeps for `ns` nanoseconds, resuming after signals unless *stop becomes non-zero. */
+void aw_sleep_ns(uint64_t ns, volatile int *stop);
+
+#endif

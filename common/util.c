@@ -1,0 +1,458 @@
+/* Shared utilities; see util.h for the contract of each function. */
+#include "aw/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void aw_freep(void *pp)
+{
+	void **p = pp;
+
+	free(*p);
+	*p = NULL;
+}
+
+static char *vasprintf_alloc(const char *fmt, va_list ap)
+{
+	va_list copy;
+	char *s;
+	int n;
+
+	va_copy(copy, ap);
+	n = vsnprintf(NULL, 0, fmt, copy);
+	va_end(copy);
+	if (n < 0)
+		return NULL;
+	s = malloc((size_t)n + 1);
+	if (s)
+		vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+char *aw_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = vasprintf_alloc(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+int aw_errorf(char **err, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return rc;
+	free(*err);
+	va_start(ap, fmt);
+	*err = vasprintf_alloc(fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		if (fsync(fd) < 0 && errno != EINVAL)
+			rc = -errno;
+		close(fd);
+	}
+	free(copy);
+	return rc;
+}
+
+int aw_write_file_atomic(const char *path, const void *data, size_t len, char **err)
+{
+	char *tmp = NULL;
+	int fd = -1, rc;
+
+	tmp = aw_asprintf("%s.tmp.XXXXXX", path);
+	if (!tmp)
+		return aw_errorf(err, -ENOMEM, "cannot write '%s': out of memory", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rc = aw_errorf(err, -errno, "cannot write '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	rc = write_all(fd, data, len);
+	if (!rc && fchmod(fd, 0644) < 0)
+		rc = -errno;
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	fd = -1;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc) {
+		aw_errorf(err, rc, "cannot write '%s': %s", path, strerror(-rc));
+		unlink(tmp);
+		goto out;
+	}
+	rc = fsync_dir_of(path);
+	if (rc)
+		aw_errorf(err, rc, "cannot sync the directory of '%s': %s", path, strerror(-rc));
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	return rc;
+}
+
+int aw_read_file(const char *path, size_t limit, char **data, size_t *len, char **err)
+{
+	char *buf = NULL;
+	size_t used = 0, cap = 0;
+	int fd, rc = 0;
+
+	*data = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return aw_errorf(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+	for (;;) {
+		ssize_t n;
+
+		if (cap - used < 4096) {
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *p;
+
+			if (ncap > limit + 2)
+				ncap = limit + 2;
+			if (ncap <= used + 1) {
+				rc = aw_errorf(err, -E2BIG, "'%s' is larger than %zu bytes", path,
+				               limit);
+				goto out;
+			}
+			p = realloc(buf, ncap);
+			if (!p) {
+				rc = aw_errorf(err, -ENOMEM, "cannot read '%s': out of memory",
+				               path);
+				goto out;
+			}
+			buf = p;
+			cap = ncap;
+		}
+		n = read(fd, buf + used, cap - used - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = aw_errorf(err, -errno, "cannot read '%s': %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > limit) {
+			rc = aw_errorf(err, -E2BIG, "'%s' is larger than %zu bytes", path, limit);
+			goto out;
+		}
+	}
+	if (!buf) {
+		buf = malloc(1);
+		if (!buf) {
+			rc = aw_errorf(err, -ENOMEM, "cannot read '%s': out of memory", path);
+			goto out;
+		}
+	}
+	buf[used] = '\0';
+	*data = buf;
+	*len = used;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int aw_random_bytes(void *buf, size_t len)
+{
+	unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int aw_uuid4(char *out)
+{
+	unsigned char b[16];
+	int rc = aw_random_bytes(b, sizeof(b));
+
+	if (rc)
+		return rc;
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, AW_UUID_LEN + 1,
+	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+	         b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+	         b[15]);
+	return 0;
+}
+
+void aw_time_format(const struct timespec *ts, char *out)
+{
+	struct tm tm;
+	time_t secs = ts->tv_sec;
+	size_t n;
+
+	gmtime_r(&secs, &tm);
+	n = strftime(out, AW_TIME_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, AW_TIME_LEN - n, ".%06ldZ", (long)(ts->tv_nsec / 1000) % 1000000);
+}
+
+void aw_time_now(char *out)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	aw_time_format(&ts, out);
+}
+
+static int digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*p)[i]))
+			return -EINVAL;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int aw_time_parse(const char *s, int64_t *epoch_us)
+{
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+	int64_t frac = 0, scale = 1000000, t;
+	const char *p = s;
+
+	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+	    digits(&p, 2, &d))
+		return -EINVAL;
+	if (*p != 'T' && *p != 't' && *p != ' ')
+		return -EINVAL;
+	p++;
+	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
+	    digits(&p, 2, &sec))
+		return -EINVAL;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 60)
+		return -EINVAL;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		while (isdigit((unsigned char)*p)) {
+			if (scale > 1) {
+				scale /= 10;
+				frac += (*p - '0') * scale;
+			}
+			p++;
+		}
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		sign = *p++ == '-' ? -1 : 1;
+		if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) || oh > 23 || om > 59)
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	if (*p)
+		return -EINVAL;
+	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+	t -= sign * (oh * 3600 + om * 60);
+	*epoch_us = t * 1000000 + frac;
+	return 0;
+}
+
+uint64_t aw_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool aw_valid_name(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++) {
+		unsigned char c = (unsigned char)s[n];
+
+		if (n >= AW_NAME_MAX)
+			return false;
+		if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+			return false;
+	}
+	return n > 0;
+}
+
+bool aw_valid_commit(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++)
+		if (n >= AW_COMMIT_MAX || !isxdigit((unsigned char)s[n]))
+			return false;
+	return n >= AW_COMMIT_MIN;
+}
+
+bool aw_valid_ref(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !*s || *s == '-' || *s == '/')
+		return false;
+	for (; s[n]; n++) {
+		unsigned char c = (unsigned char)s[n];
+
+		if (n >= 255 || c <= ' ' || c >= 0x7f || strchr("~^:?*[\\", c))
+			return false;
+		if (c == '.' && s[n + 1] == '.')
+			return false;
+	}
+	return s[n - 1] != '/' && s[n - 1] != '.';
+}
+
+bool aw_valid_uuid(const char *s)
+{
+	if (!s || strlen(s) != AW_UUID_LEN)
+		return false;
+	for (int i = 0; i < AW_UUID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return false;
+		} else if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+int aw_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int aw_parse_duration_ms(const char *s, uint64_t *out_ms)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}};
+	char num[32];
+	size_t n = 0;
+	uint64_t v;
+
+	if (!s)
+		return -EINVAL;
+	while (isdigit((unsigned char)s[n]) && n < sizeof(num) - 1) {
+		num[n] = s[n];
+		n++;
+	}
+	num[n] = '\0';
+	if (!n || aw_parse_u64(num, UINT64_MAX / 3600000, &v))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(s + n, units[i].suffix)) {
+			*out_ms = v * units[i].ms;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void aw_sleep_ns(uint64_t ns, volatile int *stop)
+{
+	struct timespec req = {.tv_sec = (time_t)(ns / 1000000000u),
+	                       .tv_nsec = (long)(ns % 1000000000u)};
+	struct timespec rem;
+
+	while (nanosleep(&req, &rem) < 0 && errno == EINTR) {
+		if (stop && *stop)
+			return;
+		req = rem;
+	}
+}

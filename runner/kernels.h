@@ -1,0 +1,102 @@
+/* The benchmark kernels: for every primitive a timed loop with the op inlined and unrolled, the
+ * same loop with an empty body, a contender loop and a plain-C twin. One file per architecture
+ * (kernels_x86_64.c, kernels_aarch64.c) plus the portable C11 ops (kernels_c11.c); all of them
+ * fill the same table, so the engine never knows which instructions it times.
+ * Rules for kernel code: no calls, stdio, malloc or logging between the two timer reads;
+ * every asm statement lists all it clobbers ("memory" included). */
+#ifndef AW_KERNELS_H
+#define AW_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define AW_UNROLL 16 /* ops per loop iteration; every iteration count is a multiple of it */
+
+/* One counter, alone on its 128-byte line (no false sharing with anything, including the
+ * adjacent-line prefetcher's partner line). Pair ops (cmpxchg16b, casp, ldxp_stxp) use
+ * {value, pair_hi} as one 16-byte aligned word pair, like SLUB's {freelist, tid}. Readers use
+ * value as the lock count and unlocks beside it in the same line, as SRCU's srcu_ctrs do. */
+struct aw_slot {
+	_Alignas(128) uint64_t value;
+	uint64_t pair_hi;
+	uint64_t unlocks;
+	uint64_t pad[13];
+};
+
+_Static_assert(sizeof(struct aw_slot) == 128, "a slot is one 128-byte line");
+
+/* Function-pointer ops: subject libraries and external readers (liburcu). */
+struct aw_call_ops {
+	void (*op)(uint64_t *counter); /* one op on the counter */
+	void (*lock)(void);            /* reader lock, or NULL */
+	void (*unlock)(void);          /* reader unlock, or NULL */
+};
+
+/* Arguments of one timed batch. */
+struct aw_loop {
+	struct aw_slot *slot;
+	uint64_t iters;                 /* ops to run; a multiple of AW_UNROLL */
+	uint32_t duty;                  /* nop-loop iterations after each op (0: none) */
+	const struct aw_call_ops *call; /* only for the call-through kernels */
+};
+
+/* Runs one batch and returns the elapsed timer ticks (aw_timer_read() units). */
+typedef uint64_t (*aw_loop_fn)(const struct aw_loop *l);
+
+/* Contender: runs the op on `slot` with `gap` nop-loop iterations between ops until *stop
+ * becomes non-zero; sets *running to 1 after its first op. Returns the number of ops done. */
+typedef uint64_t (*aw_contend_fn)(struct aw_slot *slot, uint32_t gap, const volatile int *stop,
+                                  volatile int *running);
+
+enum aw_op_flag {
+	AW_OP_LSE = 1u << 0,    /* needs FEAT_LSE (HWCAP_ATOMICS); skipped where absent */
+	AW_OP_ATOMIC = 1u << 1, /* a correct atomic RMW: may run under contention */
+	AW_OP_PAIR = 1u << 2,   /* works on the 16-byte pair {value, pair_hi}: both grow by 1 */
+};
+
+/* A primitive: "add 1 to this CPU's counter". */
+struct aw_kernel {
+	const char *name; /* op name as in DESIGN.md, e.g. "ldadd" */
+	unsigned flags;
+	aw_loop_fn timed;
+	aw_loop_fn empty;
+	aw_contend_fn contend;              /* NULL when the op must not run contended */
+	void (*once)(struct aw_slot *slot); /* one op, not timed (tests) */
+	void (*twin)(struct aw_slot *slot); /* plain-C twin of one op */
+};
+
+/* A reader lock+unlock pair built on an op (counts both value and unlocks). */
+struct aw_reader_kernel {
+	const char *reader; /* "srcu", "srcu_fast", "srcu_nmisafe" */
+	const char *op;
+	unsigned flags; /* the op's flags */
+	aw_loop_fn timed;
+	aw_loop_fn empty;
+	void (*once)(struct aw_slot *slot); /* one lock+unlock, not timed (tests) */
+};
+
+/* The tables of this build's architecture, C11 ops included. The arrays are static. */
+const struct aw_kernel *aw_kernels(unsigned *n);
+const struct aw_reader_kernel *aw_reader_kernels(unsigned *n);
+
+/* Per-arch parts, concatenated by aw_kernels() (kernels_table.c); the arch file also builds
+ * the readers on the C11 ops, so that they use the architecture's own barriers. */
+const struct aw_kernel *aw_arch_kernels(unsigned *n);
+const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n);
+const struct aw_kernel *aw_c11_kernels(unsigned *n);
+
+/* Call-through loops for function-pointer ops (struct aw_loop.call): the op, a reader's
+ * lock+unlock, and the matching empty loops that call an empty function the same way, so that
+ * subtracting them removes the call overhead. */
+uint64_t aw_call_op_timed(const struct aw_loop *l);
+uint64_t aw_call_op_empty(const struct aw_loop *l);
+uint64_t aw_call_reader_timed(const struct aw_loop *l);
+uint64_t aw_call_reader_empty(const struct aw_loop *l);
+
+/* The architecture this build measures: "x86_64", "aarch64" or another uname machine. */
+const char *aw_build_arch(void);
+
+/* Whether the CPU has the LSE atomics (always false off aarch64). */
+bool aw_cpu_has_lse(void);
+
+#endif

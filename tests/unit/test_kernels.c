@@ -1,0 +1,229 @@
+/* Each kernel against its plain-C twin: after N ops (untimed, in the timed loop, with duty, and
+ * from a contender thread) the counter holds exactly what the twin computes. Built twice, with
+ * the kernels at -O0 and at -O2. On aarch64 without LSE the LSE kernels must not be called:
+ * they are counted as skipped, and AW_EXPECT_LSE=0/1 pins what the CPU must report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "kernels.h"
+
+#define N_ONCE 1000
+
+static struct aw_slot *new_slot(void)
+{
+	struct aw_slot *s = aligned_alloc(128, sizeof(*s));
+
+	assert_non_null(s);
+	memset(s, 0, sizeof(*s));
+	return s;
+}
+
+static int runnable(unsigned flags)
+{
+	return !(flags & AW_OP_LSE) || aw_cpu_has_lse();
+}
+
+static void test_lse_expectation(void **state)
+{
+	const char *want = getenv("AW_EXPECT_LSE");
+
+	(void)state;
+	if (want && *want)
+		assert_int_equal(aw_cpu_has_lse(), atoi(want) != 0);
+	else
+		assert_true(aw_cpu_has_lse() == 0 || aw_cpu_has_lse() == 1);
+}
+
+static void test_ops_match_twins(void **state)
+{
+	unsigned n, ran = 0, skipped = 0;
+	const struct aw_kernel *k = aw_kernels(&n);
+
+	(void)state;
+	assert_true(n >= 3);
+	for (unsigned i = 0; i < n; i++) {
+		struct aw_slot *a = new_slot(), *b = new_slot();
+		uint64_t per_op = 1;
+
+		if (!runnable(k[i].flags)) {
+			skipped++;
+			free(a);
+			free(b);
+			continue;
+		}
+		ran++;
+		for (int j = 0; j < N_ONCE; j++) {
+			k[i].once(a);
+			k[i].twin(b);
+		}
+		if (a->value != b->value || a->pair_hi != b->pair_hi)
+			fail_msg("op %s: asm gives {%llu,%llu}, twin {%llu,%llu}", k[i].name,
+			         (unsigned long long)a->value, (unsigned long long)a->pair_hi,
+			         (unsigned long long)b->value, (unsigned long long)b->pair_hi);
+		assert_int_equal(a->value, N_ONCE * per_op);
+		assert_int_equal(a->pair_hi, (k[i].flags & AW_OP_PAIR) ? N_ONCE : 0);
+		assert_int_equal(a->unlocks, 0);
+		free(a);
+		free(b);
+	}
+	assert_int_equal(ran + skipped, n);
+	if (!aw_cpu_has_lse()) {
+		unsigned lse = 0;
+
+		for (unsigned i = 0; i < n; i++)
+			lse += !!(k[i].flags & AW_OP_LSE);
+		assert_int_equal(skipped, lse);
+	} else {
+		assert_int_equal(skipped, 0);
+	}
+}
+
+static void test_timed_loops_count(void **state)
+{
+	unsigned n;
+	const struct aw_kernel *k = aw_kernels(&n);
+
+	(void)state;
+	for (unsigned i = 0; i < n; i++) {
+		struct aw_slot *s = new_slot();
+		struct aw_loop l = {.slot = s, .iters = 64 * AW_UNROLL};
+
+		if (!runnable(k[i].flags)) {
+			free(s);
+			continue;
+		}
+		k[i].timed(&l);
+		if (s->value != 64 * AW_UNROLL)
+			fail_msg("op %s: timed loop left %llu, want %d", k[i].name,
+			         (unsigned long long)s->value, 64 * AW_UNROLL);
+		l.duty = 3;
+		k[i].timed(&l);
+		assert_int_equal(s->value, 128 * AW_UNROLL);
+		k[i].empty(&l);
+		assert_int_equal(s->value, 128 * AW_UNROLL);
+		assert_int_equal(s->pair_hi, (k[i].flags & AW_OP_PAIR) ? 128 * AW_UNROLL : 0);
+		free(s);
+	}
+}
+
+struct contender {
+	const struct aw_kernel *k;
+	struct aw_slot *slot;
+	volatile int stop, running;
+	uint64_t done;
+};
+
+static void *contend(void *arg)
+{
+	struct contender *c = arg;
+
+	c->done = c->k->contend(c->slot, 5, &c->stop, &c->running);
+	return NULL;
+}
+
+static void test_contenders_count(void **state)
+{
+	unsigned n;
+	const struct aw_kernel *k = aw_kernels(&n);
+
+	(void)state;
+	for (unsigned i = 0; i < n; i++) {
+		struct contender c = {.k = &k[i]};
+		struct aw_loop l;
+		pthread_t t;
+
+		if (!runnable(k[i].flags) || !k[i].contend)
+			continue;
+		assert_true(k[i].flags & AW_OP_ATOMIC);
+		c.slot = new_slot();
+		assert_int_equal(pthread_create(&t, NULL, contend, &c), 0);
+		while (!__atomic_load_n(&c.running, __ATOMIC_ACQUIRE))
+			sched_yield();
+		l = (struct aw_loop){.slot = c.slot, .iters = 256 * AW_UNROLL};
+		k[i].timed(&l);
+		__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(t, NULL);
+		if (c.slot->value != c.done + 256 * AW_UNROLL)
+			fail_msg("op %s contended: counter %llu, ops %llu", k[i].name,
+			         (unsigned long long)c.slot->value,
+			         (unsigned long long)(c.done + 256 * AW_UNROLL));
+		free(c.slot);
+	}
+}
+
+static void test_readers_count(void **state)
+{
+	unsigned n;
+	const struct aw_reader_kernel *r = aw_reader_kernels(&n);
+
+	(void)state;
+	assert_true(n >= 3);
+	for (unsigned i = 0; i < n; i++) {
+		struct aw_slot *s = new_slot();
+		struct aw_loop l = {.slot = s, .iters = 32 * AW_UNROLL};
+
+		if (!runnable(r[i].flags)) {
+			free(s);
+			continue;
+		}
+		for (int j = 0; j < N_ONCE; j++)
+			r[i].once(s);
+		assert_int_equal(s->value, N_ONCE);
+		assert_int_equal(s->unlocks, N_ONCE);
+		r[i].timed(&l);
+		if (s->value != N_ONCE + 32 * AW_UNROLL || s->unlocks != s->value)
+			fail_msg("reader %s on %s: locks %llu unlocks %llu", r[i].reader, r[i].op,
+			         (unsigned long long)s->value, (unsigned long long)s->unlocks);
+		free(s);
+	}
+}
+
+static int calls;
+static void count_op(uint64_t *c)
+{
+	*c += 1;
+	calls++;
+}
+static void count_lock(void)
+{
+	calls++;
+}
+
+static void test_call_loops(void **state)
+{
+	struct aw_slot *s = new_slot();
+	struct aw_call_ops ops = {.op = count_op, .lock = count_lock, .unlock = count_lock};
+	struct aw_loop l = {.slot = s, .iters = 4 * AW_UNROLL, .call = &ops};
+
+	(void)state;
+	aw_call_op_timed(&l);
+	assert_int_equal(s->value, 4 * AW_UNROLL);
+	assert_int_equal(calls, 4 * AW_UNROLL);
+	aw_call_op_empty(&l);
+	assert_int_equal(s->value, 4 * AW_UNROLL);
+	aw_call_reader_timed(&l);
+	assert_int_equal(calls, 12 * AW_UNROLL);
+	aw_call_reader_empty(&l);
+	assert_int_equal(calls, 12 * AW_UNROLL);
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_lse_expectation),   cmocka_unit_test(test_ops_match_twins),
+	    cmocka_unit_test(test_timed_loops_count), cmocka_unit_test(test_contenders_count),
+	    cmocka_unit_test(test_readers_count),     cmocka_unit_test(test_call_loops),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
