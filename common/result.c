@@ -144,6 +144,8 @@ int aw_cell_make_key(struct aw_cell *c)
 		KEY_ADD("cpu=%d ", c->cpu);
 	if (c->contender_cpu != AW_NONE)
 		KEY_ADD("contender=%d ", c->contender_cpu);
+	else if (c->c != AW_NONE && c->placement)
+		KEY_ADD("contender=%s ", c->placement); /* skipped: no such CPU on this host */
 	if (c->c != AW_NONE)
 		KEY_ADD("c=%lld ", (long long)c->c);
 	if (c->d > 0)

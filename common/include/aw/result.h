@@ -108,7 +108,9 @@ int aw_set_str(char **field, const char *s);
 
 /* Builds the canonical key of a cell from its fields, e.g.
  *   "op=ldadd cpu=3", "reader=srcu_fast op=stadd cpu=0",
- *   "op=llsc cpu=0 contender=1 c=10 d=100", "subject=mylib op=inc cpu=0", "kernel=srcu-fast"
+ *   "op=llsc cpu=0 contender=1 c=10 d=100", "subject=mylib op=inc cpu=0", "kernel=srcu-fast",
+ *   and for a contended cell skipped because the host has no such contender CPU
+ *   "op=llsc cpu=0 contender=far c=10"
  * and stores it in c->key. Returns 0 or -ENOMEM. */
 int aw_cell_make_key(struct aw_cell *c);
 

@@ -1,0 +1,269 @@
+/* The result document: JSON round trip of the model, canonical keys, and every validation rule
+ * with the field it names. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "aw/result.h"
+
+static struct aw_result *sample_result(void)
+{
+	struct aw_result *r = aw_result_new();
+	struct aw_cell *c;
+
+	assert_non_null(r);
+	assert_int_equal(aw_set_str(&r->project, "demo"), 0);
+	assert_int_equal(aw_set_str(&r->commit, "0123abcd"), 0);
+	assert_int_equal(aw_set_str(&r->ref, "refs/heads/main"), 0);
+	r->trigger = AW_TRIGGER_CI;
+	strcpy(r->started_at, "2026-11-29T10:00:00.000000Z");
+	strcpy(r->finished_at, "2026-11-29T10:00:05.500000Z");
+	r->host = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s}", "name", "grace-1", "arch", "aarch64",
+	                    "cpu_model", "Neoverse-V2", "labels", "team", "kernel", "platform_hash",
+	                    "0123456789abcdef");
+	assert_non_null(r->host);
+	assert_int_equal(aw_set_str(&r->matrix_name, "atomwatch"), 0);
+	r->matrix_version = 1;
+	assert_int_equal(aw_set_str(&r->matrix_hash, "aabbccddeeff0011"), 0);
+	assert_int_equal(aw_set_str(&r->matrix_profile, "quick"), 0);
+
+	c = aw_result_add_cell(r);
+	assert_int_equal(aw_set_str(&c->op, "stadd"), 0);
+	c->cpu = 3;
+	c->n = 200;
+	c->batch = 4096;
+	c->min = 48.25;
+	c->p50 = 50.5;
+	c->p95 = 52;
+	c->p99 = 60.125;
+	c->max = 70;
+	c->mean = 51;
+	c->stddev = 1.5;
+	c->ci_lo = 50.25;
+	c->ci_hi = 50.75;
+	c->baseline_ns = 0.25;
+	assert_int_equal(aw_cell_make_key(c), 0);
+
+	c = aw_result_add_cell(r);
+	assert_int_equal(aw_set_str(&c->op, "ldadd"), 0);
+	assert_int_equal(aw_set_str(&c->reader, "srcu_fast"), 0);
+	c->cpu = 0;
+	c->status = AW_CELL_SKIPPED;
+	assert_int_equal(aw_set_str(&c->reason, "needs LSE"), 0);
+	assert_int_equal(aw_cell_make_key(c), 0);
+
+	c = aw_result_add_cell(r);
+	assert_int_equal(aw_set_str(&c->op, "llsc"), 0);
+	assert_int_equal(aw_set_str(&c->placement, "near"), 0);
+	c->cpu = 0;
+	c->contender_cpu = 1;
+	c->c = 10;
+	c->d = 100;
+	c->n = 1;
+	c->p50 = 0;
+	c->below_resolution = true;
+	assert_int_equal(aw_cell_make_key(c), 0);
+	return r;
+}
+
+static void test_keys(void **state)
+{
+	struct aw_result *r = sample_result();
+	struct aw_cell *c;
+
+	(void)state;
+	assert_string_equal(r->cells[0].key, "op=stadd cpu=3");
+	assert_string_equal(r->cells[1].key, "reader=srcu_fast op=ldadd cpu=0");
+	assert_string_equal(r->cells[2].key, "op=llsc cpu=0 contender=1 c=10 d=100");
+	c = aw_result_add_cell(r);
+	aw_set_str(&c->op, "ldadd");
+	aw_set_str(&c->placement, "far");
+	c->cpu = 0;
+	c->c = 10;
+	assert_int_equal(aw_cell_make_key(c), 0);
+	assert_string_equal(c->key, "op=ldadd cpu=0 contender=far c=10");
+	c = aw_result_add_cell(r);
+	aw_set_str(&c->kernel, "srcu-fast");
+	aw_set_str(&c->op, "refscale");
+	assert_int_equal(aw_cell_make_key(c), 0);
+	assert_string_equal(c->key, "kernel=srcu-fast");
+	c = aw_result_add_cell(r);
+	aw_set_str(&c->subject, "libpcpu");
+	aw_set_str(&c->op, "inc");
+	c->cpu = 2;
+	assert_int_equal(aw_cell_make_key(c), 0);
+	assert_string_equal(c->key, "subject=libpcpu op=inc cpu=2");
+	aw_result_free(&r);
+	assert_null(r);
+}
+
+static void test_round_trip(void **state)
+{
+	struct aw_result *r = sample_result(), *back;
+	struct aw_verr e;
+	json_t *j1, *j2;
+
+	(void)state;
+	j1 = aw_result_to_json(r);
+	assert_non_null(j1);
+	back = aw_result_from_json(j1, NULL, &e);
+	if (!back)
+		fail_msg("%s: %s: %s", e.code, e.field, e.message);
+	j2 = aw_result_to_json(back);
+	assert_true(json_equal(j1, j2));
+	assert_string_equal(back->run_id, r->run_id);
+	assert_int_equal(back->n_cells, 3);
+	assert_true(back->cells[0].p99 == 60.125);
+	assert_true(isnan(back->cells[1].p50));
+	assert_int_equal(back->cells[1].status, AW_CELL_SKIPPED);
+	assert_int_equal(back->cells[2].contender_cpu, 1);
+	assert_true(back->cells[2].below_resolution);
+	assert_int_equal(back->trigger, AW_TRIGGER_CI);
+	/* the text form parses back to the same document too */
+	{
+		char *text = json_dumps(j1, JSON_COMPACT);
+		json_t *j3 = json_loads(text, 0, NULL);
+
+		assert_true(json_equal(j1, j3));
+		json_decref(j3);
+		free(text);
+	}
+	json_decref(j1);
+	json_decref(j2);
+	aw_result_free(&back);
+	aw_result_free(&r);
+}
+
+/* Applies `mutate` (a JSON patch as "path=json") to a valid document and checks the rejection. */
+static void expect_reject(const char *path, const char *value_json, const char *code,
+                          const char *field)
+{
+	struct aw_result *r = sample_result();
+	json_t *doc = aw_result_to_json(r), *target = doc, *value = NULL;
+	char buf[128], *save = NULL, *tok, *next;
+	struct aw_verr e;
+	struct aw_result *back;
+
+	strcpy(buf, path);
+	tok = strtok_r(buf, ".", &save);
+	while ((next = strtok_r(NULL, ".", &save))) {
+		char *br = strchr(tok, '[');
+
+		if (br) {
+			*br = '\0';
+			target = json_array_get(json_object_get(target, tok), (size_t)atoi(br + 1));
+		} else {
+			target = json_object_get(target, tok);
+		}
+		tok = next;
+	}
+	if (value_json) {
+		value = json_loads(value_json, JSON_DECODE_ANY, NULL);
+		assert_non_null(value);
+		json_object_set_new(target, tok, value);
+	} else {
+		json_object_del(target, tok);
+	}
+	back = aw_result_from_json(doc, NULL, &e);
+	if (back)
+		fail_msg("%s=%s was accepted", path, value_json ? value_json : "(deleted)");
+	if (strcmp(e.code, code) || strcmp(e.field, field))
+		fail_msg("%s=%s: got %s at '%s' (%s), want %s at '%s'", path,
+		         value_json ? value_json : "(deleted)", e.code, e.field, e.message, code,
+		         field);
+	assert_true(strlen(e.message) > 0);
+	json_decref(doc);
+	aw_result_free(&r);
+}
+
+static void test_rejections(void **state)
+{
+	(void)state;
+	expect_reject("schema", "\"atomwatch.result/2\"", "unsupported_schema", "schema");
+	expect_reject("schema", "\"other\"", "invalid", "schema");
+	expect_reject("schema", NULL, "required", "schema");
+	expect_reject("run_id", "\"not-a-uuid\"", "invalid", "run_id");
+	expect_reject("project", "\"bad name!\"", "invalid", "project");
+	expect_reject("project", "42", "type", "project");
+	expect_reject("commit", "\"xyz1234\"", "invalid", "commit");
+	expect_reject("commit", "\"abc12\"", "invalid", "commit");
+	expect_reject("ref", "\"a..b\"", "invalid", "ref");
+	expect_reject("trigger", "\"cron\"", "invalid", "trigger");
+	expect_reject("started_at", "\"yesterday\"", "invalid", "started_at");
+	expect_reject("finished_at", "\"2026-11-29T09:00:00Z\"", "order", "finished_at");
+	expect_reject("extra", "1", "unknown_field", "extra");
+	expect_reject("host", "[]", "type", "host");
+	expect_reject("host.name", "\"a b\"", "invalid", "host.name");
+	expect_reject("host.name", NULL, "required", "host.name");
+	expect_reject("host.labels", "{\"team\": 5}", "type", "host.labels.team");
+	expect_reject("host.labels", "{\"bad key\": \"x\"}", "invalid", "host.labels.bad key");
+	expect_reject("host.labels", NULL, "required", "host.labels");
+	expect_reject("host.cpu_model", "\"a\\u0001b\"", "invalid", "host.cpu_model");
+	expect_reject("matrix.version", "0", "range", "matrix.version");
+	expect_reject("matrix.version", "1.5", "type", "matrix.version");
+	expect_reject("matrix.hash", "\"XYZ\"", "invalid", "matrix.hash");
+	expect_reject("matrix.colour", "\"red\"", "unknown_field", "matrix.colour");
+	expect_reject("cells", "{}", "type", "cells");
+	expect_reject("cells[0].p50", "-1", "range", "cells[0].p50");
+	expect_reject("cells[0].p50", "\"fast\"", "type", "cells[0].p50");
+	expect_reject("cells[0].p50", "100", "order", "cells[0].p95");
+	expect_reject("cells[0].min", "51", "order", "cells[0].p50");
+	expect_reject("cells[0].max", "1", "order", "cells[0].max");
+	expect_reject("cells[0].p50", NULL, "required", "cells[0].p50");
+	expect_reject("cells[0].ci_lo", "60", "order", "cells[0].ci_lo");
+	expect_reject("cells[0].n", "0", "range", "cells[0].n");
+	expect_reject("cells[0].cpu", "-1", "range", "cells[0].cpu");
+	expect_reject("cells[0].cpu", "\"3\"", "type", "cells[0].cpu");
+	expect_reject("cells[0].unit", "\"us\"", "invalid", "cells[0].unit");
+	expect_reject("cells[0].status", "\"great\"", "invalid", "cells[0].status");
+	expect_reject("cells[0].key", "\"reader=srcu_fast op=ldadd cpu=0\"", "duplicate",
+	              "cells[1].key");
+	expect_reject("cells[0].speed", "1", "unknown_field", "cells[0].speed");
+	expect_reject("cells[0].below_resolution", "\"yes\"", "type", "cells[0].below_resolution");
+	expect_reject("cells[1].reason", NULL, "required", "cells[1].reason");
+	expect_reject("cells[2].placement", "\"middle\"", "invalid", "cells[2].placement");
+	expect_reject("meta", "[]", "type", "meta");
+}
+
+static void test_limits(void **state)
+{
+	struct aw_result *r = sample_result();
+	json_t *doc = aw_result_to_json(r);
+	struct aw_result_limits lim = AW_RESULT_LIMITS_DEFAULT;
+	struct aw_verr e;
+	char big[600];
+
+	(void)state;
+	lim.max_cells = 2;
+	assert_null(aw_result_from_json(doc, &lim, &e));
+	assert_string_equal(e.code, "too_many");
+	assert_string_equal(e.field, "cells");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	json_object_set_new(json_object_get(doc, "host"), "cpu_model", json_string(big));
+	assert_null(aw_result_from_json(doc, NULL, &e));
+	assert_string_equal(e.code, "too_long");
+	assert_string_equal(e.field, "host.cpu_model");
+	assert_null(aw_result_from_json(json_array(), NULL, &e));
+	assert_string_equal(e.code, "type");
+	json_decref(doc);
+	aw_result_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_keys),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_rejections),
+	    cmocka_unit_test(test_limits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

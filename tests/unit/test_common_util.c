@@ -1,0 +1,162 @@
+/* Shared utilities: RFC 3339 times, names, commits, refs, UUIDs, durations, numbers, bounded
+ * buffers and files written atomically. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "aw/buf.h"
+#include "aw/util.h"
+
+static void test_time(void **state)
+{
+	int64_t t;
+	char out[AW_TIME_LEN];
+	struct timespec ts = {.tv_sec = 1796000000, .tv_nsec = 123456789};
+
+	(void)state;
+	assert_int_equal(aw_time_parse("1970-01-01T00:00:00Z", &t), 0);
+	assert_int_equal(t, 0);
+	assert_int_equal(aw_time_parse("2026-11-29T19:19:00.5Z", &t), 0);
+	assert_int_equal(t, INT64_C(1795979940500000));
+	assert_int_equal(aw_time_parse("2026-11-29T21:19:00+02:00", &t), 0);
+	assert_int_equal(t, INT64_C(1795979940000000));
+	assert_int_equal(aw_time_parse("2000-02-29T00:00:00Z", &t), 0);
+	assert_int_equal(aw_time_parse("2026-13-01T00:00:00Z", &t), -EINVAL);
+	assert_int_equal(aw_time_parse("2026-11-29T19:19:00", &t), -EINVAL);
+	assert_int_equal(aw_time_parse("2026-11-29T19:19:00Zjunk", &t), -EINVAL);
+	assert_int_equal(aw_time_parse("", &t), -EINVAL);
+	aw_time_format(&ts, out);
+	assert_string_equal(out, "2026-11-30T00:53:20.123456Z");
+	assert_int_equal(aw_time_parse(out, &t), 0);
+	assert_int_equal(t, INT64_C(1796000000123456));
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_true(aw_valid_name("graviton4-a.1_x"));
+	assert_false(aw_valid_name(""));
+	assert_false(aw_valid_name("a b"));
+	assert_false(aw_valid_name("<script>"));
+	assert_true(
+	    aw_valid_name("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+	assert_false(
+	    aw_valid_name("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+	assert_true(aw_valid_commit("abcdef0"));
+	assert_true(aw_valid_commit("ABCDEF0123"));
+	assert_false(aw_valid_commit("abcde"));
+	assert_false(aw_valid_commit("abcdefg"));
+	assert_true(aw_valid_ref("main"));
+	assert_true(aw_valid_ref("refs/heads/feature/x-1"));
+	assert_false(aw_valid_ref("a b"));
+	assert_false(aw_valid_ref("a..b"));
+	assert_false(aw_valid_ref("-x"));
+	assert_false(aw_valid_ref("x/"));
+	assert_false(aw_valid_ref("x~1"));
+	assert_true(aw_valid_uuid("123e4567-e89b-42d3-a456-426614174000"));
+	assert_false(aw_valid_uuid("123E4567-e89b-42d3-a456-426614174000"));
+	assert_false(aw_valid_uuid("123e4567e89b42d3a456426614174000"));
+}
+
+static void test_uuid(void **state)
+{
+	char a[AW_UUID_LEN + 1], b[AW_UUID_LEN + 1];
+
+	(void)state;
+	assert_int_equal(aw_uuid4(a), 0);
+	assert_int_equal(aw_uuid4(b), 0);
+	assert_true(aw_valid_uuid(a));
+	assert_string_not_equal(a, b);
+	assert_int_equal(a[14], '4');
+}
+
+static void test_numbers(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(aw_parse_u64("42", 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(aw_parse_u64("101", 100, &v), -ERANGE);
+	assert_int_equal(aw_parse_u64("18446744073709551616", UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(aw_parse_u64("4x", 100, &v), -EINVAL);
+	assert_int_equal(aw_parse_u64("", 100, &v), -EINVAL);
+	assert_int_equal(aw_parse_u64("-1", 100, &v), -EINVAL);
+	assert_int_equal(aw_parse_duration_ms("30m", &v), 0);
+	assert_int_equal(v, 1800000);
+	assert_int_equal(aw_parse_duration_ms("90", &v), 0);
+	assert_int_equal(v, 90000);
+	assert_int_equal(aw_parse_duration_ms("250ms", &v), 0);
+	assert_int_equal(v, 250);
+	assert_int_equal(aw_parse_duration_ms("2h", &v), 0);
+	assert_int_equal(v, 7200000);
+	assert_int_equal(aw_parse_duration_ms("5 m", &v), -EINVAL);
+	assert_int_equal(aw_parse_duration_ms("m", &v), -EINVAL);
+	assert_int_equal(aw_parse_duration_ms("3d", &v), -EINVAL);
+}
+
+static void test_buf_limit(void **state)
+{
+	struct aw_buf b;
+
+	(void)state;
+	aw_buf_init(&b, 10);
+	assert_int_equal(aw_buf_puts(&b, "hello"), 0);
+	assert_int_equal(aw_buf_printf(&b, "%d", 12345), 0);
+	assert_int_equal(b.len, 10);
+	assert_string_equal(b.data, "hello12345");
+	assert_int_equal(aw_buf_puts(&b, "x"), -E2BIG);
+	assert_string_equal(b.data, "hello12345");
+	aw_buf_reset(&b);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(aw_buf_printf(&b, "%s", "0123456789a"), -E2BIG);
+	aw_buf_release(&b);
+	assert_null(b.data);
+}
+
+static void test_files(void **state)
+{
+	char dir[] = "/tmp/aw-util-XXXXXX", path[64], *data = NULL, *err = NULL;
+	size_t len;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f.json", dir);
+	assert_int_equal(aw_write_file_atomic(path, "{}\n", 3, &err), 0);
+	assert_int_equal(aw_read_file(path, 100, &data, &len, &err), 0);
+	assert_int_equal(len, 3);
+	assert_string_equal(data, "{}\n");
+	free(data);
+	assert_int_equal(aw_read_file(path, 2, &data, &len, &err), -E2BIG);
+	assert_non_null(strstr(err, "larger than 2 bytes"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(aw_read_file("/nonexistent/x", 100, &data, &len, &err), -ENOENT);
+	assert_non_null(strstr(err, "cannot open '/nonexistent/x'"));
+	assert_true(aw_write_file_atomic("/nonexistent/dir/x", "a", 1, &err) < 0);
+	assert_non_null(strstr(err, "/nonexistent/dir/x"));
+	free(err);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_time),      cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_uuid),      cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_buf_limit), cmocka_unit_test(test_files),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
