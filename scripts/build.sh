@@ -1,0 +1,14 @@
+#!/bin/sh
+# Configures and builds one configuration of atomwatch into build/<name>.
+# Usage: scripts/build.sh [native|asan|aarch64] (default native).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+conf=${1:-native}
+case "$conf" in
+native) set -- -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
+asan) set -- -DCMAKE_BUILD_TYPE=Debug -DAW_SANITIZE=ON -DAW_BUILD_BENCH=OFF ;;
+aarch64) set -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE="$top/cmake/toolchain-aarch64.cmake" ;;
+*) echo "usage: $0 [native|asan|aarch64]" >&2; exit 2 ;;
+esac
+cmake -S "$top" -B "$top/build/$conf" "$@" >/dev/null
+cmake --build "$top/build/$conf" -j "$(nproc)"

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Installs the Debian 12 packages atomwatch needs, only those missing (so a second run is
+# quick). Usage: scripts/deps.sh [build|test]   (default: build; test adds what the tests use:
+# PostgreSQL, Chromium, the aarch64 cross toolchain with qemu, Google Benchmark, ...).
+set -eu
+
+group=${1:-build}
+build_pkgs="build-essential cmake pkg-config git ca-certificates
+	libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev libmicrohttpd-dev
+	libsqlite3-dev libpq-dev libcmocka-dev liburcu-dev gnuplot-nox curl"
+test_pkgs="$build_pkgs g++ python3 python3-jsonschema postgresql chromium chromium-driver
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libbenchmark-dev openssl
+	clang-format podman runc debootstrap"
+arm64_pkgs="libjansson-dev:arm64 libyaml-dev:arm64 libssl-dev:arm64 libcmocka-dev:arm64
+	liburcu-dev:arm64"
+
+case "$group" in
+build) want="$build_pkgs" ;;
+test) want="$test_pkgs" ;;
+*) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: run as root (it installs Debian packages)" >&2
+	exit 2
+fi
+
+missing() {
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+			echo "$p"
+	done
+}
+
+export DEBIAN_FRONTEND=noninteractive
+updated=0
+need=$(missing $want)
+if [ "$group" = test ]; then
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		dpkg --add-architecture arm64
+		apt-get update -q
+		updated=1
+	fi
+	need="$need $(missing $arm64_pkgs)"
+fi
+need=$(echo $need)
+if [ -n "$need" ]; then
+	echo "deps.sh: installing $need"
+	[ $updated = 1 ] || apt-get update -q
+	# shellcheck disable=SC2086
+	apt-get install -y -q --no-install-recommends $need
+fi

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Runs every test of atomwatch on a fresh Debian 12 machine (as root): installs what the tests
+# need, then the native build's suite, the same suite under ASan/UBSan, and the aarch64 build's
+# suite under qemu-aarch64 with LSE (-cpu max) and without (-cpu cortex-a57).
+# Usage: scripts/test.sh [native|asan|aarch64 ...]   (default: all of them)
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+sh scripts/deps.sh test
+
+confs=${*:-native asan aarch64}
+failed=""
+jobs=$(nproc)
+for conf in $confs; do
+	echo "=== $conf: build"
+	if ! sh scripts/build.sh "$conf"; then
+		failed="$failed $conf(build)"
+		continue
+	fi
+	case "$conf" in
+	aarch64)
+		for cpu in max cortex-a57; do
+			lse=1
+			[ "$cpu" = max ] || lse=0
+			echo "=== aarch64 under qemu -cpu $cpu (LSE expected: $lse)"
+			QEMU_CPU=$cpu AW_EXPECT_LSE=$lse ctest --test-dir build/aarch64 -j "$jobs" \
+				--output-on-failure || failed="$failed aarch64-$cpu"
+		done
+		;;
+	asan)
+		echo "=== asan: tests"
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			ctest --test-dir build/asan -j "$jobs" --output-on-failure -LE 'perf|container' ||
+			failed="$failed asan"
+		;;
+	*)
+		echo "=== $conf: tests"
+		ctest --test-dir "build/$conf" -j "$jobs" --output-on-failure || failed="$failed $conf"
+		;;
+	esac
+done
+if [ -n "$failed" ]; then
+	echo "FAILED:$failed"
+	exit 1
+fi
+echo "all tests passed ($confs)"
