@@ -12,5 +12,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# No -L /usr/aarch64-linux-gnu: with libc6:arm64 installed (the multiarch -dev packages pull it
+# in), that prefix gives the cross package's ld.so but the multiarch libc.so.6, a mismatched pair
+# that hangs in pthread_create. Without it both come from multiarch. qemu reads QEMU_CPU itself.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
 set(AW_RUNNER_ONLY ON CACHE BOOL "cross builds hold the runner only" FORCE)
