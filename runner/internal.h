@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "aw/result.h"
+#include "atomwatch/runner.h"
 #include "kernels.h"
 #include "timer.h"
 
@@ -181,5 +182,102 @@ const struct aw_profile *aw_matrix_profile(const struct aw_matrix *m, const char
 /* SHA-256 (64 hex digits) of the canonical form of the matrix name, version and this resolved
  * profile: what decides whether two runs measured the same way. Returns 0 or -EIO. */
 int aw_matrix_hash(const struct aw_matrix *m, const struct aw_profile *p, char *out);
+
+/* ---- measurement engine (measure.c) ---- */
+
+struct aw_measure_params {
+	uint32_t samples;
+	uint64_t batch_min_ns;
+	uint32_t batch_min_ticks;
+	uint64_t warmup_ns;
+	const struct aw_timer *timer;
+};
+
+/* What the counter must hold after a cell. */
+enum aw_count_check {
+	AW_CHECK_VALUE,  /* value == ops */
+	AW_CHECK_PAIR,   /* value == pair_hi == ops */
+	AW_CHECK_READER, /* value (locks) == unlocks == pairs */
+	AW_CHECK_NONE,   /* the op keeps its own state (liburcu) */
+};
+
+/* One cell's machinery. */
+struct aw_job {
+	aw_loop_fn timed, empty;
+	const struct aw_call_ops *call; /* for the call-through loops */
+	aw_contend_fn contend;          /* NULL: uncontended */
+	int cpu, contender_cpu;
+	uint32_t duty, gap;
+	enum aw_count_check check;
+	void (*thread_init)(void); /* run on the measuring thread first (liburcu registration) */
+	void (*thread_fini)(void);
+};
+
+/* Measures one cell in a thread pinned to job->cpu (a contender, when set, pinned to
+ * job->contender_cpu and running before timing starts): warm-up, batch calibration, then
+ * p->samples pairs of (empty loop, timed loop); fills cell's n, batch, statistics (net ns per op
+ * after subtracting the empty loop's median), baseline_ns, below_resolution and status. Returns
+ * 0, with cell->status failed and a reason when the cell could not be measured right (pinning
+ * refused, contender not starting, wrong count), or a negative errno when memory or threads
+ * are exhausted. */
+int aw_measure(const struct aw_job *job, const struct aw_measure_params *p, struct aw_cell *cell);
+
+/* ---- liburcu, an external reader peer (urcu.c) ---- */
+
+struct aw_urcu {
+	void *handle;
+	void (*read_lock)(void);
+	void (*read_unlock)(void);
+	void (*register_thread)(void);
+	void (*unregister_thread)(void);
+	struct aw_call_ops call;
+};
+
+/* dlopens liburcu-memb. Returns 0, or -ENOENT with *why (static text) when it is not
+ * installed. */
+int aw_urcu_load(struct aw_urcu *u, const char **why);
+void aw_urcu_release(struct aw_urcu *u);
+
+/* ---- planning (plan.c) ---- */
+
+struct aw_planned {
+	struct aw_cell cell; /* identity (key, op, reader, cpu, contender, c, d); when skipped also
+	                        status and reason */
+	const char *section; /* "ops", "readers", "contention" */
+	struct aw_job job;   /* unused when skipped */
+};
+
+struct aw_plan {
+	struct aw_planned *cells;
+	size_t n, cap;
+};
+
+struct aw_plan_env {
+	const struct aw_topology *topo;
+	const char *arch;           /* aw_build_arch() */
+	bool lse;                   /* aw_cpu_has_lse() */
+	const char *cpus_override;  /* --cpus, or NULL */
+	const char *ops_filter;     /* --ops, or NULL */
+	const struct aw_urcu *urcu; /* NULL when liburcu is not installed */
+	const char *urcu_missing;   /* why, when urcu is NULL */
+};
+
+/* Expands a profile into cells for this host. Returns 0 or a negative errno with *err (unknown
+ * op in --ops, an op of another architecture, a CPU that is not online, a bad CPU list). */
+int aw_plan_build(const struct aw_profile *p, const struct aw_plan_env *env, struct aw_plan *out,
+                  char **err);
+void aw_plan_release(struct aw_plan *plan);
+
+/* The built-in configs/matrix.yaml (generated at build time). */
+extern const unsigned char aw_matrix_default[];
+extern const unsigned long aw_matrix_default_len;
+
+/* ---- output (output.c) ---- */
+
+/* Appends the result as a table (per CPU, like percpu_bench: min/p50/p95/p99/max, the CI of
+ * the median and the baseline) or as CSV. Returns 0 or a negative errno. */
+struct aw_buf;
+int aw_output_table(const struct aw_result *r, struct aw_buf *out);
+int aw_output_csv(const struct aw_result *r, struct aw_buf *out);
 
 #endif

@@ -1,2 +1,280 @@
-/* placeholder: being written */
+/* The measurement engine: one cell in a pinned thread, its batches calibrated against the timer,
+ * the empty loop measured beside the op and subtracted, the counter checked afterwards. */
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aw/stats.h"
+#include "aw/util.h"
 #include "internal.h"
+
+#define START_ITERS       (AW_UNROLL * 16)
+#define MAX_ITERS         (UINT64_C(1) << 34)
+#define CONTENDER_WAIT_NS UINT64_C(2000000000)
+
+struct contender {
+	const struct aw_job *job;
+	struct aw_slot *slot;
+	volatile int stop, running;
+	uint64_t done;
+};
+
+struct cell_ctx {
+	const struct aw_job *job;
+	const struct aw_measure_params *p;
+	struct aw_cell *cell;
+	int rc;           /* machinery failure (negative errno) */
+	char reason[256]; /* measurement failure; "" when ok */
+};
+
+static void *contender_main(void *arg)
+{
+	struct contender *c = arg;
+
+	c->done = c->job->contend(c->slot, c->job->gap, &c->stop, &c->running);
+	return NULL;
+}
+
+static int pinned_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int rc;
+
+	rc = pthread_attr_init(&attr);
+	if (rc)
+		return -rc;
+	CPU_ZERO(&set);
+	CPU_SET((size_t)cpu, &set);
+	rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (!rc)
+		rc = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
+/* Doubles (or more) the batch until one batch lasts batch_min_ns and batch_min_ticks. */
+static uint64_t calibrate(const struct aw_job *job, const struct aw_measure_params *p,
+                          struct aw_loop *l, uint64_t *ops)
+{
+	double tick_ns = p->timer->ns_per_tick;
+	double need_ns = fmax((double)p->batch_min_ns, (double)p->batch_min_ticks * tick_ns);
+
+	l->iters = START_ITERS;
+	for (;;) {
+		uint64_t ticks = job->timed(l);
+		double ns = (double)ticks * tick_ns, grow;
+
+		*ops += l->iters;
+		if ((ns >= need_ns && ticks >= p->batch_min_ticks) || l->iters >= MAX_ITERS)
+			break;
+		grow = ns > 0 ? need_ns / ns * 1.25 : 16;
+		grow = grow < 2 ? 2 : grow > 16 ? 16 : grow;
+		l->iters = (uint64_t)((double)l->iters * grow);
+		l->iters -= l->iters % AW_UNROLL;
+		if (l->iters > MAX_ITERS)
+			l->iters = MAX_ITERS;
+	}
+	return l->iters;
+}
+
+static void set_reason(struct cell_ctx *x, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void set_reason(struct cell_ctx *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->reason, sizeof(x->reason), fmt, ap);
+	va_end(ap);
+}
+
+static void check_count(struct cell_ctx *x, const struct aw_slot *s, uint64_t ops,
+                        uint64_t contender_ops)
+{
+	uint64_t want = ops + contender_ops;
+
+	switch (x->job->check) {
+	case AW_CHECK_VALUE:
+		if (s->value != want)
+			set_reason(x, "counter is %llu after the cell, expected %llu",
+			           (unsigned long long)s->value, (unsigned long long)want);
+		break;
+	case AW_CHECK_PAIR:
+		if (s->value != want || s->pair_hi != want)
+			set_reason(x, "pair is {%llu, %llu} after the cell, expected {%llu, %llu}",
+			           (unsigned long long)s->value, (unsigned long long)s->pair_hi,
+			           (unsigned long long)want, (unsigned long long)want);
+		break;
+	case AW_CHECK_READER:
+		if (s->value != want || s->unlocks != want)
+			set_reason(x, "locks %llu and unlocks %llu after the cell, expected %llu",
+			           (unsigned long long)s->value, (unsigned long long)s->unlocks,
+			           (unsigned long long)want);
+		break;
+	case AW_CHECK_NONE:
+		break;
+	}
+}
+
+/* Fills the cell's statistics from the per-sample timings. */
+static int summarize(struct cell_ctx *x, const uint64_t *timed, const uint64_t *empty,
+                     uint64_t iters)
+{
+	size_t n = x->p->samples;
+	double tick_ns = x->p->timer->ns_per_tick;
+	double *gross = malloc(n * sizeof(*gross)), *base = malloc(n * sizeof(*base));
+	double *net = malloc(n * sizeof(*net));
+	struct aw_summary g, b, s;
+	struct aw_cell *c = x->cell;
+	int rc = -ENOMEM;
+
+	if (!gross || !base || !net)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		gross[i] = (double)timed[i] * tick_ns / (double)iters;
+		base[i] = (double)empty[i] * tick_ns / (double)iters;
+	}
+	aw_summarize(base, n, &b);
+	for (size_t i = 0; i < n; i++)
+		net[i] = fmax(0, gross[i] - b.p50);
+	aw_summarize(gross, n, &g);
+	aw_summarize(net, n, &s);
+	c->n = n;
+	c->batch = iters;
+	c->min = s.min;
+	c->p50 = s.p50;
+	c->p95 = s.p95;
+	c->p99 = s.p99;
+	c->max = s.max;
+	c->mean = s.mean;
+	c->stddev = s.stddev;
+	c->ci_lo = s.ci_lo;
+	c->ci_hi = s.ci_hi;
+	c->baseline_ns = b.p50;
+	/* Below resolution: the op's median cannot be told apart from the empty loop's, i.e. the
+	 * two 95% intervals of the median overlap. Report 0 rather than noise. */
+	c->below_resolution = g.ci_lo <= b.ci_hi;
+	if (c->below_resolution) {
+		c->min = 0;
+		c->p50 = 0;
+		c->ci_lo = 0;
+	}
+	rc = 0;
+out:
+	free(gross);
+	free(base);
+	free(net);
+	return rc;
+}
+
+static void *cell_main(void *arg)
+{
+	struct cell_ctx *x = arg;
+	const struct aw_job *job = x->job;
+	const struct aw_measure_params *p = x->p;
+	struct contender con = {.job = job};
+	struct aw_loop l = {.call = job->call, .duty = job->duty};
+	uint64_t *timed = NULL, *empty = NULL, ops = 0, t_end;
+	pthread_t ct;
+	int rc, con_started = 0;
+
+	if (sched_getcpu() != job->cpu) {
+		set_reason(x, "could not pin the measuring thread to CPU %d", job->cpu);
+		return NULL;
+	}
+	l.slot = aligned_alloc(128, sizeof(*l.slot));
+	timed = calloc(p->samples, sizeof(*timed));
+	empty = calloc(p->samples, sizeof(*empty));
+	if (!l.slot || !timed || !empty) {
+		x->rc = -ENOMEM;
+		goto out;
+	}
+	memset(l.slot, 0, sizeof(*l.slot));
+	if (job->thread_init)
+		job->thread_init();
+	if (job->contend) {
+		con.slot = l.slot;
+		rc = pinned_thread(&ct, job->contender_cpu, contender_main, &con);
+		if (rc) {
+			set_reason(x, "cannot start a contender on CPU %d: %s", job->contender_cpu,
+			           strerror(-rc));
+			goto out;
+		}
+		con_started = 1;
+		t_end = aw_monotonic_ns() + CONTENDER_WAIT_NS;
+		while (!__atomic_load_n(&con.running, __ATOMIC_ACQUIRE)) {
+			if (aw_monotonic_ns() > t_end) {
+				set_reason(x, "the contender on CPU %d did not start within 2 s",
+				           job->contender_cpu);
+				goto out;
+			}
+			sched_yield();
+		}
+	}
+	/* Warm-up: caches, branch predictors, frequency. */
+	l.iters = START_ITERS;
+	t_end = aw_monotonic_ns() + p->warmup_ns;
+	do {
+		job->timed(&l);
+		ops += l.iters;
+	} while (aw_monotonic_ns() < t_end);
+	calibrate(job, p, &l, &ops);
+	for (uint32_t i = 0; i < p->samples; i++) {
+		empty[i] = job->empty(&l);
+		timed[i] = job->timed(&l);
+		ops += l.iters;
+	}
+	if (con_started) {
+		__atomic_store_n(&con.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(ct, NULL);
+		con_started = 0;
+	}
+	check_count(x, l.slot, ops, job->contend ? con.done : 0);
+	if (!x->reason[0])
+		x->rc = summarize(x, timed, empty, l.iters);
+out:
+	if (con_started) {
+		__atomic_store_n(&con.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(ct, NULL);
+	}
+	if (job->thread_fini && l.slot && timed && empty)
+		job->thread_fini();
+	free(l.slot);
+	free(timed);
+	free(empty);
+	return NULL;
+}
+
+int aw_measure(const struct aw_job *job, const struct aw_measure_params *p, struct aw_cell *cell)
+{
+	struct cell_ctx x = {.job = job, .p = p, .cell = cell};
+	pthread_t t;
+	int rc;
+
+	if (p->samples == 0)
+		return -EINVAL;
+	rc = pinned_thread(&t, job->cpu, cell_main, &x);
+	if (rc == -EINVAL) {
+		set_reason(&x, "cannot pin a thread to CPU %d (not in this process's CPU set)",
+		           job->cpu);
+	} else if (rc) {
+		return rc;
+	} else {
+		pthread_join(t, NULL);
+	}
+	if (x.rc)
+		return x.rc;
+	if (x.reason[0]) {
+		cell->status = AW_CELL_FAILED;
+		return aw_set_str(&cell->reason, x.reason);
+	}
+	cell->status = AW_CELL_OK;
+	return 0;
+}

@@ -250,8 +250,13 @@ static void test_limits(void **state)
 	assert_null(aw_result_from_json(doc, NULL, &e));
 	assert_string_equal(e.code, "too_long");
 	assert_string_equal(e.field, "host.cpu_model");
-	assert_null(aw_result_from_json(json_array(), NULL, &e));
-	assert_string_equal(e.code, "type");
+	{
+		json_t *arr = json_array();
+
+		assert_null(aw_result_from_json(arr, NULL, &e));
+		assert_string_equal(e.code, "type");
+		json_decref(arr);
+	}
 	json_decref(doc);
 	aw_result_free(&r);
 }

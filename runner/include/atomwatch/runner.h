@@ -1,0 +1,78 @@
+/* The runner's public API: plan the fixed matrix for this host, measure it, and get the result
+ * document. Used by atomwatch-run and by the agent. */
+#ifndef ATOMWATCH_RUNNER_H
+#define ATOMWATCH_RUNNER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aw/result.h"
+
+struct aw_runner;
+
+/* Called after each cell (done of total cells, the cell just finished). */
+typedef void (*aw_progress_fn)(void *arg, size_t done, size_t total, const struct aw_cell *cell);
+
+struct aw_runner_opts {
+	const char *matrix_path; /* NULL: the built-in configs/matrix.yaml */
+	const char *profile;     /* NULL: "default" */
+	const char *cpus;        /* NULL: the profile's choice; "all" or a list like "0,2-3" */
+	const char *ops;         /* NULL: every op; else a comma list of op or reader names */
+	uint32_t samples;        /* 0: the profile's */
+	const char *host_name;   /* NULL: this host's name, sanitised */
+	const json_t *labels;    /* host labels (object of strings) or NULL */
+	const char *sysroot;     /* NULL: "/" (tests point it at fixture trees) */
+	bool force_clock;        /* time with CLOCK_MONOTONIC_RAW, not the cycle counter */
+	aw_progress_fn progress;
+	void *progress_arg;
+	volatile int *stop; /* when non-zero, aw_runner_run() stops between cells */
+};
+
+/* A planned cell: what will be measured, or why it will be skipped. */
+struct aw_plan_info {
+	const char *key;
+	const char *section; /* "ops", "readers" or "contention" */
+	bool skipped;
+	const char *reason; /* NULL unless skipped */
+};
+
+/* Loads the matrix, reads the topology and fingerprint, calibrates the timer and plans every
+ * cell. Returns a runner, or NULL with *err (a one-line message: bad option, unknown op, a CPU
+ * that is not online, a matrix error with file:line:col). */
+struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err);
+
+void aw_runner_free(struct aw_runner **r);
+
+/* The planned cells, in measuring order. Valid while the runner lives. */
+size_t aw_runner_plan(const struct aw_runner *r, size_t i, struct aw_plan_info *out);
+size_t aw_runner_cell_count(const struct aw_runner *r);
+
+/* The host object (fingerprint) that results will carry; borrowed. */
+const json_t *aw_runner_host(const struct aw_runner *r);
+
+/* The matrix identity: name, version, profile name and hash (borrowed strings). */
+void aw_runner_matrix(const struct aw_runner *r, const char **name, int64_t *version,
+                      const char **profile, const char **hash);
+
+/* Measures every planned cell and returns a result whose project/commit/ref are unset (the
+ * caller fills them). Returns NULL with *err on failure, or with -EINTR semantics when *stop was
+ * raised (then *err says "interrupted"). Never SIGILLs: LSE cells on CPUs without LSE are
+ * skipped at plan time. */
+struct aw_result *aw_runner_run(struct aw_runner *r, char **err);
+
+/* An extra cell timed through function pointers (subject libraries): `op` is called `iters`
+ * times per sample with a pointer to a counter that it must increment by 1; `reader_lock` and
+ * `reader_unlock` (both or neither) are timed as a pair instead when `op` is NULL. The call
+ * overhead is measured with an empty function and subtracted. `cell` has its identity fields
+ * (op, reader, subject, cpu) set by the caller; statistics and status are filled in. Returns
+ * 0 (the cell may still be failed, with a reason) or a negative errno. */
+int aw_runner_measure_call(struct aw_runner *r, void (*op)(uint64_t *counter),
+                           void (*reader_lock)(void), void (*reader_unlock)(void),
+                           struct aw_cell *cell);
+
+/* The runner's version string. */
+const char *aw_runner_version(void);
+
+#endif
