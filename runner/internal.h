@@ -209,8 +209,10 @@ struct aw_job {
 	int cpu, contender_cpu;
 	uint32_t duty, gap;
 	enum aw_count_check check;
-	void (*thread_init)(void); /* run on the measuring thread first (liburcu registration) */
-	void (*thread_fini)(void);
+	/* run on the measuring thread before and after the cell (liburcu registration) */
+	void (*thread_init)(const void *thread_ctx);
+	void (*thread_fini)(const void *thread_ctx);
+	const void *thread_ctx;
 };
 
 /* Measures one cell in a thread pinned to job->cpu (a contender, when set, pinned to
@@ -221,6 +223,18 @@ struct aw_job {
  * refused, contender not starting, wrong count), or a negative errno when memory or threads
  * are exhausted. */
 int aw_measure(const struct aw_job *job, const struct aw_measure_params *p, struct aw_cell *cell);
+
+/* What aw_measure() saw beyond the cell's figures (benchmarks compare it with other harnesses). */
+struct aw_measure_detail {
+	double gross_p50;    /* the op loop's median ns per op, before subtracting the empty loop */
+	double gross_mean;   /* and its mean */
+	double baseline_p50; /* the empty loop's median ns per op */
+	uint64_t wall_ns;    /* the cell's wall time, thread start to join */
+};
+
+/* aw_measure() that also fills `detail` (when the cell was measured). */
+int aw_measure_ex(const struct aw_job *job, const struct aw_measure_params *p, struct aw_cell *cell,
+                  struct aw_measure_detail *detail);
 
 /* ---- liburcu, an external reader peer (urcu.c) ---- */
 

@@ -7,65 +7,15 @@
 
 #include "kernels_gen.h"
 
-#define PLAIN_STEP(p) __asm__ __volatile__("incq (%0)" : : "r"(p) : "memory", "cc")
+#include "steps_x86_64.h"
 
-#define LOCK_INC_STEP(p) __asm__ __volatile__("lock incq (%0)" : : "r"(p) : "memory", "cc")
-
-#define LOCK_XADD_STEP(p)                                  \
-	do {                                               \
-		uint64_t one_ = 1;                         \
-		__asm__ __volatile__("lock xaddq %0, (%1)" \
-		                     : "+r"(one_)          \
-		                     : "r"(p)              \
-		                     : "memory", "cc");    \
-	} while (0)
-
-/* Load, then lock cmpxchg until it succeeds (the generic this_cpu_* fallback). */
-#define CAS_STEP(p)                                          \
-	__asm__ __volatile__("movq (%0), %%rax\n"            \
-	                     "1:\tleaq 1(%%rax), %%rdx\n\t"  \
-	                     "lock cmpxchgq %%rdx, (%0)\n\t" \
-	                     "jne 1b"                        \
-	                     :                               \
-	                     : "r"(p)                        \
-	                     : "rax", "rdx", "memory", "cc")
-
-/* Load, add, exchange (xchg with memory is implicitly locked). Not an atomic increment as a
- * whole, so it never runs contended. */
-#define XCHG_STEP(p)                                     \
-	do {                                             \
-		uint64_t t_;                             \
-		__asm__ __volatile__("movq (%1), %0\n\t" \
-		                     "incq %0\n\t"       \
-		                     "xchgq %0, (%1)"    \
-		                     : "=&r"(t_)         \
-		                     : "r"(p)            \
-		                     : "memory", "cc");  \
-	} while (0)
-
-#define PREFETCHW_LOCK_INC_STEP(p) \
-	__asm__ __volatile__("prefetchw (%0)\n\tlock incq (%0)" : : "r"(p) : "memory", "cc")
-
-/* {value, pair_hi} += {1, 1} with cmpxchg16b, as SLUB's this_cpu_cmpxchg_double does for
- * {freelist, tid}. rbx is free to clobber in x86-64 PIE code. */
-#define CMPXCHG16B_STEP(p)                                  \
-	__asm__ __volatile__("movq (%0), %%rax\n\t"         \
-	                     "movq 8(%0), %%rdx\n"          \
-	                     "1:\tleaq 1(%%rax), %%rbx\n\t" \
-	                     "leaq 1(%%rdx), %%rcx\n\t"     \
-	                     "lock cmpxchg16b (%0)\n\t"     \
-	                     "jne 1b"                       \
-	                     :                              \
-	                     : "r"(p)                       \
-	                     : "rax", "rbx", "rcx", "rdx", "memory", "cc")
-
-AW_DEFINE_OP(plain, PLAIN_STEP)
-AW_DEFINE_OP(lock_inc, LOCK_INC_STEP)
-AW_DEFINE_OP(lock_xadd, LOCK_XADD_STEP)
-AW_DEFINE_OP(cas, CAS_STEP)
-AW_DEFINE_OP(xchg, XCHG_STEP)
-AW_DEFINE_OP(prefetchw_lock_inc, PREFETCHW_LOCK_INC_STEP)
-AW_DEFINE_OP(cmpxchg16b, CMPXCHG16B_STEP)
+AW_DEFINE_OP(plain, AW_X86_PLAIN)
+AW_DEFINE_OP(lock_inc, AW_X86_LOCK_INC)
+AW_DEFINE_OP(lock_xadd, AW_X86_LOCK_XADD)
+AW_DEFINE_OP(cas, AW_X86_CAS)
+AW_DEFINE_OP(xchg, AW_X86_XCHG)
+AW_DEFINE_OP(prefetchw_lock_inc, AW_X86_PREFETCHW_LOCK_INC)
+AW_DEFINE_OP(cmpxchg16b, AW_X86_CMPXCHG16B)
 
 #define twin_plain              aw_twin_inc
 #define twin_lock_inc           aw_twin_inc
@@ -103,12 +53,12 @@ const struct aw_kernel *aw_arch_kernels(unsigned *n)
 #define NMISAFE_ON(op, INC) \
 	AW_DEFINE_READER(srcu_nmisafe, op, INC, MB_AROUND_ATOMIC, MB_AROUND_ATOMIC)
 
-READERS_ON(plain, PLAIN_STEP)
-READERS_ON(lock_inc, LOCK_INC_STEP)
-READERS_ON(lock_xadd, LOCK_XADD_STEP)
+READERS_ON(plain, AW_X86_PLAIN)
+READERS_ON(lock_inc, AW_X86_LOCK_INC)
+READERS_ON(lock_xadd, AW_X86_LOCK_XADD)
 READERS_ON(c11_relaxed, AW_C11_RELAXED_STEP)
-NMISAFE_ON(lock_inc, LOCK_INC_STEP)
-NMISAFE_ON(lock_xadd, LOCK_XADD_STEP)
+NMISAFE_ON(lock_inc, AW_X86_LOCK_INC)
+NMISAFE_ON(lock_xadd, AW_X86_LOCK_XADD)
 NMISAFE_ON(c11_relaxed, AW_C11_RELAXED_STEP)
 NMISAFE_ON(c11_seqcst, AW_C11_SEQCST_STEP)
 

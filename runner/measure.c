@@ -28,8 +28,9 @@ struct cell_ctx {
 	const struct aw_job *job;
 	const struct aw_measure_params *p;
 	struct aw_cell *cell;
-	int rc;           /* machinery failure (negative errno) */
-	char reason[256]; /* measurement failure; "" when ok */
+	struct aw_measure_detail *detail; /* optional */
+	int rc;                           /* machinery failure (negative errno) */
+	char reason[256];                 /* measurement failure; "" when ok */
 };
 
 static void *contender_main(void *arg)
@@ -158,6 +159,11 @@ static int summarize(struct cell_ctx *x, const uint64_t *timed, const uint64_t *
 	c->ci_lo = s.ci_lo;
 	c->ci_hi = s.ci_hi;
 	c->baseline_ns = b.p50;
+	if (x->detail) {
+		x->detail->gross_p50 = g.p50;
+		x->detail->gross_mean = g.mean;
+		x->detail->baseline_p50 = b.p50;
+	}
 	/* Below resolution: the op's median cannot be told apart from the empty loop's, i.e. the
 	 * two 95% intervals of the median overlap. Report 0 rather than noise. */
 	c->below_resolution = g.ci_lo <= b.ci_hi;
@@ -198,7 +204,7 @@ static void *cell_main(void *arg)
 	}
 	memset(l.slot, 0, sizeof(*l.slot));
 	if (job->thread_init)
-		job->thread_init();
+		job->thread_init(job->thread_ctx);
 	if (job->contend) {
 		con.slot = l.slot;
 		rc = pinned_thread(&ct, job->contender_cpu, contender_main, &con);
@@ -245,7 +251,7 @@ out:
 		pthread_join(ct, NULL);
 	}
 	if (job->thread_fini && l.slot && timed && empty)
-		job->thread_fini();
+		job->thread_fini(job->thread_ctx);
 	free(l.slot);
 	free(timed);
 	free(empty);
@@ -254,7 +260,14 @@ out:
 
 int aw_measure(const struct aw_job *job, const struct aw_measure_params *p, struct aw_cell *cell)
 {
-	struct cell_ctx x = {.job = job, .p = p, .cell = cell};
+	return aw_measure_ex(job, p, cell, NULL);
+}
+
+int aw_measure_ex(const struct aw_job *job, const struct aw_measure_params *p, struct aw_cell *cell,
+                  struct aw_measure_detail *detail)
+{
+	struct cell_ctx x = {.job = job, .p = p, .cell = cell, .detail = detail};
+	uint64_t t0 = aw_monotonic_ns();
 	pthread_t t;
 	int rc;
 
@@ -269,6 +282,8 @@ int aw_measure(const struct aw_job *job, const struct aw_measure_params *p, stru
 	} else {
 		pthread_join(t, NULL);
 	}
+	if (detail)
+		detail->wall_ns = aw_monotonic_ns() - t0;
 	if (x.rc)
 		return x.rc;
 	if (x.reason[0]) {

@@ -182,18 +182,14 @@ static int plan_ops(struct planner *pl, const struct aw_profile *p)
 	return rc;
 }
 
-static void urcu_register(void);
-static void urcu_unregister(void);
-static const struct aw_urcu *current_urcu;
-
-static void urcu_register(void)
+static void urcu_register(const void *urcu)
 {
-	current_urcu->register_thread();
+	((const struct aw_urcu *)urcu)->register_thread();
 }
 
-static void urcu_unregister(void)
+static void urcu_unregister(const void *urcu)
 {
-	current_urcu->unregister_thread();
+	((const struct aw_urcu *)urcu)->unregister_thread();
 }
 
 static int plan_urcu(struct planner *pl, int cpu)
@@ -210,13 +206,13 @@ static int plan_urcu(struct planner *pl, int cpu)
 		rc = skip(e, pl->env->urcu_missing ? pl->env->urcu_missing
 		                                   : "liburcu is not installed on this host");
 	} else {
-		current_urcu = pl->env->urcu;
 		e->job.timed = aw_call_reader_timed;
 		e->job.empty = aw_call_reader_empty;
 		e->job.call = &pl->env->urcu->call;
 		e->job.check = AW_CHECK_NONE;
 		e->job.thread_init = urcu_register;
 		e->job.thread_fini = urcu_unregister;
+		e->job.thread_ctx = pl->env->urcu;
 	}
 	return commit(pl, e, rc);
 }
