@@ -36,26 +36,12 @@ const char *aw_runner_version(void)
 	return AW_VERSION;
 }
 
-/* This host's name in the result's charset: [A-Za-z0-9._-], at most 64 characters. */
-static void default_host_name(char *out, size_t len)
-{
-	char name[256] = "";
-	size_t n = 0;
-
-	if (gethostname(name, sizeof(name) - 1) < 0 || !name[0])
-		snprintf(name, sizeof(name), "localhost");
-	for (const char *p = name; *p && n + 1 < len && n < AW_NAME_MAX; p++)
-		out[n++] = aw_valid_name((char[]){*p, 0}) ? *p : '-';
-	out[n] = '\0';
-}
-
 struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 {
 	struct aw_runner *r = calloc(1, sizeof(*r));
 	struct aw_plan_env env = {0};
 	const struct aw_profile *p;
 	const char *why = NULL;
-	char host_name[AW_NAME_MAX + 1];
 	int rc;
 
 	if (!r) {
@@ -91,21 +77,13 @@ struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 	}
 	if (aw_topology_load(opts->sysroot ? opts->sysroot : "/", &r->topo, err))
 		goto fail;
-	if (opts->host_name && !aw_valid_name(opts->host_name)) {
-		aw_errorf(err, -EINVAL,
-		          "bad host name '%s' (1 to 64 characters from [A-Za-z0-9._-])",
-		          opts->host_name);
-		goto fail;
-	}
-	default_host_name(host_name, sizeof(host_name));
 	{
 		struct aw_fp_source src = {.root = opts->sysroot,
 		                           .lse = -1,
 		                           .timer_hz = r->timer.hz,
 		                           .timer_name = r->timer.name};
 
-		r->host = aw_fingerprint(&src, opts->host_name ? opts->host_name : host_name,
-		                         opts->labels, err);
+		r->host = aw_fingerprint(&src, opts->host_name, opts->labels, err);
 	}
 	if (!r->host)
 		goto fail;
