@@ -1,0 +1,37 @@
+/* Hypothesis tests behind regression detection: normal and Student-t tails, the Welch t-test,
+ * the Mann-Whitney U test, and Benjamini-Hochberg control of the false discovery rate. */
+#ifndef AW_STATTEST_H
+#define AW_STATTEST_H
+
+#include <stddef.h>
+
+/* P(Z > z) for a standard normal Z. */
+double aw_norm_sf(double z);
+
+/* P(T > t) for Student's t with `df` > 0 degrees of freedom (df may be fractional). */
+double aw_t_sf(double t, double df);
+
+/* The regularised incomplete beta function I_x(a, b), 0 <= x <= 1, a, b > 0. */
+double aw_betainc(double a, double b, double x);
+
+/* Welch's two-sample t-test of mean(a) != mean(b); returns the two-sided p-value (1 when
+ * either side has fewer than 2 values; 0 when both variances are 0 and the means differ). */
+double aw_welch_p(const double *a, size_t na, const double *b, size_t nb);
+
+enum aw_alternative {
+	AW_GREATER,
+	AW_LESS,
+	AW_TWO_SIDED
+};
+
+/* Mann-Whitney U test of a against b (AW_GREATER: a tends to be larger). Exact distribution
+ * when there are no ties and na * nb <= 400, else the normal approximation with tie and
+ * continuity corrections. Returns the p-value, or 1 when a side is empty. */
+double aw_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb,
+                         enum aw_alternative alt);
+
+/* Benjamini-Hochberg adjusted p-values ("q-values") of n p-values: q[i] <= alpha means p[i] is
+ * a discovery at false discovery rate alpha. q may alias p. Returns 0 or -ENOMEM. */
+int aw_bh_adjust(const double *p, size_t n, double *q);
+
+#endif

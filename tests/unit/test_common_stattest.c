@@ -1,0 +1,108 @@
+/* Hypothesis tests and change points against values computed by hand or by R. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "aw/changepoint.h"
+#include "aw/stattest.h"
+
+#define assert_close(a, b, tol) assert_true(fabs((a) - (b)) < (tol))
+
+static void test_tails(void **state)
+{
+	(void)state;
+	assert_close(aw_norm_sf(0), 0.5, 1e-12);
+	assert_close(aw_norm_sf(1.959963984540054), 0.025, 1e-9);
+	assert_close(aw_t_sf(1, 1), 0.25, 1e-9);                  /* Cauchy */
+	assert_close(aw_t_sf(2.262157162740992, 9), 0.025, 1e-7); /* R: qt(0.975, 9) */
+	assert_close(aw_t_sf(-2.262157162740992, 9), 0.975, 1e-7);
+	assert_close(aw_t_sf(3, 1e6), aw_norm_sf(3), 1e-5);
+	assert_close(aw_betainc(2, 3, 0.4), 0.5248, 1e-10);
+	assert_close(aw_betainc(0.5, 0.5, 0.5), 0.5, 1e-10);
+}
+
+static void test_welch(void **state)
+{
+	double a[] = {1, 2, 3, 4, 5}, b[] = {3, 4, 5, 6, 7}, c[] = {2, 2, 2}, d[] = {3, 3, 3};
+
+	(void)state;
+	/* t = -2, df = 8: R's t.test(a, b) p-value 0.08052 */
+	assert_close(aw_welch_p(a, 5, b, 5), 0.080516, 1e-5);
+	assert_close(aw_welch_p(c, 3, d, 3), 0, 1e-12);
+	assert_close(aw_welch_p(c, 3, c, 3), 1, 1e-12);
+	assert_close(aw_welch_p(a, 1, b, 5), 1, 1e-12);
+}
+
+static void test_mann_whitney(void **state)
+{
+	double hi[] = {4, 5, 6}, lo[] = {1, 2, 3}, mixed[] = {1.5, 2.5, 5.5};
+	double x[] = {1, 2, 2, 3, 4, 4, 5}, y[] = {1, 2, 2, 3, 4, 4, 5};
+
+	(void)state;
+	/* every a above every b: U = 9, P(U >= 9) = 1 / C(6, 3) */
+	assert_close(aw_mann_whitney_p(hi, 3, lo, 3, AW_GREATER), 0.05, 1e-12);
+	assert_close(aw_mann_whitney_p(hi, 3, lo, 3, AW_LESS), 1, 1e-12);
+	assert_close(aw_mann_whitney_p(hi, 3, lo, 3, AW_TWO_SIDED), 0.1, 1e-12);
+	/* mixed vs lo: U = 1 + 2 + 3 = 6 -> P(U >= 6) = 7/20 (R: wilcox.test exact) */
+	assert_close(aw_mann_whitney_p(mixed, 3, lo, 3, AW_GREATER), 0.35, 1e-12);
+	/* ties: identical samples are no evidence either way */
+	assert_true(aw_mann_whitney_p(x, 7, y, 7, AW_TWO_SIDED) > 0.9);
+	assert_close(aw_mann_whitney_p(x, 0, y, 7, AW_GREATER), 1, 1e-12);
+}
+
+static void test_bh(void **state)
+{
+	double p[] = {0.01, 0.04, 0.03, 0.005}, q[4];
+
+	(void)state;
+	assert_int_equal(aw_bh_adjust(p, 4, q), 0);
+	assert_close(q[0], 0.02, 1e-12);
+	assert_close(q[1], 0.04, 1e-12);
+	assert_close(q[2], 0.04, 1e-12);
+	assert_close(q[3], 0.02, 1e-12);
+	assert_int_equal(aw_bh_adjust(p, 4, p), 0); /* in place */
+	assert_close(p[3], 0.02, 1e-12);
+}
+
+static void test_changepoints(void **state)
+{
+	double x[60], flat[30], bad[8] = {1, 2, 3, 4, NAN, 6, 7, 8};
+	struct aw_changepoint cp[8];
+	struct aw_cp_opts o = AW_CP_OPTS_DEFAULT;
+	int n;
+
+	(void)state;
+	for (int i = 0; i < 60; i++) /* deterministic +-0.5% ripple around 10, 12, 9 */
+		x[i] = (i < 20 ? 10 : i < 40 ? 12 : 9) * (1 + 0.005 * ((i * 7 % 5) - 2) / 2.0);
+	n = aw_changepoints(x, 60, &o, cp, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(cp[0].index, 20);
+	assert_int_equal(cp[1].index, 40);
+	assert_true(cp[0].after > cp[0].before);
+	assert_true(cp[1].pvalue < 0.001);
+	for (int i = 0; i < 30; i++)
+		flat[i] = 5 + 0.01 * ((i * 3 % 7) - 3);
+	assert_int_equal(aw_changepoints(flat, 30, &o, cp, 8), 0);
+	/* a step smaller than min_rel_change is not a change */
+	o.min_rel_change = 0.5;
+	assert_int_equal(aw_changepoints(x, 60, &o, cp, 8), 0);
+	o.min_rel_change = 0;
+	assert_int_equal(aw_changepoints(x, 5, &o, cp, 8), 0); /* too short */
+	assert_int_equal(aw_changepoints(bad, 8, &o, cp, 8), -22);
+	assert_int_equal(aw_changepoints(x, 60, &o, cp, 1), 1); /* out is bounded */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tails),        cmocka_unit_test(test_welch),
+	    cmocka_unit_test(test_mann_whitney), cmocka_unit_test(test_bh),
+	    cmocka_unit_test(test_changepoints),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
