@@ -282,6 +282,11 @@ int aw_plan_build(const struct aw_profile *p, const struct aw_plan_env *env, str
                   char **err);
 void aw_plan_release(struct aw_plan *plan);
 
+/* Resolves a CPU selection ("all", "first", "first-per-type" or a CPU list) against the online
+ * CPUs of `t`. Returns 0, or -EINVAL with *err (a bad list, a CPU that is not online). */
+int aw_cpus_resolve(const struct aw_topology *t, const char *sel, struct aw_cpuset *out,
+                    char **err);
+
 /* The built-in configs/matrix.yaml (generated at build time). */
 extern const unsigned char aw_matrix_default[];
 extern const unsigned long aw_matrix_default_len;

@@ -116,14 +116,11 @@ static int skip(struct aw_planned *e, const char *why)
 	return aw_set_str(&e->cell.reason, why);
 }
 
-static int resolve_cpus(const struct planner *pl, const char *sel, struct aw_cpuset *out)
+int aw_cpus_resolve(const struct aw_topology *t, const char *sel, struct aw_cpuset *out, char **err)
 {
-	const struct aw_topology *t = pl->env->topo;
 	char online[256];
 	int rc;
 
-	if (pl->env->cpus_override)
-		sel = pl->env->cpus_override;
 	aw_cpuset_clear(out);
 	if (!strcmp(sel, "all")) {
 		*out = t->online;
@@ -137,17 +134,23 @@ static int resolve_cpus(const struct planner *pl, const char *sel, struct aw_cpu
 		aw_topology_first_per_type(t, out);
 		return 0;
 	}
-	rc = aw_cpulist_parse(sel, out, pl->err);
+	rc = aw_cpulist_parse(sel, out, err);
 	if (rc)
 		return rc;
 	for (int cpu = aw_cpuset_next(out, -1); cpu >= 0; cpu = aw_cpuset_next(out, cpu)) {
 		if (!aw_cpuset_has(&t->online, cpu)) {
 			aw_cpulist_format(&t->online, online, sizeof(online));
-			return aw_errorf(pl->err, -EINVAL, "CPU %d is not online (online: %s)", cpu,
+			return aw_errorf(err, -EINVAL, "CPU %d is not online (online: %s)", cpu,
 			                 online);
 		}
 	}
 	return 0;
+}
+
+static int resolve_cpus(const struct planner *pl, const char *sel, struct aw_cpuset *out)
+{
+	return aw_cpus_resolve(pl->env->topo, pl->env->cpus_override ? pl->env->cpus_override : sel,
+	                       out, pl->err);
 }
 
 static int plan_ops(struct planner *pl, const struct aw_profile *p)

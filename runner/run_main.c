@@ -55,45 +55,6 @@ static void usage(FILE *f)
 	    f);
 }
 
-struct progress {
-	struct aw_runner *runner;
-	int tty;
-	uint64_t t0;
-	const char *section;
-};
-
-static void on_progress(void *arg, size_t done, size_t total, const struct aw_cell *cell)
-{
-	struct progress *p = arg;
-	struct aw_plan_info next;
-
-	if (p->tty) {
-		double elapsed = (double)(aw_monotonic_ns() - p->t0) / 1e9;
-		double eta = elapsed / (double)done * (double)(total - done);
-		int width = 30, fill = (int)((double)width * (double)done / (double)total);
-		char bar[64];
-
-		memset(bar, '#', (size_t)fill);
-		memset(bar + fill, '.', (size_t)(width - fill));
-		bar[width] = '\0';
-		fprintf(stderr, "\r[%s] %zu/%zu cells  ETA %d:%02d  %-40.40s", bar, done, total,
-		        (int)eta / 60, (int)eta % 60, cell->key);
-		if (done == total)
-			fputs("\n", stderr);
-		return;
-	}
-	if (aw_runner_plan(p->runner, done, &next) && next.section != p->section) {
-		size_t n = 0;
-		struct aw_plan_info it;
-
-		for (size_t i = done;
-		     aw_runner_plan(p->runner, i, &it) && it.section == next.section; i++)
-			n++;
-		p->section = next.section;
-		fprintf(stderr, "atomwatch-run: measuring %s (%zu cells)\n", next.section, n);
-	}
-}
-
 /* Fails early, before minutes of measuring, when --out cannot be written. */
 static int check_writable(const char *path, char **err)
 {
@@ -179,7 +140,7 @@ int main(int argc, char **argv)
 	struct aw_runner_opts opts = {0};
 	struct aw_runner *runner = NULL;
 	struct aw_result *res = NULL;
-	struct progress prog = {0};
+	struct aw_progress prog = {0};
 	struct aw_buf out;
 	const char *format = "table", *out_path = NULL, *project = "local", *commit = NULL;
 	const char *ref = "local";
@@ -293,8 +254,7 @@ int main(int argc, char **argv)
 	opts.labels = labels;
 	opts.stop = &stop_requested;
 	if (!quiet) {
-		prog.tty = isatty(STDERR_FILENO);
-		opts.progress = on_progress;
+		opts.progress = aw_progress_cb;
 		opts.progress_arg = &prog;
 	}
 	runner = aw_runner_new(&opts, &err);
@@ -302,7 +262,6 @@ int main(int argc, char **argv)
 		aw_error("%s", err);
 		goto out;
 	}
-	prog.runner = runner;
 	if (list) {
 		struct aw_plan_info info;
 
@@ -315,7 +274,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	prog.t0 = aw_monotonic_ns();
+	aw_progress_init(&prog, "atomwatch-run", runner);
 	status = 1;
 	res = aw_runner_run(runner, &err);
 	if (!res) {

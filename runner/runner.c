@@ -248,3 +248,31 @@ int aw_runner_measure_call(struct aw_runner *r, void (*op)(uint64_t *counter),
 	}
 	return aw_measure(&job, &r->params, cell);
 }
+
+int aw_runner_cpus(const struct aw_runner *r, const char *selection, int *cpus, size_t max,
+                   char **err)
+{
+	struct aw_cpuset set;
+	size_t n = 0;
+	int rc = aw_cpus_resolve(&r->topo, selection, &set, err);
+
+	if (rc)
+		return rc;
+	for (int cpu = aw_cpuset_next(&set, -1); cpu >= 0; cpu = aw_cpuset_next(&set, cpu)) {
+		if (n < max)
+			cpus[n] = cpu;
+		n++;
+	}
+	return (int)n;
+}
+
+json_t *aw_runner_fingerprint(const struct aw_runner_opts *opts, char **err)
+{
+	struct aw_timer timer;
+	struct aw_fp_source src = {.root = opts->sysroot, .lse = -1};
+
+	aw_timer_init(&timer, opts->force_clock);
+	src.timer_hz = timer.hz;
+	src.timer_name = timer.name;
+	return aw_fingerprint(&src, opts->host_name, opts->labels, err);
+}

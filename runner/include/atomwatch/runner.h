@@ -72,6 +72,37 @@ int aw_runner_measure_call(struct aw_runner *r, void (*op)(uint64_t *counter),
                            void (*reader_lock)(void), void (*reader_unlock)(void),
                            struct aw_cell *cell);
 
+/* The CPUs that a selection names on this host: "all", "first", "first-per-type" (the first
+ * online CPU of each core type) or a CPU list such as "0,2-3" whose CPUs must be online. Writes
+ * at most `max` CPU numbers, ascending, into `cpus`. Returns how many the selection holds (may
+ * exceed `max`), or a negative errno with *err. */
+int aw_runner_cpus(const struct aw_runner *r, const char *selection, int *cpus, size_t max,
+                   char **err);
+
+/* This host's fingerprint alone (the host object of a result, see runner/internal.h), without
+ * loading a matrix or planning: `opts` gives host_name, labels and sysroot (the rest is
+ * ignored); the timer is calibrated (about 20 ms) so that its name and rate are recorded as in
+ * a run. Returns a new object (caller decrefs) or NULL with *err. */
+json_t *aw_runner_fingerprint(const struct aw_runner_opts *opts, char **err);
+
+/* A progress display for aw_runner_opts.progress, shared by the command-line tools: on a
+ * terminal (stderr) a bar with the count, an ETA and the cell just measured, redrawn in place;
+ * elsewhere one line per matrix section ("PROG: measuring ops (12 cells)") so that logs stay
+ * readable. */
+struct aw_progress {
+	const char *prog;               /* program name of the section lines */
+	const struct aw_runner *runner; /* for section lines; NULL: no section lines */
+	int tty;                        /* stderr is a terminal: draw the bar */
+	uint64_t t0;                    /* start of the measured span (ETA) */
+	const char *section;            /* section of the last line printed */
+};
+
+/* Prepares `p` for a run of `runner` (may be NULL); the ETA counts from now. */
+void aw_progress_init(struct aw_progress *p, const char *prog, const struct aw_runner *runner);
+
+/* The aw_progress_fn callback; `arg` is a struct aw_progress. */
+void aw_progress_cb(void *arg, size_t done, size_t total, const struct aw_cell *cell);
+
 /* The runner's version string. */
 const char *aw_runner_version(void);
 
