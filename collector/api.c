@@ -1,0 +1,370 @@
+/* The read side of the HTTP API: hosts, runs, one run as its full document, trend series,
+ * /healthz and /metrics. Every query parameter is validated before the database sees it. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aw/buf.h"
+#include "aw/log.h"
+#include "internal.h"
+#include "metrics.h"
+#include "writer.h"
+
+#define LIST_DEFAULT   100
+#define LIST_MAX       1000
+#define SERIES_DEFAULT 500
+#define SERIES_MAX     10000
+
+json_t *aw_json_str(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* A JSON object parsed from stored canonical text; null when there is none. */
+static json_t *stored_json(const char *text)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+	return j ? j : json_null();
+}
+
+/* Reads an optional name-like query parameter. Returns 0 (with *out NULL when absent) or
+ * replies 400 and returns -EINVAL. */
+static int query_checked(struct aw_ctx *x, const char *name, bool (*valid)(const char *),
+                         const char *what, const char **out)
+{
+	const char *v = aw_http_query(x->req, name);
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!valid(v)) {
+		aw_reply_error(x->req, 400, "invalid", name, "'%s' must be %s, got '%.64s'", name,
+		               what, v);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int query_limit(struct aw_ctx *x, const char *name, unsigned def, unsigned max,
+                       unsigned *out)
+{
+	const char *v = aw_http_query(x->req, name);
+	uint64_t n;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (aw_parse_u64(v, max, &n) || n < 1) {
+		aw_reply_error(x->req, 400, "invalid", name,
+		               "'%s' must be a whole number from 1 to %u, got '%.32s'", name, max,
+		               v);
+		return -EINVAL;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+static void time_us(int64_t us, char *out)
+{
+	struct timespec ts = {.tv_sec = (time_t)(us / 1000000),
+	                      .tv_nsec = (long)(us % 1000000) * 1000};
+
+	aw_time_format(&ts, out);
+}
+
+/* ---- hosts ---- */
+
+static json_t *host_json(const struct store_host *h)
+{
+	json_t *fp = stored_json(h->fingerprint);
+	json_t *labels = json_object_get(fp, "labels");
+	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:I, s:o}", "name", h->name, "arch",
+	                      h->arch, "cpu_model", h->cpu_model, "platform_hash",
+	                      aw_json_str(h->platform_hash), "first_seen", h->first_seen,
+	                      "last_seen", h->last_seen, "runs", (json_int_t)h->runs, "labels",
+	                      json_is_object(labels) ? json_incref(labels) : json_object());
+
+	if (o && json_object_set_new(o, "fingerprint", fp)) {
+		json_decref(o);
+		return NULL;
+	}
+	if (!o)
+		json_decref(fp);
+	return o;
+}
+
+static int on_host(const struct store_host *h, void *cls)
+{
+	json_t *o = host_json(h);
+
+	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
+}
+
+void aw_api_hosts(struct aw_ctx *x)
+{
+	struct store_conn *c;
+	json_t *hosts = json_array();
+	int rc;
+
+	rc = hosts ? aw_ctx_conn(x, &c) : -ENOMEM;
+	if (!rc)
+		rc = store_list_hosts(c, on_host, hosts);
+	if (rc) {
+		json_decref(hosts);
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
+	aw_reply_json(x->req, 200, json_pack("{s:o}", "hosts", hosts));
+}
+
+struct host_detail {
+	json_t *host;
+	json_t *fingerprints;
+};
+
+static int on_one_host(const struct store_host *h, void *cls)
+{
+	struct host_detail *d = cls;
+
+	d->host = host_json(h);
+	return d->host ? 0 : -ENOMEM;
+}
+
+static int on_fingerprint(const struct store_fingerprint *f, void *cls)
+{
+	struct host_detail *d = cls;
+	json_t *o = json_pack("{s:s, s:o, s:s, s:s, s:o}", "hash", f->hash, "platform_hash",
+	                      aw_json_str(f->platform_hash), "first_seen", f->first_seen,
+	                      "last_seen", f->last_seen, "fingerprint", stored_json(f->doc));
+
+	return o && !json_array_append_new(d->fingerprints, o) ? 0 : -ENOMEM;
+}
+
+void aw_api_host(struct aw_ctx *x)
+{
+	struct host_detail d = {NULL, json_array()};
+	struct store_conn *c;
+	int rc;
+
+	if (!aw_valid_name(x->param)) {
+		aw_reply_error(x->req, 400, "invalid", "name",
+		               "host names are 1 to 64 characters from [A-Za-z0-9._-]");
+		goto out;
+	}
+	rc = d.fingerprints ? aw_ctx_conn(x, &c) : -ENOMEM;
+	if (!rc)
+		rc = store_get_host(c, x->param, on_one_host, on_fingerprint, &d);
+	if (rc == -ENOENT) {
+		aw_reply_error(x->req, 404, "not_found", "name", "no host '%s'", x->param);
+		goto out;
+	}
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		goto out;
+	}
+	aw_reply_json(x->req, 200,
+	              json_pack("{s:o, s:o}", "host", d.host, "fingerprints", d.fingerprints));
+	return;
+out:
+	json_decref(d.host);
+	json_decref(d.fingerprints);
+}
+
+/* ---- runs ---- */
+
+struct run_list {
+	json_t *runs;
+	int64_t last_seq;
+	unsigned n;
+};
+
+static int on_run(const struct store_run *r, void *cls)
+{
+	struct run_list *l = cls;
+	char order[AW_TIME_LEN];
+	json_t *matrix, *o;
+
+	time_us(r->order_us, order);
+	matrix = json_pack("{s:s, s:I, s:s, s:o}", "name", r->matrix_name, "version",
+	                   (json_int_t)r->matrix_version, "hash", r->matrix_hash, "profile",
+	                   aw_json_str(r->matrix_profile));
+	o = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:s, s:s, s:s, s:s, s:o, s:I, "
+	              "s:o}",
+	              "run_id", r->run_id, "seq", (json_int_t)r->seq, "project", r->project, "host",
+	              r->host, "commit", aw_json_str(r->commit), "ref", r->ref, "commit_time",
+	              aw_json_str(r->commit_time), "order_time", order, "trigger", r->trigger,
+	              "started_at", r->started_at, "finished_at", r->finished_at, "received_at",
+	              r->received_at, "platform_hash", aw_json_str(r->platform_hash), "cells",
+	              (json_int_t)r->n_cells, "matrix", matrix);
+	if (!o || json_array_append_new(l->runs, o))
+		return -ENOMEM;
+	l->last_seq = r->seq;
+	l->n++;
+	return 0;
+}
+
+void aw_api_runs(struct aw_ctx *x)
+{
+	struct store_run_filter f = {0};
+	struct run_list l = {json_array(), 0, 0};
+	const char *cursor = aw_http_query(x->req, "cursor");
+	struct store_conn *c;
+	char next[24];
+	int rc;
+
+	if (query_checked(x, "project", aw_valid_name, "a name", &f.project) ||
+	    query_checked(x, "host", aw_valid_name, "a host name", &f.host) ||
+	    query_checked(x, "commit", aw_valid_commit, "7 to 64 hex digits", &f.commit) ||
+	    query_checked(x, "ref", aw_valid_ref, "a git ref name", &f.ref) ||
+	    query_limit(x, "limit", LIST_DEFAULT, LIST_MAX, &f.limit))
+		goto out;
+	if (cursor && aw_parse_id(cursor, &f.before_seq)) {
+		aw_reply_error(x->req, 400, "invalid", "cursor",
+		               "'cursor' must be a next_cursor from an earlier page");
+		goto out;
+	}
+	rc = l.runs ? aw_ctx_conn(x, &c) : -ENOMEM;
+	if (!rc)
+		rc = store_list_runs(c, &f, on_run, &l);
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		goto out;
+	}
+	snprintf(next, sizeof(next), "%lld", (long long)l.last_seq);
+	aw_reply_json(x->req, 200,
+	              json_pack("{s:o, s:o}", "runs", l.runs, "next_cursor",
+	                        l.n == f.limit ? json_string(next) : json_null()));
+	return;
+out:
+	json_decref(l.runs);
+}
+
+void aw_api_run(struct aw_ctx *x)
+{
+	struct aw_result *r = NULL;
+	struct store_conn *c;
+	int rc;
+
+	if (!aw_valid_uuid(x->param)) {
+		aw_reply_error(x->req, 400, "invalid", "run_id",
+		               "a run id is a lowercase UUID, got '%.40s'", x->param);
+		return;
+	}
+	rc = aw_ctx_conn(x, &c);
+	if (!rc)
+		rc = store_get_run(c, x->param, &r);
+	if (rc == -ENOENT) {
+		aw_reply_error(x->req, 404, "not_found", "run_id", "no run '%s'", x->param);
+		return;
+	}
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
+	aw_reply_json(x->req, 200, aw_result_to_json(r));
+	aw_result_free(&r);
+}
+
+/* ---- series ---- */
+
+static int on_point(const struct store_point *p, void *cls)
+{
+	char order[AW_TIME_LEN];
+	json_t *o;
+
+	time_us(p->order_us, order);
+	o = json_pack("{s:s, s:I, s:o, s:s, s:s, s:s, s:s, s:o}", "run_id", p->run_id, "seq",
+	              (json_int_t)p->seq, "commit", aw_json_str(p->commit), "order_time", order,
+	              "started_at", p->started_at, "matrix_hash", p->matrix_hash, "status",
+	              p->status, "value", isfinite(p->value) ? json_real(p->value) : json_null());
+	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
+}
+
+void aw_api_series(struct aw_ctx *x)
+{
+	struct store_series_query q = {0};
+	const char *metric = aw_http_query(x->req, "metric");
+	json_t *points = json_array();
+	struct store_conn *c;
+	int rc;
+
+	if (query_checked(x, "host", aw_valid_name, "a host name", &q.host) ||
+	    query_checked(x, "ref", aw_valid_ref, "a git ref name", &q.ref) ||
+	    query_checked(x, "project", aw_valid_name, "a name", &q.project) ||
+	    query_limit(x, "limit", SERIES_DEFAULT, SERIES_MAX, &q.limit))
+		goto out;
+	q.cell_key = aw_http_query(x->req, "cell");
+	if (!q.host) {
+		aw_reply_error(x->req, 400, "required", "host", "'host' is required");
+		goto out;
+	}
+	if (!q.cell_key || !*q.cell_key || strlen(q.cell_key) > 512) {
+		aw_reply_error(x->req, 400, q.cell_key ? "invalid" : "required", "cell",
+		               "'cell' must be a cell key such as 'op=ldadd cpu=0'");
+		goto out;
+	}
+	if (!q.ref)
+		q.ref = "main";
+	q.metric = STORE_METRIC_P50;
+	if (metric && store_metric_parse(metric, &q.metric)) {
+		aw_reply_error(x->req, 400, "invalid", "metric",
+		               "'metric' must be one of min, p50, p95, p99, max, mean, stddev, "
+		               "ci_lo, ci_hi, baseline_ns");
+		goto out;
+	}
+	rc = points ? aw_ctx_conn(x, &c) : -ENOMEM;
+	if (!rc)
+		rc = store_series(c, &q, on_point, points);
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		goto out;
+	}
+	aw_reply_json(x->req, 200,
+	              json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "host", q.host, "cell",
+	                        q.cell_key, "metric", store_metric_name(q.metric), "ref", q.ref,
+	                        "project", aw_json_str(q.project), "points", points));
+	return;
+out:
+	json_decref(points);
+}
+
+/* ---- service ---- */
+
+void aw_api_healthz(struct aw_ctx *x)
+{
+	struct store_conn *c;
+	int rc = aw_ctx_conn(x, &c);
+
+	if (!rc)
+		rc = store_ping(c);
+	if (rc) {
+		aw_reply_error(x->req, 503, "database", "", "the database does not answer");
+		return;
+	}
+	aw_reply_json(x->req, 200,
+	              json_pack("{s:s, s:s, s:i}", "status", "ok", "database",
+	                        store_kind(x->col->store) == STORE_SQLITE ? "sqlite" : "postgres",
+	                        "schema", store_schema_version()));
+}
+
+void aw_api_metrics(struct aw_ctx *x)
+{
+	struct aw_metrics_gauges g = {
+	    .in_flight = aw_http_in_flight(x->col->http),
+	    .waiters = aw_jobs_waiting(x->col->jobs),
+	    .queue_depth = aw_writer_depth(x->col->writer),
+	};
+	struct aw_buf out;
+
+	aw_buf_init(&out, 1u << 20);
+	if (aw_metrics_render(&out, &g)) {
+		aw_buf_release(&out);
+		aw_reply_error(x->req, 500, "internal", "", "cannot render the metrics");
+		return;
+	}
+	aw_http_reply(x->req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data, out.len);
+}

@@ -1,0 +1,373 @@
+/* configs/collector.yaml: a table of known keys, each with a type and a range, filled from a
+ * libyaml document (the only libyaml user of the collector). Every error carries the
+ * file:line:col of the offending node. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "aw/util.h"
+
+#define CONFIG_FILE_MAX (1u << 20)
+
+void aw_config_defaults(struct aw_collector_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->log_level = AW_LOG_INFO;
+	c->http_threads = 4;
+	c->max_body = 8u << 20;
+	c->max_buffered = 256u << 20;
+	c->max_connections = 1024;
+	c->http_timeout_s = 60;
+	c->drain_timeout_ms = 30000;
+	c->read_requires_token = false;
+	c->max_cells = 50000;
+	c->batch_max = 64;
+	c->queue_max = 4096;
+	c->writers = 2;
+	c->pool_size = 8;
+	c->sqlite_sync_full = true;
+	c->jobs_max_wait_ms = 300000;
+	c->jobs_recheck_ms = 1000;
+	c->jobs_reclaim_ms = 600000;
+	c->jobs_default_ttl_ms = 24 * 3600000u;
+	c->jobs_max_ttl_ms = 7 * 24 * 3600000u;
+}
+
+void aw_config_release(struct aw_collector_config *c)
+{
+	aw_freep(&c->listen);
+	aw_freep(&c->db);
+	aw_freep(&c->data_dir);
+}
+
+int aw_config_finish(struct aw_collector_config *c)
+{
+	if (!c->listen && !(c->listen = strdup("0.0.0.0:8080")))
+		return -ENOMEM;
+	if (!c->data_dir && !(c->data_dir = strdup("/var/lib/atomwatch")))
+		return -ENOMEM;
+	if (!c->db && !(c->db = aw_asprintf("sqlite:%s/atomwatch.db", c->data_dir)))
+		return -ENOMEM;
+	return 0;
+}
+
+int aw_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t mult;
+	} units[] = {{"", 1},           {"B", 1},           {"k", 1000},      {"kB", 1000},
+	             {"KiB", 1u << 10}, {"M", 1000000},     {"MB", 1000000},  {"MiB", 1u << 20},
+	             {"G", 1000000000}, {"GB", 1000000000}, {"GiB", 1u << 30}};
+	char num[24];
+	size_t n = 0;
+	uint64_t v;
+
+	if (!s)
+		return -EINVAL;
+	while (isdigit((unsigned char)s[n]) && n < sizeof(num) - 1) {
+		num[n] = s[n];
+		n++;
+	}
+	num[n] = '\0';
+	if (!n || aw_parse_u64(num, UINT64_MAX >> 31, &v))
+		return -EINVAL;
+	while (s[n] == ' ')
+		n++;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(s + n, units[i].suffix)) {
+			*out = v * units[i].mult;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int aw_parse_listen(const char *s, char *host, size_t host_len, unsigned *port, char **err)
+{
+	const char *colon, *h = s;
+	size_t hl;
+	uint64_t p;
+
+	if (!s || !*s)
+		return aw_errorf(err, -EINVAL, "empty listen address");
+	if (*s == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			return aw_errorf(err, -EINVAL, "listen address '%s' must be [ADDRESS]:PORT",
+			                 s);
+		h = s + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s)))
+			return aw_errorf(err, -EINVAL,
+			                 "listen address '%s' must be HOST:PORT (IPv6 in brackets)",
+			                 s);
+		hl = (size_t)(colon - s);
+	}
+	if (hl >= host_len)
+		return aw_errorf(err, -EINVAL, "listen address '%s' is too long", s);
+	if (aw_parse_u64(colon + 1, 65535, &p))
+		return aw_errorf(err, -EINVAL, "listen address '%s' has a bad port", s);
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (unsigned)p;
+	return 0;
+}
+
+enum key_type {
+	K_STRING,
+	K_UINT,
+	K_SIZE,
+	K_DURATION,
+	K_BOOL,
+	K_LOG_LEVEL,
+	K_SYNC
+};
+
+struct key {
+	const char *section; /* NULL: top level */
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	uint64_t min, max;
+};
+
+#define F(field) offsetof(struct aw_collector_config, field)
+
+static const struct key keys[] = {
+    {NULL, "listen", K_STRING, F(listen), 0, 0},
+    {NULL, "db", K_STRING, F(db), 0, 0},
+    {NULL, "data_dir", K_STRING, F(data_dir), 0, 0},
+    {NULL, "log_level", K_LOG_LEVEL, F(log_level), 0, 0},
+    {"http", "threads", K_UINT, F(http_threads), 1, 256},
+    {"http", "max_body", K_SIZE, F(max_body), 1024, 1u << 30},
+    {"http", "max_buffered", K_SIZE, F(max_buffered), 1u << 20, UINT64_C(64) << 30},
+    {"http", "max_connections", K_UINT, F(max_connections), 4, 100000},
+    {"http", "timeout", K_DURATION, F(http_timeout_s), 1000, 3600000},
+    {"http", "drain_timeout", K_DURATION, F(drain_timeout_ms), 0, 3600000},
+    {"auth", "read_requires_token", K_BOOL, F(read_requires_token), 0, 0},
+    {"ingest", "max_cells", K_UINT, F(max_cells), 1, 1000000},
+    {"ingest", "batch_max", K_UINT, F(batch_max), 1, 10000},
+    {"ingest", "queue_max", K_UINT, F(queue_max), 1, 1000000},
+    {"ingest", "writers", K_UINT, F(writers), 1, 64},
+    {"store", "pool", K_UINT, F(pool_size), 1, 1024},
+    {"store", "sqlite_synchronous", K_SYNC, F(sqlite_sync_full), 0, 0},
+    {"jobs", "max_wait", K_DURATION, F(jobs_max_wait_ms), 0, 3600000},
+    {"jobs", "recheck", K_DURATION, F(jobs_recheck_ms), 10, 60000},
+    {"jobs", "reclaim_after", K_DURATION, F(jobs_reclaim_ms), 1000, UINT64_C(604800000)},
+    {"jobs", "default_ttl", K_DURATION, F(jobs_default_ttl_ms), 1000, UINT64_C(31536000000)},
+    {"jobs", "max_ttl", K_DURATION, F(jobs_max_ttl_ms), 1000, UINT64_C(31536000000)},
+};
+
+static const char *const sections[] = {"http", "auth", "ingest", "store", "jobs"};
+
+/* Fields stored as unsigned int rather than uint64_t. */
+static bool is_uint_field(size_t offset)
+{
+	return offset == F(http_threads) || offset == F(max_connections) ||
+	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(queue_max) ||
+	       offset == F(writers) || offset == F(pool_size);
+}
+
+struct loader {
+	yaml_document_t *doc;
+	const char *name;
+	char **err;
+};
+
+static int at(struct loader *l, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Formats "name:line:col: message" into *err; returns -EINVAL. */
+static int at(struct loader *l, const yaml_node_t *n, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return aw_errorf(l->err, -EINVAL, "%s:%zu:%zu: %s", l->name, n->start_mark.line + 1,
+	                 n->start_mark.column + 1, msg);
+}
+
+static int set_value(struct loader *l, struct aw_collector_config *c, const struct key *k,
+                     const yaml_node_t *v, const char *path)
+{
+	const char *s;
+	char *base = (char *)c + k->offset;
+	uint64_t x = 0;
+
+	if (v->type != YAML_SCALAR_NODE)
+		return at(l, v, "'%s' must be a single value", path);
+	s = (const char *)v->data.scalar.value;
+	if (strlen(s) != v->data.scalar.length)
+		return at(l, v, "'%s' holds a NUL byte", path);
+	switch (k->type) {
+	case K_STRING: {
+		char *copy;
+
+		if (!*s)
+			return at(l, v, "'%s' must not be empty", path);
+		copy = strdup(s);
+		if (!copy)
+			return aw_errorf(l->err, -ENOMEM, "out of memory");
+		free(*(char **)base);
+		*(char **)base = copy;
+		return 0;
+	}
+	case K_BOOL:
+		if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on"))
+			*(bool *)base = true;
+		else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off"))
+			*(bool *)base = false;
+		else
+			return at(l, v, "'%s' must be true or false, not '%.32s'", path, s);
+		return 0;
+	case K_LOG_LEVEL: {
+		static const char *const levels[] = {"error", "warning", "info", "debug"};
+
+		for (int i = 0; i < 4; i++) {
+			if (!strcmp(s, levels[i])) {
+				*(enum aw_log_level *)base = (enum aw_log_level)i;
+				return 0;
+			}
+		}
+		return at(l, v, "'%s' must be error, warning, info or debug, not '%.32s'", path, s);
+	}
+	case K_SYNC:
+		if (!strcmp(s, "full"))
+			*(bool *)base = true;
+		else if (!strcmp(s, "normal"))
+			*(bool *)base = false;
+		else
+			return at(l, v, "'%s' must be full or normal, not '%.32s'", path, s);
+		return 0;
+	case K_UINT:
+		if (aw_parse_u64(s, UINT64_MAX, &x))
+			return at(l, v, "'%s' must be a whole number, not '%.32s'", path, s);
+		break;
+	case K_SIZE:
+		if (aw_parse_size(s, &x))
+			return at(l, v, "'%s' must be a size such as 8MiB, not '%.32s'", path, s);
+		break;
+	case K_DURATION:
+		if (aw_parse_duration_ms(s, &x))
+			return at(l, v, "'%s' must be a duration such as 30s, not '%.32s'", path,
+			          s);
+		break;
+	}
+	if (x < k->min || x > k->max)
+		return at(l, v, "'%s' must be between %llu and %llu%s", path,
+		          (unsigned long long)k->min, (unsigned long long)k->max,
+		          k->type == K_DURATION ? " ms"
+		          : k->type == K_SIZE   ? " bytes"
+		                                : "");
+	if (k->offset == F(http_timeout_s))
+		x /= 1000;
+	if (is_uint_field(k->offset))
+		*(unsigned *)base = (unsigned)x;
+	else
+		*(uint64_t *)base = x;
+	return 0;
+}
+
+static int load_mapping(struct loader *l, struct aw_collector_config *c, const yaml_node_t *map,
+                        const char *section)
+{
+	yaml_node_pair_t *pair;
+	int rc;
+
+	if (map->type != YAML_MAPPING_NODE)
+		return at(l, map,
+		          section ? "'%s' must be a mapping" : "%sthe file must be a mapping",
+		          section ? section : "");
+	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *kn = yaml_document_get_node(l->doc, pair->key);
+		yaml_node_t *vn = yaml_document_get_node(l->doc, pair->value);
+		const char *name;
+		char path[96];
+		size_t i;
+
+		if (!kn || !vn || kn->type != YAML_SCALAR_NODE)
+			return at(l, kn ? kn : map, "keys must be plain names");
+		name = (const char *)kn->data.scalar.value;
+		snprintf(path, sizeof(path), "%s%s%.48s", section ? section : "",
+		         section ? "." : "", name);
+		if (!section) {
+			for (i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+				if (!strcmp(name, sections[i]))
+					break;
+			if (i < sizeof(sections) / sizeof(sections[0])) {
+				rc = load_mapping(l, c, vn, sections[i]);
+				if (rc)
+					return rc;
+				continue;
+			}
+		}
+		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			if (!strcmp(name, keys[i].name) &&
+			    ((!section && !keys[i].section) ||
+			     (section && keys[i].section && !strcmp(section, keys[i].section))))
+				break;
+		}
+		if (i == sizeof(keys) / sizeof(keys[0]))
+			return at(l, kn, "unknown key '%s'", path);
+		rc = set_value(l, c, &keys[i], vn, path);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len, const char *name,
+                    char **err)
+{
+	struct loader l = {.name = name, .err = err};
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root;
+	int rc;
+
+	if (!yaml_parser_initialize(&parser))
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		rc = aw_errorf(err, -EINVAL, "%s:%zu:%zu: %s", name, parser.problem_mark.line + 1,
+		               parser.problem_mark.column + 1,
+		               parser.problem ? parser.problem : "cannot parse");
+		yaml_parser_delete(&parser);
+		return rc;
+	}
+	l.doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	rc = root ? load_mapping(&l, c, root, NULL) : 0; /* an empty file changes nothing */
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return rc;
+}
+
+int aw_config_load(struct aw_collector_config *c, const char *path, char **err)
+{
+	char *text = NULL;
+	size_t len;
+	int rc;
+
+	rc = aw_read_file(path, CONFIG_FILE_MAX, &text, &len, err);
+	if (rc)
+		return rc;
+	rc = aw_config_parse(c, text, len, path, err);
+	free(text);
+	return rc;
+}

@@ -1,0 +1,73 @@
+/* The collector's configuration: defaults, configs/collector.yaml (read with libyaml; errors as
+ * "file:line:col: message"; unknown keys rejected) and the small parsers its values need. */
+#ifndef AW_COLLECTOR_CONFIG_H
+#define AW_COLLECTOR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aw/log.h"
+
+struct aw_collector_config {
+	char *listen;   /* "HOST:PORT" */
+	char *db;       /* database URL; NULL: sqlite:<data_dir>/atomwatch.db */
+	char *data_dir; /* state directory */
+	enum aw_log_level log_level;
+
+	/* http */
+	unsigned http_threads;
+	uint64_t max_body;     /* bytes of one request body (413 beyond) */
+	uint64_t max_buffered; /* bytes of request bodies held at once (503 beyond) */
+	unsigned max_connections;
+	unsigned http_timeout_s;   /* idle connection timeout */
+	uint64_t drain_timeout_ms; /* how long SIGTERM waits for in-flight requests */
+
+	/* auth */
+	bool read_requires_token;
+
+	/* ingest */
+	uint64_t max_cells;
+	unsigned batch_max; /* most documents in one transaction (group commit) */
+	unsigned queue_max; /* most documents waiting for a writer (503 beyond) */
+	unsigned writers;   /* writer threads (SQLite always uses one) */
+
+	/* store */
+	unsigned pool_size;
+	bool sqlite_sync_full;
+
+	/* jobs */
+	uint64_t jobs_max_wait_ms;
+	uint64_t jobs_recheck_ms;
+	uint64_t jobs_reclaim_ms;
+	uint64_t jobs_default_ttl_ms;
+	uint64_t jobs_max_ttl_ms;
+};
+
+/* Fills every field with its default (no allocation can fail: strings stay NULL until set,
+ * listen and data_dir are resolved by aw_config_finish()). */
+void aw_config_defaults(struct aw_collector_config *c);
+
+/* Reads `path` over the current values. Returns 0, or a negative errno with *err as
+ * "path:line:col: message" (or naming the path when it cannot be read). */
+int aw_config_load(struct aw_collector_config *c, const char *path, char **err);
+
+/* The same from a buffer; `name` is used in error messages. */
+int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len, const char *name,
+                    char **err);
+
+/* Fills what is still unset from what is set (the default database lives in data_dir).
+ * Returns 0 or -ENOMEM. */
+int aw_config_finish(struct aw_collector_config *c);
+
+/* Frees the strings; the struct may be reused after aw_config_defaults(). */
+void aw_config_release(struct aw_collector_config *c);
+
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" (every address). host receives the address without
+ * brackets ("" for every address). Returns 0 or -EINVAL with *err. */
+int aw_parse_listen(const char *s, char *host, size_t host_len, unsigned *port, char **err);
+
+/* Sizes: "8MiB", "512KiB", "1GiB", "64MB", "100kB", "65536" (bytes). Returns 0 or -EINVAL. */
+int aw_parse_size(const char *s, uint64_t *out);
+
+#endif

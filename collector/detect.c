@@ -1,0 +1,341 @@
+/* Regression verdicts; see detect.h and docs/detection.md. */
+#include "detect.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aw/stats.h"
+#include "aw/stattest.h"
+
+#define MAD_TO_SIGMA      1.4826 /* MAD of a normal sample times this estimates sigma */
+#define MEDIAN_VAR        1.5708 /* var(median) / var(mean) for normal data: pi / 2 */
+#define UNKNOWN_NOISE     0.01   /* assumed when nothing measures the noise */
+#define MAX_CHANGE_POINTS 32
+
+const char *aw_verdict_name(enum aw_verdict v)
+{
+	static const char *const names[] = {"unchanged", "regressed", "improved",
+	                                    "noisy",     "new",       "missing"};
+
+	return names[v];
+}
+
+double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
+                        const char *reader, const char *key, double fallback)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct aw_threshold_rule *r = &rules[i];
+
+		if (r->op && fnmatch(r->op, op ? op : "", 0))
+			continue;
+		if (r->reader && fnmatch(r->reader, reader ? reader : "", 0))
+			continue;
+		if (r->key && fnmatch(r->key, key ? key : "", 0))
+			continue;
+		return r->threshold;
+	}
+	return fallback;
+}
+
+/* Median of n values (copied; the input is left alone). NAN when n == 0. */
+static double median_copy(const double *v, size_t n, double *scratch)
+{
+	if (!n)
+		return NAN;
+	memcpy(scratch, v, n * sizeof(*v));
+	aw_sort_doubles(scratch, n);
+	return aw_quantile_sorted(scratch, n, 0.5);
+}
+
+/* Median of se[i] / v[i] over the runs that have both, or NAN. */
+static double within_noise(const double *v, const double *se, size_t n, double *scratch)
+{
+	size_t k = 0;
+
+	if (!se)
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(se[i]) && se[i] >= 0 && v[i] > 0)
+			scratch[k++] = se[i] / v[i];
+	if (!k)
+		return NAN;
+	aw_sort_doubles(scratch, k);
+	return aw_quantile_sorted(scratch, k, 0.5);
+}
+
+/* Two clusters among sorted values: the widest ratio gap with at least two runs on each side.
+ * Returns the index of the first value of the upper cluster, or 0. */
+static size_t cluster_split(const double *sorted, size_t n, double min_gap)
+{
+	double best = min_gap;
+	size_t at = 0;
+
+	for (size_t i = 2; i + 2 <= n; i++) {
+		if (sorted[i - 1] <= 0)
+			continue;
+		if (sorted[i] / sorted[i - 1] >= best) {
+			best = sorted[i] / sorted[i - 1];
+			at = i;
+		}
+	}
+	return at;
+}
+
+struct work {
+	double *a, *b; /* scratch of the largest history or head */
+};
+
+/* What phase 1 learns of a cell before the host's noise is pooled. */
+struct cell_state {
+	double between; /* own relative run-to-run noise (MAD), NAN with < 3 baseline runs */
+	double within;  /* the runs' own relative precision, NAN when unknown */
+	int zero_base;  /* the baseline was below resolution */
+};
+
+/* Phase 1: window, medians, the cell's own noise, bimodality and excursions. */
+static void observe(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                    struct aw_detect_result *r, struct cell_state *st, struct work *w)
+{
+	struct aw_changepoint cps[MAX_CHANGE_POINTS];
+	const double *win;
+	double head_within, exc_lo = INFINITY, exc_hi = 0;
+	size_t n_win, split, n_exc = 0;
+	int k;
+
+	memset(r, 0, sizeof(*r));
+	r->mw_pvalue = NAN;
+	r->pvalue = 1;
+	r->qvalue = 1;
+	r->change = r->change_lo = r->change_hi = NAN;
+	r->baseline = r->head = r->noise = NAN;
+	r->bimodal = in->tail_bimodal;
+	st->between = st->within = NAN;
+	st->zero_base = 0;
+	if (in->n_head)
+		r->head = median_copy(in->head, in->n_head, w->b);
+	if (!in->n_head) {
+		r->verdict = AW_VERDICT_MISSING;
+		snprintf(r->note, sizeof(r->note), "no run of the head on this host has the cell");
+	}
+	if (!in->n_history) {
+		if (in->n_head) {
+			r->verdict = AW_VERDICT_NEW;
+			snprintf(r->note, sizeof(r->note), "no baseline run has the cell");
+		}
+		return;
+	}
+	k = aw_changepoints(in->history, in->n_history, &o->cp, cps, MAX_CHANGE_POINTS);
+	if (k > 0)
+		r->last_change = cps[k - 1].index;
+	r->window_start = r->last_change;
+	if (in->n_history - r->window_start > o->window)
+		r->window_start = in->n_history - o->window;
+	r->window_n = n_win = in->n_history - r->window_start;
+	win = in->history + r->window_start;
+	r->baseline = median_copy(win, n_win, w->a);
+	if (r->verdict == AW_VERDICT_MISSING)
+		return;
+	if (r->baseline <= 0) {
+		st->zero_base = 1;
+		return;
+	}
+	if (n_win >= 3) {
+		memcpy(w->a, win, n_win * sizeof(*win));
+		aw_sort_doubles(w->a, n_win);
+		st->between = MAD_TO_SIGMA * aw_mad_sorted(w->a, n_win, w->b) / r->baseline;
+		split = cluster_split(w->a, n_win, o->bimodal_gap);
+		if (split) {
+			r->bimodal = true;
+			/* a head inside either cluster is a mode the baseline has seen */
+			if ((r->head >= w->a[0] * (1 - st->between) &&
+			     r->head <= w->a[split - 1] * (1 + st->between)) ||
+			    (r->head >= w->a[split] * (1 - st->between) &&
+			     r->head <= w->a[n_win - 1] * (1 + st->between))) {
+				r->seen_before = true;
+				snprintf(
+				    r->note, sizeof(r->note),
+				    "bimodal baseline (%.4g..%.4g and %.4g..%.4g ns); the head "
+				    "falls in one of its modes",
+				    w->a[0], w->a[split - 1], w->a[split], w->a[n_win - 1]);
+			}
+		}
+	}
+	/* Excursions: earlier runs far from the baseline, over the whole history. A head that
+	 * lands among them is something this cell has done before, not news. */
+	for (size_t i = 0; i < in->n_history; i++) {
+		double v = in->history[i];
+
+		if (v > r->baseline * o->excursion || v < r->baseline / o->excursion) {
+			n_exc++;
+			exc_lo = fmin(exc_lo, v);
+			exc_hi = fmax(exc_hi, v);
+		}
+	}
+	if (n_exc &&
+	    (r->head > r->baseline * o->excursion || r->head < r->baseline / o->excursion) &&
+	    r->head >= exc_lo / 1.25 && r->head <= exc_hi * 1.25) {
+		r->bimodal = true;
+		r->seen_before = true;
+		snprintf(r->note, sizeof(r->note),
+		         "%zu of %zu earlier runs were excursions like this (%.4g..%.4g ns)", n_exc,
+		         in->n_history, exc_lo, exc_hi);
+	}
+	st->within = within_noise(win, in->history_se ? in->history_se + r->window_start : NULL,
+	                          n_win, w->b);
+	head_within = within_noise(in->head, in->head_se, in->n_head, w->b);
+	if (isnan(st->within) || (!isnan(head_within) && head_within > st->within))
+		st->within = head_within;
+}
+
+/* Phase 2: the test, with the cell's noise moderated towards the host's pooled noise `s0` (an
+ * empirical-Bayes variance, as limma does): s^2 = ((w-1) s_cell^2 + d0 s0^2) / (w - 1 + d0)
+ * with w - 1 + d0 degrees of freedom, so that ten baseline runs do not have to carry the whole
+ * uncertainty of the noise on their own. */
+static void test_cell(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                      struct aw_detect_result *r, const struct cell_state *st, double s0,
+                      double *p_two)
+{
+	const double *win = in->history + r->window_start;
+	double df = INFINITY, noise, se_rel, z, p_up, p_down;
+	size_t n_win = r->window_n;
+
+	*p_two = 1;
+	if (r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW)
+		return;
+	if (st->zero_base) {
+		/* The baseline could not be told from the empty loop: any measurable head is a
+		 * regression of unbounded relative size. */
+		double head_se = in->head_se && isfinite(in->head_se[0]) ? in->head_se[0] : 0;
+
+		if (r->head <= 0) {
+			r->change = r->change_lo = r->change_hi = 0;
+			return;
+		}
+		r->change = r->change_lo = r->change_hi = INFINITY;
+		*p_two = head_se > 0 ? fmin(1, 2 * aw_norm_sf(r->head / head_se)) : 0;
+		r->pvalue = *p_two;
+		snprintf(r->note, sizeof(r->note), "the baseline was below resolution (0 ns)");
+		return;
+	}
+	if (!isnan(st->between) && !isnan(s0)) {
+		double dfc = (double)(n_win - 1);
+
+		noise = sqrt((dfc * st->between * st->between + o->prior_df * s0 * s0) /
+		             (dfc + o->prior_df));
+		df = dfc + o->prior_df;
+	} else if (!isnan(st->between)) {
+		noise = st->between;
+		df = (double)(n_win - 1);
+	} else if (!isnan(s0)) {
+		noise = s0;
+		df = o->prior_df;
+	} else {
+		noise = UNKNOWN_NOISE;
+		snprintf(r->note, sizeof(r->note),
+		         "noise unknown (fewer than 3 baseline runs on every cell): assumed 1%%");
+	}
+	if (!isnan(st->within) && st->within > noise) {
+		noise = st->within;
+		df = INFINITY;
+	}
+	if (noise < o->noise_floor) {
+		noise = o->noise_floor;
+		df = INFINITY;
+	}
+	r->noise = noise;
+	r->change = r->head / r->baseline - 1;
+	se_rel = noise * sqrt((in->n_head == 1 ? 1.0 : MEDIAN_VAR / (double)in->n_head) +
+	                      MEDIAN_VAR / (double)n_win);
+	z = r->change / se_rel;
+	p_up = isinf(df) ? aw_norm_sf(z) : aw_t_sf(z, df);
+	p_down = isinf(df) ? aw_norm_sf(-z) : aw_t_sf(-z, df);
+	*p_two = fmin(1, 2 * fmin(p_up, p_down));
+	r->pvalue = *p_two;
+	if (in->n_head >= 3)
+		r->mw_pvalue = aw_mann_whitney_p(in->head, in->n_head, win, n_win,
+		                                 r->change > 0 ? AW_GREATER : AW_LESS);
+	r->change_lo = r->change - o->power_z * se_rel;
+	r->change_hi = r->change + o->power_z * se_rel;
+}
+
+static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                   struct aw_detect_result *r)
+{
+	bool significant = r->qvalue <= o->fdr;
+
+	if (r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW)
+		return;
+	/* with several head runs the rank test must agree */
+	if (!isnan(r->mw_pvalue) && r->mw_pvalue > o->mw_alpha)
+		significant = false;
+	r->verdict = AW_VERDICT_UNCHANGED;
+	if (significant && r->change > 0 && r->change_hi >= in->threshold)
+		r->verdict = AW_VERDICT_REGRESSED;
+	else if (significant && r->change < 0 && -r->change_lo >= in->threshold)
+		r->verdict = AW_VERDICT_IMPROVED;
+	if ((r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) &&
+	    r->seen_before)
+		r->verdict = AW_VERDICT_NOISY;
+	else if (r->verdict == AW_VERDICT_UNCHANGED && fabs(r->change) >= in->threshold &&
+	         r->noise * o->power_z >= in->threshold) {
+		/* A threshold-sized change, but the baseline's own noise is as large. */
+		r->verdict = AW_VERDICT_NOISY;
+		snprintf(r->note, sizeof(r->note),
+		         "baseline noise %.2g%% is too large for a %.2g%% threshold",
+		         100 * r->noise, 100 * in->threshold);
+	}
+}
+
+int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *opts,
+              struct aw_detect_result *out)
+{
+	const struct aw_detect_opts defaults = AW_DETECT_OPTS_DEFAULT;
+	const struct aw_detect_opts *o = opts ? opts : &defaults;
+	struct cell_state *st = NULL;
+	struct work w = {0};
+	double *p = NULL, s0 = NAN;
+	size_t most = 1, n_s = 0;
+	int rc = -ENOMEM;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in[i].n_history > most)
+			most = in[i].n_history;
+		if (in[i].n_head > most)
+			most = in[i].n_head;
+	}
+	w.a = malloc(most * sizeof(double));
+	w.b = malloc((most > n ? most : n) * sizeof(double));
+	p = calloc(n ? n : 1, sizeof(double));
+	st = calloc(n ? n : 1, sizeof(*st));
+	if (!w.a || !w.b || !p || !st)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		observe(&in[i], o, &out[i], &st[i], &w);
+	/* the host's pooled noise: the median of its cells' own noise */
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(st[i].between))
+			w.b[n_s++] = st[i].between;
+	if (n_s) {
+		aw_sort_doubles(w.b, n_s);
+		s0 = aw_quantile_sorted(w.b, n_s, 0.5);
+	}
+	for (size_t i = 0; i < n; i++)
+		test_cell(&in[i], o, &out[i], &st[i], s0, &p[i]);
+	if (aw_bh_adjust(p, n, p))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		out[i].qvalue = p[i];
+		decide(&in[i], o, &out[i]);
+	}
+	rc = 0;
+out:
+	free(w.a);
+	free(w.b);
+	free(p);
+	free(st);
+	return rc;
+}

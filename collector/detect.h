@@ -1,0 +1,99 @@
+/* Regression detection for one host's cells: each cell's head value(s) against a baseline
+ * window of earlier runs on the baseline ref (cut at the last change point), judged against the
+ * cell's threshold and the baseline's own run-to-run noise, with Benjamini-Hochberg control of
+ * false discoveries across the host's cells. Pure computation: no database, no I/O. The method
+ * and its measured quality are in docs/detection.md. */
+#ifndef AW_DETECT_H
+#define AW_DETECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "aw/changepoint.h"
+
+enum aw_verdict {
+	AW_VERDICT_UNCHANGED,
+	AW_VERDICT_REGRESSED,
+	AW_VERDICT_IMPROVED,
+	AW_VERDICT_NOISY,   /* the baseline's noise (or its bimodality) cannot tell */
+	AW_VERDICT_NEW,     /* no baseline for this cell */
+	AW_VERDICT_MISSING, /* in the baseline but not in the head */
+};
+
+const char *aw_verdict_name(enum aw_verdict v);
+
+struct aw_detect_opts {
+	size_t window;        /* baseline runs at most (default 10) */
+	double fdr;           /* Benjamini-Hochberg level over a host's cells (default 0.05) */
+	double power_z;       /* a change "reaches" the threshold when change + power_z * se does */
+	double noise_floor;   /* smallest relative run-to-run noise assumed (default 0.001) */
+	double bimodal_ratio; /* p99 >= ratio * p50 within a run flags bimodality (default 3) */
+	double bimodal_gap;   /* ratio between two clusters of baseline values (default 1.25) */
+	double prior_df;  /* weight of the host's pooled noise in each cell's noise (default 4) */
+	double mw_alpha;  /* with >= 3 head runs the rank test must also reject at this level */
+	double excursion; /* an earlier run this far from the baseline (x or 1/x) is an
+	                     excursion; a head within the excursions seen is noisy (default 1.5) */
+	struct aw_cp_opts cp; /* change points of the baseline history */
+};
+
+#define AW_DETECT_OPTS_DEFAULT                                                            \
+	{                                                                                 \
+		.window = 10, .fdr = 0.05, .power_z = 1.645, .noise_floor = 0.001,        \
+		.bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df = 4, .mw_alpha = 0.05, \
+		.excursion = 1.5, .cp = AW_CP_OPTS_DEFAULT                                \
+	}
+
+/* One cell and one metric (p50 or p99) on one host. Values are the metric of each run, in ns.
+ * `history` is every earlier run on the baseline ref in commit order, oldest first; the window
+ * is taken from its end. `*_se` (optional, may be NULL) hold each run's own standard error of
+ * the metric (from its confidence interval), a floor for the noise when the baseline has too
+ * few runs to measure it. */
+struct aw_detect_input {
+	const double *history;
+	const double *history_se;
+	size_t n_history;
+	const double *head;
+	const double *head_se;
+	size_t n_head;
+	double threshold;  /* relative, e.g. 0.05 */
+	bool tail_bimodal; /* some run's p99 >= bimodal_ratio * p50 (flag only) */
+};
+
+struct aw_detect_result {
+	enum aw_verdict verdict;
+	double baseline;  /* median of the window */
+	double head;      /* median of the head runs */
+	double change;    /* head / baseline - 1; INFINITY when the baseline was 0 */
+	double change_lo; /* one-sided 95% bounds of the change */
+	double change_hi;
+	double noise;        /* relative run-to-run noise used: 1.4826 MAD / median, moderated
+	                        towards the host's pooled value, floored by the runs' precision */
+	double pvalue;       /* two-sided, before the false discovery correction */
+	double qvalue;       /* Benjamini-Hochberg adjusted */
+	double mw_pvalue;    /* Mann-Whitney p-value (>= 3 head runs), else NAN */
+	size_t window_n;     /* baseline runs used */
+	size_t window_start; /* index into history where the window starts */
+	size_t last_change;  /* index of the last change point in history, or 0 */
+	bool bimodal;        /* within-run tail or two clusters of baseline values */
+	bool seen_before;    /* the head lies in a mode or excursion the history has shown */
+	char note[128];      /* the reason behind noisy / new / bimodal, "" otherwise */
+};
+
+/* Judges n cells of one host (one family for the false discovery correction). Returns 0 or
+ * -ENOMEM; out[i] answers in[i]. */
+int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *opts,
+              struct aw_detect_result *out);
+
+/* A threshold rule: glob patterns (fnmatch) on a cell's op, reader and key; NULL matches all. */
+struct aw_threshold_rule {
+	const char *op;
+	const char *reader;
+	const char *key;
+	double threshold;
+};
+
+/* The threshold of the first rule matching the cell, else `fallback`. */
+double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
+                        const char *reader, const char *key, double fallback);
+
+#endif

@@ -1,0 +1,462 @@
+/* libmicrohttpd adapter (the only file that includes <microhttpd.h>): epoll with a pool of
+ * polling threads, bodies collected into size-limited buffers, replies queued from the access
+ * handler, suspend/resume for replies that come later, and a drain on shutdown. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aw/buf.h"
+#include "aw/log.h"
+#include "aw/util.h"
+
+#define HEADERS_MAX 4
+
+struct aw_http_server {
+	struct MHD_Daemon *daemon;
+	struct aw_http_options opt;
+	unsigned port;
+	atomic_bool closing;           /* quiesced: replies close their connections */
+	atomic_uint_fast64_t buffered; /* body bytes held by all requests */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	uint64_t in_flight;
+};
+
+struct aw_http_req {
+	struct aw_http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method, *url; /* MHD's, valid until the request completes */
+	struct aw_buf body;
+	uint64_t reserved;  /* bytes of srv->buffered this request holds */
+	uint64_t discarded; /* bytes thrown away after the limit */
+	bool too_large, over_budget;
+	bool handled;   /* the handler ran */
+	bool suspended; /* written by the handler's thread only */
+	uint64_t started_ns;
+	int tag;
+	void *data;
+	void (*free_data)(void *);
+	/* the reply */
+	bool has_reply;
+	unsigned status;
+	const char *content_type;
+	char *reply;
+	size_t reply_len;
+	struct {
+		char name[32];
+		char value[128];
+	} headers[HEADERS_MAX];
+	int n_headers;
+};
+
+/* ---- request accessors ---- */
+
+const char *aw_http_method(const struct aw_http_req *r)
+{
+	return r->method;
+}
+
+const char *aw_http_path(const struct aw_http_req *r)
+{
+	return r->url;
+}
+
+const char *aw_http_query(const struct aw_http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *aw_http_header(const struct aw_http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *aw_http_body(const struct aw_http_req *r, size_t *len)
+{
+	*len = r->body.len;
+	return r->body.data ? r->body.data : "";
+}
+
+static void release_budget(struct aw_http_req *r)
+{
+	if (r->reserved) {
+		atomic_fetch_sub(&r->srv->buffered, r->reserved);
+		r->reserved = 0;
+	}
+}
+
+void aw_http_body_release(struct aw_http_req *r)
+{
+	aw_buf_release(&r->body);
+	release_budget(r);
+}
+
+uint64_t aw_http_started_ns(const struct aw_http_req *r)
+{
+	return r->started_ns;
+}
+
+unsigned aw_http_status(const struct aw_http_req *r)
+{
+	return r->has_reply ? r->status : 0;
+}
+
+void aw_http_set_data(struct aw_http_req *r, void *data, void (*free_fn)(void *))
+{
+	r->data = data;
+	r->free_data = free_fn;
+}
+
+void *aw_http_data(const struct aw_http_req *r)
+{
+	return r->data;
+}
+
+void aw_http_set_tag(struct aw_http_req *r, int tag)
+{
+	r->tag = tag;
+}
+
+int aw_http_tag(const struct aw_http_req *r)
+{
+	return r->tag;
+}
+
+int aw_http_add_header(struct aw_http_req *r, const char *name, const char *value)
+{
+	if (r->n_headers >= HEADERS_MAX || strlen(name) >= sizeof(r->headers[0].name) ||
+	    strlen(value) >= sizeof(r->headers[0].value))
+		return -ENOSPC;
+	snprintf(r->headers[r->n_headers].name, sizeof(r->headers[0].name), "%s", name);
+	snprintf(r->headers[r->n_headers].value, sizeof(r->headers[0].value), "%s", value);
+	r->n_headers++;
+	return 0;
+}
+
+int aw_http_reply(struct aw_http_req *r, unsigned status, const char *content_type, char *body,
+                  size_t len)
+{
+	if (r->has_reply) {
+		free(body);
+		return -EALREADY;
+	}
+	r->status = status;
+	r->content_type = content_type;
+	r->reply = body;
+	r->reply_len = body ? len : 0;
+	r->has_reply = true;
+	return 0;
+}
+
+void aw_http_suspend(struct aw_http_req *r)
+{
+	r->suspended = true;
+	MHD_suspend_connection(r->conn);
+}
+
+void aw_http_resume(struct aw_http_req *r)
+{
+	MHD_resume_connection(r->conn);
+}
+
+/* ---- MHD callbacks ---- */
+
+/* Queues the request's reply. Returns MHD's verdict. */
+static enum MHD_Result send_reply(struct aw_http_req *r)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	char *body = r->reply;
+
+	r->reply = NULL;
+	resp =
+	    MHD_create_response_from_buffer(r->reply_len, body ? body : (char *)"",
+	                                    body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	if (r->content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+	for (int i = 0; i < r->n_headers; i++)
+		MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
+	if (atomic_load(&r->srv->closing))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(r->conn, r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result reply_now(struct aw_http_req *r, unsigned status, const char *code,
+                                 const char *message)
+{
+	char *body = aw_asprintf("{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":\"\"}}",
+	                         code, message);
+
+	aw_http_reply(r, status, "application/json", body, body ? strlen(body) : 0);
+	return send_reply(r);
+}
+
+static struct aw_http_req *request_new(struct aw_http_server *s, struct MHD_Connection *conn)
+{
+	struct aw_http_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->srv = s;
+	r->conn = conn;
+	r->tag = -1;
+	r->started_ns = aw_monotonic_ns();
+	aw_buf_init(&r->body, s->opt.max_body);
+	pthread_mutex_lock(&s->lock);
+	s->in_flight++;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/* Takes `n` more body bytes; false when they do not fit (the request is then failed). */
+static bool take_body(struct aw_http_req *r, const char *data, size_t n)
+{
+	struct aw_http_server *s = r->srv;
+	uint64_t total;
+
+	if (r->too_large || r->over_budget) {
+		r->discarded += n;
+		return r->discarded <= s->opt.max_body; /* a stream that will not stop */
+	}
+	total = atomic_fetch_add(&s->buffered, n) + n;
+	r->reserved += n;
+	if (total > s->opt.max_buffered) {
+		r->over_budget = true;
+		aw_http_body_release(r);
+		return true;
+	}
+	if (aw_buf_append(&r->body, data, n)) {
+		/* Past the limit (-E2BIG) or out of memory: stop holding anything. */
+		r->too_large = true;
+		aw_http_body_release(r);
+	}
+	return true;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+	struct aw_http_server *s = cls;
+	struct aw_http_req *r = *con_cls;
+
+	(void)version;
+	if (!r) {
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+		uint64_t announced;
+
+		r = request_new(s, conn);
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		r->method = method;
+		r->url = url;
+		/* Refuse an announced oversized body before reading any of it. */
+		if (cl && !aw_parse_u64(cl, UINT64_MAX, &announced) &&
+		    announced > s->opt.max_body) {
+			r->too_large = true;
+			return reply_now(r, 413, "too_large", "the request body is too large");
+		}
+		return MHD_YES;
+	}
+	r->method = method;
+	r->url = url;
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+
+		*upload_data_size = 0;
+		return take_body(r, upload_data, n) ? MHD_YES : MHD_NO;
+	}
+	if (r->handled) {
+		/* Resumed: the reply was set by whoever resumed us. */
+		r->suspended = false;
+		if (!r->has_reply)
+			return reply_now(r, 500, "internal", "no reply was produced");
+		return send_reply(r);
+	}
+	r->handled = true;
+	if (r->too_large)
+		return reply_now(r, 413, "too_large", "the request body is too large");
+	if (r->over_budget)
+		return reply_now(r, 503, "busy", "too many uploads at once; retry later");
+	s->opt.handle(r, s->opt.cls);
+	/* The reply may now be written by another thread: touch only our own flag. */
+	if (r->suspended)
+		return MHD_YES;
+	if (!r->has_reply)
+		return reply_now(r, 500, "internal", "no reply was produced");
+	return send_reply(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct aw_http_server *s = cls;
+	struct aw_http_req *r = *con_cls;
+
+	(void)conn;
+	if (!r)
+		return;
+	*con_cls = NULL;
+	if (s->opt.done)
+		s->opt.done(r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, s->opt.cls);
+	if (r->free_data)
+		r->free_data(r->data);
+	aw_http_body_release(r);
+	free(r->reply);
+	free(r);
+	pthread_mutex_lock(&s->lock);
+	s->in_flight--;
+	if (!s->in_flight)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	aw_debug("http: %s", msg);
+}
+
+/* ---- server ---- */
+
+int aw_http_start(const struct aw_http_options *o, struct aw_http_server **out, char **err)
+{
+	struct aw_http_server *s = NULL;
+	struct addrinfo hints = {0}, *ai = NULL;
+	unsigned int flags =
+	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	const union MHD_DaemonInfo *info;
+	char port[8];
+	int rc;
+
+	*out = NULL;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%u", o->port);
+	rc = getaddrinfo(o->host && *o->host ? o->host : "0.0.0.0", port, &hints, &ai);
+	if (rc)
+		return aw_errorf(err, -EINVAL, "cannot resolve listen address '%s': %s",
+		                 o->host ? o->host : "", gai_strerror(rc));
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	s->opt = *o;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	s->daemon = MHD_start_daemon(
+	    flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(o->threads ? o->threads : 1),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->timeout_s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_END);
+	if (!s->daemon) {
+		rc = aw_errorf(err, -EADDRINUSE,
+		               "cannot listen on '%s:%u' (in use, or not an "
+		               "address of this machine)",
+		               o->host && *o->host ? o->host : "0.0.0.0", o->port);
+		goto out;
+	}
+	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info ? info->port : o->port;
+	*out = s;
+	s = NULL;
+	rc = 0;
+out:
+	if (s) {
+		pthread_cond_destroy(&s->idle);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+	}
+	freeaddrinfo(ai);
+	return rc;
+}
+
+unsigned aw_http_port(const struct aw_http_server *s)
+{
+	return s->port;
+}
+
+void aw_http_quiesce(struct aw_http_server *s)
+{
+	MHD_socket fd;
+
+	if (atomic_exchange(&s->closing, true))
+		return;
+	fd = MHD_quiesce_daemon(s->daemon);
+	if (fd != MHD_INVALID_SOCKET && close(fd) < 0)
+		aw_warn("cannot close the listening socket: %s", strerror(errno));
+}
+
+uint64_t aw_http_in_flight(struct aw_http_server *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->in_flight;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+int aw_http_drain(struct aw_http_server *s, uint64_t timeout_ms)
+{
+	struct timespec deadline;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += (time_t)(timeout_ms / 1000);
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->in_flight && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&s->idle, &s->lock, &deadline);
+	rc = s->in_flight ? -ETIMEDOUT : 0;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void aw_http_stop(struct aw_http_server **sp)
+{
+	struct aw_http_server *s = *sp;
+
+	if (!s)
+		return;
+	MHD_stop_daemon(s->daemon);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	*sp = NULL;
+}

@@ -1,0 +1,429 @@
+/* The service: the route table with each route's access rule, token checks, JSON replies,
+ * per-request metrics, and the life cycle (migrate, start, wait for SIGTERM/SIGINT, stop
+ * accepting, drain, close the database). */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "aw/log.h"
+#include "internal.h"
+#include "metrics.h"
+#include "writer.h"
+
+enum access {
+	ACCESS_OPEN,  /* no token needed, none checked (health checks) */
+	ACCESS_READ,  /* open unless auth.read_requires_token; a token given must be valid */
+	ACCESS_AGENT, /* agent (its own host) or admin */
+	ACCESS_CI,    /* ci or admin */
+};
+
+struct route {
+	const char *method;
+	const char *path; /* "{...}" matches one non-empty segment */
+	void (*fn)(struct aw_ctx *x);
+	enum access access;
+};
+
+/* First match wins: /api/v1/jobs/next comes before /api/v1/jobs/{id}. */
+static const struct route routes[] = {
+    {"POST", "/api/v1/results", aw_ingest_post, ACCESS_AGENT},
+    {"GET", "/api/v1/hosts", aw_api_hosts, ACCESS_READ},
+    {"GET", "/api/v1/hosts/{name}", aw_api_host, ACCESS_READ},
+    {"GET", "/api/v1/runs", aw_api_runs, ACCESS_READ},
+    {"GET", "/api/v1/runs/{id}", aw_api_run, ACCESS_READ},
+    {"GET", "/api/v1/series", aw_api_series, ACCESS_READ},
+    {"POST", "/api/v1/jobs", aw_jobs_post, ACCESS_CI},
+    {"GET", "/api/v1/jobs", aw_jobs_list, ACCESS_READ},
+    {"GET", "/api/v1/jobs/next", aw_jobs_next, ACCESS_AGENT},
+    {"GET", "/api/v1/jobs/{id}", aw_jobs_get, ACCESS_READ},
+    {"POST", "/api/v1/jobs/{id}/status", aw_jobs_status, ACCESS_AGENT},
+    {"GET", "/healthz", aw_api_healthz, ACCESS_OPEN},
+    {"GET", "/metrics", aw_api_metrics, ACCESS_READ},
+};
+#define N_ROUTES     (sizeof(routes) / sizeof(routes[0]))
+#define ROUTE_INGEST 0
+#define ROUTE_OTHER  N_ROUTES /* metrics label of unmatched requests */
+
+static const char *route_names[N_ROUTES + 1];
+
+/* Set once the service has drained: late requests on kept-alive connections get 503 at once,
+ * never a suspension that would outlive the HTTP server. */
+static atomic_bool refusing;
+
+int aw_parse_id(const char *s, int64_t *out)
+{
+	uint64_t v;
+
+	if (!s || aw_parse_u64(s, INT64_MAX, &v) || !v)
+		return -EINVAL;
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* ---- replies ---- */
+
+void aw_reply_json(struct aw_http_req *req, unsigned status, json_t *body)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+	json_decref(body);
+	if (!text) {
+		static const char oom[] =
+		    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":\"\"}}";
+		char *copy = strdup(oom);
+
+		aw_http_reply(req, 500, "application/json", copy, copy ? strlen(copy) : 0);
+		return;
+	}
+	aw_http_reply(req, status, "application/json", text, strlen(text));
+}
+
+void aw_reply_error(struct aw_http_req *req, unsigned status, const char *code, const char *field,
+                    const char *fmt, ...)
+{
+	char message[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	if (status == 401)
+		aw_http_add_header(req, "WWW-Authenticate", "Bearer realm=\"atomwatch\"");
+	if (status == 503)
+		aw_http_add_header(req, "Retry-After", "1");
+	aw_reply_json(req, status,
+	              json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", message,
+	                        "field", field ? field : ""));
+}
+
+void aw_reply_store_error(struct aw_http_req *req, int rc)
+{
+	if (rc == -EBUSY || rc == -EAGAIN)
+		aw_reply_error(req, 503, "database", "", "the database is busy or unreachable");
+	else
+		aw_reply_error(req, 500, "database", "", "database error (%s)", strerror(-rc));
+}
+
+int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out)
+{
+	int rc = 0;
+
+	if (!x->conn)
+		rc = store_acquire(x->col->store, &x->conn);
+	*out = x->conn;
+	return rc;
+}
+
+/* ---- routing ---- */
+
+/* Whether `path` fits `pattern`; *param receives the wildcard segment (into buf). */
+static bool path_matches(const char *pattern, const char *path, char *buf, size_t len,
+                         const char **param)
+{
+	while (*pattern && *path) {
+		if (*pattern == '{') {
+			size_t n = strcspn(path, "/");
+
+			if (!n || n >= len)
+				return false;
+			memcpy(buf, path, n);
+			buf[n] = '\0';
+			*param = buf;
+			path += n;
+			pattern = strchr(pattern, '}');
+			if (!pattern)
+				return false;
+			pattern++;
+			continue;
+		}
+		if (*pattern++ != *path++)
+			return false;
+	}
+	return !*pattern && !*path;
+}
+
+/* The route of a request: its index, or ROUTE_OTHER with *path_known telling a wrong method
+ * (405) from an unknown path (404). */
+static unsigned find_route(const char *method, const char *path, char *buf, size_t len,
+                           const char **param, bool *path_known)
+{
+	bool head = !strcmp(method, "HEAD");
+
+	*path_known = false;
+	for (unsigned i = 0; i < N_ROUTES; i++) {
+		if (!path_matches(routes[i].path, path, buf, len, param))
+			continue;
+		*path_known = true;
+		if (!strcmp(method, routes[i].method) || (head && !strcmp(routes[i].method, "GET")))
+			return i;
+	}
+	return ROUTE_OTHER;
+}
+
+static void method_not_allowed(struct aw_http_req *req, const char *path)
+{
+	char allow[64] = "", buf[256];
+	const char *param;
+
+	for (unsigned i = 0; i < N_ROUTES; i++) {
+		if (path_matches(routes[i].path, path, buf, sizeof(buf), &param) &&
+		    !strstr(allow, routes[i].method))
+			snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
+			         *allow ? ", " : "", routes[i].method);
+	}
+	aw_http_add_header(req, "Allow", allow);
+	aw_reply_error(req, 405, "method_not_allowed", "", "use %s on '%s'", allow, path);
+}
+
+/* Applies the route's access rule. Returns 0 to go on, or non-zero once it has replied. */
+static int check_access(struct aw_ctx *x, enum access access)
+{
+	const char *header = aw_http_header(x->req, "Authorization");
+	struct store_conn *c;
+	const char *token;
+	int rc;
+
+	if (access == ACCESS_OPEN)
+		return 0;
+	if (header) {
+		token = aw_bearer_token(header);
+		if (!token) {
+			aw_reply_error(x->req, 401, "unauthorized", "",
+			               "the Authorization header must be 'Bearer <token>'");
+			return -EACCES;
+		}
+		rc = aw_ctx_conn(x, &c);
+		if (!rc)
+			rc = aw_auth_check(x->col->auth, c, token, &x->who);
+		if (rc == -EACCES) {
+			aw_reply_error(x->req, 401, "unauthorized", "",
+			               "the token is unknown or revoked");
+			return rc;
+		}
+		if (rc) {
+			aw_reply_store_error(x->req, rc);
+			return rc;
+		}
+		x->authenticated = true;
+	}
+	if (access == ACCESS_READ) {
+		if (!x->authenticated && x->col->cfg->read_requires_token) {
+			aw_reply_error(x->req, 401, "unauthorized", "",
+			               "this collector needs a token");
+			return -EACCES;
+		}
+		return 0;
+	}
+	if (!x->authenticated) {
+		aw_reply_error(x->req, 401, "unauthorized", "", "a token is required");
+		return -EACCES;
+	}
+	if (x->who.role == STORE_ROLE_ADMIN ||
+	    (access == ACCESS_AGENT && x->who.role == STORE_ROLE_AGENT) ||
+	    (access == ACCESS_CI && x->who.role == STORE_ROLE_CI))
+		return 0;
+	aw_reply_error(x->req, 403, "forbidden", "", "a %s token cannot do this",
+	               store_role_name(x->who.role));
+	return -EPERM;
+}
+
+static void handle(struct aw_http_req *req, void *cls)
+{
+	struct aw_collector *col = cls;
+	struct aw_ctx x = {.col = col, .req = req};
+	const char *path = aw_http_path(req);
+	char param[256];
+	bool path_known;
+	unsigned route;
+
+	route = find_route(aw_http_method(req), path, param, sizeof(param), &x.param, &path_known);
+	aw_http_set_tag(req, (int)route);
+	if (atomic_load(&refusing)) {
+		aw_reply_error(req, 503, "shutting_down", "", "the collector is shutting down");
+		return;
+	}
+	if (route == ROUTE_OTHER) {
+		if (path_known)
+			method_not_allowed(req, path);
+		else
+			aw_reply_error(req, 404, "not_found", "", "no such endpoint");
+		return;
+	}
+	if (!check_access(&x, routes[route].access))
+		routes[route].fn(&x);
+	store_release(col->store, &x.conn);
+}
+
+static void request_done(struct aw_http_req *req, bool sent, void *cls)
+{
+	int tag = aw_http_tag(req);
+	unsigned route = tag < 0 ? ROUTE_OTHER : (unsigned)tag;
+
+	(void)cls;
+	if (tag < 0) {
+		/* Refused before routing (body too large): still count it by route. */
+		char buf[256];
+		const char *param;
+		bool known;
+
+		route = find_route(aw_http_method(req), aw_http_path(req), buf, sizeof(buf), &param,
+		                   &known);
+	}
+	aw_metrics_request(route, aw_http_method(req), aw_http_status(req));
+	if (route == ROUTE_INGEST)
+		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_http_started_ns(req));
+	if (route < N_ROUTES && routes[route].fn == aw_jobs_next)
+		aw_jobs_request_done(req, sent);
+}
+
+/* ---- life cycle ---- */
+
+static int make_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1; !rc; p++) {
+		if (*p && *p != '/')
+			continue;
+		char saved = *p;
+
+		*p = '\0';
+		if (mkdir(copy, 0750) < 0 && errno != EEXIST)
+			rc = -errno;
+		*p = saved;
+		if (!saved)
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
+static int migrate(struct store *store, char **err)
+{
+	struct store_conn *c = NULL;
+	int from = 0, to = 0, rc;
+
+	rc = store_connect(store, &c, err);
+	if (rc)
+		return rc;
+	rc = store_migrate(c, &from, &to, err);
+	if (!rc && from != to)
+		aw_info("database schema migrated from version %d to %d", from, to);
+	store_disconnect(&c);
+	return rc;
+}
+
+int aw_collector_serve(const struct aw_collector_config *cfg)
+{
+	struct aw_collector col = {.cfg = cfg, .limits = AW_RESULT_LIMITS_DEFAULT};
+	struct store_options sopt = STORE_OPTIONS_DEFAULT;
+	struct aw_http_options hopt = {0};
+	char host[256], *err = NULL;
+	sigset_t signals;
+	int sig = 0, rc, status = 1;
+	unsigned port;
+
+	/* Upload bodies and their parsed trees are a few hundred KiB each: above glibc's default
+	 * mmap threshold, every upload would map and unmap fresh pages (page faults, zeroing).
+	 * Keep such blocks in the heap for reuse, and bound the number of arenas so that idle
+	 * memory is not spread over one arena per thread. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_ARENA_MAX, 4);
+
+	for (unsigned i = 0; i < N_ROUTES; i++)
+		route_names[i] = routes[i].path;
+	route_names[ROUTE_OTHER] = "other";
+	aw_metrics_init(route_names, N_ROUTES + 1);
+	col.limits.max_cells = cfg->max_cells;
+
+	/* Block the stop signals in every thread; this one waits for them with sigwait(). */
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = aw_parse_listen(cfg->listen, host, sizeof(host), &port, &err);
+	if (rc)
+		goto out;
+	rc = make_dir(cfg->data_dir);
+	if (rc) {
+		aw_errorf(&err, rc, "cannot create data directory '%s': %s", cfg->data_dir,
+		          strerror(-rc));
+		goto out;
+	}
+	sopt.pool_size = cfg->pool_size;
+	sopt.sqlite_sync_full = cfg->sqlite_sync_full;
+	rc = store_open(cfg->db, &sopt, &col.store, &err);
+	if (!rc)
+		rc = migrate(col.store, &err);
+	if (!rc)
+		rc = aw_writer_start(col.store,
+		                     store_kind(col.store) == STORE_SQLITE ? 1 : cfg->writers,
+		                     cfg->batch_max, cfg->queue_max, &col.writer, &err);
+	if (!rc) {
+		col.auth = aw_auth_new();
+		rc = col.auth ? 0 : aw_errorf(&err, -ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = aw_jobs_start(&col, &col.jobs, &err);
+	if (rc)
+		goto out;
+	hopt.host = host;
+	hopt.port = port;
+	hopt.threads = cfg->http_threads;
+	hopt.max_body = cfg->max_body;
+	hopt.max_buffered = cfg->max_buffered;
+	hopt.max_connections = cfg->max_connections;
+	hopt.timeout_s = cfg->http_timeout_s;
+	hopt.handle = handle;
+	hopt.done = request_done;
+	hopt.cls = &col;
+	rc = aw_http_start(&hopt, &col.http, &err);
+	if (rc)
+		goto out;
+	aw_info(
+	    "listening on http://%s%s%s:%u (database %s, schema %d)", strchr(host, ':') ? "[" : "",
+	    *host ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", aw_http_port(col.http),
+	    store_kind(col.store) == STORE_SQLITE ? "sqlite" : "postgres", store_schema_version());
+
+	while (sigwait(&signals, &sig) != 0)
+		;
+	aw_info("%s: no new connections; finishing %llu request(s) in flight",
+	        sig == SIGTERM ? "SIGTERM" : "SIGINT",
+	        (unsigned long long)aw_http_in_flight(col.http));
+	aw_http_quiesce(col.http);
+	aw_jobs_close(col.jobs);
+	if (aw_http_drain(col.http, cfg->drain_timeout_ms))
+		aw_warn("requests still in flight after %llu ms; closing them",
+		        (unsigned long long)cfg->drain_timeout_ms);
+	atomic_store(&refusing, true);
+	aw_http_drain(col.http, 2000);
+	status = 0;
+out:
+	if (err) {
+		aw_error("%s", err);
+		free(err);
+	}
+	aw_http_stop(&col.http);
+	aw_writer_stop(&col.writer);
+	if (col.jobs) {
+		aw_jobs_close(col.jobs);
+		aw_jobs_stop(&col.jobs);
+	}
+	aw_auth_free(&col.auth);
+	store_close(&col.store);
+	if (!status)
+		aw_info("stopped");
+	return status;
+}

@@ -1,0 +1,326 @@
+/* The collector's storage: one interface, two backends (SQLite in WAL mode, PostgreSQL) behind
+ * a table of operations, the way redis' ae.c picks an event backend. Everything the HTTP API,
+ * the reports and the regression detection read or write goes through these functions.
+ *
+ * Conventions: int functions return 0 or a negative errno: -ENOENT (no such row), -EAGAIN (a
+ * retryable conflict with a concurrent transaction: deadlock, serialization failure, unique
+ * race; nothing was changed), -EBUSY (the database is locked or unreachable right now), -EIO (any
+ * other database error, already logged where it happened), -ENOMEM, -EINVAL. A callback that
+ * returns non-zero stops the iteration and its value is returned. Strings handed to callbacks
+ * are valid only during the call.
+ *
+ * Threads: a struct store is shared by every thread; a struct store_conn is used by one thread
+ * at a time (take one from the pool with store_acquire() or own one with store_connect()). */
+#ifndef AW_COLLECTOR_STORE_H
+#define AW_COLLECTOR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aw/result.h"
+#include "aw/sha256.h"
+#include "aw/util.h"
+
+enum store_kind {
+	STORE_SQLITE,
+	STORE_POSTGRES
+};
+
+/* A parsed database URL: "sqlite:PATH" or "postgres://..." / "postgresql://..." (handed to
+ * libpq as a connection URI). */
+struct store_url {
+	enum store_kind kind;
+	char *target; /* the path, or the whole URI for PostgreSQL; owned */
+};
+
+/* Parses `url` into *out (release with store_url_release()). Returns 0, or -EINVAL with *err
+ * saying what is wrong, or -ENOMEM. */
+int store_url_parse(const char *url, struct store_url *out, char **err);
+void store_url_release(struct store_url *u);
+
+struct store_options {
+	unsigned pool_size;       /* most pooled connections (store_acquire), >= 1 */
+	bool sqlite_sync_full;    /* SQLite synchronous=FULL (durable across power loss) or NORMAL
+	                           * (durable across process crashes; see docs/benchmarks.md) */
+	unsigned busy_timeout_ms; /* how long SQLite waits for a lock before -EBUSY */
+};
+
+#define STORE_OPTIONS_DEFAULT                                                      \
+	{                                                                          \
+		.pool_size = 4, .sqlite_sync_full = true, .busy_timeout_ms = 10000 \
+	}
+
+struct store;
+struct store_conn;
+
+/* Opens the database at `url` (no connection is made until one is needed, except that SQLite
+ * creates the file). Returns 0 with *out set (free with store_close()), or a negative errno
+ * with *err. */
+int store_open(const char *url, const struct store_options *opt, struct store **out, char **err);
+
+/* Closes every pooled connection and frees the store; sets *s to NULL. Connections taken with
+ * store_acquire() must have been released, those of store_connect() disconnected. */
+void store_close(struct store **s);
+
+enum store_kind store_kind(const struct store *s);
+
+/* Takes a connection from the pool, connecting when none is idle and the pool is not full,
+ * waiting otherwise. Returns 0, or -EBUSY/-EIO when connecting fails (logged). */
+int store_acquire(struct store *s, struct store_conn **out);
+
+/* Returns a connection to the pool; sets *c to NULL. A connection whose link broke is closed
+ * instead. */
+void store_release(struct store *s, struct store_conn **c);
+
+/* A connection of the caller's own, outside the pool (writer and background threads).
+ * Returns 0 or a negative errno with *err. */
+int store_connect(struct store *s, struct store_conn **out, char **err);
+void store_disconnect(struct store_conn **c);
+
+/* Database errors seen by this process (for /metrics). */
+uint64_t store_errors_total(void);
+
+/* ---- schema ---- */
+
+/* Applies every migration newer than the database's version, each in its own transaction, and
+ * records it in schema_migrations. Several processes may call this at once. Sets *from and *to
+ * (either may be NULL) to the version before and after. Returns 0 or a negative errno with
+ * *err. */
+int store_migrate(struct store_conn *c, int *from, int *to, char **err);
+
+/* The newest schema version this build knows. */
+int store_schema_version(void);
+
+/* A cheap round trip proving the connection works. */
+int store_ping(struct store_conn *c);
+
+/* ---- ingest ---- */
+
+enum store_outcome {
+	STORE_CREATED,   /* a new run */
+	STORE_DUPLICATE, /* this run_id is stored with the same content: nothing changed */
+	STORE_CONFLICT,  /* this run_id is stored with different content: nothing changed */
+};
+
+struct store_put {
+	/* in */
+	const struct aw_result *result;           /* validated by aw_result_from_json() */
+	char content_hash[AW_SHA256_HEX_LEN + 1]; /* of the canonical document */
+	char host_hash[AW_SHA256_HEX_LEN + 1];    /* of the canonical host object */
+	const char *host_json;                    /* the canonical host object */
+	char received_at[AW_TIME_LEN];
+	/* out */
+	enum store_outcome outcome;
+	int64_t seq; /* the stored run's sequence (also for a duplicate or conflict) */
+};
+
+/* Stores the runs of `items` in ONE transaction: all of them or none. Sets each item's outcome.
+ * Returns 0 once committed; -EAGAIN when a concurrent transaction got in the way (rolled back,
+ * retry); another negative errno otherwise (rolled back). */
+int store_put_runs(struct store_conn *c, struct store_put *items, size_t n);
+
+/* ---- runs ---- */
+
+/* One run as listed: the document's header without its cells, plus the collector's own
+ * columns. Strings may be NULL where the document had none (commit, commit_time,
+ * matrix_profile). */
+struct store_run {
+	int64_t seq; /* monotonically increasing: cursors and "newest first" */
+	const char *run_id, *project, *host, *commit, *ref, *commit_time, *trigger;
+	const char *started_at, *finished_at, *received_at;
+	const char *matrix_name, *matrix_hash, *matrix_profile;
+	int64_t matrix_version;
+	int64_t n_cells;
+	int64_t order_us; /* the commit's position on its ref: commit_time, else the first run's
+	                   * started_at; the run's own started_at when it has no commit */
+	const char *platform_hash; /* of the host fingerprint this run was measured with */
+};
+
+typedef int (*store_run_cb)(const struct store_run *run, void *cls);
+
+/* Filters of store_list_runs(); NULL or 0 means "any". */
+struct store_run_filter {
+	const char *project, *host, *commit, *ref;
+	int64_t before_seq; /* only runs with seq < before_seq (the cursor) */
+	unsigned limit;     /* 1..10000 */
+};
+
+/* Lists runs newest first (seq descending). With project+commit (and optionally host) it is
+ * "every run of a commit (per host)". */
+int store_list_runs(struct store_conn *c, const struct store_run_filter *f, store_run_cb cb,
+                    void *cls);
+
+/* The last `limit` runs of `host` on `ref` (of `project`, when not NULL) that come strictly
+ * before the position (before_order_us, before_seq) in commit order, newest first: the baseline
+ * window of regression detection. Pass INT64_MAX for both to get the newest runs. */
+int store_ref_history(struct store_conn *c, const char *project, const char *host, const char *ref,
+                      int64_t before_order_us, int64_t before_seq, unsigned limit, store_run_cb cb,
+                      void *cls);
+
+/* The whole stored run `run_id`, rebuilt from the normalised tables: a document that
+ * validates again with aw_result_from_json(). Returns 0 with *out (caller frees), -ENOENT,
+ * or another negative errno. */
+int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **out);
+
+/* Calls `cb` for each cell of the run with sequence `seq`, in document order. */
+typedef int (*store_cell_cb)(const struct aw_cell *cell, void *cls);
+int store_run_cells(struct store_conn *c, int64_t seq, store_cell_cb cb, void *cls);
+
+/* ---- trends ---- */
+
+enum store_metric {
+	STORE_METRIC_MIN,
+	STORE_METRIC_P50,
+	STORE_METRIC_P95,
+	STORE_METRIC_P99,
+	STORE_METRIC_MAX,
+	STORE_METRIC_MEAN,
+	STORE_METRIC_STDDEV,
+	STORE_METRIC_CI_LO,
+	STORE_METRIC_CI_HI,
+	STORE_METRIC_BASELINE,
+	STORE_METRIC_COUNT
+};
+
+/* "p50" -> STORE_METRIC_P50. Returns 0 or -EINVAL. */
+int store_metric_parse(const char *name, enum store_metric *out);
+const char *store_metric_name(enum store_metric m);
+
+struct store_series_query {
+	const char *host, *ref, *cell_key; /* required */
+	const char *project;               /* NULL: any */
+	enum store_metric metric;
+	unsigned limit; /* the newest `limit` points, 1..10000 */
+};
+
+struct store_point {
+	int64_t seq;
+	const char *run_id, *commit, *started_at, *matrix_hash, *status;
+	int64_t order_us;
+	double value; /* NAN when the cell had none (skipped, failed, not measured) */
+};
+
+typedef int (*store_point_cb)(const struct store_point *p, void *cls);
+
+/* The series of one cell and metric for a host on a ref in commit order (oldest first; runs
+ * of one commit in the order they were stored). */
+int store_series(struct store_conn *c, const struct store_series_query *q, store_point_cb cb,
+                 void *cls);
+
+/* ---- hosts ---- */
+
+struct store_host {
+	const char *name, *arch, *cpu_model, *platform_hash, *first_seen, *last_seen;
+	const char *fingerprint; /* the latest host object, canonical JSON */
+	int64_t runs;
+};
+
+struct store_fingerprint {
+	const char *hash, *platform_hash, *first_seen, *last_seen;
+	const char *doc; /* canonical JSON */
+};
+
+typedef int (*store_host_cb)(const struct store_host *h, void *cls);
+typedef int (*store_fingerprint_cb)(const struct store_fingerprint *f, void *cls);
+
+/* Every host, by name. */
+int store_list_hosts(struct store_conn *c, store_host_cb cb, void *cls);
+
+/* One host and its fingerprint history (oldest first). Returns -ENOENT for an unknown name.
+ * `fcb` may be NULL. */
+int store_get_host(struct store_conn *c, const char *name, store_host_cb cb,
+                   store_fingerprint_cb fcb, void *cls);
+
+/* ---- tokens ---- */
+
+enum store_role {
+	STORE_ROLE_AGENT,
+	STORE_ROLE_CI,
+	STORE_ROLE_ADMIN
+};
+
+const char *store_role_name(enum store_role r);
+int store_role_parse(const char *s, enum store_role *out);
+
+struct store_token {
+	int64_t id;
+	enum store_role role;
+	const char *host;                                   /* agent tokens only */
+	const char *hash;                                   /* hex SHA-256 of the secret */
+	const char *created_at, *revoked_at, *last_used_at; /* NULL when never */
+};
+
+typedef int (*store_token_cb)(const struct store_token *t, void *cls);
+
+/* Records a token by the hash of its secret; *id receives its id. */
+int store_token_create(struct store_conn *c, enum store_role role, const char *host,
+                       const char *hash, int64_t *id);
+
+/* Calls `cb` once for the token whose hash is `hash`; -ENOENT when there is none. */
+int store_token_find(struct store_conn *c, const char *hash, store_token_cb cb, void *cls);
+
+/* Every token, by id. */
+int store_token_list(struct store_conn *c, store_token_cb cb, void *cls);
+
+/* Marks token `id` revoked. -ENOENT when there is no such token (revoking twice is fine). */
+int store_token_revoke(struct store_conn *c, int64_t id);
+
+/* Sets last_used_at of token `id` (the collector batches these off the request path). */
+int store_token_touch(struct store_conn *c, int64_t id, const char *when);
+
+/* ---- jobs ---- */
+
+struct store_job_spec {
+	const char *project, *commit, *ref;
+	const char *subject;      /* NULL: none */
+	const char *const *hosts; /* NULL: every host; else n_hosts names */
+	size_t n_hosts;
+	int64_t created_by; /* token id, 0 when unknown */
+	int64_t ttl_us;     /* hosts may claim it until created + ttl */
+};
+
+struct store_job {
+	int64_t id;
+	const char *project, *commit, *ref, *subject; /* subject may be NULL */
+	bool all_hosts;
+	const char *created_at, *expires_at;
+};
+
+/* A host's progress on a job: state "pending" (named by the job, not claimed yet; claimed_at
+ * and updated_at NULL), "claimed", "running", "done" or "failed". */
+struct store_job_host {
+	const char *host, *state, *run_id, *message; /* run_id, message may be NULL */
+	const char *claimed_at, *updated_at;
+};
+
+typedef int (*store_job_cb)(const struct store_job *j, void *cls);
+typedef int (*store_job_host_cb)(const struct store_job_host *h, void *cls);
+
+/* Queues a job; *id receives its id. */
+int store_job_create(struct store_conn *c, const struct store_job_spec *spec, int64_t *id);
+
+/* Claims, for `host`, the oldest unexpired job that targets it and that it has not claimed
+ * yet (or claimed more than `reclaim_us` ago without reporting a state: the reply was lost).
+ * Calls `cb` with the job and returns 0, or returns -ENOENT when there is nothing to do. Each
+ * host claims a job once, even with several collectors on one database. */
+int store_job_claim(struct store_conn *c, const char *host, int64_t reclaim_us, store_job_cb cb,
+                    void *cls);
+
+/* Forgets `host`'s claim of job `id` (its reply never reached the agent). */
+int store_job_unclaim(struct store_conn *c, int64_t id, const char *host);
+
+/* Sets `host`'s state of job `id`: "running", "done" or "failed"; run_id and message may be
+ * NULL. Returns -ENOENT when the host has not claimed that job, -EPERM when the job is already
+ * done or failed for that host with another state. */
+int store_job_set_state(struct store_conn *c, int64_t id, const char *host, const char *state,
+                        const char *run_id, const char *message);
+
+/* One job and its per-host states; -ENOENT when unknown. `hcb` may be NULL. */
+int store_job_get(struct store_conn *c, int64_t id, store_job_cb cb, store_job_host_cb hcb,
+                  void *cls);
+
+/* The newest jobs, newest first. */
+int store_job_list(struct store_conn *c, unsigned limit, store_job_cb cb, void *cls);
+
+#endif

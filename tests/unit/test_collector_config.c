@@ -1,0 +1,243 @@
+/* The collector's configuration: defaults, every key of configs/collector.yaml, and errors that
+ * point at file:line:col; the listen-address and size parsers. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+/* Parses `text`; returns the error message (caller frees) or NULL on success. */
+static char *parse(struct aw_collector_config *c, const char *text)
+{
+	char *err = NULL;
+	int rc;
+
+	aw_config_defaults(c);
+	rc = aw_config_parse(c, text, strlen(text), "collector.yaml", &err);
+	if (!rc) {
+		assert_null(err);
+		return NULL;
+	}
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(err);
+	return err;
+}
+
+static void expect_error(const char *text, const char *want)
+{
+	struct aw_collector_config c;
+	char *err = parse(&c, text);
+
+	assert_non_null(err);
+	if (strcmp(err, want))
+		fail_msg("got '%s', want '%s'", err, want);
+	free(err);
+	aw_config_release(&c);
+}
+
+static void test_defaults_and_full_file(void **state)
+{
+	struct aw_collector_config c;
+	const char *text = "# every key\n"
+	                   "listen: 127.0.0.1:9090\n"
+	                   "db: postgres://aw@db/aw\n"
+	                   "data_dir: /srv/aw\n"
+	                   "log_level: debug\n"
+	                   "http:\n"
+	                   "  threads: 8\n"
+	                   "  max_body: 16MiB\n"
+	                   "  max_buffered: 1GiB\n"
+	                   "  max_connections: 100\n"
+	                   "  timeout: 2m\n"
+	                   "  drain_timeout: 1500ms\n"
+	                   "auth:\n"
+	                   "  read_requires_token: true\n"
+	                   "ingest:\n"
+	                   "  max_cells: 1000\n"
+	                   "  batch_max: 16\n"
+	                   "  queue_max: 100\n"
+	                   "  writers: 3\n"
+	                   "store:\n"
+	                   "  pool: 5\n"
+	                   "  sqlite_synchronous: normal\n"
+	                   "jobs:\n"
+	                   "  max_wait: 60s\n"
+	                   "  recheck: 500ms\n"
+	                   "  reclaim_after: 5m\n"
+	                   "  default_ttl: 1h\n"
+	                   "  max_ttl: 48h\n";
+
+	(void)state;
+	aw_config_defaults(&c);
+	assert_int_equal(c.max_body, 8u << 20);
+	assert_true(c.sqlite_sync_full);
+	assert_false(c.read_requires_token);
+	assert_null(parse(&c, text));
+	assert_string_equal(c.listen, "127.0.0.1:9090");
+	assert_string_equal(c.db, "postgres://aw@db/aw");
+	assert_string_equal(c.data_dir, "/srv/aw");
+	assert_int_equal(c.log_level, AW_LOG_DEBUG);
+	assert_int_equal(c.http_threads, 8);
+	assert_int_equal(c.max_body, 16u << 20);
+	assert_int_equal(c.max_buffered, 1u << 30);
+	assert_int_equal(c.max_connections, 100);
+	assert_int_equal(c.http_timeout_s, 120);
+	assert_int_equal(c.drain_timeout_ms, 1500);
+	assert_true(c.read_requires_token);
+	assert_int_equal(c.max_cells, 1000);
+	assert_int_equal(c.batch_max, 16);
+	assert_int_equal(c.queue_max, 100);
+	assert_int_equal(c.writers, 3);
+	assert_int_equal(c.pool_size, 5);
+	assert_false(c.sqlite_sync_full);
+	assert_int_equal(c.jobs_max_wait_ms, 60000);
+	assert_int_equal(c.jobs_recheck_ms, 500);
+	assert_int_equal(c.jobs_reclaim_ms, 300000);
+	assert_int_equal(c.jobs_default_ttl_ms, 3600000);
+	assert_int_equal(c.jobs_max_ttl_ms, 48 * 3600000);
+	aw_config_release(&c);
+}
+
+static void test_finish(void **state)
+{
+	struct aw_collector_config c;
+
+	(void)state;
+	assert_null(parse(&c, "data_dir: /tmp/x\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_string_equal(c.db, "sqlite:/tmp/x/atomwatch.db");
+	assert_string_equal(c.listen, "0.0.0.0:8080");
+	aw_config_release(&c);
+	assert_null(parse(&c, ""));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_string_equal(c.db, "sqlite:/var/lib/atomwatch/atomwatch.db");
+	aw_config_release(&c);
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	expect_error("listen: a\nport: 8080\n", "collector.yaml:2:1: unknown key 'port'");
+	expect_error("http:\n  threads: 4\n  thread: 2\n",
+	             "collector.yaml:3:3: unknown key 'http.thread'");
+	expect_error("http:\n  threads: many\n",
+	             "collector.yaml:2:12: 'http.threads' must be a whole number, not 'many'");
+	expect_error("http:\n  threads: 0\n",
+	             "collector.yaml:2:12: 'http.threads' must be between 1 and 256");
+	expect_error("http:\n  max_body: 8 furlongs\n",
+	             "collector.yaml:2:13: 'http.max_body' must be a size such as 8MiB, not '8 "
+	             "furlongs'");
+	expect_error("auth:\n  read_requires_token: maybe\n",
+	             "collector.yaml:2:24: 'auth.read_requires_token' must be true or false, not "
+	             "'maybe'");
+	expect_error("store:\n  sqlite_synchronous: off\n",
+	             "collector.yaml:2:23: 'store.sqlite_synchronous' must be full or normal, not "
+	             "'off'");
+	expect_error("jobs:\n  recheck: soon\n",
+	             "collector.yaml:2:12: 'jobs.recheck' must be a duration such as 30s, not "
+	             "'soon'");
+	expect_error("http: 4\n", "collector.yaml:1:7: 'http' must be a mapping");
+	expect_error("listen:\n  - a\n", "collector.yaml:2:3: 'listen' must be a single value");
+	expect_error("- a\n", "collector.yaml:1:1: the file must be a mapping");
+	expect_error("listen: \"\"\n", "collector.yaml:1:9: 'listen' must not be empty");
+	expect_error("log_level: loud\n",
+	             "collector.yaml:1:12: 'log_level' must be error, warning, info or debug, "
+	             "not 'loud'");
+	expect_error("listen: [a\n", "collector.yaml:2:1: did not find expected ',' or ']'");
+	expect_error("http:\n  auth:\n    x: 1\n", "collector.yaml:2:3: unknown key 'http.auth'");
+}
+
+static void test_load_file(void **state)
+{
+	struct aw_collector_config c;
+	char path[] = "/tmp/aw-config-XXXXXX";
+	char *err = NULL;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "ingest:\n  batch_max: x\n", 23), 23);
+	close(fd);
+	aw_config_defaults(&c);
+	assert_int_equal(aw_config_load(&c, path, &err), -EINVAL);
+	assert_non_null(strstr(err, ":2:14: 'ingest.batch_max' must be a whole number"));
+	assert_int_equal(strncmp(err, path, strlen(path)), 0);
+	free(err);
+	err = NULL;
+	unlink(path);
+	assert_int_equal(aw_config_load(&c, path, &err), -ENOENT);
+	assert_non_null(strstr(err, "cannot open"));
+	free(err);
+	aw_config_release(&c);
+}
+
+static void test_listen(void **state)
+{
+	char host[64], *err = NULL;
+	unsigned port;
+
+	(void)state;
+	assert_int_equal(aw_parse_listen("127.0.0.1:8080", host, sizeof(host), &port, NULL), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 8080);
+	assert_int_equal(aw_parse_listen(":0", host, sizeof(host), &port, NULL), 0);
+	assert_string_equal(host, "");
+	assert_int_equal(port, 0);
+	assert_int_equal(aw_parse_listen("[::1]:9", host, sizeof(host), &port, NULL), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 9);
+	assert_int_equal(aw_parse_listen("localhost:65535", host, sizeof(host), &port, NULL), 0);
+	assert_int_equal(aw_parse_listen("localhost:65536", host, sizeof(host), &port, &err),
+	                 -EINVAL);
+	assert_string_equal(err, "listen address 'localhost:65536' has a bad port");
+	assert_int_equal(aw_parse_listen("::1:80", host, sizeof(host), &port, &err), -EINVAL);
+	assert_int_equal(aw_parse_listen("8080", host, sizeof(host), &port, &err), -EINVAL);
+	assert_int_equal(aw_parse_listen("[::1]8080", host, sizeof(host), &port, &err), -EINVAL);
+	assert_int_equal(aw_parse_listen("h:", host, sizeof(host), &port, &err), -EINVAL);
+	assert_int_equal(aw_parse_listen("", host, sizeof(host), &port, &err), -EINVAL);
+	free(err);
+}
+
+static void test_sizes(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(aw_parse_size("8MiB", &v), 0);
+	assert_int_equal(v, 8u << 20);
+	assert_int_equal(aw_parse_size("512KiB", &v), 0);
+	assert_int_equal(v, 512u << 10);
+	assert_int_equal(aw_parse_size("64 MB", &v), 0);
+	assert_int_equal(v, 64000000);
+	assert_int_equal(aw_parse_size("100", &v), 0);
+	assert_int_equal(v, 100);
+	assert_int_equal(aw_parse_size("1GiB", &v), 0);
+	assert_int_equal(v, 1u << 30);
+	assert_int_equal(aw_parse_size("MiB", &v), -EINVAL);
+	assert_int_equal(aw_parse_size("8 MiBs", &v), -EINVAL);
+	assert_int_equal(aw_parse_size("-1", &v), -EINVAL);
+	assert_int_equal(aw_parse_size("99999999999999999999", &v), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults_and_full_file),
+	    cmocka_unit_test(test_finish),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_load_file),
+	    cmocka_unit_test(test_listen),
+	    cmocka_unit_test(test_sizes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
