@@ -1,0 +1,793 @@
+/* Server-rendered HTML pages (overview, host, commit, compare) built from plain data structs:
+ * no JavaScript, one inline stylesheet allowed by its hash in the Content-Security-Policy, every
+ * agent- or CI-provided value through aw_html_escape(), links through one URL builder. */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aw/sha256.h"
+
+/* The only stylesheet; its SHA-256 is in the CSP, so it must stay byte-for-byte what is sent. */
+static const char page_css[] =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1b1f24;"
+    "background:#f6f7f9}"
+    "header{background:#1b2a3a;color:#fff;padding:.6em 1.5em;display:flex;gap:1.5em;"
+    "align-items:baseline}"
+    "header a{color:#fff;text-decoration:none}header .brand{font-weight:700;font-size:1.2em}"
+    "main{padding:1em 1.5em;max-width:1400px}"
+    "h1{font-size:1.5em;margin:.3em 0 .6em;word-break:break-all}"
+    "h2{font-size:1.2em;margin:1.4em 0 .5em;border-bottom:1px solid #d0d7de}"
+    "table{border-collapse:collapse;background:#fff;margin:.5em 0}"
+    "th,td{border:1px solid #d0d7de;padding:.25em .6em;text-align:left;vertical-align:top}"
+    "th{background:#eef1f4}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "code{font-family:ui-monospace,monospace;font-size:.95em;word-break:break-all}"
+    ".verdict{display:inline-block;padding:0 .5em;border-radius:3px;font-weight:600}"
+    ".v-pass{background:#dafbe1;color:#116329}.v-fail{background:#ffebe9;color:#a40e26}"
+    ".v-improved{background:#ddf4ff;color:#0a3069}.v-incomplete{background:#fff8c5;"
+    "color:#7d4e00}.v-unknown{background:#eaeef2;color:#57606a}"
+    ".label{display:inline-block;background:#eaeef2;border-radius:3px;padding:0 .4em;"
+    "margin:0 .2em .2em 0;word-break:break-all}"
+    "figure.chart{margin:.5em 0 1.2em;background:#fff;border:1px solid #d0d7de;padding:.5em;"
+    "display:inline-block;max-width:100%}"
+    "figure.chart img{display:block;max-width:100%;height:auto}"
+    "figure.chart .pending{width:480px;padding:3em 0;text-align:center;color:#57606a}"
+    "figcaption{color:#57606a;font-size:.9em;margin-top:.3em}"
+    "section.host{margin-bottom:2em}dl{display:grid;grid-template-columns:max-content auto;"
+    "gap:.2em 1em}dt{font-weight:600}dd{margin:0;word-break:break-all}"
+    "form{margin:.5em 0}input{font:inherit;padding:.15em .4em;width:22em}"
+    "footer{color:#57606a;font-size:.85em;padding:1em 1.5em}"
+    "p.empty{color:#57606a;font-style:italic}";
+
+#define CSP_MAX 512
+
+static pthread_once_t csp_once = PTHREAD_ONCE_INIT;
+static char csp_header[CSP_MAX + 32];
+static char csp_meta[CSP_MAX]; /* without frame-ancestors, which a <meta> cannot carry */
+
+static void base64(const unsigned char *in, size_t len, char *out)
+{
+	static const char table[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)in[i] << 16;
+
+		if (i + 1 < len)
+			v |= (unsigned)in[i + 1] << 8;
+		if (i + 2 < len)
+			v |= in[i + 2];
+		out[o++] = table[(v >> 18) & 63];
+		out[o++] = table[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? table[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < len ? table[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+static void csp_init(void)
+{
+	unsigned char digest[32];
+	char b64[48];
+
+	if (aw_sha256(page_css, sizeof(page_css) - 1, digest) != 0) {
+		/* no hash, no inline style: pages still work, unstyled */
+		snprintf(b64, sizeof(b64), "%s", "unavailable");
+	} else {
+		base64(digest, sizeof(digest), b64);
+	}
+	snprintf(csp_meta, sizeof(csp_meta),
+	         "default-src 'none'; img-src 'self'; style-src 'sha256-%s'; form-action 'self'; "
+	         "base-uri 'none'",
+	         b64);
+	snprintf(csp_header, sizeof(csp_header), "%s; frame-ancestors 'none'", csp_meta);
+}
+
+const char *aw_html_csp(void)
+{
+	pthread_once(&csp_once, csp_init);
+	return csp_header;
+}
+
+const char *aw_verdict_name(enum aw_verdict v)
+{
+	switch (v) {
+	case AW_VERDICT_PASS:
+		return "pass";
+	case AW_VERDICT_FAIL:
+		return "fail";
+	case AW_VERDICT_IMPROVED:
+		return "improved";
+	case AW_VERDICT_INCOMPLETE:
+		return "incomplete";
+	case AW_VERDICT_UNKNOWN:
+	default:
+		return "unknown";
+	}
+}
+
+int aw_html_escape(struct aw_buf *out, const char *s)
+{
+	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int rc = 0;
+
+	while (*p && !rc) {
+		const unsigned char *run = p;
+		size_t n;
+
+		/* copy the longest run that needs nothing */
+		while (*p && (n = aw_utf8_seq_len(p)) != 0 &&
+		       (n > 1 ||
+		        (*p >= 0x20 && *p != 0x7f && *p != '&' && *p != '<' && *p != '>' &&
+		         *p != '"' && *p != '\'') ||
+		        *p == '\t' || *p == '\n'))
+			p += n;
+		if (p > run)
+			rc = aw_buf_append(out, run, (size_t)(p - run));
+		if (rc || !*p)
+			break;
+		switch (*p) {
+		case '&':
+			rc = aw_buf_puts(out, "&amp;");
+			break;
+		case '<':
+			rc = aw_buf_puts(out, "&lt;");
+			break;
+		case '>':
+			rc = aw_buf_puts(out, "&gt;");
+			break;
+		case '"':
+			rc = aw_buf_puts(out, "&quot;");
+			break;
+		case '\'':
+			rc = aw_buf_puts(out, "&#39;");
+			break;
+		default: /* control character or invalid UTF-8 byte */
+			rc = aw_buf_puts(out, replacement);
+			break;
+		}
+		p++;
+	}
+	return rc;
+}
+
+int aw_url_encode(struct aw_buf *out, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int rc = 0;
+
+	for (; *p && !rc; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+			rc = aw_buf_append(out, p, 1);
+		} else {
+			char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+
+			rc = aw_buf_append(out, enc, 3);
+		}
+	}
+	return rc;
+}
+
+/* ---- page building ---- */
+
+/* A page under construction; the first error sticks. `depth` is how many directories below the
+ * export root the page's file is (relative links climb that many). */
+struct page {
+	struct aw_buf *out;
+	const struct aw_links *links;
+	unsigned depth;
+	int rc;
+};
+
+static void raw(struct page *pg, const char *text)
+{
+	if (!pg->rc)
+		pg->rc = aw_buf_puts(pg->out, text);
+}
+
+__attribute__((format(printf, 2, 3))) static void rawf(struct page *pg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (pg->rc)
+		return;
+	va_start(ap, fmt);
+	pg->rc = aw_buf_vprintf(pg->out, fmt, ap);
+	va_end(ap);
+}
+
+/* Escaped text (NULL and "" shown as `dash` when given). */
+static void text(struct page *pg, const char *s)
+{
+	if (!pg->rc)
+		pg->rc = aw_html_escape(pg->out, s);
+}
+
+static void text_or(struct page *pg, const char *s, const char *none)
+{
+	if (s && *s)
+		text(pg, s);
+	else
+		raw(pg, none);
+}
+
+static bool served(const struct page *pg)
+{
+	return pg->links->mode == AW_LINKS_SERVED;
+}
+
+/* Writes the start of a link to the site root into `url`: the served prefix, or "../" per
+ * level of the current page. */
+static int url_root(const struct page *pg, struct aw_buf *url)
+{
+	int rc = 0;
+
+	if (served(pg))
+		return aw_buf_printf(url, "%s/", pg->links->prefix ? pg->links->prefix : "");
+	for (unsigned i = 0; i < pg->depth && !rc; i++)
+		rc = aw_buf_puts(url, "../");
+	return rc;
+}
+
+/* The URL of a page, into `url`. */
+static int page_url(const struct page *pg, enum aw_page_kind kind, const char *a, const char *b,
+                    struct aw_buf *url)
+{
+	char path[512];
+	int rc = url_root(pg, url);
+
+	if (rc)
+		return rc;
+	if (!served(pg)) {
+		rc = aw_page_path(kind, a, b, path, sizeof(path));
+		return rc ? rc : aw_buf_puts(url, path);
+	}
+	switch (kind) {
+	case AW_PAGE_OVERVIEW:
+		return 0;
+	case AW_PAGE_HOST:
+	case AW_PAGE_COMMIT:
+		rc = aw_segment_encode(a, path, sizeof(path));
+		if (!rc)
+			rc = aw_buf_printf(url, "%s/%s", kind == AW_PAGE_HOST ? "hosts" : "commits",
+			                   path);
+		return rc;
+	case AW_PAGE_COMPARE:
+		if ((rc = aw_buf_puts(url, "compare?base=")) || (rc = aw_url_encode(url, a)) ||
+		    (rc = aw_buf_puts(url, "&head=")) || (rc = aw_url_encode(url, b)))
+			return rc;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int chart_url(const struct page *pg, const struct aw_chart_id *id, const char *ext,
+                     struct aw_buf *url)
+{
+	char path[1024];
+	int rc = aw_chart_path(id, ext, path, sizeof(path));
+
+	if (!rc)
+		rc = url_root(pg, url);
+	return rc ? rc : aw_buf_puts(url, path);
+}
+
+/* Writes an escaped href/src attribute value from a built URL. */
+static void attr_url(struct page *pg, struct aw_buf *url, int rc)
+{
+	if (!pg->rc && rc)
+		pg->rc = rc;
+	if (!pg->rc)
+		pg->rc = aw_html_escape(pg->out, url->data ? url->data : "");
+	aw_buf_release(url);
+}
+
+/* <a href="page">escaped label</a>; a page that cannot be named (an empty host name) is shown
+ * as plain text. */
+static void link_page(struct page *pg, enum aw_page_kind kind, const char *a, const char *b,
+                      const char *label)
+{
+	struct aw_buf url;
+	int rc;
+
+	aw_buf_init(&url, 4096);
+	rc = page_url(pg, kind, a, b, &url);
+	if (rc == -EINVAL || rc == -ENAMETOOLONG) {
+		aw_buf_release(&url);
+		text(pg, label);
+		return;
+	}
+	raw(pg, "<a href=\"");
+	attr_url(pg, &url, rc);
+	raw(pg, "\">");
+	text(pg, label);
+	raw(pg, "</a>");
+}
+
+/* A commit id shown short (12 characters) with the full id in its title. */
+static void link_commit(struct page *pg, const char *sha)
+{
+	char shown[13];
+
+	if (!sha || !*sha) {
+		raw(pg, "&ndash;");
+		return;
+	}
+	snprintf(shown, sizeof(shown), "%s", sha);
+	raw(pg, "<code title=\"");
+	text(pg, sha);
+	raw(pg, "\">");
+	link_page(pg, AW_PAGE_COMMIT, sha, NULL, shown);
+	raw(pg, "</code>");
+}
+
+static void verdict(struct page *pg, enum aw_verdict v)
+{
+	const char *name = aw_verdict_name(v);
+
+	rawf(pg, "<span class=\"verdict v-%s\">%s</span>", name, name);
+}
+
+static void ns(struct page *pg, double v)
+{
+	if (!isfinite(v))
+		raw(pg, "&ndash;");
+	else if (fabs(v) >= 1000)
+		rawf(pg, "%.0f", v);
+	else
+		rawf(pg, "%.3g", v);
+}
+
+static void labels(struct page *pg, const struct aw_kv *kv, size_t n)
+{
+	if (!n) {
+		raw(pg, "&ndash;");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		raw(pg, "<span class=\"label\">");
+		text(pg, kv[i].key);
+		if (kv[i].value) {
+			raw(pg, "=");
+			text(pg, kv[i].value);
+		}
+		raw(pg, "</span>");
+	}
+}
+
+static void chart(struct page *pg, const struct aw_chart_ref *ref)
+{
+	struct aw_buf url;
+	unsigned width, height;
+	int rc;
+
+	aw_chart_size(ref->id.kind, &width, &height);
+	if (!ref->ready) {
+		raw(pg, "<figure class=\"chart\"><div class=\"pending\">chart not drawn yet</div>");
+	} else {
+		aw_buf_init(&url, 4096);
+		rc = chart_url(pg, &ref->id, "svg", &url);
+		raw(pg, "<figure class=\"chart\"><img src=\"");
+		attr_url(pg, &url, rc);
+		rawf(pg, "\" width=\"%u\" height=\"%u\" alt=\"", width, height);
+		text_or(pg, ref->caption, "chart");
+		raw(pg, "\">");
+	}
+	raw(pg, "<figcaption>");
+	text_or(pg, ref->caption, "");
+	if (ref->ready) {
+		aw_buf_init(&url, 4096);
+		rc = chart_url(pg, &ref->id, "png", &url);
+		raw(pg, ref->caption && *ref->caption ? " &middot; " : "");
+		raw(pg, "<a href=\"");
+		attr_url(pg, &url, rc);
+		raw(pg, "\">PNG</a>");
+	}
+	raw(pg, "</figcaption></figure>\n");
+}
+
+static void head(struct page *pg, const char *title_prefix, const char *title)
+{
+	pthread_once(&csp_once, csp_init);
+	raw(pg, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	        "<meta name=\"referrer\" content=\"no-referrer\">\n"
+	        "<meta http-equiv=\"Content-Security-Policy\" content=\"");
+	text(pg, csp_meta);
+	raw(pg, "\">\n<title>");
+	raw(pg, title_prefix);
+	text(pg, title);
+	raw(pg, " &middot; atomwatch</title>\n<style>");
+	raw(pg, page_css);
+	raw(pg, "</style></head>\n<body><header><span class=\"brand\">");
+	link_page(pg, AW_PAGE_OVERVIEW, NULL, NULL, "atomwatch");
+	raw(pg, "</span><nav>");
+	link_page(pg, AW_PAGE_OVERVIEW, NULL, NULL, "hosts and commits");
+	raw(pg, "</nav></header>\n<main>\n");
+}
+
+static void foot(struct page *pg, const char *generated_at)
+{
+	raw(pg, "</main>\n<footer>");
+	if (generated_at && *generated_at) {
+		raw(pg, "generated ");
+		text(pg, generated_at);
+	}
+	raw(pg, "</footer></body></html>\n");
+}
+
+static void lse_cell(struct page *pg, int lse)
+{
+	raw(pg, lse > 0 ? "yes" : lse == 0 ? "no" : "&ndash;");
+}
+
+/* ---- "/" ---- */
+
+int aw_html_overview(struct aw_buf *out, const struct aw_links *links,
+                     const struct aw_page_overview *p)
+{
+	struct page pg = {.out = out, .links = links, .depth = 0};
+
+	head(&pg, "", "overview");
+	raw(&pg, "<h1>atomwatch</h1>\n<h2>Hosts</h2>\n");
+	if (!p->n_hosts) {
+		raw(&pg, "<p class=\"empty\">No host has reported yet.</p>\n");
+	} else {
+		raw(&pg, "<table class=\"hosts\"><thead><tr><th>Host</th><th>Arch</th>"
+		         "<th>CPU model</th><th>CPUs</th><th>LSE</th><th>Labels</th>"
+		         "<th>Last run</th><th>Last commit</th><th>Last verdict</th></tr></thead>"
+		         "<tbody>\n");
+		for (size_t i = 0; i < p->n_hosts; i++) {
+			const struct aw_page_host_summary *h = &p->hosts[i];
+
+			raw(&pg, "<tr><td>");
+			link_page(&pg, AW_PAGE_HOST, h->name, NULL, h->name);
+			raw(&pg, "</td><td>");
+			text_or(&pg, h->arch, "&ndash;");
+			raw(&pg, "</td><td>");
+			text_or(&pg, h->cpu_model, "&ndash;");
+			raw(&pg, "</td><td class=\"num\">");
+			if (h->cores >= 0)
+				rawf(&pg, "%d", h->cores);
+			else
+				raw(&pg, "&ndash;");
+			raw(&pg, "</td><td>");
+			lse_cell(&pg, h->lse);
+			raw(&pg, "</td><td>");
+			labels(&pg, h->labels, h->n_labels);
+			raw(&pg, "</td><td>");
+			text_or(&pg, h->last_run_at, "never");
+			raw(&pg, "</td><td>");
+			link_commit(&pg, h->last_commit);
+			raw(&pg, "</td><td>");
+			verdict(&pg, h->last_verdict);
+			raw(&pg, "</td></tr>\n");
+		}
+		raw(&pg, "</tbody></table>\n");
+	}
+	raw(&pg, "<h2>Latest commits</h2>\n");
+	if (!p->n_commits) {
+		raw(&pg, "<p class=\"empty\">No commit has been measured yet.</p>\n");
+	} else {
+		raw(&pg, "<table class=\"commits\"><thead><tr><th>Commit</th><th>Ref</th>"
+		         "<th>Time</th><th>Hosts</th><th>Verdict</th><th>Against the previous</th>"
+		         "</tr></thead><tbody>\n");
+		for (size_t i = 0; i < p->n_commits; i++) {
+			const struct aw_page_commit_summary *c = &p->commits[i];
+
+			raw(&pg, "<tr><td>");
+			link_commit(&pg, c->sha);
+			raw(&pg, "</td><td>");
+			text_or(&pg, c->ref, "&ndash;");
+			raw(&pg, "</td><td>");
+			text_or(&pg, c->time, "&ndash;");
+			rawf(&pg, "</td><td class=\"num\">%u", c->hosts_reported);
+			if (c->hosts_expected)
+				rawf(&pg, " of %u", c->hosts_expected);
+			raw(&pg, "</td><td>");
+			verdict(&pg, c->verdict);
+			raw(&pg, "</td><td>");
+			/* the list is newest first: the previous commit is the next row */
+			if (i + 1 < p->n_commits && c->sha && p->commits[i + 1].sha)
+				link_page(&pg, AW_PAGE_COMPARE, p->commits[i + 1].sha, c->sha,
+				          "compare");
+			else
+				raw(&pg, "&ndash;");
+			raw(&pg, "</td></tr>\n");
+		}
+		raw(&pg, "</tbody></table>\n");
+	}
+	foot(&pg, p->generated_at);
+	return pg.rc;
+}
+
+/* ---- "/hosts/{name}" ---- */
+
+static const char *kv_find(const struct aw_page_fingerprint *f, const char *key)
+{
+	for (size_t i = 0; i < f->n_fields; i++) {
+		if (f->fields[i].key && strcmp(f->fields[i].key, key) == 0)
+			return f->fields[i].value ? f->fields[i].value : "";
+	}
+	return NULL;
+}
+
+/* The fields of `cur` that differ from `prev` (or were added or removed). */
+static void fingerprint_diff(struct page *pg, const struct aw_page_fingerprint *prev,
+                             const struct aw_page_fingerprint *cur)
+{
+	bool any = false;
+
+	raw(pg, "<ul>");
+	for (size_t i = 0; i < cur->n_fields; i++) {
+		const char *key = cur->fields[i].key, *now = cur->fields[i].value;
+		const char *before = key ? kv_find(prev, key) : NULL;
+
+		if (!key || (before && strcmp(before, now ? now : "") == 0))
+			continue;
+		raw(pg, "<li><code>");
+		text(pg, key);
+		raw(pg, "</code>: ");
+		text_or(pg, before, "(none)");
+		raw(pg, " &rarr; ");
+		text_or(pg, now, "(empty)");
+		raw(pg, "</li>");
+		any = true;
+	}
+	for (size_t i = 0; i < prev->n_fields; i++) {
+		const char *key = prev->fields[i].key;
+
+		if (!key || kv_find(cur, key))
+			continue;
+		raw(pg, "<li><code>");
+		text(pg, key);
+		raw(pg, "</code>: ");
+		text_or(pg, prev->fields[i].value, "(empty)");
+		raw(pg, " &rarr; (none)</li>");
+		any = true;
+	}
+	if (!any)
+		raw(pg, "<li>no field changed</li>");
+	raw(pg, "</ul>");
+}
+
+int aw_html_host(struct aw_buf *out, const struct aw_links *links, const struct aw_page_host *p)
+{
+	struct page pg = {.out = out, .links = links, .depth = 2};
+	const struct aw_page_host_summary *h = &p->host;
+
+	if (!h->name || !*h->name)
+		return -EINVAL;
+	head(&pg, "host ", h->name);
+	raw(&pg, "<h1>Host ");
+	text(&pg, h->name);
+	raw(&pg, "</h1>\n<dl class=\"host\"><dt>Arch</dt><dd>");
+	text_or(&pg, h->arch, "&ndash;");
+	raw(&pg, "</dd><dt>CPU model</dt><dd>");
+	text_or(&pg, h->cpu_model, "&ndash;");
+	raw(&pg, "</dd><dt>CPUs</dt><dd>");
+	if (h->cores >= 0)
+		rawf(&pg, "%d", h->cores);
+	else
+		raw(&pg, "&ndash;");
+	raw(&pg, "</dd><dt>LSE</dt><dd>");
+	lse_cell(&pg, h->lse);
+	raw(&pg, "</dd><dt>Labels</dt><dd>");
+	labels(&pg, h->labels, h->n_labels);
+	raw(&pg, "</dd><dt>Last run</dt><dd>");
+	text_or(&pg, h->last_run_at, "never");
+	raw(&pg, "</dd><dt>Last verdict</dt><dd>");
+	verdict(&pg, h->last_verdict);
+	raw(&pg, "</dd></dl>\n<h2>Trends</h2>\n");
+	if (!p->n_trends)
+		raw(&pg, "<p class=\"empty\">No trend yet.</p>\n");
+	for (size_t i = 0; i < p->n_trends; i++)
+		chart(&pg, &p->trends[i]);
+	raw(&pg, "<h2>Per CPU</h2>\n");
+	if (p->percpu)
+		chart(&pg, p->percpu);
+	else
+		raw(&pg, "<p class=\"empty\">No per-CPU data yet.</p>\n");
+	if (p->n_contention) {
+		raw(&pg, "<h2>Contention and duty</h2>\n");
+		for (size_t i = 0; i < p->n_contention; i++)
+			chart(&pg, &p->contention[i]);
+	}
+
+	raw(&pg, "<h2>Fingerprint</h2>\n");
+	if (!p->n_fingerprints) {
+		raw(&pg, "<p class=\"empty\">No fingerprint recorded.</p>\n");
+	} else {
+		const struct aw_page_fingerprint *cur = &p->fingerprints[p->n_fingerprints - 1];
+
+		raw(&pg, "<table class=\"fingerprint\"><thead><tr><th>Field</th><th>Value</th></tr>"
+		         "</thead><tbody>\n");
+		for (size_t i = 0; i < cur->n_fields; i++) {
+			raw(&pg, "<tr><td><code>");
+			text(&pg, cur->fields[i].key);
+			raw(&pg, "</code></td><td>");
+			text(&pg, cur->fields[i].value);
+			raw(&pg, "</td></tr>\n");
+		}
+		raw(&pg, "</tbody></table>\n<h2>Fingerprint changes</h2>\n"
+		         "<table class=\"changes\"><thead><tr><th>First seen</th><th>Last seen</th>"
+		         "<th>Platform</th><th>Changes</th></tr></thead><tbody>\n");
+		for (size_t i = p->n_fingerprints; i-- > 0;) {
+			const struct aw_page_fingerprint *f = &p->fingerprints[i];
+
+			raw(&pg, "<tr><td>");
+			text_or(&pg, f->first_seen, "&ndash;");
+			raw(&pg, "</td><td>");
+			text_or(&pg, f->last_seen, "&ndash;");
+			raw(&pg, "</td><td><code>");
+			text_or(&pg, f->platform_hash, "&ndash;");
+			raw(&pg, "</code></td><td>");
+			if (i == 0)
+				raw(&pg, "first fingerprint");
+			else
+				fingerprint_diff(&pg, &p->fingerprints[i - 1], f);
+			raw(&pg, "</td></tr>\n");
+		}
+		raw(&pg, "</tbody></table>\n");
+	}
+
+	raw(&pg, "<h2>Recent runs</h2>\n");
+	if (!p->n_runs) {
+		raw(&pg, "<p class=\"empty\">No run yet.</p>\n");
+	} else {
+		raw(&pg, "<table class=\"runs\"><thead><tr><th>Started</th><th>Commit</th>"
+		         "<th>Ref</th><th>Trigger</th><th>Run</th><th>Verdict</th></tr></thead>"
+		         "<tbody>\n");
+		for (size_t i = 0; i < p->n_runs; i++) {
+			const struct aw_page_run *r = &p->runs[i];
+
+			raw(&pg, "<tr><td>");
+			text_or(&pg, r->started_at, "&ndash;");
+			raw(&pg, "</td><td>");
+			link_commit(&pg, r->commit);
+			raw(&pg, "</td><td>");
+			text_or(&pg, r->ref, "&ndash;");
+			raw(&pg, "</td><td>");
+			text_or(&pg, r->trigger, "&ndash;");
+			raw(&pg, "</td><td><code>");
+			text_or(&pg, r->run_id, "&ndash;");
+			raw(&pg, "</code></td><td>");
+			verdict(&pg, r->verdict);
+			raw(&pg, "</td></tr>\n");
+		}
+		raw(&pg, "</tbody></table>\n");
+	}
+	foot(&pg, p->generated_at);
+	return pg.rc;
+}
+
+/* ---- "/commits/{sha}" and "/compare" ---- */
+
+static void change_cell(struct page *pg, double base, double head_value)
+{
+	if (isfinite(base) && isfinite(head_value) && base > 0)
+		rawf(pg, "%+.1f%%", (head_value - base) / base * 100.0);
+	else
+		raw(pg, "&ndash;");
+}
+
+static void compare_form(struct page *pg, const struct aw_page_commit *p)
+{
+	struct aw_buf url;
+	int rc;
+
+	aw_buf_init(&url, 4096);
+	rc = url_root(pg, &url);
+	if (!rc)
+		rc = aw_buf_puts(&url, "compare");
+	raw(pg, "<form method=\"get\" action=\"");
+	attr_url(pg, &url, rc);
+	raw(pg, "\"><label>base <input name=\"base\" value=\"");
+	text(pg, p->base);
+	raw(pg,
+	    "\" pattern=\"[0-9a-fA-F]{7,64}\" required></label> <label>head <input name=\"head\" "
+	    "value=\"");
+	text(pg, p->sha);
+	raw(pg, "\" pattern=\"[0-9a-fA-F]{7,64}\" required></label> "
+	        "<button type=\"submit\">compare</button></form>\n");
+}
+
+int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struct aw_page_commit *p)
+{
+	bool compare = p->base != NULL;
+	struct page pg = {.out = out, .links = links, .depth = compare ? 3 : 2};
+
+	if (!p->sha || !*p->sha || (compare && !*p->base))
+		return -EINVAL;
+	if (compare) {
+		char title[160];
+
+		snprintf(title, sizeof(title), "%.64s vs %.64s", p->sha, p->base);
+		head(&pg, "compare ", title);
+		raw(&pg, "<h1>Compare <code>");
+		link_commit(&pg, p->base);
+		raw(&pg, "</code> &rarr; <code>");
+		link_commit(&pg, p->sha);
+		raw(&pg, "</code></h1>\n");
+		if (served(&pg))
+			compare_form(&pg, p);
+	} else {
+		head(&pg, "commit ", p->sha);
+		raw(&pg, "<h1>Commit <code>");
+		text(&pg, p->sha);
+		raw(&pg, "</code></h1>\n");
+	}
+	raw(&pg, "<dl class=\"commit\">");
+	if (p->ref) {
+		raw(&pg, "<dt>Ref</dt><dd>");
+		text(&pg, p->ref);
+		raw(&pg, "</dd>");
+	}
+	if (!compare && p->baseline_ref) {
+		raw(&pg, "<dt>Baseline</dt><dd>");
+		text(&pg, p->baseline_ref);
+		raw(&pg, "</dd>");
+	}
+	raw(&pg, "<dt>Verdict</dt><dd>");
+	verdict(&pg, p->verdict);
+	raw(&pg, "</dd></dl>\n");
+
+	raw(&pg, "<h2>Across hosts</h2>\n");
+	if (p->heatmap)
+		chart(&pg, p->heatmap);
+	else
+		raw(&pg, "<p class=\"empty\">No cross-host view yet.</p>\n");
+
+	if (!p->n_hosts)
+		raw(&pg, "<p class=\"empty\">No host has reported this commit yet.</p>\n");
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		const struct aw_page_host_result *h = &p->hosts[i];
+
+		raw(&pg, "<section class=\"host\"><h2>");
+		link_page(&pg, AW_PAGE_HOST, h->host, NULL, h->host ? h->host : "");
+		raw(&pg, " ");
+		verdict(&pg, h->verdict);
+		raw(&pg, "</h2>\n");
+		if (h->baseline) {
+			raw(&pg, "<p>compared with ");
+			text(&pg, h->baseline);
+			raw(&pg, "</p>\n");
+		}
+		chart(&pg, &h->chart);
+		if (!h->n_rows) {
+			raw(&pg, "<p class=\"empty\">No cells.</p>\n");
+		} else {
+			raw(&pg, "<table class=\"cells\"><thead><tr><th>Cell</th>"
+			         "<th>Baseline p50 (ns)</th><th>Head p50 (ns)</th><th>Change</th>"
+			         "<th>Verdict</th></tr></thead><tbody>\n");
+		}
+		for (size_t j = 0; j < h->n_rows; j++) {
+			const struct aw_page_cell_row *r = &h->rows[j];
+
+			raw(&pg, "<tr><td><code>");
+			text(&pg, r->cell);
+			raw(&pg, "</code></td><td class=\"num\">");
+			ns(&pg, r->base_p50);
+			raw(&pg, "</td><td class=\"num\">");
+			ns(&pg, r->head_p50);
+			raw(&pg, "</td><td class=\"num\">");
+			change_cell(&pg, r->base_p50, r->head_p50);
+			raw(&pg, "</td><td>");
+			verdict(&pg, r->verdict);
+			raw(&pg, "</td></tr>\n");
+		}
+		if (h->n_rows)
+			raw(&pg, "</tbody></table>\n");
+		raw(&pg, "</section>\n");
+	}
+	foot(&pg, p->generated_at);
+	return pg.rc;
+}
