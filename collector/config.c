@@ -29,7 +29,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->read_requires_token = false;
 	c->max_cells = 50000;
 	c->batch_max = 64;
-	c->queue_max = 4096;
+	c->queue_max_cells = 1000000;
 	c->writers = 2;
 	c->pool_size = 8;
 	c->sqlite_sync_full = true;
@@ -159,7 +159,7 @@ static const struct key keys[] = {
     {"auth", "read_requires_token", K_BOOL, F(read_requires_token), 0, 0},
     {"ingest", "max_cells", K_UINT, F(max_cells), 1, 1000000},
     {"ingest", "batch_max", K_UINT, F(batch_max), 1, 10000},
-    {"ingest", "queue_max", K_UINT, F(queue_max), 1, 1000000},
+    {"ingest", "queue_max_cells", K_UINT, F(queue_max_cells), 1, UINT64_C(100000000)},
     {"ingest", "writers", K_UINT, F(writers), 1, 64},
     {"store", "pool", K_UINT, F(pool_size), 1, 1024},
     {"store", "sqlite_synchronous", K_SYNC, F(sqlite_sync_full), 0, 0},
@@ -176,8 +176,8 @@ static const char *const sections[] = {"http", "auth", "ingest", "store", "jobs"
 static bool is_uint_field(size_t offset)
 {
 	return offset == F(http_threads) || offset == F(max_connections) ||
-	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(queue_max) ||
-	       offset == F(writers) || offset == F(pool_size);
+	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
+	       offset == F(pool_size);
 }
 
 struct loader {

@@ -28,9 +28,9 @@ struct aw_collector_config {
 
 	/* ingest */
 	uint64_t max_cells;
-	unsigned batch_max; /* most documents in one transaction (group commit) */
-	unsigned queue_max; /* most documents waiting for a writer (503 beyond) */
-	unsigned writers;   /* writer threads (SQLite always uses one) */
+	unsigned batch_max;       /* most documents in one transaction (group commit) */
+	uint64_t queue_max_cells; /* cells of documents waiting for a writer (503 beyond) */
+	unsigned writers;         /* writer threads (SQLite always uses one) */
 
 	/* store */
 	unsigned pool_size;

@@ -370,7 +370,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	if (!rc)
 		rc = aw_writer_start(col.store,
 		                     store_kind(col.store) == STORE_SQLITE ? 1 : cfg->writers,
-		                     cfg->batch_max, cfg->queue_max, &col.writer, &err);
+		                     cfg->batch_max, cfg->queue_max_cells, &col.writer, &err);
 	if (!rc) {
 		col.auth = aw_auth_new();
 		rc = col.auth ? 0 : aw_errorf(&err, -ENOMEM, "out of memory");

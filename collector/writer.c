@@ -26,7 +26,8 @@ struct aw_writer {
 	pthread_mutex_t lock;
 	pthread_cond_t work;
 	struct aw_write *head, *tail;
-	unsigned depth, queue_max, batch_max;
+	unsigned depth, batch_max;
+	uint64_t queued_cells, queue_max_cells;
 	bool stopping;
 	unsigned n_threads;
 	struct writer_thread *threads;
@@ -98,6 +99,7 @@ static void *writer_main(void *arg)
 			item->next = NULL;
 			t->items[n++] = item;
 			w->depth--;
+			w->queued_cells -= item->put.result->n_cells + 1;
 		}
 		if (!w->head)
 			w->tail = NULL;
@@ -109,8 +111,8 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int aw_writer_start(struct store *store, unsigned threads, unsigned batch_max, unsigned queue_max,
-                    struct aw_writer **out, char **err)
+int aw_writer_start(struct store *store, unsigned threads, unsigned batch_max,
+                    uint64_t queue_max_cells, struct aw_writer **out, char **err)
 {
 	struct aw_writer *w = calloc(1, sizeof(*w));
 	int rc = 0;
@@ -121,7 +123,7 @@ int aw_writer_start(struct store *store, unsigned threads, unsigned batch_max, u
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->work, NULL);
 	w->batch_max = batch_max ? batch_max : 1;
-	w->queue_max = queue_max;
+	w->queue_max_cells = queue_max_cells;
 	w->threads = calloc(threads ? threads : 1, sizeof(*w->threads));
 	if (!w->threads) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
@@ -157,15 +159,17 @@ fail:
 
 int aw_writer_submit(struct aw_writer *w, struct aw_write *item)
 {
+	uint64_t weight = item->put.result->n_cells + 1;
 	int rc = 0;
 
 	item->next = NULL;
 	pthread_mutex_lock(&w->lock);
 	if (w->stopping) {
 		rc = -ESHUTDOWN;
-	} else if (w->depth >= w->queue_max) {
+	} else if (w->depth && w->queued_cells + weight > w->queue_max_cells) {
 		rc = -EBUSY;
 	} else {
+		w->queued_cells += weight;
 		if (w->tail)
 			w->tail->next = item;
 		else

@@ -20,12 +20,14 @@ struct aw_write {
 
 struct aw_writer;
 
-/* Starts `threads` writers on `store` (each connects now). Returns 0 with *out, or a negative
- * errno with *err. */
-int aw_writer_start(struct store *store, unsigned threads, unsigned batch_max, unsigned queue_max,
-                    struct aw_writer **out, char **err);
+/* Starts `threads` writers on `store` (each connects now). The queue holds documents of at
+ * most `queue_max_cells` cells in all (each counts as its cells plus one): a bound on the
+ * memory of parsed documents waiting. Returns 0 with *out, or a negative errno with *err. */
+int aw_writer_start(struct store *store, unsigned threads, unsigned batch_max,
+                    uint64_t queue_max_cells, struct aw_writer **out, char **err);
 
-/* Queues a document. Returns 0 (done will be called), -EBUSY when the queue is full or
+/* Queues a document (one larger than the whole queue is still taken into an empty queue).
+ * Returns 0 (done will be called), -EBUSY when the queue is full or
  * -ESHUTDOWN when stopping (done will not be called). */
 int aw_writer_submit(struct aw_writer *w, struct aw_write *item);
 

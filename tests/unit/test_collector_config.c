@@ -63,7 +63,7 @@ static void test_defaults_and_full_file(void **state)
 	                   "ingest:\n"
 	                   "  max_cells: 1000\n"
 	                   "  batch_max: 16\n"
-	                   "  queue_max: 100\n"
+	                   "  queue_max_cells: 100000\n"
 	                   "  writers: 3\n"
 	                   "store:\n"
 	                   "  pool: 5\n"
@@ -94,7 +94,7 @@ static void test_defaults_and_full_file(void **state)
 	assert_true(c.read_requires_token);
 	assert_int_equal(c.max_cells, 1000);
 	assert_int_equal(c.batch_max, 16);
-	assert_int_equal(c.queue_max, 100);
+	assert_int_equal(c.queue_max_cells, 100000);
 	assert_int_equal(c.writers, 3);
 	assert_int_equal(c.pool_size, 5);
 	assert_false(c.sqlite_sync_full);
