@@ -235,6 +235,26 @@ def test_wrong_host_and_limits():
     eq(after["runs"], before["runs"] + 1, "only the good upload stored")
 
 
+def test_runner_document():
+    """A document from the real runner, when this build has it."""
+    runner = os.path.join(h.BUILD_DIR, "runner", "atomwatch-run")
+    if not os.access(runner, os.X_OK):
+        print("  (no %s: skipped)" % runner)
+        return
+    out = subprocess.run([runner, "--profile", "quick", "--format", "json", "--quiet",
+                          "--commit", "0123456789abcdef0123456789abcdef01234567",
+                          "--project", "p", "--ref", "main", "--host", "runner-host"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    check(out.returncode in (0, 1), "atomwatch-run failed: %s" % out.stderr[-2000:])
+    doc = json.loads(out.stdout)
+    token = S.col.token("agent", "runner-host")
+    r = post(out.stdout, token=token)
+    eq(r.status, 201, r)
+    r = get("/api/v1/runs/" + doc["run_id"])
+    eq(r.status, 200, r)
+    eq(json.dumps(r.json(), sort_keys=True), json.dumps(doc, sort_keys=True), "round trip")
+
+
 # ---- authentication ----
 
 def endpoints(job_id, run_id):
