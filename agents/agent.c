@@ -1,0 +1,423 @@
+/* One run of the agent (matrix, subject, refscale), the spool-then-upload path that never loses
+ * a result, and the spool flush; see agent.h. The daemon loop is daemon.c. */
+#include "agent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomwatch/runner.h"
+#include "aw/log.h"
+#include "aw/sha256.h"
+#include "aw/util.h"
+#include "refscale.h"
+#include "subjects.h"
+
+#ifndef AW_VERSION
+#define AW_VERSION "0.0.0"
+#endif
+
+#define RESULTS_PATH "/api/v1/results"
+
+int aw_agent_open(struct aw_agent *a, const struct aw_agent_config *cfg, volatile int *stop,
+                  char **err)
+{
+	struct aw_http_opts ho = {0};
+	char *token = NULL;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->cfg = cfg;
+	a->stop = stop;
+	a->policy.retries = cfg->retries;
+	a->policy.backoff_ms = cfg->backoff_ms;
+	a->policy.backoff_max_ms = cfg->backoff_max_ms;
+	rc = aw_spool_open(&a->spool, cfg->spool_dir, err);
+	if (rc)
+		return rc;
+	rc = aw_agent_read_token(cfg, &token, err);
+	if (rc)
+		goto fail;
+	ho.base_url = cfg->url;
+	ho.token = token;
+	ho.ca_file = cfg->ca_file;
+	ho.connect_timeout_ms = cfg->connect_timeout_ms;
+	ho.timeout_ms = cfg->timeout_ms;
+	a->http = aw_http_new(&ho, err);
+	memset(token, 0, strlen(token));
+	free(token);
+	if (!a->http) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	aw_http_set_stop(a->http, stop);
+	return 0;
+fail:
+	aw_agent_close(a);
+	return rc;
+}
+
+void aw_agent_close(struct aw_agent *a)
+{
+	aw_http_free(&a->http);
+	aw_spool_close(&a->spool);
+}
+
+/* spool/logs/<subject>-<commit>-<time>.log */
+static char *build_log_path(const struct aw_agent *a, const char *subject, const char *commit)
+{
+	char stamp[AW_TIME_LEN];
+
+	aw_time_now(stamp);
+	for (char *c = stamp; *c; c++)
+		if (*c == ':')
+			*c = '-';
+	return aw_asprintf("%s/%s-%.12s-%s.log", a->spool.log_dir, subject,
+	                   commit ? commit : "none", stamp);
+}
+
+static json_t *run_meta(const struct aw_agent_run *run, const struct aw_agent_subject *subject,
+                        const char *log_path)
+{
+	json_t *meta = json_pack("{s:s}", "agent", AW_AGENT_PROG " " AW_VERSION);
+
+	if (meta && run->meta && json_object_update(meta, (json_t *)run->meta))
+		goto fail;
+	if (meta && subject &&
+	    json_object_set_new(meta, "subject",
+	                        json_pack("{s:s, s:s, s:s?}", "name", subject->name, "library",
+	                                  subject->library, "build_log", log_path)))
+		goto fail;
+	return meta;
+fail:
+	json_decref(meta);
+	return NULL;
+}
+
+int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct aw_result **out,
+                     char **err)
+{
+	const struct aw_agent_config *cfg = a->cfg;
+	const struct aw_agent_subject *subject = NULL;
+	struct aw_runner_opts opts = {0};
+	struct aw_progress prog = {0}, extra = {0};
+	struct aw_runner *runner = NULL;
+	struct aw_result *res = NULL;
+	char *log_path = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (run->subject) {
+		subject = aw_agent_config_subject(cfg, run->subject);
+		if (!subject) {
+			char names[512];
+
+			aw_agent_config_subject_names(cfg, names, sizeof(names));
+			return aw_errorf(err, -EINVAL,
+			                 "unknown subject '%s' (this agent's config defines: %s)",
+			                 run->subject, names);
+		}
+	}
+	opts.matrix_path = cfg->matrix_file;
+	opts.profile = run->profile ? run->profile : cfg->profile;
+	opts.cpus = cfg->cpus;
+	opts.ops = cfg->ops;
+	opts.samples = cfg->samples;
+	opts.host_name = cfg->host_name;
+	opts.labels = cfg->labels;
+	opts.stop = a->stop;
+	if (a->progress) {
+		opts.progress = aw_progress_cb;
+		opts.progress_arg = &prog;
+	}
+	runner = aw_runner_new(&opts, err);
+	if (!runner)
+		return -EINVAL;
+	if (subject) {
+		log_path = build_log_path(a, subject->name, run->commit);
+		if (!log_path) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		if (subject->build)
+			aw_info("building subject '%s' (log: %s)", subject->name, log_path);
+		rc = aw_subject_build(subject, run->project, run->commit, run->ref, log_path,
+		                      a->stop, err);
+		if (rc)
+			goto out;
+	}
+	aw_progress_init(&prog, AW_AGENT_PROG, runner);
+	res = aw_runner_run(runner, err);
+	if (!res) {
+		rc = a->stop && *a->stop ? -EINTR : -EIO;
+		goto out;
+	}
+	if (subject) {
+		aw_progress_init(&extra, AW_AGENT_PROG, NULL);
+		if (a->progress && !extra.tty)
+			fprintf(stderr, AW_AGENT_PROG ": measuring subject '%s'\n", subject->name);
+		rc = aw_subject_measure(runner, subject, res, a->progress ? &extra : NULL, a->stop,
+		                        err);
+		if (rc)
+			goto out;
+	}
+	if (cfg->n_refscale_types) {
+		if (a->progress)
+			fprintf(stderr,
+			        AW_AGENT_PROG ": measuring kernel readers (refscale: %zu types)\n",
+			        cfg->n_refscale_types);
+		rc = aw_refscale_run(cfg, res, a->stop, err);
+		if (rc)
+			goto out;
+	}
+	aw_time_now(res->finished_at);
+	res->trigger = run->trigger;
+	json_decref(res->meta);
+	res->meta = run_meta(run, subject, log_path);
+	if (!res->meta || aw_set_str(&res->project, run->project) ||
+	    aw_set_str(&res->commit, run->commit) || aw_set_str(&res->ref, run->ref)) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < res->n_cells; i++)
+		if (res->cells[i].status == AW_CELL_FAILED)
+			aw_warn("cell '%s' failed: %s", res->cells[i].key, res->cells[i].reason);
+	*out = res;
+	res = NULL;
+out:
+	aw_result_free(&res);
+	aw_runner_free(&runner);
+	free(log_path);
+	return rc;
+}
+
+/* The message of an error reply, or its first bytes. */
+static void reply_message(const struct aw_http_reply *rep, char *buf, size_t len)
+{
+	json_t *doc = rep->body.len ? json_loadb(rep->body.data, rep->body.len, 0, NULL) : NULL;
+	const char *msg =
+	    json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+
+	if (msg)
+		snprintf(buf, len, "%s", msg);
+	else if (rep->body.len)
+		snprintf(buf, len, "%.200s", rep->body.data);
+	else
+		snprintf(buf, len, "no message");
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20)
+			*c = ' ';
+	json_decref(doc);
+}
+
+/* Uploads one spooled document and acts on the outcome (remove, reject, keep). Logs the
+ * decision once. Returns 0 with *outcome, or a negative errno with *err when the spool could
+ * not be changed. */
+static int deliver(struct aw_agent *a, const char *path, const char *text, size_t len,
+                   enum aw_upload_outcome *outcome, char **err)
+{
+	struct aw_http_reply rep;
+	char msg[512];
+	int rc = 0;
+
+	aw_http_reply_init(&rep);
+	*outcome = aw_http_post_retry(a->http, RESULTS_PATH, text, len, &a->policy, &rep);
+	switch (*outcome) {
+	case AW_UPLOAD_STORED:
+		rc = aw_spool_remove(&a->spool, path, err);
+		if (!rc)
+			aw_info("uploaded %s (HTTP %ld%s)", path, rep.status,
+			        rep.status == 200 ? ", already stored" : "");
+		break;
+	case AW_UPLOAD_REJECTED: {
+		char *why =
+		    aw_asprintf("HTTP %ld\n%s%s\n", rep.status, rep.body.data ? rep.body.data : "",
+		                rep.truncated ? " [truncated]" : "");
+
+		reply_message(&rep, msg, sizeof(msg));
+		rc = why ? aw_spool_reject(&a->spool, path, why, strlen(why), err)
+		         : aw_errorf(err, -ENOMEM, "out of memory");
+		if (!rc)
+			aw_error("the collector refused %s (HTTP %ld: %s); moved to %s/", path,
+			         rep.status, msg, a->spool.rejected_dir);
+		free(why);
+		break;
+	}
+	case AW_UPLOAD_DEFERRED:
+		if (rep.status == 401) {
+			aw_error(
+			    "the collector refused the agent's token (HTTP 401); %s stays in the "
+			    "spool (check collector.token_file)",
+			    path);
+		} else if (!(a->stop && *a->stop)) {
+			if (rep.status)
+				snprintf(msg, sizeof(msg), "HTTP %ld", rep.status);
+			else
+				snprintf(msg, sizeof(msg), "%s", rep.error);
+			aw_warn("cannot upload %s now (%s); it stays in the spool", path, msg);
+		}
+		break;
+	}
+	aw_http_reply_release(&rep);
+	return rc;
+}
+
+int aw_agent_submit(struct aw_agent *a, const struct aw_result *r, enum aw_upload_outcome *outcome,
+                    char **err)
+{
+	json_t *doc = aw_result_to_json(r);
+	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+	char *path = NULL;
+	int rc;
+
+	json_decref(doc);
+	if (!text)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	rc = aw_spool_put(&a->spool, r->run_id, text, strlen(text), &path, err);
+	if (!rc)
+		rc = deliver(a, path, text, strlen(text), outcome, err);
+	free(path);
+	free(text);
+	return rc;
+}
+
+int aw_agent_flush(struct aw_agent *a, size_t *stored, size_t *rejected, size_t *left, char **err)
+{
+	char **paths = NULL;
+	size_t n = 0, n_stored = 0, n_rejected = 0, i;
+	int rc;
+
+	rc = aw_spool_list(&a->spool, &paths, &n, err);
+	if (rc)
+		return rc;
+	for (i = 0; i < n && !rc; i++) {
+		enum aw_upload_outcome outcome;
+		char *text = NULL, *why = NULL;
+		json_error_t jerr;
+		json_t *doc;
+		size_t len;
+
+		if (a->stop && *a->stop)
+			break;
+		if (aw_read_file(paths[i], AW_SPOOL_DOC_LIMIT, &text, &len, &why)) {
+			if (why)
+				aw_warn("%s", why);
+			free(why);
+			continue; /* gone (another flush took it) or unreadable: not ours to judge
+			           */
+		}
+		doc = json_loadb(text, len, 0, &jerr);
+		if (!doc) {
+			why = aw_asprintf("not a JSON document (line %d, column %d: %s)\n",
+			                  jerr.line, jerr.column, jerr.text);
+			rc = why ? aw_spool_reject(&a->spool, paths[i], why, strlen(why), err)
+			         : -ENOMEM;
+			if (!rc)
+				aw_error("%s is %s; moved to %s/", paths[i], why,
+				         a->spool.rejected_dir);
+			n_rejected += !rc;
+			free(why);
+			free(text);
+			continue;
+		}
+		json_decref(doc);
+		rc = deliver(a, paths[i], text, len, &outcome, err);
+		free(text);
+		if (rc)
+			break;
+		if (outcome == AW_UPLOAD_STORED)
+			n_stored++;
+		else if (outcome == AW_UPLOAD_REJECTED)
+			n_rejected++;
+		else
+			break; /* the collector cannot take documents now: keep the rest for later
+			        */
+	}
+	if (stored)
+		*stored = n_stored;
+	if (rejected)
+		*rejected = n_rejected;
+	if (left)
+		*left = n - n_stored - n_rejected;
+	aw_spool_list_free(&paths, &n);
+	return rc;
+}
+
+/* The fields of the fingerprint that identify a platform state (not timer_hz: it moves with
+ * every calibration). */
+static bool compared_field(const char *k)
+{
+	return strcmp(k, "timer_hz") != 0;
+}
+
+json_t *aw_fingerprint_changes(const json_t *old_host, const json_t *new_host)
+{
+	json_t *changes = json_object(), *oc, *nc, *v;
+	const char *k;
+	bool ok = changes != NULL;
+
+#define CHANGE(key, from, to)                                                                      \
+	(ok =                                                                                      \
+	     ok && !json_object_set_new(changes, key,                                              \
+	                                json_pack("{s:O, s:O}", "from", from ? from : json_null(), \
+	                                          "to", to ? to : json_null())))
+	if (!ok)
+		return NULL;
+	oc = json_object_get(old_host, "platform_hash");
+	nc = json_object_get(new_host, "platform_hash");
+	if (!json_equal(oc, nc) && (oc || nc))
+		CHANGE("platform_hash", oc, nc);
+	oc = json_object_get(old_host, "changing");
+	nc = json_object_get(new_host, "changing");
+	json_object_foreach (nc, k, v) {
+		json_t *before = json_object_get(oc, k);
+
+		if (compared_field(k) && !json_equal(before, v) && !(json_is_null(v) && !before))
+			CHANGE(k, before, v);
+	}
+	json_object_foreach (oc, k, v) {
+		if (compared_field(k) && !json_object_get(nc, k) && !json_is_null(v))
+			CHANGE(k, v, NULL);
+	}
+#undef CHANGE
+	if (!ok) {
+		json_decref(changes);
+		return NULL;
+	}
+	return changes;
+}
+
+int aw_platform_commit(const json_t *host, char out[41])
+{
+	json_t *id = json_object(), *changing = json_object_get(host, "changing"), *v;
+	char hex[AW_SHA256_HEX_LEN + 1];
+	const char *k;
+	char *text = NULL;
+	int rc = -ENOMEM;
+
+	if (!id)
+		return -ENOMEM;
+	if (json_object_set(id, "platform_hash",
+	                    json_object_get(host, "platform_hash")
+	                        ? json_object_get(host, "platform_hash")
+	                        : json_null()))
+		goto out;
+	json_object_foreach (changing, k, v)
+		if (compared_field(k) && json_object_set(id, k, v))
+			goto out;
+	text = json_dumps(id, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text)
+		goto out;
+	rc = aw_sha256_hex(text, strlen(text), hex);
+	if (!rc) {
+		memcpy(out, hex, 40);
+		out[40] = '\0';
+	}
+out:
+	free(text);
+	json_decref(id);
+	return rc;
+}

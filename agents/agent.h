@@ -1,0 +1,83 @@
+/* The agent's work, shared by its commands: measure (matrix, subject cells, refscale cells),
+ * keep the result in the spool, upload it, flush the spool, and the daemon loop. main() in
+ * agent_main.c only parses the command line around these. */
+#ifndef AW_AGENT_AGENT_H
+#define AW_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "aw/result.h"
+#include "config.h"
+#include "spool.h"
+#include "upload.h"
+
+#define AW_AGENT_PROG "atomwatch-agent"
+
+/* Exit statuses of the commands (README "Agent"). */
+enum {
+	AW_EXIT_OK = 0,      /* uploaded (or nothing to do) */
+	AW_EXIT_FAILURE = 1, /* measuring failed, a build failed, a document was rejected */
+	AW_EXIT_USAGE = 2,   /* bad command line or config; nothing measured */
+	AW_EXIT_SPOOLED = 3, /* measured, but left in the spool for a later flush */
+};
+
+struct aw_agent {
+	const struct aw_agent_config *cfg; /* borrowed */
+	struct aw_spool spool;
+	struct aw_http *http;
+	struct aw_retry_policy policy;
+	volatile int *stop; /* raised by SIGTERM/SIGINT */
+	bool progress;      /* show progress on stderr */
+};
+
+/* Opens the spool and the HTTP client (reading the token). Returns 0 or a negative errno with
+ * *err (a config problem: exit status 2). Close with aw_agent_close(). */
+int aw_agent_open(struct aw_agent *a, const struct aw_agent_config *cfg, volatile int *stop,
+                  char **err);
+void aw_agent_close(struct aw_agent *a);
+
+struct aw_agent_run {
+	const char *project, *commit, *ref;
+	const char *subject; /* a subject of the config, or NULL */
+	const char *profile; /* NULL: the config's */
+	enum aw_trigger trigger;
+	const json_t *meta; /* extra meta fields (copied), or NULL */
+};
+
+/* Measures one run: the matrix through the runner, then the subject's cells (after building
+ * it), then the refscale cells when configured. Returns 0 with *out (caller frees), or a
+ * negative errno with *err: -EINVAL for a bad request (unknown subject, bad profile or CPUs:
+ * exit status 2), -EINTR when stopped, others for failures. */
+int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct aw_result **out,
+                     char **err);
+
+/* Writes the result to the spool, then uploads it. Returns 0 with *outcome (STORED: removed
+ * from the spool; REJECTED: moved to rejected/; DEFERRED: still in the spool), or a negative
+ * errno with *err when it could not even be spooled. */
+int aw_agent_submit(struct aw_agent *a, const struct aw_result *r, enum aw_upload_outcome *outcome,
+                    char **err);
+
+/* Uploads every spooled document, oldest first, stopping at the first one the collector could
+ * not take (it is down). Counts go to the pointers (may be NULL). Returns 0 or a negative errno
+ * with *err when the spool cannot be read. */
+int aw_agent_flush(struct aw_agent *a, size_t *stored, size_t *rejected, size_t *left, char **err);
+
+/* The daemon: long-polls the collector for jobs, runs them and reports their status, runs on
+ * the schedule and when the fingerprint changes, flushes the spool; returns 0 once *stop is
+ * raised (between cells of a run: nothing is left half-written), or a negative errno with *err
+ * when it cannot go on. */
+int aw_agent_daemon(struct aw_agent *a, char **err);
+
+/* Compares the changing part (and the platform hash) of two fingerprints. Returns a new object
+ * {field: {"from": old, "to": new}} of what differs (empty when nothing does; timer_hz, which
+ * moves with every calibration, is ignored), or NULL on allocation failure. */
+json_t *aw_fingerprint_changes(const json_t *old_host, const json_t *new_host);
+
+/* A 40-hex-digit commit id that names the platform state of a fingerprint (SHA-256 of its
+ * platform_hash and changing fields, timer_hz left out): scheduled runs without a configured
+ * commit are filed under it, so each platform state is one point of the trend. */
+int aw_platform_commit(const json_t *host, char out[41]);
+
+#endif

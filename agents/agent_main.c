@@ -1,0 +1,620 @@
+/* atomwatch-agent: the command line (run, daemon, flush, fingerprint, import). It parses
+ * arguments, loads the config and hands over to agent.c, daemon.c and the importers. Exit
+ * status: 0 done (uploaded), 1 failure, 2 usage or config error, 3 measured but left in the
+ * spool. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "atomwatch/runner.h"
+#include "aw/log.h"
+#include "aw/util.h"
+#include "config.h"
+#include "import.h"
+
+#ifndef AW_VERSION
+#define AW_VERSION "0.0.0"
+#endif
+
+static volatile int stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: blocking calls return EINTR and look */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+static const char usage_text[] =
+    "usage: atomwatch-agent COMMAND [options]\n"
+    "Measure per-CPU atomics on this host and send the results to an atomwatch collector.\n"
+    "\n"
+    "Commands:\n"
+    "  run --project P --commit SHA --ref REF [--subject NAME] [--profile NAME] [--quiet]\n"
+    "        fingerprint this host, measure the matrix (and the subject's library, and the\n"
+    "        kernel's refscale readers when configured), keep the result in the spool, upload\n"
+    "        it; the run id is printed on stdout\n"
+    "  daemon\n"
+    "        wait for jobs from the collector, run on the config's schedule and when the host\n"
+    "        fingerprint changes, flush the spool; SIGTERM stops between cells\n"
+    "  flush\n"
+    "        upload every result waiting in the spool\n"
+    "  fingerprint\n"
+    "        print this host's fingerprint as JSON\n"
+    "  import percpu-bench|refscale FILE --host NAME --project P --commit SHA [--ref REF]\n"
+    "        [--arch ARCH] [--cpu-model MODEL] [--label KEY=VALUE]... [--out FILE] [--upload]\n"
+    "        turn pasted percpu_bench output or a refscale kernel log (FILE, or - for stdin)\n"
+    "        into result documents (trigger import): one JSON object, or an array when the\n"
+    "        paste holds several runs; skipped lines are counted on stderr\n"
+    "\n"
+    "Options of every command:\n"
+    "  --config FILE   agent config (default " AW_AGENT_DEFAULT_CONFIG ")\n"
+    "  --help          this text\n"
+    "  --version       the version\n"
+    "\n"
+    "Exit status: 0 done (the result is uploaded), 1 failure (measuring, a build, a rejected\n"
+    "document), 2 usage or config error (nothing measured), 3 measured but left in the spool\n"
+    "for a later 'flush'.\n";
+
+enum {
+	O_CONFIG = 256,
+	O_PROJECT,
+	O_COMMIT,
+	O_REF,
+	O_SUBJECT,
+	O_PROFILE,
+	O_QUIET,
+	O_HOST,
+	O_ARCH,
+	O_CPU_MODEL,
+	O_LABEL,
+	O_OUT,
+	O_UPLOAD,
+	O_HELP,
+	O_VERSION,
+};
+
+static const struct option longopts[] = {
+    {"config", required_argument, NULL, O_CONFIG},
+    {"project", required_argument, NULL, O_PROJECT},
+    {"commit", required_argument, NULL, O_COMMIT},
+    {"ref", required_argument, NULL, O_REF},
+    {"subject", required_argument, NULL, O_SUBJECT},
+    {"profile", required_argument, NULL, O_PROFILE},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"host", required_argument, NULL, O_HOST},
+    {"arch", required_argument, NULL, O_ARCH},
+    {"cpu-model", required_argument, NULL, O_CPU_MODEL},
+    {"label", required_argument, NULL, O_LABEL},
+    {"out", required_argument, NULL, O_OUT},
+    {"upload", no_argument, NULL, O_UPLOAD},
+    {"help", no_argument, NULL, O_HELP},
+    {"version", no_argument, NULL, O_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+struct args {
+	const char *command, *config, *project, *commit, *ref, *subject, *profile;
+	const char *host, *arch, *cpu_model, *out, *format, *file;
+	json_t *labels;
+	bool quiet, upload, config_given;
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	aw_error("%s (see --help)", msg);
+	return AW_EXIT_USAGE;
+}
+
+static int add_label(json_t *labels, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char key[AW_NAME_MAX + 1];
+
+	if (!eq || eq == kv || (size_t)(eq - kv) > AW_NAME_MAX)
+		return usage_error("bad label '%s' (expected KEY=VALUE)", kv);
+	memcpy(key, kv, (size_t)(eq - kv));
+	key[eq - kv] = '\0';
+	if (!aw_valid_name(key))
+		return usage_error("bad label name '%s' ([A-Za-z0-9._-]{1,64})", key);
+	if (json_object_set_new(labels, key, json_string(eq + 1)))
+		return usage_error("bad label value in '%s' (must be UTF-8)", kv);
+	return 0;
+}
+
+/* Which options each command takes. */
+static bool option_allowed(const char *cmd, int opt)
+{
+	switch (opt) {
+	case O_CONFIG:
+	case O_HELP:
+	case O_VERSION:
+		return true;
+	case O_PROJECT:
+	case O_COMMIT:
+	case O_REF:
+		return !strcmp(cmd, "run") || !strcmp(cmd, "import");
+	case O_SUBJECT:
+	case O_PROFILE:
+	case O_QUIET:
+		return !strcmp(cmd, "run");
+	default:
+		return !strcmp(cmd, "import");
+	}
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	int opt, rc;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == '?') {
+			if (optopt)
+				return usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+		if (opt == O_HELP) {
+			fputs(usage_text, stdout);
+			return -1;
+		}
+		if (opt == O_VERSION) {
+			printf(AW_AGENT_PROG " %s (runner %s)\n", AW_VERSION, aw_runner_version());
+			return -1;
+		}
+		if (!a->command)
+			return usage_error(
+			    "a command comes first: run, daemon, flush, fingerprint or "
+			    "import");
+		if (!option_allowed(a->command, opt))
+			return usage_error("'%s' does not take %s", a->command, argv[optind - 1]);
+		switch (opt) {
+		case O_CONFIG:
+			a->config = optarg;
+			a->config_given = true;
+			break;
+		case O_PROJECT:
+			if (!aw_valid_name(optarg))
+				return usage_error("bad project name '%s' ([A-Za-z0-9._-]{1,64})",
+				                   optarg);
+			a->project = optarg;
+			break;
+		case O_COMMIT:
+			if (!aw_valid_commit(optarg))
+				return usage_error("bad commit '%s' (7 to 64 hex digits)", optarg);
+			a->commit = optarg;
+			break;
+		case O_REF:
+			if (!aw_valid_ref(optarg))
+				return usage_error("bad ref '%s'", optarg);
+			a->ref = optarg;
+			break;
+		case O_SUBJECT:
+			if (!aw_valid_name(optarg))
+				return usage_error("bad subject name '%s'", optarg);
+			a->subject = optarg;
+			break;
+		case O_PROFILE:
+			a->profile = optarg;
+			break;
+		case O_QUIET:
+			a->quiet = true;
+			break;
+		case O_HOST:
+			if (!aw_valid_name(optarg))
+				return usage_error("bad host name '%s' ([A-Za-z0-9._-]{1,64})",
+				                   optarg);
+			a->host = optarg;
+			break;
+		case O_ARCH:
+			if (!aw_valid_name(optarg))
+				return usage_error("bad arch '%s'", optarg);
+			a->arch = optarg;
+			break;
+		case O_CPU_MODEL:
+			if (!*optarg || strlen(optarg) > 200)
+				return usage_error("bad --cpu-model (1 to 200 characters)");
+			a->cpu_model = optarg;
+			break;
+		case O_LABEL:
+			rc = add_label(a->labels, optarg);
+			if (rc)
+				return rc;
+			break;
+		case O_OUT:
+			a->out = optarg;
+			break;
+		case O_UPLOAD:
+			a->upload = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Loads the config; with `optional`, a missing default file is no error (*loaded false). */
+static int load_config(const struct args *a, struct aw_agent_config *cfg, bool optional,
+                       bool *loaded)
+{
+	const char *path = a->config ? a->config : AW_AGENT_DEFAULT_CONFIG;
+	char *err = NULL;
+	int rc;
+
+	*loaded = false;
+	if (optional && !a->config_given && access(path, F_OK) < 0)
+		return 0;
+	rc = aw_agent_config_load(path, cfg, &err);
+	if (rc) {
+		aw_error("%s", err);
+		free(err);
+		return AW_EXIT_USAGE;
+	}
+	*loaded = true;
+	return 0;
+}
+
+static int open_agent(struct aw_agent *agent, const struct aw_agent_config *cfg)
+{
+	char *err = NULL;
+
+	if (aw_http_global_init()) {
+		aw_error("cannot initialise libcurl");
+		return AW_EXIT_FAILURE;
+	}
+	if (aw_agent_open(agent, cfg, &stop_requested, &err)) {
+		aw_error("%s", err);
+		free(err);
+		return AW_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int exit_for(enum aw_upload_outcome o)
+{
+	switch (o) {
+	case AW_UPLOAD_STORED:
+		return AW_EXIT_OK;
+	case AW_UPLOAD_DEFERRED:
+		return AW_EXIT_SPOOLED;
+	default:
+		return AW_EXIT_FAILURE;
+	}
+}
+
+static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_agent_run run = {a->project, a->commit,     a->ref, a->subject,
+	                           a->profile, AW_TRIGGER_CI, NULL};
+	struct aw_agent agent;
+	struct aw_result *res = NULL;
+	enum aw_upload_outcome outcome;
+	char *err = NULL;
+	bool loaded;
+	int status, rc;
+
+	if (!a->project || !a->commit || !a->ref)
+		return usage_error("run needs --project, --commit and --ref");
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	status = open_agent(&agent, cfg);
+	if (status)
+		return status;
+	agent.progress = !a->quiet;
+	rc = aw_agent_measure(&agent, &run, &res, &err);
+	if (rc) {
+		if (rc == -EINTR)
+			aw_error("interrupted: nothing was kept");
+		else
+			aw_error("%s", err);
+		status = rc == -EINVAL ? AW_EXIT_USAGE : AW_EXIT_FAILURE;
+		goto out;
+	}
+	rc = aw_agent_submit(&agent, res, &outcome, &err);
+	if (rc) {
+		aw_error("%s", err);
+		status = AW_EXIT_FAILURE;
+		goto out;
+	}
+	printf("%s\n", res->run_id);
+	fflush(stdout);
+	status = exit_for(outcome);
+out:
+	aw_result_free(&res);
+	aw_agent_close(&agent);
+	free(err);
+	return status;
+}
+
+static int cmd_daemon(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_agent agent;
+	char *err = NULL;
+	bool loaded;
+	int status;
+
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	status = open_agent(&agent, cfg);
+	if (status)
+		return status;
+	if (aw_agent_daemon(&agent, &err)) {
+		aw_error("%s", err);
+		status = AW_EXIT_FAILURE;
+	}
+	aw_agent_close(&agent);
+	free(err);
+	return status;
+}
+
+static int cmd_flush(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_agent agent;
+	size_t stored = 0, rejected = 0, left = 0;
+	char *err = NULL;
+	bool loaded;
+	int status;
+
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	status = open_agent(&agent, cfg);
+	if (status)
+		return status;
+	if (aw_agent_flush(&agent, &stored, &rejected, &left, &err)) {
+		aw_error("%s", err);
+		status = AW_EXIT_FAILURE;
+	} else {
+		aw_info("%zu uploaded, %zu rejected, %zu left in the spool", stored, rejected,
+		        left);
+		status = left ? AW_EXIT_SPOOLED : rejected ? AW_EXIT_FAILURE : AW_EXIT_OK;
+	}
+	aw_agent_close(&agent);
+	free(err);
+	return status;
+}
+
+static int cmd_fingerprint(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_runner_opts opts = {0};
+	json_t *host;
+	char *err = NULL, *text;
+	bool loaded;
+	int status;
+
+	status = load_config(a, cfg, true, &loaded);
+	if (status)
+		return status;
+	if (loaded) {
+		opts.host_name = cfg->host_name;
+		opts.labels = cfg->labels;
+	}
+	host = aw_runner_fingerprint(&opts, &err);
+	if (!host) {
+		aw_error("%s", err);
+		free(err);
+		return AW_EXIT_FAILURE;
+	}
+	text = json_dumps(host, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+	json_decref(host);
+	if (!text || printf("%s\n", text) < 0 || fflush(stdout)) {
+		free(text);
+		aw_error("cannot write the fingerprint: %s", strerror(errno));
+		return AW_EXIT_FAILURE;
+	}
+	free(text);
+	return AW_EXIT_OK;
+}
+
+static int import_upload(const struct args *a, struct aw_agent_config *cfg, struct aw_result **docs,
+                         size_t n)
+{
+	struct aw_agent agent;
+	char *err = NULL;
+	bool loaded;
+	int status = 0, worst = AW_EXIT_OK;
+
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	status = open_agent(&agent, cfg);
+	if (status)
+		return status;
+	for (size_t i = 0; i < n; i++) {
+		enum aw_upload_outcome outcome;
+		int s;
+
+		if (aw_agent_submit(&agent, docs[i], &outcome, &err)) {
+			aw_error("%s", err);
+			aw_freep(&err);
+			s = AW_EXIT_FAILURE;
+		} else {
+			s = exit_for(outcome);
+		}
+		if (s == AW_EXIT_FAILURE || (s == AW_EXIT_SPOOLED && worst == AW_EXIT_OK))
+			worst = s;
+	}
+	aw_agent_close(&agent);
+	return worst;
+}
+
+static int cmd_import(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_import_opts io = {0};
+	struct aw_import imp;
+	struct aw_result **docs = NULL;
+	size_t n = 0, cells = 0, len;
+	json_t *out = NULL;
+	char *text = NULL, *err = NULL, *copy = NULL, *dump = NULL;
+	const char *path;
+	bool percpu;
+	int status = AW_EXIT_FAILURE, rc;
+
+	if (!a->format || !a->file)
+		return usage_error("import needs a format (percpu-bench or refscale) and a FILE");
+	percpu = !strcmp(a->format, "percpu-bench") || !strcmp(a->format, "percpu_bench");
+	if (!percpu && strcmp(a->format, "refscale"))
+		return usage_error("unknown import format '%s' (percpu-bench or refscale)",
+		                   a->format);
+	if (!a->host || !a->project || !a->commit)
+		return usage_error("import needs --host, --project and --commit");
+	aw_import_init(&imp, percpu ? "percpu_bench" : "refscale");
+	path = strcmp(a->file, "-") ? a->file : "/dev/stdin";
+	if (aw_read_file(path, AW_IMPORT_LIMIT, &text, &len, &err)) {
+		aw_error("%s", err);
+		goto out;
+	}
+	rc = percpu ? aw_percpu_bench_parse(text, len, &imp) : aw_refscale_parse(text, len, &imp);
+	if (rc) {
+		aw_error("cannot parse '%s': %s", a->file, strerror(-rc));
+		goto out;
+	}
+	copy = strdup(a->file);
+	io.host = a->host;
+	io.project = a->project;
+	io.commit = a->commit;
+	io.ref = a->ref ? a->ref : "import";
+	io.arch = a->arch ? a->arch : percpu ? "aarch64" : "unknown";
+	io.cpu_model = a->cpu_model ? a->cpu_model : "unknown";
+	io.labels = json_object_size(a->labels) ? a->labels : NULL;
+	io.source = copy ? basename(copy) : NULL;
+	rc = aw_import_documents(&imp, &io, &docs, &n, &err);
+	for (size_t i = 0; i < n; i++)
+		cells += docs[i]->n_cells;
+	fprintf(stderr,
+	        AW_AGENT_PROG ": %s: %llu lines read, %llu skipped, %zu cells in %zu document%s\n",
+	        a->file, (unsigned long long)imp.lines, (unsigned long long)imp.skipped, cells, n,
+	        n == 1 ? "" : "s");
+	if (rc) {
+		aw_error("%s: %s", a->file, err);
+		goto out;
+	}
+	if (n == 1) {
+		out = aw_result_to_json(docs[0]);
+	} else {
+		out = json_array();
+		for (size_t i = 0; out && i < n; i++)
+			if (json_array_append_new(out, aw_result_to_json(docs[i]))) {
+				json_decref(out);
+				out = NULL;
+			}
+	}
+	dump = out ? json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+	if (!dump) {
+		aw_error("out of memory");
+		goto out;
+	}
+	if (a->out) {
+		char *with_nl = aw_asprintf("%s\n", dump);
+
+		if (!with_nl || aw_write_file_atomic(a->out, with_nl, strlen(with_nl), &err)) {
+			aw_error("%s", with_nl ? err : "out of memory");
+			free(with_nl);
+			goto out;
+		}
+		free(with_nl);
+	} else if (printf("%s\n", dump) < 0 || fflush(stdout)) {
+		aw_error("cannot write the output: %s", strerror(errno));
+		goto out;
+	}
+	status = a->upload ? import_upload(a, cfg, docs, n) : AW_EXIT_OK;
+out:
+	for (size_t i = 0; i < n; i++)
+		aw_result_free(&docs[i]);
+	free(docs);
+	json_decref(out);
+	aw_import_release(&imp);
+	free(dump);
+	free(copy);
+	free(text);
+	free(err);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct aw_agent_config cfg;
+	struct args a = {0};
+	int status;
+
+	memset(&cfg, 0, sizeof(cfg));
+	aw_log_init(AW_AGENT_PROG, AW_LOG_INFO);
+	install_signals();
+	a.labels = json_object();
+	if (!a.labels) {
+		aw_error("out of memory");
+		return AW_EXIT_FAILURE;
+	}
+	if (argc > 1 && argv[1][0] != '-') {
+		a.command = argv[1];
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
+	status = parse_args(argc, argv, &a);
+	if (status) {
+		status = status < 0 ? AW_EXIT_OK : status;
+		goto out;
+	}
+	if (!a.command) {
+		status = usage_error("no command given");
+		goto out;
+	}
+	if (!strcmp(a.command, "import")) {
+		if (optind < argc)
+			a.format = argv[optind++];
+		if (optind < argc)
+			a.file = argv[optind++];
+	}
+	if (optind < argc) {
+		status = usage_error("unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (!strcmp(a.command, "run"))
+		status = cmd_run(&a, &cfg);
+	else if (!strcmp(a.command, "daemon"))
+		status = cmd_daemon(&a, &cfg);
+	else if (!strcmp(a.command, "flush"))
+		status = cmd_flush(&a, &cfg);
+	else if (!strcmp(a.command, "fingerprint"))
+		status = cmd_fingerprint(&a, &cfg);
+	else if (!strcmp(a.command, "import"))
+		status = cmd_import(&a, &cfg);
+	else
+		status = usage_error("unknown command '%s' (run, daemon, flush, fingerprint or "
+		                     "import)",
+		                     a.command);
+out:
+	aw_agent_config_release(&cfg);
+	json_decref(a.labels);
+	aw_http_global_cleanup();
+	return status;
+}

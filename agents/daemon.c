@@ -1,0 +1,452 @@
+/* atomwatch-agent daemon: one loop that long-polls the collector for jobs (so it sleeps in the
+ * kernel while idle), runs what is due (a job, the schedule, a changed fingerprint, a spool
+ * flush) and remembers the last run's fingerprint and the last scheduled run in
+ * spool/state.json. The collector only ever names a commit, a ref and a subject of our own
+ * config: nothing it sends is executed. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+#include "atomwatch/runner.h"
+#include "aw/log.h"
+#include "aw/util.h"
+
+#define STATE_LIMIT  (1u << 20)
+#define MESSAGE_MAX  500 /* the collector takes 512 printable bytes */
+#define STATUS_TRIES 3
+#define MS           UINT64_C(1000000)
+
+struct state {
+	json_t *host;       /* fingerprint of the last run, or NULL */
+	int64_t last_sched; /* realtime µs of the last scheduled run, 0: never */
+	char *path;
+};
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void state_load(struct state *s)
+{
+	char *text = NULL, *err = NULL;
+	const char *t;
+	size_t len;
+	json_t *doc;
+
+	if (aw_read_file(s->path, STATE_LIMIT, &text, &len, &err)) {
+		free(err);
+		return; /* first start */
+	}
+	doc = json_loadb(text, len, 0, NULL);
+	free(text);
+	if (!json_is_object(doc)) {
+		aw_warn("ignoring '%s': not a JSON object", s->path);
+		json_decref(doc);
+		return;
+	}
+	if (json_is_object(json_object_get(doc, "fingerprint")))
+		s->host = json_incref(json_object_get(doc, "fingerprint"));
+	t = json_string_value(json_object_get(doc, "last_scheduled_run"));
+	if (t && aw_time_parse(t, &s->last_sched))
+		s->last_sched = 0;
+	json_decref(doc);
+}
+
+static void state_save(const struct state *s)
+{
+	char when[AW_TIME_LEN] = "", *text, *err = NULL;
+	struct timespec ts = {.tv_sec = (time_t)(s->last_sched / 1000000),
+	                      .tv_nsec = (long)(s->last_sched % 1000000) * 1000};
+	json_t *doc;
+
+	if (s->last_sched)
+		aw_time_format(&ts, when);
+	doc = json_pack("{s:O?, s:s?}", "fingerprint", s->host, "last_scheduled_run",
+	                s->last_sched ? when : NULL);
+	text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+	if (!text || aw_write_file_atomic(s->path, text, strlen(text), &err))
+		aw_warn("cannot save the daemon state: %s", err ? err : "out of memory");
+	free(text);
+	free(err);
+	json_decref(doc);
+}
+
+static void state_set_host(struct state *s, const json_t *host)
+{
+	json_decref(s->host);
+	s->host = json_deep_copy(host);
+}
+
+/* A job status message: printable, one line, short enough for the collector. */
+static void clean_message(const char *in, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (len > MESSAGE_MAX + 1)
+		len = MESSAGE_MAX + 1;
+	for (; in && *in && n + 1 < len; in++)
+		out[n++] = (unsigned char)*in < 0x20 || *in == 0x7f ? ' ' : *in;
+	out[n] = '\0';
+}
+
+/* POST /api/v1/jobs/{id}/status, a few tries. `interruptible` false: sent even while stopping
+ * (the final "failed" of an interrupted job). */
+static void report(struct aw_agent *a, json_int_t id, const char *state, const char *run_id,
+                   const char *message, bool interruptible)
+{
+	char path[64], clean[MESSAGE_MAX + 1];
+	struct aw_http_reply rep;
+	json_t *body;
+	char *text;
+
+	clean_message(message, clean, sizeof(clean));
+	body = json_pack("{s:s, s:s?, s:s?}", "state", state, "run_id", run_id, "message",
+	                 message ? clean : NULL);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!text) {
+		aw_error("job %lld: cannot report '%s': out of memory", (long long)id, state);
+		return;
+	}
+	snprintf(path, sizeof(path), "/api/v1/jobs/%lld/status", (long long)id);
+	aw_http_reply_init(&rep);
+	if (!interruptible)
+		aw_http_set_stop(a->http, NULL);
+	for (int i = 0; i < STATUS_TRIES; i++) {
+		int rc = aw_http_request(a->http, "POST", path, text, strlen(text),
+		                         interruptible ? 0 : 5000, &rep);
+
+		if (!rc && rep.status >= 200 && rep.status < 300)
+			break;
+		if (rc == -EINTR || (!rc && !aw_http_retryable(rep.status)) ||
+		    i == STATUS_TRIES - 1) {
+			aw_warn("job %lld: cannot report '%s' (%s%ld)", (long long)id, state,
+			        rc ? rep.error : "HTTP ", rc ? 0L : rep.status);
+			break;
+		}
+		aw_sleep_ns(a->cfg->backoff_ms * MS, interruptible ? a->stop : NULL);
+	}
+	aw_http_set_stop(a->http, a->stop);
+	aw_http_reply_release(&rep);
+	free(text);
+}
+
+/* Measures and submits one run; remembers its fingerprint. Returns 0 with *outcome and the run
+ * id, or a negative errno with *err (-EINTR: stopped). */
+static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_agent_run *run,
+                          enum aw_upload_outcome *outcome, char *run_id, char **err)
+{
+	struct aw_result *res = NULL;
+	int rc = aw_agent_measure(a, run, &res, err);
+
+	if (rc)
+		return rc;
+	memcpy(run_id, res->run_id, AW_UUID_LEN + 1);
+	rc = aw_agent_submit(a, res, outcome, err);
+	if (!rc) {
+		state_set_host(st, res->host);
+		state_save(st);
+	}
+	aw_result_free(&res);
+	return rc;
+}
+
+static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
+{
+	json_int_t id = json_integer_value(json_object_get(job, "id"));
+	const char *project = json_string_value(json_object_get(job, "project"));
+	const char *commit = json_string_value(json_object_get(job, "commit"));
+	const char *ref = json_string_value(json_object_get(job, "ref"));
+	const char *subject = json_string_value(json_object_get(job, "subject"));
+	struct aw_agent_run run = {project, commit, ref, subject, NULL, AW_TRIGGER_CI, NULL};
+	char run_id[AW_UUID_LEN + 1] = "", names[400], msg[MESSAGE_MAX + 1];
+	enum aw_upload_outcome outcome;
+	json_t *meta = NULL;
+	char *err = NULL;
+	int rc;
+
+	if (id <= 0 || !aw_valid_name(project) || !aw_valid_commit(commit) || !aw_valid_ref(ref) ||
+	    (json_object_get(job, "subject") && !json_is_null(json_object_get(job, "subject")) &&
+	     !aw_valid_name(subject))) {
+		aw_error("ignoring a malformed job from the collector");
+		if (id > 0)
+			report(a, id, "failed", NULL, "the agent could not read this job", true);
+		return;
+	}
+	aw_info("job %lld: %s %s (%s)%s%s", (long long)id, project, commit, ref,
+	        subject ? ", subject " : "", subject ? subject : "");
+	if (subject && !aw_agent_config_subject(a->cfg, subject)) {
+		aw_agent_config_subject_names(a->cfg, names, sizeof(names));
+		snprintf(msg, sizeof(msg), "unknown subject '%s': this agent's config defines: %s",
+		         subject, names);
+		aw_error("job %lld: %s", (long long)id, msg);
+		report(a, id, "failed", NULL, msg, true);
+		return;
+	}
+	report(a, id, "running", NULL, NULL, true);
+	meta = json_pack("{s:I}", "job", id);
+	run.meta = meta;
+	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	if (rc == -EINTR || (a->stop && *a->stop)) {
+		aw_info("job %lld: stopped before the run finished", (long long)id);
+		report(a, id, "failed", NULL, "the agent was stopped before the run finished",
+		       false);
+	} else if (rc) {
+		aw_error("job %lld: %s", (long long)id, err);
+		report(a, id, "failed", NULL, err, true);
+	} else if (outcome == AW_UPLOAD_STORED) {
+		report(a, id, "done", run_id, NULL, true);
+	} else if (outcome == AW_UPLOAD_DEFERRED) {
+		report(a, id, "done", run_id,
+		       "measured; the upload is pending in the agent's spool", true);
+	} else {
+		report(a, id, "failed", run_id,
+		       "the collector rejected the result (see the agent's rejected/ folder)",
+		       true);
+	}
+	json_decref(meta);
+	free(err);
+}
+
+/* A scheduled run (trigger schedule), with what changed in meta. */
+static void run_scheduled(struct aw_agent *a, struct state *st, const json_t *host, json_t *changed,
+                          const char *why)
+{
+	const struct aw_agent_config *cfg = a->cfg;
+	struct aw_agent_run run = {cfg->schedule_project,
+	                           cfg->schedule_commit,
+	                           cfg->schedule_ref,
+	                           NULL,
+	                           NULL,
+	                           AW_TRIGGER_SCHEDULE,
+	                           NULL};
+	char commit[41], run_id[AW_UUID_LEN + 1];
+	enum aw_upload_outcome outcome;
+	json_t *meta;
+	char *err = NULL;
+	int rc;
+
+	if (!run.commit) {
+		if (aw_platform_commit(host, commit)) {
+			aw_error("cannot derive the platform commit: out of memory");
+			return;
+		}
+		run.commit = commit;
+	}
+	meta = json_pack("{s:s}", "reason", why);
+	if (meta && changed && json_object_size(changed))
+		json_object_set(meta, "changed", changed);
+	run.meta = meta;
+	aw_info("scheduled run (%s): %s %s (%s)", why, run.project, run.commit, run.ref);
+	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	if (rc && rc != -EINTR)
+		aw_error("scheduled run: %s", err);
+	json_decref(meta);
+	free(err);
+}
+
+/* Checks the fingerprint against the last run's; runs when it changed. Returns the current
+ * fingerprint (new reference) or NULL. */
+static json_t *check_fingerprint(struct aw_agent *a, struct state *st, bool *ran)
+{
+	struct aw_runner_opts opts = {.host_name = a->cfg->host_name, .labels = a->cfg->labels};
+	json_t *host, *changed;
+	char *err = NULL;
+
+	*ran = false;
+	host = aw_runner_fingerprint(&opts, &err);
+	if (!host) {
+		aw_error("cannot take the host fingerprint: %s", err);
+		free(err);
+		return NULL;
+	}
+	if (!st->host) {
+		/* nothing to compare with yet: this is the baseline */
+		state_set_host(st, host);
+		state_save(st);
+		return host;
+	}
+	changed = aw_fingerprint_changes(st->host, host);
+	if (changed && json_object_size(changed) && a->cfg->on_change) {
+		const char *k;
+		json_t *v;
+		char list[256] = "";
+		size_t o = 0;
+
+		json_object_foreach (changed, k, v)
+			o += (size_t)snprintf(list + o, o < sizeof(list) ? sizeof(list) - o : 0,
+			                      "%s%s", o ? ", " : "", k);
+		aw_info("the fingerprint changed (%s)", list);
+		run_scheduled(a, st, host, changed, "fingerprint changed");
+		*ran = true;
+	}
+	json_decref(changed);
+	return host;
+}
+
+/* The next job, waiting up to wait_ms. Returns 1 with *job, 0 for none, -EINTR, or another
+ * negative errno (the collector is unreachable or refuses). */
+static int poll_job(struct aw_agent *a, const char *host, uint64_t wait_ms, json_t **job, char *why,
+                    size_t why_len)
+{
+	struct aw_http_reply rep;
+	char path[160];
+	uint64_t wait_s = wait_ms / 1000;
+	json_t *doc;
+	int rc;
+
+	*job = NULL;
+	snprintf(path, sizeof(path), "/api/v1/jobs/next?host=%s&wait=%llu", host,
+	         (unsigned long long)wait_s);
+	aw_http_reply_init(&rep);
+	rc = aw_http_request(a->http, "GET", path, NULL, 0,
+	                     wait_ms + a->cfg->connect_timeout_ms + 30000, &rep);
+	if (rc) {
+		snprintf(why, why_len, "%s", rep.error);
+	} else if (rep.status == 204) {
+		rc = 0;
+	} else if (rep.status == 200) {
+		doc = json_loadb(rep.body.data ? rep.body.data : "", rep.body.len, 0, NULL);
+		*job = json_incref(json_object_get(doc, "job"));
+		json_decref(doc);
+		rc = json_is_object(*job) ? 1 : -EPROTO;
+		if (rc < 0) {
+			json_decref(*job);
+			*job = NULL;
+			snprintf(why, why_len, "an unreadable job reply");
+		}
+	} else {
+		snprintf(why, why_len, "HTTP %ld", rep.status);
+		rc = -EIO;
+	}
+	aw_http_reply_release(&rep);
+	return rc;
+}
+
+static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
+int aw_agent_daemon(struct aw_agent *a, char **err)
+{
+	const struct aw_agent_config *cfg = a->cfg;
+	struct state st = {0};
+	json_t *host = NULL;
+	char host_name[AW_NAME_MAX + 1], why[300];
+	uint64_t next_flush, next_check, next_sched = UINT64_MAX, backoff_ms = cfg->backoff_ms;
+	bool down = false, ran;
+	int rc = 0;
+
+	st.path = aw_asprintf("%s/state.json", a->spool.dir);
+	if (!st.path)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	state_load(&st);
+	host = check_fingerprint(a, &st, &ran);
+	if (!host) {
+		rc = aw_errorf(err, -EIO, "cannot take the host fingerprint");
+		goto out;
+	}
+	snprintf(host_name, sizeof(host_name), "%s",
+	         json_string_value(json_object_get(host, "name")));
+	aw_info("daemon for host '%s' polling %s", host_name, cfg->url);
+	next_flush = aw_monotonic_ns();
+	next_check = aw_monotonic_ns() + cfg->check_every_ms * MS;
+	if (cfg->schedule_every_ms) {
+		int64_t since = st.last_sched ? now_us() - st.last_sched : INT64_MAX;
+		uint64_t every_us = cfg->schedule_every_ms * 1000;
+
+		next_sched = aw_monotonic_ns();
+		if (ran)
+			next_sched += cfg->schedule_every_ms * MS; /* it just measured */
+		else if (since >= 0 && (uint64_t)since < every_us)
+			next_sched += (every_us - (uint64_t)since) * 1000;
+	}
+	while (!*a->stop) {
+		uint64_t now = aw_monotonic_ns(), wake, wait_ms;
+		json_t *job = NULL;
+		int got;
+
+		if (now >= next_flush) {
+			size_t stored = 0, rejected = 0, left = 0;
+			char *ferr = NULL;
+
+			if (aw_agent_flush(a, &stored, &rejected, &left, &ferr))
+				aw_error("%s", ferr);
+			else if (stored || rejected)
+				aw_info("spool flushed: %zu uploaded, %zu rejected, %zu waiting",
+				        stored, rejected, left);
+			free(ferr);
+			next_flush = aw_monotonic_ns() + cfg->flush_every_ms * MS;
+			continue;
+		}
+		if (now >= next_check) {
+			json_decref(host);
+			host = check_fingerprint(a, &st, &ran);
+			next_check = aw_monotonic_ns() + cfg->check_every_ms * MS;
+			if (ran && cfg->schedule_every_ms)
+				next_sched = aw_monotonic_ns() + cfg->schedule_every_ms * MS;
+			continue;
+		}
+		if (now >= next_sched) {
+			json_t *fp = host ? json_incref(host) : NULL;
+
+			run_scheduled(a, &st, fp ? fp : json_object(), NULL,
+			              st.last_sched ? "schedule" : "first scheduled run");
+			json_decref(fp);
+			st.last_sched = now_us();
+			state_save(&st);
+			next_sched = aw_monotonic_ns() + cfg->schedule_every_ms * MS;
+			continue;
+		}
+		wake = min3(next_flush, next_check, next_sched);
+		wait_ms = (wake - now) / MS;
+		if (wait_ms > cfg->poll_wait_ms)
+			wait_ms = cfg->poll_wait_ms;
+		if (down) {
+			/* the collector is unreachable: no polling in a loop, just wait a while */
+			aw_sleep_ns((backoff_ms < wait_ms ? backoff_ms : wait_ms) * MS, a->stop);
+			backoff_ms = backoff_ms * 2 < cfg->backoff_max_ms ? backoff_ms * 2
+			                                                  : cfg->backoff_max_ms;
+		}
+		if (*a->stop)
+			break;
+		if (wait_ms < 1000)
+			wait_ms = 1000;
+		got = poll_job(a, host_name, wait_ms, &job, why, sizeof(why));
+		if (got == -EINTR)
+			break;
+		if (got < 0) {
+			if (!down)
+				aw_warn(
+				    "cannot reach the collector for jobs (%s); retrying with backoff",
+				    why);
+			down = true;
+			continue;
+		}
+		if (down)
+			aw_info("the collector answers again");
+		down = false;
+		backoff_ms = cfg->backoff_ms;
+		if (got == 1) {
+			run_job(a, &st, job);
+			json_decref(job);
+			next_flush = aw_monotonic_ns(); /* something may wait behind it */
+		}
+	}
+	aw_info("stopping");
+out:
+	json_decref(host);
+	json_decref(st.host);
+	free(st.path);
+	return rc;
+}
