@@ -1,0 +1,328 @@
+/* Ingest throughput of the collector: a libcurl-multi load generator posting realistic
+ * 300-cell result documents from N concurrent uploaders (mode "load"), and the raw rate of
+ * storing the same documents straight into SQLite through the store with one transaction per
+ * document (mode "raw"). Prints one JSON object of figures; bench/collector/run_ingest.py drives
+ * it and writes the table of docs/benchmarks.md. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aw/result.h"
+#include "aw/sha256.h"
+#include "aw/stats.h"
+#include "aw/util.h"
+#include "store.h"
+
+static const char *const ops[] = {"plain",
+                                  "llsc",
+                                  "stadd",
+                                  "ldadd",
+                                  "ldadda",
+                                  "ldaddl",
+                                  "ldaddal",
+                                  "prfm_keep_stadd",
+                                  "prfm_strm_stadd",
+                                  "cas",
+                                  "icas",
+                                  "swp",
+                                  "casp",
+                                  "ldxp_stxp",
+                                  "c11_relaxed",
+                                  "c11_seqcst",
+                                  "c11_cas"};
+#define N_OPS (sizeof(ops) / sizeof(ops[0]))
+
+static double jitter(unsigned *seed, double lo, double hi)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return lo + (hi - lo) * ((*seed >> 8) & 0xffff) / 65535.0;
+}
+
+static void fill_cell(struct aw_cell *c, const char *op, int cpu, unsigned *seed)
+{
+	double base = !strcmp(op, "stadd") ? 48.7 : !strcmp(op, "plain") ? 0.9 : 5.1;
+
+	aw_set_str(&c->op, op);
+	c->cpu = cpu;
+	c->n = 200;
+	c->batch = 4096;
+	c->p50 = base * jitter(seed, 0.97, 1.03);
+	c->min = c->p50 * jitter(seed, 0.9, 0.99);
+	c->p95 = c->p50 * jitter(seed, 1.01, 1.2);
+	c->p99 = c->p95 * jitter(seed, 1.01, 1.5);
+	c->max = c->p99 * jitter(seed, 1.0, 4.0);
+	c->mean = (c->p50 + c->p95) / 2;
+	c->stddev = c->p50 * 0.03;
+	c->ci_lo = c->p50 * 0.995;
+	c->ci_hi = c->p50 * 1.005;
+	c->baseline_ns = 0.312;
+}
+
+/* A realistic document of an aarch64 host: every op on every CPU, readers and a contention
+ * grid on CPU 0, cut at `cells`. */
+static struct aw_result *make_doc(int cells, int host_index)
+{
+	struct aw_result *r = aw_result_new();
+	unsigned seed = 42;
+	char host[32], commit[41];
+
+	if (!r)
+		return NULL;
+	snprintf(host, sizeof(host), "bench-host-%d", host_index);
+	snprintf(commit, sizeof(commit), "%08x%032x", (unsigned)host_index, 7u);
+	aw_set_str(&r->project, "linux");
+	aw_set_str(&r->commit, commit);
+	aw_set_str(&r->ref, "main");
+	aw_set_str(&r->matrix_name, "default");
+	aw_set_str(&r->matrix_hash, "9a8b7c6d5e4f3a2b");
+	aw_set_str(&r->matrix_profile, "full");
+	r->matrix_version = 1;
+	r->trigger = AW_TRIGGER_CI;
+	snprintf(r->started_at, sizeof(r->started_at), "2026-11-29T10:00:00.000000Z");
+	snprintf(r->finished_at, sizeof(r->finished_at), "2026-11-29T10:03:12.500000Z");
+	r->host = json_pack(
+	    "{s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:i, s:b, s:s, s:s}, s:{s:s, s:s, "
+	    "s:s, s:f}}",
+	    "name", host, "arch", "aarch64", "cpu_model", "Neoverse-V2", "platform_hash",
+	    "5f1c2e9a0b7d3c41", "labels", "cloud", "aws", "instance", "c8g.metal-48xl", "stable",
+	    "implementer", "0x41", "part", "0xd4f", "cpus", 64, "lse", 1, "compiler", "gcc 12.2.0",
+	    "cflags", "-O2", "changing", "kernel", "6.12.0", "governor", "performance", "timer",
+	    "cntvct", "timer_hz", 1e9);
+	r->meta = json_pack("{s:s}", "agent", "atomwatch-agent 0.1.0");
+	for (int cpu = 0; (int)r->n_cells < cells; cpu++) {
+		for (size_t i = 0; i < N_OPS && (int)r->n_cells < cells; i++) {
+			struct aw_cell *c = aw_result_add_cell(r);
+
+			fill_cell(c, ops[i], cpu, &seed);
+			aw_cell_make_key(c);
+		}
+		for (int k = 0; cpu == 0 && k < 9 && (int)r->n_cells < cells; k++) {
+			static const char *const readers[] = {"srcu", "srcu_fast", "srcu_nmisafe"};
+			static const char *const rops[] = {"llsc", "stadd", "ldadd"};
+			struct aw_cell *c = aw_result_add_cell(r);
+
+			fill_cell(c, rops[k % 3], 0, &seed);
+			aw_set_str(&c->reader, readers[k / 3]);
+			c->p50 *= 2.1;
+			c->p95 *= 2.1;
+			c->p99 *= 2.1;
+			c->max *= 2.1;
+			c->mean *= 2.1;
+			c->ci_lo *= 2.1;
+			c->ci_hi *= 2.1;
+			aw_cell_make_key(c);
+		}
+		for (int k = 0; cpu == 0 && k < 6 && (int)r->n_cells < cells; k++) {
+			struct aw_cell *c = aw_result_add_cell(r);
+
+			fill_cell(c, "stadd", 0, &seed);
+			c->contender_cpu = 1;
+			c->c = k < 2 ? 10 : k < 4 ? 100 : 1000;
+			c->d = k % 2 ? 100 : 0;
+			aw_cell_make_key(c);
+		}
+	}
+	return r;
+}
+
+/* A distinct, valid lowercase UUID for upload number `n` of uploader `u`. */
+static void put_uuid(char *at, unsigned u, unsigned long n)
+{
+	char id[AW_UUID_LEN + 1];
+
+	snprintf(id, sizeof(id), "%08x-%04x-4%03x-8%03x-%012lx", 0xbe5c0000u | u,
+	         (unsigned)getpid() & 0xffff, 0u, 0u, n);
+	memcpy(at, id, AW_UUID_LEN);
+}
+
+struct uploader {
+	CURL *easy;
+	char *body;
+	size_t len, id_at;
+	unsigned index;
+	unsigned long n;
+	uint64_t started;
+	struct curl_slist *headers;
+};
+
+static size_t discard(char *p, size_t size, size_t n, void *cls)
+{
+	(void)p;
+	(void)cls;
+	return size * n;
+}
+
+static void arm(struct uploader *up, unsigned long n)
+{
+	put_uuid(up->body + up->id_at, up->index, n);
+	up->started = aw_monotonic_ns();
+}
+
+static int mode_load(const char *url, const char *token, unsigned concurrency, unsigned long count,
+                     int cells, int hosts)
+{
+	struct uploader *ups = calloc(concurrency, sizeof(*ups));
+	double *lat = calloc(count, sizeof(*lat));
+	unsigned long sent = 0, done = 0, errors = 0, codes[6] = {0};
+	char auth[256], *text;
+	CURLM *multi = curl_multi_init();
+	uint64_t t0, t1;
+	int running = 0;
+
+	if (!ups || !lat || !multi)
+		return 1;
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+	for (unsigned i = 0; i < concurrency; i++) {
+		struct uploader *up = &ups[i];
+		struct aw_result *r = make_doc(cells, (int)(i % (unsigned)hosts));
+		json_t *doc = aw_result_to_json(r);
+		char *at;
+
+		text = json_dumps(doc, JSON_COMPACT);
+		at = strstr(text, r->run_id);
+		up->index = i;
+		up->body = text;
+		up->len = strlen(text);
+		up->id_at = (size_t)(at - text);
+		up->easy = curl_easy_init();
+		up->headers = curl_slist_append(NULL, "Content-Type: application/json");
+		up->headers = curl_slist_append(up->headers, auth);
+		up->headers = curl_slist_append(up->headers, "Expect:");
+		curl_easy_setopt(up->easy, CURLOPT_URL, url);
+		curl_easy_setopt(up->easy, CURLOPT_HTTPHEADER, up->headers);
+		curl_easy_setopt(up->easy, CURLOPT_POSTFIELDS, up->body);
+		curl_easy_setopt(up->easy, CURLOPT_POSTFIELDSIZE, (long)up->len);
+		curl_easy_setopt(up->easy, CURLOPT_WRITEFUNCTION, discard);
+		curl_easy_setopt(up->easy, CURLOPT_PRIVATE, up);
+		curl_easy_setopt(up->easy, CURLOPT_TCP_NODELAY, 1L);
+		json_decref(doc);
+		aw_result_free(&r);
+	}
+	t0 = aw_monotonic_ns();
+	for (unsigned i = 0; i < concurrency && sent < count; i++) {
+		arm(&ups[i], sent++);
+		curl_multi_add_handle(multi, ups[i].easy);
+	}
+	while (done < count) {
+		CURLMsg *msg;
+		int left;
+
+		curl_multi_perform(multi, &running);
+		while ((msg = curl_multi_info_read(multi, &left))) {
+			struct uploader *up;
+			long code = 0;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&up);
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+			if (msg->data.result != CURLE_OK || code != 201) {
+				errors++;
+				if (errors <= 5)
+					fprintf(stderr,
+					        "ingest_bench: upload failed: %s, HTTP %ld\n",
+					        curl_easy_strerror(msg->data.result), code);
+			}
+			codes[code / 100 < 6 ? code / 100 : 0]++;
+			lat[done++] = (double)(aw_monotonic_ns() - up->started) / 1e6;
+			curl_multi_remove_handle(multi, up->easy);
+			if (sent < count) {
+				arm(up, sent++);
+				curl_multi_add_handle(multi, up->easy);
+			}
+		}
+		if (done < count)
+			curl_multi_poll(multi, NULL, 0, 100, NULL);
+	}
+	t1 = aw_monotonic_ns();
+	aw_sort_doubles(lat, count);
+	printf("{\"mode\":\"load\",\"uploads\":%lu,\"concurrency\":%u,\"cells\":%d,"
+	       "\"body_bytes\":%zu,\"seconds\":%.3f,\"uploads_per_s\":%.1f,\"p50_ms\":%.2f,"
+	       "\"p99_ms\":%.2f,\"max_ms\":%.2f,\"errors\":%lu,\"http_2xx\":%lu}\n",
+	       count, concurrency, cells, ups[0].len, (double)(t1 - t0) / 1e9,
+	       (double)count / ((double)(t1 - t0) / 1e9), aw_quantile_sorted(lat, count, 0.5),
+	       aw_quantile_sorted(lat, count, 0.99), lat[count - 1], errors, codes[2]);
+	for (unsigned i = 0; i < concurrency; i++) {
+		curl_easy_cleanup(ups[i].easy);
+		curl_slist_free_all(ups[i].headers);
+		free(ups[i].body);
+	}
+	curl_multi_cleanup(multi);
+	free(ups);
+	free(lat);
+	return errors ? 1 : 0;
+}
+
+static int mode_raw(const char *db, unsigned long count, int cells, bool sync_full)
+{
+	struct store_options opt = STORE_OPTIONS_DEFAULT;
+	struct aw_result *r = make_doc(cells, 0);
+	struct store *s = NULL;
+	struct store_conn *c = NULL;
+	struct store_put put;
+	char *err = NULL, *host_json;
+	uint64_t t0, t1;
+	int rc;
+
+	opt.sqlite_sync_full = sync_full;
+	rc = store_open(db, &opt, &s, &err);
+	if (!rc)
+		rc = store_connect(s, &c, &err);
+	if (!rc)
+		rc = store_migrate(c, NULL, NULL, &err);
+	if (rc) {
+		fprintf(stderr, "ingest_bench: %s\n", err);
+		return 1;
+	}
+	memset(&put, 0, sizeof(put));
+	host_json = json_dumps(r->host, JSON_COMPACT | JSON_SORT_KEYS);
+	aw_sha256_hex(host_json, strlen(host_json), put.host_hash);
+	memset(put.content_hash, 'a', AW_SHA256_HEX_LEN);
+	put.host_json = host_json;
+	put.result = r;
+	aw_time_now(put.received_at);
+	t0 = aw_monotonic_ns();
+	for (unsigned long i = 0; i < count; i++) {
+		put_uuid(r->run_id, 999, i);
+		rc = store_put_runs(c, &put, 1);
+		if (rc || put.outcome != STORE_CREATED) {
+			fprintf(stderr, "ingest_bench: store failed: %d\n", rc);
+			return 1;
+		}
+	}
+	t1 = aw_monotonic_ns();
+	printf("{\"mode\":\"raw\",\"documents\":%lu,\"cells\":%d,\"synchronous\":\"%s\","
+	       "\"seconds\":%.3f,\"documents_per_s\":%.1f}\n",
+	       count, cells, sync_full ? "full" : "normal", (double)(t1 - t0) / 1e9,
+	       (double)count / ((double)(t1 - t0) / 1e9));
+	free(host_json);
+	aw_result_free(&r);
+	store_disconnect(&c);
+	store_close(&s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *usage = "usage: ingest_bench load URL TOKEN CONCURRENCY COUNT [CELLS [HOSTS]]\n"
+	                    "       ingest_bench raw DB_URL COUNT [CELLS [full|normal]]\n";
+	int rc;
+
+	if (argc >= 6 && !strcmp(argv[1], "load")) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		rc =
+		    mode_load(argv[2], argv[3], (unsigned)atoi(argv[4]), strtoul(argv[5], NULL, 10),
+		              argc > 6 ? atoi(argv[6]) : 300, argc > 7 ? atoi(argv[7]) : 16);
+		curl_global_cleanup();
+		return rc;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "raw"))
+		return mode_raw(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atoi(argv[4]) : 300,
+		                argc > 5 ? strcmp(argv[5], "normal") != 0 : true);
+	fputs(usage, stderr);
+	return 2;
+}
