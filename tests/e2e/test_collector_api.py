@@ -132,6 +132,10 @@ BAD = [
     ("empty body", lambda: b"", 400, "", "required"),
     ("number overflow", lambda: json.dumps(h.make_doc(seed=98)).replace(
         '"n": 200', '"n": 1e999', 1).encode(), 400, "", "json"),
+    ("NaN", lambda: json.dumps(h.make_doc(seed=97)).replace('"p50": ', '"p50": NaN, "x": ',
+                                                              1).encode(), 400, "", "json"),
+    ("Infinity", lambda: json.dumps(h.make_doc(seed=96)).replace(
+        '"max": ', '"max": Infinity, "x": ', 1).encode(), 400, "", "json"),
     ("unknown schema", lambda: mutate(lambda d: d.update(schema="atomwatch.result/2")), 400,
      "schema", "unsupported_schema"),
     ("unknown field", lambda: mutate(lambda d: d.update(bogus=1)), 400, "bogus",
