@@ -408,11 +408,9 @@ static int script_trend(struct script *s, const struct aw_chart_trend *t)
 		}
 		if (has_p50) {
 			plot_next(s, &first);
-			s_printf(
-			    s,
-			    "$p50_%zu using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 lc rgb \"%s\" "
-			    "title ",
-			    k, colour);
+			/* markers while they can be told apart, a plain line beyond */
+			s_printf(s, "$p50_%zu using 1:2 with %s lw 1.5 lc rgb \"%s\" title ", k,
+			         t->n_points <= 60 ? "linespoints pt 7 ps 0.5" : "lines", colour);
 			s_str(s, se->name);
 		}
 	}
@@ -613,10 +611,13 @@ static int script_percpu(struct script *s, const struct aw_chart_percpu *p)
 		if (!any)
 			continue;
 		plot_next(s, &first);
-		s_printf(s,
-		         "$op%zu using 1:2 with linespoints pt %zu ps 0.7 lw 1.5 lc rgb \"%s\" "
-		         "title ",
-		         k, 5 + 2 * ((k / N_COLOURS) % 4), series_colours[k % N_COLOURS]);
+		if (p->n_cpus <= 32)
+			s_printf(s, "$op%zu using 1:2 with linespoints pt %zu ps 0.7 lw 1.5 ", k,
+			         5 + 2 * ((k / N_COLOURS) % 4));
+		else /* a marker per CPU would hide the lines */
+			s_printf(s, "$op%zu using 1:2 with lines lw 1.5 dt %zu ", k,
+			         1 + (k / N_COLOURS) % 4);
+		s_printf(s, "lc rgb \"%s\" title ", series_colours[k % N_COLOURS]);
 		s_str(s, p->ops ? p->ops[k] : NULL);
 	}
 	s_puts(s, "\n");

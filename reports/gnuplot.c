@@ -1,12 +1,14 @@
 /* The one file that talks to gnuplot: a long-lived gnuplot process per renderer, started with
- * posix_spawn, fed scripts over a socket, its answers read back over a pipe with a deadline;
- * restarted when it dies or hangs. Also the escaping of every string and number put in a script. */
+ * posix_spawn, driven over a socket, fed each chart's script through a named pipe, its answers
+ * read back over a pipe with a deadline; restarted when it dies or hangs. Also the escaping of
+ * every string and number put in a script. */
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -39,6 +41,8 @@ struct aw_gnuplot {
 	unsigned starts;
 	unsigned long long seq; /* exchanges so far: names markers and temp files */
 	char nonce[17];         /* random per process, so no stale or forged line is a marker */
+	char *fifo_dir;         /* private (0700) directory holding the named pipe */
+	char *fifo;             /* the named pipe gnuplot `load`s each chart's script from */
 
 	/* output of the current exchange */
 	char line[GP_LINE_MAX + 1];
@@ -205,49 +209,112 @@ static void gp_line(struct aw_gnuplot *gp, const char *marker, bool *done, int *
 		aw_buf_append(&gp->msgs, "\n", 1);
 }
 
-/* Sends `script` and reads until the line "<marker> <status> [message]". Returns 0 with
- * *status (gnuplot's GPVAL_ERRNO) and gp->errmsg set, -ETIMEDOUT (the process was killed),
- * -EPIPE (it died; reaped), or another negative errno. */
-static int gp_exchange(struct aw_gnuplot *gp, const char *script, size_t len, const char *marker,
-                       int *status)
+/* write() to the named pipe without SIGPIPE when gnuplot closed it (it does when a loaded script
+ * fails): the signal is blocked in this thread for the call and a SIGPIPE it raised consumed. */
+static ssize_t write_nosigpipe(int fd, const void *data, size_t len)
+{
+	sigset_t pipe_set, pending, old;
+	bool was_pending;
+	ssize_t n;
+	int saved;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	n = write(fd, data, len);
+	saved = errno;
+	if (n < 0 && saved == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return n;
+}
+
+/* Sends `cmd` over gnuplot's stdin and, when `payload` is not NULL, writes it into the named pipe
+ * once gnuplot opened it (cmd's `load`), then closes the pipe; reads gnuplot's output meanwhile
+ * until the line "<marker> <status> [message]". gnuplot reads its stdin one byte per system
+ * call, a loaded file in blocks: bulk data goes through the named pipe.
+ * Returns 0 with *status (gnuplot's GPVAL_ERRNO) and gp->errmsg set, -ETIMEDOUT (the process
+ * was killed), -EPIPE (it died; reaped), or another negative errno. */
+static int gp_exchange(struct aw_gnuplot *gp, const char *cmd, size_t cmd_len, const char *payload,
+                       size_t payload_len, const char *marker, int *status)
 {
 	uint64_t deadline = aw_monotonic_ns() + (uint64_t)gp->timeout_ms * 1000000u;
-	size_t off = 0;
+	size_t cmd_off = 0, payload_off = payload ? 0 : payload_len;
+	int fifo_fd = -1, rc = 0;
 	bool done = false;
 	char chunk[4096];
-	int rc = 0;
 
 	gp->line_len = 0;
 	gp->line_cut = false;
 	gp->errmsg[0] = '\0';
 	aw_buf_reset(&gp->msgs);
 	while (!done) {
-		struct pollfd pfd[2] = {{.fd = gp->out_fd, .events = POLLIN},
-		                        {.fd = gp->in_fd, .events = POLLOUT}};
+		struct pollfd pfd[3] = {{.fd = gp->out_fd, .events = POLLIN},
+		                        {.fd = -1, .events = POLLOUT},
+		                        {.fd = -1, .events = POLLOUT}};
 		uint64_t now = aw_monotonic_ns();
-		int n;
+		int wait_ms, n;
 
 		if (now >= deadline) {
 			rc = -ETIMEDOUT;
 			goto out;
 		}
-		n = poll(pfd, off < len ? 2 : 1, (int)((deadline - now) / 1000000u) + 1);
+		wait_ms = (int)((deadline - now) / 1000000u) + 1;
+		if (cmd_off < cmd_len)
+			pfd[1].fd = gp->in_fd;
+		if (cmd_off == cmd_len && payload_off < payload_len && fifo_fd < 0) {
+			/* gnuplot opens the pipe when it reaches the `load`; until then there is no
+			 * reader and a non-blocking open fails with ENXIO */
+			fifo_fd = open(gp->fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+			if (fifo_fd < 0 && errno != ENXIO && errno != EINTR) {
+				rc = -errno;
+				goto out;
+			}
+			if (fifo_fd < 0)
+				wait_ms = 1;
+		}
+		if (fifo_fd >= 0)
+			pfd[2].fd = fifo_fd;
+		n = poll(pfd, 3, wait_ms);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
 			goto out;
 		}
-		if (off < len && (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w =
-			    send(gp->in_fd, script + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (pfd[1].revents & (POLLOUT | POLLERR | POLLHUP)) {
+			ssize_t w = send(gp->in_fd, cmd + cmd_off, cmd_len - cmd_off,
+			                 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 			if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 				rc = -EPIPE;
 				goto out;
 			}
 			if (w > 0)
-				off += (size_t)w;
+				cmd_off += (size_t)w;
+		}
+		if (pfd[2].revents & (POLLOUT | POLLERR | POLLHUP)) {
+			ssize_t w = write_nosigpipe(fifo_fd, payload + payload_off,
+			                            payload_len - payload_off);
+
+			if (w < 0 && errno == EPIPE)
+				payload_off =
+				    payload_len; /* it stopped reading: the status tells why */
+			else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				payload_off = payload_len;
+			else if (w > 0)
+				payload_off += (size_t)w;
+			if (payload_off == payload_len) {
+				close(fifo_fd); /* end of file: the `load` ends */
+				fifo_fd = -1;
+			}
 		}
 		if (pfd[0].revents & (POLLIN | POLLERR | POLLHUP)) {
 			ssize_t r = read(gp->out_fd, chunk, sizeof(chunk));
@@ -276,6 +343,8 @@ static int gp_exchange(struct aw_gnuplot *gp, const char *script, size_t len, co
 		}
 	}
 out:
+	if (fifo_fd >= 0)
+		close(fifo_fd);
 	if (rc == -ETIMEDOUT || rc == -EPIPE)
 		gp_stop(gp, 0);
 	return rc;
@@ -354,7 +423,7 @@ static int gp_start(struct aw_gnuplot *gp, char **err)
 	         "set print\nprint \"AW-TERMS-%s \" . GPVAL_TERMINALS . \" \"\n"
 	         "print sprintf(\"%s %%d %%s\", GPVAL_ERRNO, GPVAL_ERRMSG)\n",
 	         gp->nonce, marker);
-	rc = gp_exchange(gp, script, strlen(script), marker, &status);
+	rc = gp_exchange(gp, script, strlen(script), NULL, 0, marker, &status);
 	if (rc == 0 && status != 0)
 		rc = -EIO;
 	if (rc < 0)
@@ -378,22 +447,44 @@ out:
 struct aw_gnuplot *aw_gnuplot_new(const struct aw_gnuplot_opts *opts, char **err)
 {
 	struct aw_gnuplot *gp = calloc(1, sizeof(*gp));
+	const char *tmp;
 
-	if (!gp)
-		goto out_nomem;
+	if (!gp) {
+		aw_errorf(err, -ENOMEM, "cannot start gnuplot: out of memory");
+		return NULL;
+	}
 	gp->in_fd = gp->out_fd = -1;
 	gp->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : GP_DEFAULT_TIMEOUT_MS;
 	gp->program = strdup(opts && opts->program ? opts->program : GP_DEFAULT_PROGRAM);
 	if (!gp->program)
 		goto out_nomem;
 	aw_buf_init(&gp->msgs, GP_MSGS_MAX);
+	tmp = getenv("TMPDIR");
+	gp->fifo_dir = aw_asprintf("%s/aw-gnuplot-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp");
+	if (!gp->fifo_dir)
+		goto out_nomem;
+	if (!mkdtemp(gp->fifo_dir)) {
+		aw_errorf(err, -errno, "cannot create a directory for gnuplot in '%s': %s",
+		          gp->fifo_dir, strerror(errno));
+		aw_freep(&gp->fifo_dir);
+		goto out_free;
+	}
+	gp->fifo = aw_asprintf("%s/script", gp->fifo_dir);
+	if (!gp->fifo)
+		goto out_nomem;
+	if (mkfifo(gp->fifo, 0600) < 0) {
+		aw_errorf(err, -errno, "cannot create the pipe '%s': %s", gp->fifo,
+		          strerror(errno));
+		aw_freep(&gp->fifo);
+		goto out_free;
+	}
 	if (gp_start(gp, err) < 0)
-		aw_gnuplot_free(&gp);
+		goto out_free;
 	return gp;
 out_nomem:
-	if (gp)
-		free(gp);
 	aw_errorf(err, -ENOMEM, "cannot start gnuplot: out of memory");
+out_free:
+	aw_gnuplot_free(&gp);
 	return NULL;
 }
 
@@ -404,6 +495,12 @@ void aw_gnuplot_free(struct aw_gnuplot **gpp)
 	if (!gp)
 		return;
 	gp_stop(gp, GP_STOP_GRACE_MS);
+	if (gp->fifo)
+		unlink(gp->fifo);
+	if (gp->fifo_dir)
+		rmdir(gp->fifo_dir);
+	free(gp->fifo);
+	free(gp->fifo_dir);
 	aw_buf_release(&gp->msgs);
 	free(gp->program);
 	free(gp);
@@ -470,14 +567,24 @@ static int draw_once(struct aw_gnuplot *gp, const struct aw_gp_job *job, char **
 {
 	const char *finals[2] = {job->svg_path, job->png_path};
 	char *tmps[2] = {NULL, NULL};
-	struct aw_buf script;
+	struct aw_buf script, cmd;
 	char marker[64];
 	int status = 0, rc = 0;
 
 	aw_buf_init(&script, 2 * job->script_len + 4096);
+	aw_buf_init(&cmd, 4096);
 	gp->seq++;
 	snprintf(marker, sizeof(marker), "AW-DONE-%s-%llu", gp->nonce, gp->seq);
-	rc = aw_buf_puts(&script, "reset errors\nundefine $*\nset encoding utf8\n");
+	/* over stdin only the `load` of the named pipe and the marker; the script goes through
+	 * the pipe */
+	if ((rc = aw_buf_puts(&cmd, "reset errors\nload ")) ||
+	    (rc = aw_gp_put_path(&cmd, gp->fifo)) ||
+	    (rc = aw_buf_printf(
+	         &cmd, "\nprint sprintf(\"%s %%d %%s\", GPVAL_ERRNO, GPVAL_ERRMSG)\n", marker)) ||
+	    (rc = aw_buf_puts(&script, "undefine $*\nset encoding utf8\n"))) {
+		aw_errorf(err, rc, "cannot build the gnuplot commands: %s", strerror(-rc));
+		goto out;
+	}
 	for (int i = 0; i < 2 && !rc; i++) {
 		if (!finals[i])
 			continue;
@@ -488,15 +595,12 @@ static int draw_once(struct aw_gnuplot *gp, const struct aw_gp_job *job, char **
 		}
 		rc = put_output(&script, gp, job, i == 1, tmps[i]);
 	}
-	if (!rc)
-		rc = aw_buf_printf(
-		    &script, "print sprintf(\"%s %%d %%s\", GPVAL_ERRNO, GPVAL_ERRMSG)\n", marker);
 	if (rc) {
 		aw_errorf(err, rc, "cannot build the gnuplot script for '%s': %s",
 		          finals[0] ? finals[0] : finals[1], strerror(-rc));
 		goto out;
 	}
-	rc = gp_exchange(gp, script.data, script.len, marker, &status);
+	rc = gp_exchange(gp, cmd.data, cmd.len, script.data, script.len, marker, &status);
 	if (rc == -ETIMEDOUT) {
 		aw_errorf(err, rc, "gnuplot took longer than %u ms to draw '%s'; killed it",
 		          gp->timeout_ms, finals[0] ? finals[0] : finals[1]);
@@ -537,6 +641,7 @@ out:
 			unlink(tmps[i]);
 		free(tmps[i]);
 	}
+	aw_buf_release(&cmd);
 	aw_buf_release(&script);
 	return rc;
 }

@@ -94,18 +94,28 @@ const char *aw_html_csp(void)
 	return csp_header;
 }
 
-const char *aw_verdict_name(enum aw_verdict v)
+const char *aw_report_verdict_name(enum aw_report_verdict v)
 {
 	switch (v) {
-	case AW_VERDICT_PASS:
+	case AW_REPORT_PASS:
 		return "pass";
-	case AW_VERDICT_FAIL:
+	case AW_REPORT_FAIL:
 		return "fail";
-	case AW_VERDICT_IMPROVED:
-		return "improved";
-	case AW_VERDICT_INCOMPLETE:
+	case AW_REPORT_INCOMPLETE:
 		return "incomplete";
-	case AW_VERDICT_UNKNOWN:
+	case AW_REPORT_UNCHANGED:
+		return "unchanged";
+	case AW_REPORT_REGRESSED:
+		return "regressed";
+	case AW_REPORT_IMPROVED:
+		return "improved";
+	case AW_REPORT_NOISY:
+		return "noisy";
+	case AW_REPORT_NEW:
+		return "new";
+	case AW_REPORT_MISSING:
+		return "missing";
+	case AW_REPORT_UNKNOWN:
 	default:
 		return "unknown";
 	}
@@ -329,9 +339,9 @@ static void link_commit(struct page *pg, const char *sha)
 	raw(pg, "</code>");
 }
 
-static void verdict(struct page *pg, enum aw_verdict v)
+static void verdict(struct page *pg, enum aw_report_verdict v)
 {
-	const char *name = aw_verdict_name(v);
+	const char *name = aw_report_verdict_name(v);
 
 	rawf(pg, "<span class=\"verdict v-%s\">%s</span>", name, name);
 }

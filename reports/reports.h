@@ -236,16 +236,25 @@ int aw_page_path(enum aw_page_kind kind, const char *a, const char *b, char *out
  * (allowed by its hash), no scripts, no frames. A static string. */
 const char *aw_html_csp(void);
 
-enum aw_verdict {
-	AW_VERDICT_UNKNOWN,    /* not decided / no baseline */
-	AW_VERDICT_PASS,       /* no regression */
-	AW_VERDICT_FAIL,       /* regressed */
-	AW_VERDICT_IMPROVED,   /* significantly faster */
-	AW_VERDICT_INCOMPLETE, /* some expected host or cell did not report */
+/* What a page says about a host, a commit, a run or a cell. Cells use the regression
+ * detector's words (unchanged ... missing), hosts and commits the gate's (pass, fail,
+ * incomplete). Named apart from the collector's enum aw_verdict, which the caller maps. */
+enum aw_report_verdict {
+	AW_REPORT_UNKNOWN,    /* not decided yet, or nothing to decide */
+	AW_REPORT_PASS,       /* gate: no regression */
+	AW_REPORT_FAIL,       /* gate: some cell regressed */
+	AW_REPORT_INCOMPLETE, /* gate: some expected host did not report */
+	AW_REPORT_UNCHANGED,  /* cell */
+	AW_REPORT_REGRESSED,  /* cell */
+	AW_REPORT_IMPROVED,   /* cell */
+	AW_REPORT_NOISY,      /* cell: the baseline's noise cannot tell */
+	AW_REPORT_NEW,        /* cell: no baseline */
+	AW_REPORT_MISSING,    /* cell: in the baseline, not in the head */
 };
 
-/* "unknown", "pass", "fail", "improved", "incomplete". */
-const char *aw_verdict_name(enum aw_verdict v);
+/* "unknown", "pass", "fail", "incomplete", "unchanged", "regressed", "improved", "noisy", "new",
+ * "missing". */
+const char *aw_report_verdict_name(enum aw_report_verdict v);
 
 struct aw_kv {
 	const char *key, *value;
@@ -266,14 +275,14 @@ struct aw_page_host_summary {
 	size_t n_labels;
 	const char *last_run_at; /* NULL: never */
 	const char *last_commit; /* NULL: none */
-	enum aw_verdict last_verdict;
+	enum aw_report_verdict last_verdict;
 };
 
 struct aw_page_commit_summary {
 	const char *sha, *ref, *time; /* ref, time may be NULL */
 	unsigned hosts_reported;
 	unsigned hosts_expected; /* 0: unknown */
-	enum aw_verdict verdict;
+	enum aw_report_verdict verdict;
 };
 
 /* "/": hosts and latest commits, each commit linked to its comparison with the one after it
@@ -296,7 +305,7 @@ struct aw_page_fingerprint {
 
 struct aw_page_run {
 	const char *run_id, *commit, *ref, *started_at, *trigger; /* commit, ref may be NULL */
-	enum aw_verdict verdict;
+	enum aw_report_verdict verdict;
 };
 
 /* "/hosts/{name}". */
@@ -317,7 +326,7 @@ struct aw_page_host {
 struct aw_page_cell_row {
 	const char *cell;          /* the cell key, e.g. "op=stadd cpu=0" */
 	double base_p50, head_p50; /* NAN: none */
-	enum aw_verdict verdict;
+	enum aw_report_verdict verdict;
 };
 
 struct aw_page_host_result {
@@ -326,7 +335,7 @@ struct aw_page_host_result {
 	struct aw_chart_ref chart; /* the compare chart */
 	const struct aw_page_cell_row *rows;
 	size_t n_rows;
-	enum aw_verdict verdict;
+	enum aw_report_verdict verdict;
 };
 
 /* "/commits/{sha}" (base NULL: compared with the baseline ref) and "/compare?base=&head="
@@ -336,7 +345,7 @@ struct aw_page_commit {
 	const char *base;         /* compare page: the base commit; commit page: NULL */
 	const char *ref;          /* the head's ref; may be NULL */
 	const char *baseline_ref; /* commit page: the baseline ref; may be NULL */
-	enum aw_verdict verdict;
+	enum aw_report_verdict verdict;
 	const struct aw_page_host_result *hosts;
 	size_t n_hosts;
 	const struct aw_chart_ref *heatmap; /* NULL: none */
