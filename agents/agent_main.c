@@ -434,25 +434,16 @@ static int cmd_fingerprint(const struct args *a, struct aw_agent_config *cfg)
 	return AW_EXIT_OK;
 }
 
-static int import_upload(const struct args *a, struct aw_agent_config *cfg, struct aw_result **docs,
-                         size_t n)
+static int import_upload(struct aw_agent *agent, struct aw_result **docs, size_t n)
 {
-	struct aw_agent agent;
 	char *err = NULL;
-	bool loaded;
-	int status = 0, worst = AW_EXIT_OK;
+	int worst = AW_EXIT_OK;
 
-	status = load_config(a, cfg, false, &loaded);
-	if (status)
-		return status;
-	status = open_agent(&agent, cfg);
-	if (status)
-		return status;
 	for (size_t i = 0; i < n; i++) {
 		enum aw_upload_outcome outcome;
 		int s;
 
-		if (aw_agent_submit(&agent, docs[i], &outcome, &err)) {
+		if (aw_agent_submit(agent, docs[i], &outcome, &err)) {
 			aw_error("%s", err);
 			aw_freep(&err);
 			s = AW_EXIT_FAILURE;
@@ -462,7 +453,6 @@ static int import_upload(const struct args *a, struct aw_agent_config *cfg, stru
 		if (s == AW_EXIT_FAILURE || (s == AW_EXIT_SPOOLED && worst == AW_EXIT_OK))
 			worst = s;
 	}
-	aw_agent_close(&agent);
 	return worst;
 }
 
@@ -474,8 +464,9 @@ static int cmd_import(const struct args *a, struct aw_agent_config *cfg)
 	size_t n = 0, cells = 0, len;
 	json_t *out = NULL;
 	char *text = NULL, *err = NULL, *copy = NULL, *dump = NULL;
+	struct aw_agent agent;
 	const char *path;
-	bool percpu;
+	bool percpu, loaded, opened = false;
 	int status = AW_EXIT_FAILURE, rc;
 
 	if (!a->format || !a->file)
@@ -487,6 +478,16 @@ static int cmd_import(const struct args *a, struct aw_agent_config *cfg)
 	if (!a->host || !a->project || !a->commit)
 		return usage_error("import needs --host, --project and --commit");
 	aw_import_init(&imp, percpu ? "percpu_bench" : "refscale");
+	if (a->upload) {
+		/* a config problem is found before anything is written */
+		status = load_config(a, cfg, false, &loaded);
+		if (!status)
+			status = open_agent(&agent, cfg);
+		if (status)
+			goto out;
+		opened = true;
+		status = AW_EXIT_FAILURE;
+	}
 	path = strcmp(a->file, "-") ? a->file : "/dev/stdin";
 	if (aw_read_file(path, AW_IMPORT_LIMIT, &text, &len, &err)) {
 		aw_error("%s", err);
@@ -545,8 +546,10 @@ static int cmd_import(const struct args *a, struct aw_agent_config *cfg)
 		aw_error("cannot write the output: %s", strerror(errno));
 		goto out;
 	}
-	status = a->upload ? import_upload(a, cfg, docs, n) : AW_EXIT_OK;
+	status = a->upload ? import_upload(&agent, docs, n) : AW_EXIT_OK;
 out:
+	if (opened)
+		aw_agent_close(&agent);
 	for (size_t i = 0; i < n; i++)
 		aw_result_free(&docs[i]);
 	free(docs);
