@@ -311,8 +311,8 @@ int aw_agent_flush(struct aw_agent *a, size_t *stored, size_t *rejected, size_t 
 		}
 		doc = json_loadb(text, len, 0, &jerr);
 		if (!doc) {
-			why = aw_asprintf("not a JSON document (line %d, column %d: %s)\n",
-			                  jerr.line, jerr.column, jerr.text);
+			why = aw_asprintf("not a JSON document (line %d, column %d: %s)", jerr.line,
+			                  jerr.column, jerr.text);
 			rc = why ? aw_spool_reject(&a->spool, paths[i], why, strlen(why), err)
 			         : -ENOMEM;
 			if (!rc)

@@ -4,6 +4,7 @@
  * spool/state.json. The collector only ever names a commit, a ref and a subject of our own
  * config: nothing it sends is executed. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ static void report(struct aw_agent *a, json_int_t id, const char *state, const c
                    const char *message, bool interruptible)
 {
 	char path[64], clean[MESSAGE_MAX + 1];
+	int tries = interruptible ? STATUS_TRIES : 1; /* stopping: one quick try */
 	struct aw_http_reply rep;
 	json_t *body;
 	char *text;
@@ -119,14 +121,13 @@ static void report(struct aw_agent *a, json_int_t id, const char *state, const c
 	aw_http_reply_init(&rep);
 	if (!interruptible)
 		aw_http_set_stop(a->http, NULL);
-	for (int i = 0; i < STATUS_TRIES; i++) {
+	for (int i = 0; i < tries; i++) {
 		int rc = aw_http_request(a->http, "POST", path, text, strlen(text),
 		                         interruptible ? 0 : 5000, &rep);
 
 		if (!rc && rep.status >= 200 && rep.status < 300)
 			break;
-		if (rc == -EINTR || (!rc && !aw_http_retryable(rep.status)) ||
-		    i == STATUS_TRIES - 1) {
+		if (rc == -EINTR || (!rc && !aw_http_retryable(rep.status)) || i == tries - 1) {
 			aw_warn("job %lld: cannot report '%s' (%s%ld)", (long long)id, state,
 			        rc ? rep.error : "HTTP ", rc ? 0L : rep.status);
 			break;
@@ -146,15 +147,16 @@ static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_
 	struct aw_result *res = NULL;
 	int rc = aw_agent_measure(a, run, &res, err);
 
-	if (rc)
-		return rc;
-	memcpy(run_id, res->run_id, AW_UUID_LEN + 1);
-	rc = aw_agent_submit(a, res, outcome, err);
+	if (!rc) {
+		memcpy(run_id, res->run_id, AW_UUID_LEN + 1);
+		rc = aw_agent_submit(a, res, outcome, err);
+	}
 	if (!rc) {
 		state_set_host(st, res->host);
 		state_save(st);
 	}
 	aw_result_free(&res);
+	malloc_trim(0); /* a run's memory goes back to the system while the daemon idles */
 	return rc;
 }
 
@@ -398,10 +400,11 @@ int aw_agent_daemon(struct aw_agent *a, char **err)
 			continue;
 		}
 		if (now >= next_sched) {
-			json_t *fp = host ? json_incref(host) : NULL;
+			json_t *fp = host ? json_incref(host) : json_object();
 
-			run_scheduled(a, &st, fp ? fp : json_object(), NULL,
-			              st.last_sched ? "schedule" : "first scheduled run");
+			if (fp)
+				run_scheduled(a, &st, fp, NULL,
+				              st.last_sched ? "schedule" : "first scheduled run");
 			json_decref(fp);
 			st.last_sched = now_us();
 			state_save(&st);

@@ -89,6 +89,15 @@ def test_down_then_flush():
     eq(p.returncode, 0, p.stderr)
     check("0 uploaded, 0 rejected, 0 left" in p.stderr, p.stderr)
     eq(len(runs_with(run_id)), 1)
+    # something that is not a document (no agent writes one): set aside, not sent
+    with open(os.path.join(ag.spool, "result-%s.json" % ("0" * 8 + "-0000-4000-8000-" +
+                                                         "0" * 12)), "w") as f:
+        f.write("{\"schema\": ")
+    p = ag.run("flush")
+    eq(p.returncode, 1, p.stderr)
+    check("not a JSON document" in p.stderr, p.stderr)
+    eq(ag.spooled(), [])
+    eq(len(ag.rejected()), 2)
 
 
 def test_500_three_times():
