@@ -94,6 +94,19 @@ const char *aw_html_csp(void)
 	return csp_header;
 }
 
+/* A gauge in the header's colours. */
+static const char favicon_svg[] =
+    "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">"
+    "<rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#1b2a3a\"/>"
+    "<path d=\"M3 12a5 5 0 0 1 10 0\" fill=\"none\" stroke=\"#fff\" stroke-width=\"1.5\"/>"
+    "<path d=\"M8 12l3-4\" stroke=\"#fc8d59\" stroke-width=\"1.5\"/></svg>\n";
+
+const char *aw_html_favicon(size_t *len)
+{
+	*len = sizeof(favicon_svg) - 1;
+	return favicon_svg;
+}
+
 const char *aw_report_verdict_name(enum aw_report_verdict v)
 {
 	switch (v) {
@@ -406,12 +419,22 @@ static void chart(struct page *pg, const struct aw_chart_ref *ref)
 
 static void head(struct page *pg, const char *title_prefix, const char *title)
 {
+	struct aw_buf url;
+	int rc;
+
 	pthread_once(&csp_once, csp_init);
 	raw(pg, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 	        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	        "<meta name=\"referrer\" content=\"no-referrer\">\n"
 	        "<meta http-equiv=\"Content-Security-Policy\" content=\"");
 	text(pg, csp_meta);
+	/* our own icon, or the browser asks for /favicon.ico */
+	aw_buf_init(&url, 4096);
+	rc = url_root(pg, &url);
+	if (!rc)
+		rc = aw_buf_puts(&url, AW_HTML_FAVICON_PATH);
+	raw(pg, "\">\n<link rel=\"icon\" type=\"image/svg+xml\" href=\"");
+	attr_url(pg, &url, rc);
 	raw(pg, "\">\n<title>");
 	raw(pg, title_prefix);
 	text(pg, title);

@@ -239,6 +239,11 @@ const char *aw_html_csp(void);
 /* What a page says about a host, a commit, a run or a cell. Cells use the regression
  * detector's words (unchanged ... missing), hosts and commits the gate's (pass, fail,
  * incomplete). Named apart from the collector's enum aw_verdict, which the caller maps. */
+/* The site's icon (SVG), which every page links at <site root>/favicon.svg: the collector serves
+ * it there and a static export writes it there. Returns the static bytes and their length. */
+#define AW_HTML_FAVICON_PATH "favicon.svg"
+const char *aw_html_favicon(size_t *len);
+
 enum aw_report_verdict {
 	AW_REPORT_UNKNOWN,    /* not decided yet, or nothing to decide */
 	AW_REPORT_PASS,       /* gate: no regression */

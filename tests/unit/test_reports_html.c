@@ -137,6 +137,8 @@ static void test_overview_served(void **state)
 	html = render_overview(&prefixed);
 	assert_contains(html, "<a href=\"/aw/hosts/graviton4\">");
 	assert_contains(html, "<a href=\"/aw/\">atomwatch</a>");
+	assert_contains(html,
+	                "<link rel=\"icon\" type=\"image/svg+xml\" href=\"/aw/favicon.svg\">");
 	free(html);
 }
 
@@ -251,6 +253,8 @@ static void test_host_page(void **state)
 	                      "refs/main/trend-lse.svg\"");
 	assert_contains(html, "<a href=\"../../commits/abc1234def/index.html\">");
 	assert_contains(html, "<a href=\"../../index.html\">atomwatch</a>");
+	assert_contains(html,
+	                "<link rel=\"icon\" type=\"image/svg+xml\" href=\"../../favicon.svg\">");
 	aw_buf_release(&b);
 
 	/* a page needs its host */
@@ -348,6 +352,18 @@ static void test_commit_and_compare_pages(void **state)
 	aw_buf_release(&b);
 }
 
+static void test_favicon(void **state)
+{
+	size_t len = 0;
+	const char *svg = aw_html_favicon(&len);
+
+	(void)state;
+	assert_true(len > 100);
+	assert_int_equal(strlen(svg), len);
+	assert_true(strncmp(svg, "<svg ", 5) == 0);
+	assert_null(strstr(svg, "<script"));
+}
+
 static void test_empty_overview(void **state)
 {
 	const struct aw_page_commit_summary c[] = {{"abc1234def", NULL, NULL, 0, 0, 0}};
@@ -367,9 +383,13 @@ static void test_empty_overview(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_overview_served),          cmocka_unit_test(test_overview_export),
-	    cmocka_unit_test(test_csp_matches_style),        cmocka_unit_test(test_host_page),
-	    cmocka_unit_test(test_commit_and_compare_pages), cmocka_unit_test(test_empty_overview),
+	    cmocka_unit_test(test_overview_served),
+	    cmocka_unit_test(test_overview_export),
+	    cmocka_unit_test(test_csp_matches_style),
+	    cmocka_unit_test(test_host_page),
+	    cmocka_unit_test(test_commit_and_compare_pages),
+	    cmocka_unit_test(test_empty_overview),
+	    cmocka_unit_test(test_favicon),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
