@@ -15,6 +15,7 @@
 #include "aw/sha256.h"
 #include "aw/stats.h"
 #include "aw/util.h"
+#include "internal.h"
 #include "store.h"
 
 static const char *const ops[] = {"plain",
@@ -306,10 +307,83 @@ static int mode_raw(const char *db, unsigned long count, int cells, bool sync_fu
 	return 0;
 }
 
+/* The CPU cost of each step of an upload, single-threaded, on the load generator's document:
+ * what bounds the collector's throughput. */
+static int mode_stages(const char *db, unsigned long count, int cells)
+{
+	struct store_options opt = STORE_OPTIONS_DEFAULT;
+	struct aw_result *model = make_doc(cells, 0), *r = NULL;
+	json_t *doc = aw_result_to_json(model);
+	char *text = json_dumps(doc, JSON_COMPACT), hex[AW_SHA256_HEX_LEN + 1];
+	size_t len = strlen(text);
+	double parse = 0, validate = 0, hash = 0, free_tree = 0, store = 0;
+	struct store *s = NULL;
+	struct store_conn *c = NULL;
+	struct store_put put;
+	char *err = NULL, *host_json;
+	struct aw_verr verr;
+	json_error_t jerr;
+	uint64_t t;
+
+	opt.sqlite_sync_full = false;
+	if (store_open(db, &opt, &s, &err) || store_connect(s, &c, &err) ||
+	    store_migrate(c, NULL, NULL, &err)) {
+		fprintf(stderr, "ingest_bench: %s\n", err);
+		return 1;
+	}
+	memset(&put, 0, sizeof(put));
+	host_json = json_dumps(model->host, JSON_COMPACT | JSON_SORT_KEYS);
+	put.host_json = host_json;
+	aw_sha256_hex(host_json, strlen(host_json), put.host_hash);
+	aw_time_now(put.received_at);
+	json_decref(doc);
+	for (unsigned long i = 0; i < count; i++) {
+		t = aw_monotonic_ns();
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+		parse += (double)(aw_monotonic_ns() - t);
+		t = aw_monotonic_ns();
+		r = aw_result_from_json(doc, NULL, &verr);
+		validate += (double)(aw_monotonic_ns() - t);
+		t = aw_monotonic_ns();
+		json_decref(doc);
+		free_tree += (double)(aw_monotonic_ns() - t);
+		if (!r) {
+			fprintf(stderr, "ingest_bench: %s: %s\n", verr.field, verr.message);
+			return 1;
+		}
+		put_uuid(r->run_id, 998, i);
+		t = aw_monotonic_ns();
+		aw_ingest_content_hash(r, put.content_hash);
+		hash += (double)(aw_monotonic_ns() - t);
+		put.result = r;
+		t = aw_monotonic_ns();
+		if (store_put_runs(c, &put, 1) || put.outcome != STORE_CREATED) {
+			fprintf(stderr, "ingest_bench: store failed\n");
+			return 1;
+		}
+		store += (double)(aw_monotonic_ns() - t);
+		aw_result_free(&r);
+	}
+	(void)hex;
+	printf("{\"mode\":\"stages\",\"documents\":%lu,\"cells\":%d,\"body_bytes\":%zu,"
+	       "\"parse_ms\":%.3f,\"validate_ms\":%.3f,\"free_tree_ms\":%.3f,\"hash_ms\":%.3f,"
+	       "\"store_ms\":%.3f}\n",
+	       count, cells, len, parse / 1e6 / (double)count, validate / 1e6 / (double)count,
+	       free_tree / 1e6 / (double)count, hash / 1e6 / (double)count,
+	       store / 1e6 / (double)count);
+	free(text);
+	free(host_json);
+	aw_result_free(&model);
+	store_disconnect(&c);
+	store_close(&s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *usage = "usage: ingest_bench load URL TOKEN CONCURRENCY COUNT [CELLS [HOSTS]]\n"
-	                    "       ingest_bench raw DB_URL COUNT [CELLS [full|normal]]\n";
+	                    "       ingest_bench raw DB_URL COUNT [CELLS [full|normal]]\n"
+	                    "       ingest_bench stages SQLITE_URL COUNT [CELLS]\n";
 	int rc;
 
 	if (argc >= 6 && !strcmp(argv[1], "load")) {
@@ -323,6 +397,9 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "raw"))
 		return mode_raw(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atoi(argv[4]) : 300,
 		                argc > 5 ? strcmp(argv[5], "normal") != 0 : true);
+	if (argc >= 4 && !strcmp(argv[1], "stages"))
+		return mode_stages(argv[2], strtoul(argv[3], NULL, 10),
+		                   argc > 4 ? atoi(argv[4]) : 300);
 	fputs(usage, stderr);
 	return 2;
 }

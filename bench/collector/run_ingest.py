@@ -100,6 +100,15 @@ def main():
     results = {"machine": machine(), "command": " ".join(sys.argv)}
     tmp = h.tempdir("aw-bench-")
 
+    # Where an upload's CPU time goes, one thread, same document.
+    out = subprocess.run([bench_bin(args.build_dir), "stages", "sqlite:%s/stages.db" % tmp,
+                          "300" if args.quick else "1000"], stdout=subprocess.PIPE, text=True,
+                         timeout=3600)
+    if out.returncode != 0:
+        raise SystemExit("stages failed:\n" + out.stdout)
+    results["stages"] = json.loads(out.stdout)
+    print("stages: %s" % results["stages"], flush=True)
+
     # Raw SQLite inserts: the store alone, one document per transaction.
     for sync in ("full", "normal"):
         results["raw_sqlite_" + sync] = raw(args.build_dir, "sqlite:%s/raw-%s.db" % (tmp, sync),
@@ -168,6 +177,22 @@ def main():
               % (pgres["uploads_per_s"], pgres["p50_ms"], pgres["p99_ms"],
                  pgres["collector_cpu_ms_per_upload"], pgraw["documents_per_s"],
                  100 * pgres["uploads_per_s"] / pgraw["documents_per_s"]))
+    st = results["stages"]
+    total = sum(st[k] for k in ("parse_ms", "validate_ms", "free_tree_ms", "hash_ms",
+                                "store_ms"))
+    print()
+    print("One upload's CPU, single thread (%d-byte document, %d cells):" % (st["body_bytes"],
+                                                                          st["cells"]))
+    print()
+    print("| step | ms |")
+    print("|---|---|")
+    for key, name in (("parse_ms", "JSON parse (jansson, duplicate keys rejected)"),
+                      ("validate_ms", "validation into the model (aw_result_from_json)"),
+                      ("free_tree_ms", "freeing the JSON tree"),
+                      ("hash_ms", "content hash"),
+                      ("store_ms", "SQLite insert, synchronous=normal (writer thread)")):
+        print("| %s | %.2f |" % (name, st[key]))
+    print("| total | %.2f |" % total)
     rss = results["rss"]
     print()
     print("RSS with %d stored runs: %.1f MiB (peak %.1f MiB); database %.1f MiB" % (
