@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages atomwatch needs, only those missing (so a second run is
 # quick). Usage: scripts/deps.sh [build|test]   (default: build; test adds what the tests use:
-# PostgreSQL, Chromium, the aarch64 cross toolchain with qemu, Google Benchmark, ...).
+# PostgreSQL, Chromium, Node.js and npm when no `node` exists, the aarch64 cross toolchain with
+# qemu, Google Benchmark, ...).
 set -eu
 
 group=${1:-build}
@@ -42,6 +43,9 @@ if [ "$group" = test ]; then
 		updated=1
 	fi
 	need="$need $(missing $arm64_pkgs)"
+	# the browser tests run playwright-core under Node >= 18; a Node already installed (e.g.
+	# from nodesource, with its own npm) is kept
+	command -v node >/dev/null 2>&1 || need="$need $(missing nodejs npm)"
 fi
 need=$(echo $need)
 if [ -n "$need" ]; then
