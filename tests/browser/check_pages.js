@@ -90,12 +90,17 @@ async function main() {
     });
     const page = context.pages()[0] || await context.newPage();
     let current = '';
-    page.on('requestfailed', (r) => problems.push(`${current}: request failed: ${r.url()} ${r.failure() && r.failure().errorText}`));
+    page.on('requestfailed', (r) => {
+      const why = r.failure() && r.failure().errorText;
+      problems.push(`${current}: request failed: ${r.url()} ${why}`);
+    });
     page.on('response', (r) => {
       if (r.status() >= 400) problems.push(`${current}: HTTP ${r.status()} for ${r.url()}`);
     });
     page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${current}: console ${m.type()}: ${m.text()}`);
+      if (m.type() === 'error' || m.type() === 'warning') {
+        problems.push(`${current}: console ${m.type()}: ${m.text()}`);
+      }
     });
     page.on('pageerror', (e) => problems.push(`${current}: page error: ${e.message}`));
     page.on('dialog', async (d) => {
@@ -137,11 +142,14 @@ async function main() {
         if (got !== n) problems.push(`${current}: ${got} of '${selector}', expected ${n}`);
       }
       for (const text of expected.texts) {
-        if (!facts.text.includes(text)) problems.push(`${current}: text not shown: ${JSON.stringify(text)}`);
+        if (!facts.text.includes(text)) {
+          problems.push(`${current}: text not shown: ${JSON.stringify(text)}`);
+        }
       }
       for (const link of facts.links) links.add(link);
-      const name = expected.path.replace(/\/index\.html$|\.html$/, '').replace(/[^A-Za-z0-9._-]/g, '_') || 'index';
-      await page.screenshot({ path: path.join(shots, `${name === 'index' ? 'overview' : name}.png`), fullPage: true });
+      const name = expected.path.replace(/\/?index\.html$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
+      const shot = path.join(shots, `${name || 'overview'}.png`);
+      await page.screenshot({ path: shot, fullPage: true });
     }
 
     // every link between pages (and to PNGs) stays on the site and resolves
@@ -154,7 +162,8 @@ async function main() {
       const r = await context.request.get(link);
       if (r.status() !== 200) problems.push(`link ${link}: HTTP ${r.status()}`);
     }
-    console.log(`checked ${manifest.pages.length} pages and ${links.size} links; screenshots in ${shots}`);
+    console.log(`checked ${manifest.pages.length} pages and ${links.size} links; ` +
+      `screenshots in ${shots}`);
   } finally {
     if (context) await context.close();
     server.close();
