@@ -6,11 +6,13 @@ per document), and the collector's RSS with 10,000 stored runs. Prints a Markdow
 docs/benchmarks.md and the raw figures as JSON.
 
 usage: run_ingest.py [--build-dir DIR] [--uploads N] [--runs-for-rss N] [--concurrency N]
-                     [--quick] [--no-postgres] [--json FILE]
+                     [--quick] [--nice] [--no-postgres] [--json FILE]
 
 For the RSS figure the database of the synchronous=normal run is first filled with raw inserts
 so that, after the collector's own uploads, it holds --runs-for-rss runs; the collector's RSS
-is then read after a few queries. --quick (the CTest entry) uses fewer uploads."""
+is then read after a few queries. --quick (the CTest entry) uses fewer uploads. --nice raises
+the scheduling priority of the whole bench (every process it starts inherits it) so that on a
+shared machine other work does not take the CPUs being measured; it needs root."""
 
 import argparse
 import json
@@ -90,6 +92,7 @@ def main():
     ap.add_argument("--runs-for-rss", type=int, default=10000)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--no-postgres", action="store_true")
+    ap.add_argument("--nice", action="store_true", help="run at nice -20 (root)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.quick:
@@ -97,7 +100,10 @@ def main():
     raw_count = 1000 if args.quick else 2000
     os.environ.setdefault("AW_COLLECTOR", os.path.join(args.build_dir, "collector",
                                                        "atomwatch-collector"))
-    results = {"machine": machine(), "command": " ".join(sys.argv)}
+    if args.nice:
+        os.setpriority(os.PRIO_PROCESS, 0, -20)
+    results = {"machine": machine(), "command": " ".join(sys.argv),
+               "nice": os.getpriority(os.PRIO_PROCESS, 0)}
     tmp = h.tempdir("aw-bench-")
 
     # Where an upload's CPU time goes, one thread, same document.
@@ -159,8 +165,9 @@ def main():
     full, normal = results["collector_sqlite_full"], results["collector_sqlite_normal"]
     raw_full, raw_normal = results["raw_sqlite_full"], results["raw_sqlite_normal"]
     print()
-    print("Machine: %d CPUs (%s), %d MiB, Linux %s; load average before: %.2f" % (
-        m["cpus"], m["cpu_model"], m["memory_mib"], m["kernel"], m["loadavg_before"]))
+    print("Machine: %d CPUs (%s), %d MiB, Linux %s; load average before: %.2f; nice %d" % (
+        m["cpus"], m["cpu_model"], m["memory_mib"], m["kernel"], m["loadavg_before"],
+        results["nice"]))
     print()
     print("| setup | uploads/s | p50 ms | p99 ms | collector CPU ms/upload | raw insert docs/s | "
           "ratio |")
