@@ -363,7 +363,7 @@ int aw_http_start(const struct aw_http_options *o, struct aw_http_server **out, 
 		return aw_errorf(err, -EINVAL, "cannot resolve listen address '%s': %s",
 		                 o->host ? o->host : "", gai_strerror(rc));
 	if (ai->ai_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+		flags |= MHD_USE_DUAL_STACK; /* "[::]:8080" takes IPv4 clients too */
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");

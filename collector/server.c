@@ -277,6 +277,9 @@ static void request_done(struct aw_http_req *req, bool sent, void *cls)
 		                   &known);
 	}
 	aw_metrics_request(route, aw_http_method(req), aw_http_status(req));
+	aw_debug("%s %s %u %.1f ms%s", aw_http_method(req), aw_http_path(req), aw_http_status(req),
+	         (double)(aw_monotonic_ns() - aw_http_started_ns(req)) / 1e6,
+	         sent ? "" : " (not delivered)");
 	if (route == ROUTE_INGEST)
 		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_http_started_ns(req));
 	if (route < N_ROUTES && routes[route].fn == aw_jobs_next)
