@@ -346,6 +346,8 @@ int aw_agent_daemon(struct aw_agent *a, char **err)
 	json_t *host = NULL;
 	char host_name[AW_NAME_MAX + 1], why[300];
 	uint64_t next_flush, next_check, next_sched = UINT64_MAX, backoff_ms = cfg->backoff_ms;
+	uint64_t backoff_cap =
+	    cfg->backoff_max_ms < cfg->poll_wait_ms ? cfg->backoff_max_ms : cfg->poll_wait_ms;
 	bool down = false, ran;
 	int rc = 0;
 
@@ -418,8 +420,8 @@ int aw_agent_daemon(struct aw_agent *a, char **err)
 		if (down) {
 			/* the collector is unreachable: no polling in a loop, just wait a while */
 			aw_sleep_ns((backoff_ms < wait_ms ? backoff_ms : wait_ms) * MS, a->stop);
-			backoff_ms = backoff_ms * 2 < cfg->backoff_max_ms ? backoff_ms * 2
-			                                                  : cfg->backoff_max_ms;
+			/* capped at a poll's length: a collector that is back is seen soon */
+			backoff_ms = backoff_ms * 2 < backoff_cap ? backoff_ms * 2 : backoff_cap;
 		}
 		if (*a->stop)
 			break;

@@ -85,10 +85,10 @@ class Agent:
         return sorted(glob.glob(os.path.join(self.spool, "rejected", "*")))
 
 
-def start_proxy(upstream_port, mode="pass", cert=None, key=None):
-    """agent_proxy.py as a process; returns (process, port)."""
+def start_proxy(upstream_port, mode="pass", cert=None, key=None, port=0):
+    """agent_proxy.py as a process (on `port`, 0: any); returns (process, port)."""
     argv = [sys.executable, os.path.join(HERE, "agent_proxy.py"), "--upstream",
-            str(upstream_port), "--mode", mode]
+            str(upstream_port), "--mode", mode, "--port", str(port)]
     if cert:
         argv += ["--cert", cert, "--key", key]
     log = open(os.path.join(h.tempdir("aw-proxy-"), "proxy.log"), "wb")

@@ -13,7 +13,7 @@ POST /api/v1/results is bent by --mode:
 With --cert/--key it speaks HTTPS. It prints "listening on PORT" once ready; GET /__proxy/stats
 answers {"uploads": N, "answered": {CODE: count}}.
 
-usage: agent_proxy.py --upstream PORT --mode MODE [--cert FILE --key FILE]"""
+usage: agent_proxy.py --upstream PORT --mode MODE [--cert FILE --key FILE] [--port PORT]"""
 
 import argparse
 import email.utils
@@ -110,8 +110,9 @@ def main():
     ap.add_argument("--mode", default="pass")
     ap.add_argument("--cert")
     ap.add_argument("--key")
+    ap.add_argument("--port", type=int, default=0)
     ARGS = ap.parse_args()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     if ARGS.cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

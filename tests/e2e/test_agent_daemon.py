@@ -4,7 +4,9 @@ job posted with a CI token, runs it and reports it done with the run id; a job n
 its config does not define fails with a clear message and runs nothing; idle, it uses no CPU;
 SIGTERM stops it (between cells during a job: the job is reported failed, nothing is left
 half-written) with exit status 0; a changed fingerprint (kernel) triggers a run with trigger
-schedule and what changed in meta.changed; the schedule runs a first run at start.
+schedule and what changed in meta.changed; the schedule runs a first run at start; while the
+collector is unreachable it says so once and backs off without spinning, and takes jobs again
+once it is back.
 
 usage: test_agent_daemon.py [--backend sqlite|postgres]"""
 
@@ -217,6 +219,33 @@ def test_schedule():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_collector_back():
+    host = "daemon-back"
+    port = h.free_port()
+    ag = a.Agent("http://127.0.0.1:%d" % port, S.col.token("agent", host), host, extra=QUIET,
+                 collector_extra=DAEMON)
+    proc = start_daemon(ag)
+    proxy = None
+    try:
+        a.wait_for(lambda: "cannot reach the collector" in ag.logs(), 30, "the warning")
+        time.sleep(1.5)
+        eq(ag.logs().count("cannot reach the collector"), 1, "said once: " + ag.logs())
+        c0 = a.cpu_seconds(proc.pid)
+        time.sleep(2)
+        check(a.cpu_seconds(proc.pid) - c0 <= 0.05, "no busy retrying while it is down")
+        proxy, _ = a.start_proxy(S.col.port, port=port)  # the collector is back, same address
+        job = post_job(host, "ba5eba11")
+        st = wait_job(job, ("done", "failed"), timeout=60)
+        eq(st["state"], "done", "%r\n%s" % (st, ag.logs()))
+        check("the collector answers again" in ag.logs(), ag.logs())
+        eq(stop_daemon(proc), 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if proxy:
+            a.stop(proxy)
 
 
 def main():
