@@ -117,6 +117,17 @@ static int on_xfer(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t u
 	return h->stop && *h->stop ? 1 : 0;
 }
 
+/* Appends a header line to a list; the list is unchanged on failure. Returns 0 or -ENOMEM. */
+static int add_header(struct curl_slist **list, const char *line)
+{
+	struct curl_slist *l = curl_slist_append(*list, line);
+
+	if (!l)
+		return -ENOMEM;
+	*list = l;
+	return 0;
+}
+
 struct aw_http *aw_http_new(const struct aw_http_opts *opts, char **err)
 {
 	struct aw_http *h = calloc(1, sizeof(*h));
@@ -134,30 +145,20 @@ struct aw_http *aw_http_new(const struct aw_http_opts *opts, char **err)
 		goto fail;
 	}
 	h->timeout_ms = opts->timeout_ms;
-	h->headers_get = curl_slist_append(NULL, "Accept: application/json");
 	if (opts->token) {
 		auth = aw_asprintf("Authorization: Bearer %s", opts->token);
 		if (!auth) {
 			aw_errorf(err, -ENOMEM, "out of memory");
 			goto fail;
 		}
-		h->headers_get = h->headers_get ? curl_slist_append(h->headers_get, auth) : NULL;
 	}
-	if (h->headers_get) {
-		/* the POST list: the GET headers plus the body's type (copies, freed apart) */
-		for (struct curl_slist *l = h->headers_get; l; l = l->next) {
-			struct curl_slist *n = curl_slist_append(h->headers_post, l->data);
-
-			if (!n)
-				break;
-			h->headers_post = n;
-		}
-		h->headers_post =
-		    curl_slist_append(h->headers_post, "Content-Type: application/json");
-		if (h->headers_post)
-			h->headers_post = curl_slist_append(h->headers_post, "Expect:");
-	}
-	if (!h->headers_get || !h->headers_post) {
+	/* GET: Accept (+ Authorization); POST: the same plus the body's type, no Expect. */
+	if (add_header(&h->headers_get, "Accept: application/json") ||
+	    (auth && add_header(&h->headers_get, auth)) ||
+	    add_header(&h->headers_post, "Accept: application/json") ||
+	    (auth && add_header(&h->headers_post, auth)) ||
+	    add_header(&h->headers_post, "Content-Type: application/json") ||
+	    add_header(&h->headers_post, "Expect:")) {
 		aw_errorf(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
