@@ -34,43 +34,35 @@ double aw_quantile_sorted(const double *sorted, size_t n, double q)
 	return sorted[i] + (h - lo) * (sorted[i + 1] - sorted[i]);
 }
 
-/* P(X <= k) for X ~ Binomial(n, 1/2), summed in log space so large n does not underflow. */
-static double binom_half_cdf(size_t n, size_t k)
-{
-	double sum = 0, ln2n = (double)n * log(2.0);
-
-	for (size_t i = 0; i <= k; i++)
-		sum += exp(lgamma((double)n + 1) - lgamma((double)i + 1) -
-		           lgamma((double)(n - i) + 1) - ln2n);
-	return sum;
-}
-
 double aw_median_ci_ranks(size_t n, double level, size_t *lo, size_t *hi)
 {
-	double alpha = 1 - level, coverage;
-	size_t j = 1;
+	double alpha = 1 - level, logp, cdf;
+	size_t j;
 
 	*lo = 1;
 	*hi = n;
-	if (n == 0)
+	if (n <= 1)
 		return 0;
-	coverage = 1 - 2 * binom_half_cdf(n, 0);
-	if (coverage < level)
-		return n == 1 ? 0 : coverage;
-	/* Grow j while [x(j+1), x(n-j)] still covers: coverage of [x(j), x(n-j+1)] is
-	 * 1 - 2 P(X <= j - 1). For large n, start near the normal approximation. */
-	if (n > 200) {
-		double z = 1.959963984540054;
-		double guess = floor((double)n / 2 - z * sqrt((double)n) / 2) - 3;
+	/* Walk the Binomial(n, 1/2) distribution upwards in log space (2^-n underflows for large
+	 * n): the interval [x(j), x(n-j+1)] covers the median with probability
+	 * 1 - 2 P(X <= j - 1). Grow j while that stays >= level. */
+	logp = -(double)n * log(2.0); /* log P(X = 0) */
+	cdf = exp(logp);
+	if (1 - 2 * cdf < level)
+		return 1 - 2 * cdf;
+	for (j = 1; j + 1 <= n / 2; j++) {
+		/* cdf = P(X <= j - 1); would [x(j+1), x(n-j)] still cover? */
+		double next;
 
-		if (guess > 1)
-			j = (size_t)guess;
+		logp += log((double)(n - (j - 1))) - log((double)j); /* log P(X = j) */
+		next = cdf + exp(logp);
+		if (2 * next > alpha)
+			break;
+		cdf = next;
 	}
-	while (j + 1 <= n / 2 && 2 * binom_half_cdf(n, j) <= alpha)
-		j++;
 	*lo = j;
 	*hi = n - j + 1;
-	return 1 - 2 * binom_half_cdf(n, j - 1);
+	return 1 - 2 * cdf;
 }
 
 int aw_summarize(double *v, size_t n, struct aw_summary *out)
