@@ -13,6 +13,7 @@
 
 #define MAD_TO_SIGMA      1.4826 /* MAD of a normal sample times this estimates sigma */
 #define MEDIAN_VAR        1.5708 /* var(median) / var(mean) for normal data: pi / 2 */
+#define MAD_EFFICIENCY    0.3675 /* of the MAD relative to the standard deviation, normal data */
 #define UNKNOWN_NOISE     0.01   /* assumed when nothing measures the noise */
 #define MAX_CHANGE_POINTS 32
 
@@ -94,6 +95,7 @@ struct cell_state {
 	double between; /* own relative run-to-run noise (MAD), NAN with < 3 baseline runs */
 	double within;  /* the runs' own relative precision, NAN when unknown */
 	int zero_base;  /* the baseline was below resolution */
+	int pooled;     /* its group's prior is estimated and the cell tested */
 };
 
 /* Phase 1: window, medians, the cell's own noise, bimodality and excursions. */
@@ -191,12 +193,13 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 		st->within = head_within;
 }
 
-/* Phase 2: the test, with the cell's noise moderated towards the host's pooled noise `s0` (an
- * empirical-Bayes variance, as limma does): s^2 = ((w-1) s_cell^2 + d0 s0^2) / (w - 1 + d0)
- * with w - 1 + d0 degrees of freedom, so that ten baseline runs do not have to carry the whole
- * uncertainty of the noise on their own. */
+/* Phase 2: the test. A cell's noise is moderated towards its group's pooled noise s0 with the
+ * empirical-Bayes variance of limma: s^2 = (f s_cell^2 + d0 s0^2) / (f + d0) on f + d0 degrees
+ * of freedom (f: the MAD's equivalent degrees of freedom), so that ten baseline runs do not
+ * carry the whole uncertainty of the noise on their own. d0 is estimated from how much the
+ * cells' own noises disagree beyond what sampling explains (estimate_prior). */
 static void test_cell(const struct aw_detect_input *in, const struct aw_detect_opts *o,
-                      struct aw_detect_result *r, const struct cell_state *st, double s0,
+                      struct aw_detect_result *r, const struct cell_state *st, double s0, double d0,
                       double *p_two)
 {
 	const double *win = in->history + r->window_start;
@@ -221,18 +224,20 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 		snprintf(r->note, sizeof(r->note), "the baseline was below resolution (0 ns)");
 		return;
 	}
-	if (!isnan(st->between) && !isnan(s0)) {
-		double dfc = (double)(n_win - 1);
+	if (!isnan(st->between)) {
+		/* A MAD from w runs estimates sigma as well as a standard deviation from about
+		 * 0.37 (w - 1) degrees of freedom would. */
+		double dfc = MAD_EFFICIENCY * (double)(n_win - 1);
 
-		noise = sqrt((dfc * st->between * st->between + o->prior_df * s0 * s0) /
-		             (dfc + o->prior_df));
-		df = dfc + o->prior_df;
-	} else if (!isnan(st->between)) {
 		noise = st->between;
-		df = (double)(n_win - 1);
+		df = dfc;
+		if (!isnan(s0) && d0 > 0) {
+			noise = sqrt((dfc * st->between * st->between + d0 * s0 * s0) / (dfc + d0));
+			df = dfc + d0;
+		}
 	} else if (!isnan(s0)) {
 		noise = s0;
-		df = o->prior_df;
+		df = d0 > 0 ? d0 : 1;
 	} else {
 		noise = UNKNOWN_NOISE;
 		snprintf(r->note, sizeof(r->note),
@@ -290,6 +295,39 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	}
 }
 
+/* The prior of one group's noises (Smyth 2004, the moment estimates of limma's fitFDist): with
+ * e_i = log(s_i^2) - digamma(f_i / 2) + log(f_i / 2), the spread of e beyond the sampling part
+ * mean(trigamma(f_i / 2)) is trigamma(d0 / 2); s0^2 = exp(mean(e) + digamma(d0/2) - log(d0/2)).
+ * Cells that agree give a large d0 (capped at max_d0), cells that differ a small one. */
+static void estimate_prior(const double *s, const double *f, size_t k, double max_d0, double *s0,
+                           double *d0)
+{
+	double mean = 0, var = 0, tri = 0;
+
+	*s0 = NAN;
+	*d0 = 0;
+	if (!k)
+		return;
+	for (size_t i = 0; i < k; i++)
+		mean += log(s[i] * s[i]) - aw_digamma(f[i] / 2) + log(f[i] / 2);
+	mean /= (double)k;
+	if (k < 3) {
+		*s0 = sqrt(exp(mean));
+		return;
+	}
+	for (size_t i = 0; i < k; i++) {
+		double e = log(s[i] * s[i]) - aw_digamma(f[i] / 2) + log(f[i] / 2);
+
+		var += (e - mean) * (e - mean);
+		tri += aw_trigamma(f[i] / 2);
+	}
+	var = var / (double)(k - 1) - tri / (double)k;
+	*d0 = var > 0 ? 2 * aw_trigamma_inverse(var) : max_d0;
+	if (*d0 > max_d0)
+		*d0 = max_d0;
+	*s0 = sqrt(exp(mean + aw_digamma(*d0 / 2) - log(*d0 / 2)));
+}
+
 int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *opts,
               struct aw_detect_result *out)
 {
@@ -297,8 +335,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	const struct aw_detect_opts *o = opts ? opts : &defaults;
 	struct cell_state *st = NULL;
 	struct work w = {0};
-	double *p = NULL, s0 = NAN;
-	size_t most = 1, n_s = 0;
+	double *p = NULL, *fdf = NULL;
+	size_t most = 1;
 	int rc = -ENOMEM;
 
 	for (size_t i = 0; i < n; i++) {
@@ -311,20 +349,32 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	w.b = malloc((most > n ? most : n) * sizeof(double));
 	p = calloc(n ? n : 1, sizeof(double));
 	st = calloc(n ? n : 1, sizeof(*st));
-	if (!w.a || !w.b || !p || !st)
+	fdf = calloc(n ? n : 1, sizeof(*fdf));
+	if (!w.a || !w.b || !p || !st || !fdf)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		observe(&in[i], o, &out[i], &st[i], &w);
-	/* the host's pooled noise: the median of its cells' own noise */
-	for (size_t i = 0; i < n; i++)
-		if (!isnan(st[i].between))
-			w.b[n_s++] = st[i].between;
-	if (n_s) {
-		aw_sort_doubles(w.b, n_s);
-		s0 = aw_quantile_sorted(w.b, n_s, 0.5);
+	/* each group's pooled noise */
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		double s0, d0;
+
+		if (st[i].pooled)
+			continue;
+		for (size_t j = i; j < n; j++) {
+			if (in[j].group != in[i].group || isnan(st[j].between))
+				continue;
+			w.b[k] = fmax(st[j].between, o->noise_floor);
+			fdf[k++] = MAD_EFFICIENCY * (double)(out[j].window_n - 1);
+		}
+		estimate_prior(w.b, fdf, k, o->prior_df_max, &s0, &d0);
+		for (size_t j = i; j < n; j++) {
+			if (in[j].group != in[i].group)
+				continue;
+			st[j].pooled = 1;
+			test_cell(&in[j], o, &out[j], &st[j], s0, d0, &p[j]);
+		}
 	}
-	for (size_t i = 0; i < n; i++)
-		test_cell(&in[i], o, &out[i], &st[i], s0, &p[i]);
 	if (aw_bh_adjust(p, n, p))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -337,5 +387,6 @@ out:
 	free(w.b);
 	free(p);
 	free(st);
+	free(fdf);
 	return rc;
 }

@@ -29,18 +29,19 @@ struct aw_detect_opts {
 	double noise_floor;   /* smallest relative run-to-run noise assumed (default 0.001) */
 	double bimodal_ratio; /* p99 >= ratio * p50 within a run flags bimodality (default 3) */
 	double bimodal_gap;   /* ratio between two clusters of baseline values (default 1.25) */
-	double prior_df;  /* weight of the host's pooled noise in each cell's noise (default 4) */
-	double mw_alpha;  /* with >= 3 head runs the rank test must also reject at this level */
-	double excursion; /* an earlier run this far from the baseline (x or 1/x) is an
-	                     excursion; a head within the excursions seen is noisy (default 1.5) */
+	double prior_df_max;  /* most weight the pooled noise of a cell's group may get, in degrees
+	                         of freedom (default 30); the weight itself is estimated */
+	double mw_alpha;      /* with >= 3 head runs the rank test must also reject at this level */
+	double excursion;     /* an earlier run this far from the baseline (x or 1/x) is an
+	                         excursion; a head within the excursions seen is noisy (default 1.5) */
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
-#define AW_DETECT_OPTS_DEFAULT                                                            \
-	{                                                                                 \
-		.window = 10, .fdr = 0.05, .power_z = 1.645, .noise_floor = 0.001,        \
-		.bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df = 4, .mw_alpha = 0.05, \
-		.excursion = 1.5, .cp = AW_CP_OPTS_DEFAULT                                \
+#define AW_DETECT_OPTS_DEFAULT                                                                 \
+	{                                                                                      \
+		.window = 10, .fdr = 0.05, .power_z = 1.645, .noise_floor = 0.001,             \
+		.bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, .mw_alpha = 0.05, \
+		.excursion = 1.5, .cp = AW_CP_OPTS_DEFAULT                                     \
 	}
 
 /* One cell and one metric (p50 or p99) on one host. Values are the metric of each run, in ns.
@@ -56,6 +57,8 @@ struct aw_detect_input {
 	const double *head_se;
 	size_t n_head;
 	double threshold;  /* relative, e.g. 0.05 */
+	int group;         /* cells of one group share a pooled noise (e.g. uncontended ops,
+	                      readers, contended cells); any int */
 	bool tail_bimodal; /* some run's p99 >= bimodal_ratio * p50 (flag only) */
 };
 

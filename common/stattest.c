@@ -74,6 +74,51 @@ double aw_t_sf(double t, double df)
 	return t >= 0 ? tail : 1 - tail;
 }
 
+double aw_digamma(double x)
+{
+	double r = 0, f;
+
+	/* recurrence up to where the asymptotic series is accurate */
+	while (x < 12) {
+		r -= 1 / x;
+		x += 1;
+	}
+	f = 1 / (x * x);
+	return r + log(x) - 0.5 / x -
+	       f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
+}
+
+double aw_trigamma(double x)
+{
+	double r = 0, f;
+
+	while (x < 12) {
+		r += 1 / (x * x);
+		x += 1;
+	}
+	f = 1 / (x * x);
+	return r + 1 / x + f / 2 +
+	       f / x * (1.0 / 6 - f * (1.0 / 30 - f * (1.0 / 42 - f * (1.0 / 30))));
+}
+
+double aw_trigamma_inverse(double x)
+{
+	double lo = 1e-8, hi = 1e8;
+
+	/* trigamma decreases monotonically: bisect on a log scale */
+	for (int i = 0; i < 200; i++) {
+		double mid = sqrt(lo * hi);
+
+		if (aw_trigamma(mid) > x)
+			lo = mid;
+		else
+			hi = mid;
+		if (hi / lo < 1 + 1e-12)
+			break;
+	}
+	return sqrt(lo * hi);
+}
+
 static void mean_var(const double *v, size_t n, double *mean, double *var)
 {
 	double s = 0, ss = 0;

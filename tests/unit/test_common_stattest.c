@@ -25,6 +25,18 @@ static void test_tails(void **state)
 	assert_close(aw_betainc(0.5, 0.5, 0.5), 0.5, 1e-10);
 }
 
+static void test_gamma_family(void **state)
+{
+	(void)state;
+	assert_close(aw_digamma(1), -0.5772156649015329, 1e-12); /* -Euler's gamma */
+	assert_close(aw_digamma(0.5), -1.9635100260214235, 1e-12);
+	assert_close(aw_digamma(10), 2.251752589066721, 1e-12);
+	assert_close(aw_trigamma(1), 1.6449340668482264, 1e-12);  /* pi^2 / 6 */
+	assert_close(aw_trigamma(0.5), 4.934802200544679, 1e-12); /* pi^2 / 2 */
+	assert_close(aw_trigamma_inverse(aw_trigamma(3.7)), 3.7, 1e-9);
+	assert_close(aw_trigamma_inverse(aw_trigamma(250)), 250, 1e-6);
+}
+
 static void test_welch(void **state)
 {
 	double a[] = {1, 2, 3, 4, 5}, b[] = {3, 4, 5, 6, 7}, c[] = {2, 2, 2}, d[] = {3, 3, 3};
@@ -101,7 +113,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tails),        cmocka_unit_test(test_welch),
 	    cmocka_unit_test(test_mann_whitney), cmocka_unit_test(test_bh),
-	    cmocka_unit_test(test_changepoints),
+	    cmocka_unit_test(test_changepoints), cmocka_unit_test(test_gamma_family),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

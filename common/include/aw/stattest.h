@@ -14,6 +14,13 @@ double aw_t_sf(double t, double df);
 /* The regularised incomplete beta function I_x(a, b), 0 <= x <= 1, a, b > 0. */
 double aw_betainc(double a, double b, double x);
 
+/* The digamma and trigamma functions (derivatives of log Gamma), x > 0. */
+double aw_digamma(double x);
+double aw_trigamma(double x);
+
+/* The y > 0 with aw_trigamma(y) == x, for x > 0. */
+double aw_trigamma_inverse(double x);
+
 /* Welch's two-sample t-test of mean(a) != mean(b); returns the two-sided p-value (1 when
  * either side has fewer than 2 values; 0 when both variances are 0 and the means differ). */
 double aw_welch_p(const double *a, size_t na, const double *b, size_t nb);

@@ -1,0 +1,242 @@
+/* Regression verdicts on hand-made histories: clear regressions from one head run, noise that
+ * must not alarm, new and missing cells, a baseline below resolution, bimodal baselines and
+ * excursions seen before, the window cut at a change point, and threshold rules. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "detect.h"
+
+/* A deterministic ripple of +-amp around v. */
+static void series(double *x, size_t n, double v, double amp)
+{
+	static const double r[] = {0.3, -0.8, 0.1, 0.9, -0.4, -0.1, 0.6, -0.9, 0.2, -0.5, 0.7};
+
+	for (size_t i = 0; i < n; i++)
+		x[i] = v * (1 + amp * r[i % 11]);
+}
+
+/* One host with a filler of quiet cells around the cell under test, so that the false discovery
+ * correction sees a realistic family. Returns the verdict of cell 0. */
+static struct aw_detect_result judge_one(const double *hist, size_t nh, const double *head,
+                                         size_t nx, double threshold)
+{
+	enum {
+		FILLER = 40
+	};
+	static double fh[FILLER][20], fx[FILLER][1];
+	struct aw_detect_input in[FILLER + 1];
+	struct aw_detect_result out[FILLER + 1];
+
+	in[0] = (struct aw_detect_input){
+	    .history = hist, .n_history = nh, .head = head, .n_head = nx, .threshold = threshold};
+	for (int i = 0; i < FILLER; i++) {
+		series(fh[i], 20, 10 + i, 0.004);
+		fx[i][0] = (10 + i) * 1.001;
+		in[i + 1] = (struct aw_detect_input){.history = fh[i],
+		                                     .n_history = 20,
+		                                     .head = fx[i],
+		                                     .n_head = 1,
+		                                     .threshold = 0.05};
+	}
+	assert_int_equal(aw_detect(in, FILLER + 1, NULL, out), 0);
+	for (int i = 1; i <= FILLER; i++)
+		assert_int_equal(out[i].verdict, AW_VERDICT_UNCHANGED);
+	return out[0];
+}
+
+static void test_clear_regression_one_run(void **state)
+{
+	double h[10], x[] = {50.0};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.01); /* LDADD-like 5 ns, then STADD-like 50 ns */
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(fabs(r.change - 9) < 0.2);
+	assert_true(r.qvalue < 0.05);
+	assert_true(r.change_lo > 8);
+	assert_string_equal(aw_verdict_name(r.verdict), "regressed");
+}
+
+static void test_noise_is_not_a_regression(void **state)
+{
+	double h[10], x[] = {5.0 * 1.012};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.01);
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* a small but real shift below the threshold is not a regression either */
+	series(h, 10, 5.0, 0.0005);
+	x[0] = 5.0 * 1.02;
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+static void test_improvement(void **state)
+{
+	double h[10], x[] = {2.5};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.01);
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_IMPROVED);
+	assert_true(r.change < -0.45);
+}
+
+static void test_new_and_missing(void **state)
+{
+	double h[10], x[] = {5.0};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.01);
+	r = judge_one(NULL, 0, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_NEW);
+	assert_true(isnan(r.baseline));
+	r = judge_one(h, 10, NULL, 0, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_MISSING);
+	assert_true(r.baseline > 4.9 && r.baseline < 5.1);
+}
+
+static void test_below_resolution_baseline(void **state)
+{
+	double h[10] = {0}, x[] = {20.0}, se[] = {0.05}, zero[] = {0};
+	struct aw_detect_input in = {.history = h,
+	                             .n_history = 10,
+	                             .head = x,
+	                             .head_se = se,
+	                             .n_head = 1,
+	                             .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	/* plain incq at 0 ns, then lock xadd + mfence: a regression of unbounded size */
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(isinf(r.change));
+	assert_non_null(strstr(r.note, "below resolution"));
+	in.head = zero;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+static void test_bimodal_baseline(void **state)
+{
+	double h[10], x[] = {27.0};
+	struct aw_detect_result r;
+
+	(void)state;
+	/* Graviton4-like: runs land at ~4.6 ns or ~27 ns */
+	for (int i = 0; i < 10; i++)
+		h[i] = i % 3 == 0 ? 27.5 - 0.1 * i : 4.6 + 0.01 * i;
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_true(r.bimodal);
+	assert_true(r.seen_before);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
+static void test_excursions(void **state)
+{
+	double h[20], x[] = {48.0};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 20, 5.0, 0.01);
+	h[3] *= 10; /* two earlier runs were 10x excursions */
+	h[11] *= 9;
+	r = judge_one(h, 20, x, 1, 0.05);
+	assert_true(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	assert_non_null(strstr(r.note, "excursions"));
+	/* without excursions in the history the same head is a regression */
+	series(h, 20, 5.0, 0.01);
+	r = judge_one(h, 20, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
+static void test_window_cut_at_change_point(void **state)
+{
+	double h[24], x[] = {20.1};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 12, 10.0, 0.004);
+	series(h + 12, 12, 20.0, 0.004);
+	r = judge_one(h, 24, x, 1, 0.05);
+	assert_int_equal(r.last_change, 12);
+	assert_true(r.window_start >= 12);
+	assert_true(fabs(r.baseline - 20) < 0.2);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+static void test_noisy_baseline(void **state)
+{
+	double h[10], x[] = {5.0 * 1.12};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.15);
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	assert_true(r.noise > 0.05);
+}
+
+static void test_rank_test_with_three_head_runs(void **state)
+{
+	double h[10], agree[] = {5.6, 5.7, 5.65}, split[] = {5.0, 7.5, 4.9};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.005);
+	r = judge_one(h, 10, agree, 3, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(r.mw_pvalue < 0.05);
+	/* the median moved, but two of three runs did not: the rank test disagrees */
+	r = judge_one(h, 10, split, 3, 0.05);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
+static void test_threshold_rules(void **state)
+{
+	const struct aw_threshold_rule rules[] = {
+	    {.op = "plain", .threshold = 0.5},
+	    {.reader = "srcu*", .threshold = 0.1},
+	    {.key = "*contender=*", .threshold = 0.25},
+	};
+
+	(void)state;
+	assert_true(aw_threshold_for(rules, 3, "plain", NULL, "op=plain cpu=0", 0.05) == 0.5);
+	assert_true(aw_threshold_for(rules, 3, "ldadd", "srcu_fast", "x", 0.05) == 0.1);
+	assert_true(aw_threshold_for(rules, 3, "llsc", NULL, "op=llsc cpu=0 contender=1 c=10",
+	                             0.05) == 0.25);
+	assert_true(aw_threshold_for(rules, 3, "ldadd", NULL, "op=ldadd cpu=0", 0.05) == 0.05);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_clear_regression_one_run),
+	    cmocka_unit_test(test_noise_is_not_a_regression),
+	    cmocka_unit_test(test_improvement),
+	    cmocka_unit_test(test_new_and_missing),
+	    cmocka_unit_test(test_below_resolution_baseline),
+	    cmocka_unit_test(test_bimodal_baseline),
+	    cmocka_unit_test(test_excursions),
+	    cmocka_unit_test(test_window_cut_at_change_point),
+	    cmocka_unit_test(test_noisy_baseline),
+	    cmocka_unit_test(test_rank_test_with_three_head_runs),
+	    cmocka_unit_test(test_threshold_rules),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
