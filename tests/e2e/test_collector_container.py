@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""The collector image: builds the Dockerfile with podman (no Docker engine here; the base
-image comes from ../shared/tools/container-setup.sh, never from a registry), starts a
+"""The images of the Dockerfile, built with podman (no Docker engine here; the base image comes
+from ../shared/tools/container-setup.sh, never from a registry). The collector: starts a
 container, uploads a result and reads it back, checks the image's user, volume and health
-check, and removes the container."""
+check, and removes the container. The agent stage: runs and fingerprints the host."""
 
 import json
 import os
@@ -15,6 +15,7 @@ import harness as h  # noqa: E402
 from harness import check, eq  # noqa: E402
 
 IMAGE = "localhost/atomwatch-collector:test"
+AGENT_IMAGE = "localhost/atomwatch-agent:test"
 
 
 def sh(*argv, check_rc=True, timeout=1800):
@@ -73,8 +74,22 @@ def test_image():
     sh("podman", "rm", "-f", "-v", name)
 
 
+def test_agent_image():
+    sh("podman", "build", "--pull=never", "--format", "docker", "--target", "agent", "-t",
+       AGENT_IMAGE, h.SOURCE_DIR)
+    eq(json.loads(sh("podman", "image", "inspect", AGENT_IMAGE))[0]["Config"].get("User"),
+       "atomwatch", "the agent runs as a non-root user")
+    check("atomwatch-agent" in sh("podman", "run", "--rm", AGENT_IMAGE, "--version"))
+    out = subprocess.run(["podman", "run", "--rm", AGENT_IMAGE, "fingerprint", "--config",
+                          "/usr/share/atomwatch/agent.yaml"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=300)
+    eq(out.returncode, 0, out.stderr)
+    check(json.loads(out.stdout)["arch"], out.stdout)
+
+
 def main():
-    h.run([("build, run, upload and read back", test_image)], "collector container")
+    h.run([("collector: build, run, upload and read back", test_image),
+           ("agent: build, run, fingerprint", test_agent_image)], "container images")
 
 
 if __name__ == "__main__":
