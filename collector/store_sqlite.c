@@ -165,6 +165,8 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSIO
 
 enum sq_stmt {
 	SQ_BEGIN,
+	SQ_BEGIN_READ,
+	SQ_MIGRATED,
 	SQ_COMMIT,
 	SQ_ROLLBACK,
 	SQ_PING,
@@ -205,6 +207,8 @@ enum sq_stmt {
 
 static const char *const sq_sql[SQ_N] = {
     [SQ_BEGIN] = "BEGIN IMMEDIATE",
+    [SQ_BEGIN_READ] = "BEGIN",
+    [SQ_MIGRATED] = "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
     [SQ_COMMIT] = "COMMIT",
     [SQ_ROLLBACK] = "ROLLBACK",
     [SQ_PING] = "SELECT 1",
@@ -556,14 +560,15 @@ static int sq_migrate(struct store_conn *base, int *from, int *to, char **err)
 		goto out;
 	}
 	for (;;) {
-		char now[AW_TIME_LEN], insert[160];
+		char now[AW_TIME_LEN];
+		sqlite3_stmt *s;
 		int64_t us;
 
 		/* BEGIN IMMEDIATE takes the write lock before reading the version, so two
 		 * processes migrating at once apply each migration exactly once. */
-		rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg);
-		if (rc != SQLITE_OK) {
-			rc = aw_errorf(err, -EIO, "cannot begin a migration: %s", msg);
+		if (begin(c)) {
+			rc = aw_errorf(err, -EIO, "cannot begin a migration: %s",
+			               sqlite3_errmsg(c->db));
 			goto out;
 		}
 		rc = schema_version(c, &version, err);
@@ -572,22 +577,27 @@ static int sq_migrate(struct store_conn *base, int *from, int *to, char **err)
 		if (first < 0)
 			first = version;
 		if (version >= STORE_SCHEMA_VERSION) {
-			sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+			rc = commit(c);
+			if (rc) {
+				aw_errorf(err, rc, "cannot commit: %s", sqlite3_errmsg(c->db));
+				goto fail;
+			}
 			break;
 		}
+		/* A migration is constant DDL: a script run as it is. */
 		if (sqlite3_exec(c->db, migrations[version], NULL, NULL, &msg) != SQLITE_OK) {
 			rc = aw_errorf(err, -EIO, "migration %d failed: %s", version + 1, msg);
 			goto fail;
 		}
 		store_now(now, &us);
-		/* Constant text apart from two numbers this code formats itself. */
-		snprintf(insert, sizeof(insert),
-		         "INSERT INTO schema_migrations (version, applied_at) VALUES (%d, '%s')",
-		         version + 1, now);
-		if (sqlite3_exec(c->db, insert, NULL, NULL, &msg) != SQLITE_OK ||
-		    sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+		s = st(c, SQ_MIGRATED);
+		if (s) {
+			b_i64(s, 1, version + 1);
+			b_text(s, 2, now);
+		}
+		if (!s || exec_stmt(c, s, "cannot record a migration") || commit(c)) {
 			rc = aw_errorf(err, -EIO, "cannot record migration %d: %s", version + 1,
-			               msg);
+			               sqlite3_errmsg(c->db));
 			goto fail;
 		}
 	}
@@ -604,7 +614,7 @@ static int sq_migrate(struct store_conn *base, int *from, int *to, char **err)
 	rc = 0;
 	goto out;
 fail:
-	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	rollback(c);
 out:
 	sqlite3_free(msg);
 	return rc;
@@ -1061,9 +1071,9 @@ static int sq_get_run(struct store_conn *base, const char *run_id, struct aw_res
 		return -EIO;
 	b_text(s, 1, run_id);
 	/* The header and the cells are read in one transaction so they match. */
-	rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return sq_fail(c, rc, "cannot begin a read");
+	rc = exec_stmt(c, st(c, SQ_BEGIN_READ), "cannot begin a read");
+	if (rc)
+		return rc;
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW) {
 		rc = rc == SQLITE_DONE ? -ENOENT : sq_fail(c, rc, "cannot read a run");
@@ -1111,7 +1121,7 @@ static int sq_get_run(struct store_conn *base, const char *run_id, struct aw_res
 out:
 	if (s)
 		sqlite3_reset(s);
-	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	exec_stmt(c, st(c, SQ_COMMIT), "cannot end a read");
 	aw_result_free(&r);
 	return rc;
 }
@@ -1572,9 +1582,9 @@ static int sq_job_get(struct store_conn *base, int64_t id, store_job_cb cb, stor
 	sqlite3_stmt *s;
 	int rc;
 
-	rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return sq_fail(c, rc, "cannot begin a read");
+	rc = exec_stmt(c, st(c, SQ_BEGIN_READ), "cannot begin a read");
+	if (rc)
+		return rc;
 	s = st(c, SQ_JOB_GET);
 	if (!s) {
 		rc = -EIO;
@@ -1594,7 +1604,7 @@ static int sq_job_get(struct store_conn *base, int64_t id, store_job_cb cb, stor
 	b_i64(s, 1, id);
 	rc = each_row(c, s, job_host_row, &jr, "cannot read a job's hosts");
 out:
-	sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	exec_stmt(c, st(c, SQ_COMMIT), "cannot end a read");
 	return rc;
 }
 
