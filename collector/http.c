@@ -21,7 +21,8 @@
 #include "aw/log.h"
 #include "aw/util.h"
 
-#define HEADERS_MAX 4
+#define HEADERS_MAX  4
+#define PATH_MAX_LEN 1024 /* longer paths get 414 */
 
 struct aw_http_server {
 	struct MHD_Daemon *daemon;
@@ -37,7 +38,9 @@ struct aw_http_server {
 struct aw_http_req {
 	struct aw_http_server *srv;
 	struct MHD_Connection *conn;
-	const char *method, *url; /* MHD's, valid until the request completes */
+	/* Copies, so that they outlive MHD's buffers (the done callback reads them). */
+	char method[16];
+	char url[PATH_MAX_LEN];
 	struct aw_buf body;
 	uint64_t reserved;  /* bytes of srv->buffered this request holds */
 	uint64_t discarded; /* bytes thrown away after the limit */
@@ -268,8 +271,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!r)
 			return MHD_NO;
 		*con_cls = r;
-		r->method = method;
-		r->url = url;
+		snprintf(r->method, sizeof(r->method), "%s", method);
+		snprintf(r->url, sizeof(r->url), "%s", url);
+		if (strlen(url) >= sizeof(r->url))
+			return reply_now(r, 414, "too_long", "the path is too long");
 		/* Refuse an announced oversized body before reading any of it. */
 		if (cl && !aw_parse_u64(cl, UINT64_MAX, &announced) &&
 		    announced > s->opt.max_body) {
@@ -278,8 +283,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		return MHD_YES;
 	}
-	r->method = method;
-	r->url = url;
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 

@@ -389,6 +389,8 @@ def test_queries():
         r = get(path)
         eq(r.status, status, path)
         eq(r.error()["field"], field, path)
+    r = get("/api/v1/hosts/" + "x" * 2000)
+    eq((r.status, r.error()["code"]), (414, "too_long"))
     r = S.col.request("DELETE", "/api/v1/runs")
     eq(r.status, 405)
     eq(r.headers["allow"], "GET")
