@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const unsigned statuses[] = {200, 201, 204, 400, 401, 403, 404,
-                                    405, 409, 413, 500, 503, 0 /* other */};
+                                    405, 409, 413, 414, 500, 503, 0 /* other */};
 #define N_STATUS (sizeof(statuses) / sizeof(statuses[0]))
 
 static const char *const methods[] = {"GET", "POST", "HEAD", "other"};
