@@ -258,8 +258,11 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	z = r->change / se_rel;
 	p_up = isinf(df) ? aw_norm_sf(z) : aw_t_sf(z, df);
 	p_down = isinf(df) ? aw_norm_sf(-z) : aw_t_sf(-z, df);
-	*p_two = fmin(1, 2 * fmin(p_up, p_down));
-	r->pvalue = *p_two;
+	r->pvalue = fmin(1, 2 * fmin(p_up, p_down));
+	/* A head in a mode or excursion seen before is judged noisy whatever its p-value; left in
+	 * the family it would only lend its tiny p-value to the Benjamini-Hochberg thresholds of
+	 * the other cells. */
+	*p_two = r->seen_before ? 1 : r->pvalue;
 	if (in->n_head >= 3)
 		r->mw_pvalue = aw_mann_whitney_p(in->head, in->n_head, win, n_win,
 		                                 r->change > 0 ? AW_GREATER : AW_LESS);
@@ -282,8 +285,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->verdict = AW_VERDICT_REGRESSED;
 	else if (significant && r->change < 0 && -r->change_lo >= in->threshold)
 		r->verdict = AW_VERDICT_IMPROVED;
-	if ((r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) &&
-	    r->seen_before)
+	/* a threshold-sized move into a mode or excursion the history has shown */
+	if (r->seen_before && fabs(r->change) >= in->threshold)
 		r->verdict = AW_VERDICT_NOISY;
 	else if (r->verdict == AW_VERDICT_UNCHANGED && fabs(r->change) >= in->threshold &&
 	         r->noise * o->power_z >= in->threshold) {
