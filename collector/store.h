@@ -323,4 +323,50 @@ int store_job_get(struct store_conn *c, int64_t id, store_job_cb cb, store_job_h
 /* The newest jobs, newest first. */
 int store_job_list(struct store_conn *c, unsigned limit, store_job_cb cb, void *cls);
 
+/* ---- analysis (change points and cached verdicts; see analysis.h) ---- */
+
+struct store_changepoint {
+	const char *project, *host, *ref;
+	const char *cell_key;
+	const char *metric;   /* "p50" or "p99" */
+	const char *commit;   /* the first commit of the new segment */
+	const char *run_id;   /* its run */
+	int64_t order_us;     /* its position on the ref */
+	double before, after; /* segment means around the change */
+	double pvalue;
+	const char *computed_at;
+};
+
+typedef int (*store_changepoint_cb)(const struct store_changepoint *cp, void *cls);
+
+/* Replaces every change point of (project, host, ref) with `items` (their project, host and
+ * ref fields are ignored) in one transaction. */
+int store_changepoints_replace(struct store_conn *c, const char *project, const char *host,
+                               const char *ref, const struct store_changepoint *items, size_t n);
+
+/* The change points of `host` on `ref`, oldest first; project and cell_key may be NULL (any). */
+int store_changepoints_list(struct store_conn *c, const char *project, const char *host,
+                            const char *ref, const char *cell_key, store_changepoint_cb cb,
+                            void *cls);
+
+/* A commit's verdict on one host as computed after ingest (analysis.h): the gate status
+ * ("pass", "fail", "incomplete") and the JSON of aw_host_verdict_json(). */
+struct store_verdict {
+	const char *project, *commit, *host, *baseline_ref;
+	const char *status;
+	const char *json;
+	const char *computed_at;
+	int64_t order_us; /* the commit's position on its ref, for "latest" */
+};
+
+typedef int (*store_verdict_cb)(const struct store_verdict *v, void *cls);
+
+/* Stores the verdict of (project, commit, host), replacing an earlier one. */
+int store_verdict_put(struct store_conn *c, const struct store_verdict *v);
+
+/* Cached verdicts, newest commit first; project, commit and host may be NULL (any); limit
+ * 1..10000. */
+int store_verdict_list(struct store_conn *c, const char *project, const char *commit,
+                       const char *host, unsigned limit, store_verdict_cb cb, void *cls);
+
 #endif

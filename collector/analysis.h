@@ -1,0 +1,99 @@
+/* Regression analysis over the store: the verdicts of a commit on each host against its
+ * baseline (for the gate, the compare endpoint and the commit pages), and the change points of
+ * a host's series on a ref (stored, listed by the API, drawn on trend charts). It feeds the
+ * pure statistics of detect.c from the store and caches what pages need, so that no page
+ * computes a verdict on the request path. */
+#ifndef AW_COLLECTOR_ANALYSIS_H
+#define AW_COLLECTOR_ANALYSIS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "detect.h"
+#include "store.h"
+
+/* Thresholds (configs/thresholds.yaml): the first matching rule wins. */
+struct aw_thresholds {
+	double p50;			/* default relative threshold of p50 (0.05) */
+	double p99;			/* default of p99 (0.10: tails are noisier) */
+	struct aw_threshold_rule *p50_rules;
+	size_t n_p50_rules;
+	struct aw_threshold_rule *p99_rules;
+	size_t n_p99_rules;
+};
+
+struct aw_analysis_opts {
+	const char *baseline_ref;	/* the ref whose history is the baseline ("main") */
+	unsigned history;		/* earlier runs read per host: window, excursions, change
+					   points (default 40) */
+	struct aw_detect_opts detect;
+	const struct aw_thresholds *thresholds; /* NULL: 5% / 10% everywhere */
+};
+
+/* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL. */
+void aw_analysis_opts_default(struct aw_analysis_opts *o);
+
+/* One cell of one host: p50 and p99 judged separately; `verdict` is the more severe of the two
+ * (regressed > improved > noisy > new > missing > unchanged). */
+struct aw_cell_verdict {
+	char *key, *op, *reader, *subject; /* owned; reader/subject may be NULL */
+	int cpu;
+	enum aw_verdict verdict;
+	struct aw_detect_result p50, p99;
+	double p50_threshold, p99_threshold;
+};
+
+enum aw_gate_status { AW_GATE_PASS, AW_GATE_FAIL, AW_GATE_INCOMPLETE };
+
+const char *aw_gate_status_name(enum aw_gate_status s);
+
+/* A commit on one host. */
+struct aw_host_verdict {
+	char *host;
+	enum aw_gate_status status; /* fail: a cell regressed; incomplete: no head run */
+	char *reason;		    /* why incomplete, else NULL */
+	char **head_runs;	    /* run ids of the commit on this host, newest first */
+	size_t n_head_runs;
+	size_t n_baseline_runs;	    /* earlier runs read (baseline ref or base commit) */
+	struct aw_cell_verdict *cells; /* regressed first, then improved, noisy, new, missing,
+					  unchanged; by key within each */
+	size_t n_cells;
+	size_t counts[AW_VERDICT_MISSING + 1]; /* cells per verdict */
+};
+
+/* Judges `commit` of `project` on `host`. The baseline is the last o->history runs of
+ * o->baseline_ref that come before the commit in commit order, or, when `base_commit` is not
+ * NULL, the runs of base_commit on that host (compare). A host without a run of the commit is
+ * AW_GATE_INCOMPLETE with a reason. Returns 0 (release *out with aw_host_verdict_release()) or
+ * a negative store errno with *err. */
+int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
+		     const char *commit, const char *base_commit, const char *host,
+		     struct aw_host_verdict *out, char **err);
+
+void aw_host_verdict_release(struct aw_host_verdict *v);
+
+/* The JSON form used by /api/v1/gate and /api/v1/compare:
+ *   {"host", "status", "reason", "head_runs": [...], "baseline_runs": n, "counts": {...},
+ *    "cells": [{"key", "op", "reader", "subject", "cpu", "verdict",
+ *               "p50": {verdict, baseline, head, change, change_lo, change_hi, noise, pvalue,
+ *                       qvalue, window, bimodal, note, threshold}, "p99": {...}}, ...]}
+ * Cells whose verdict is unchanged are listed only when `all_cells`. NULL on allocation
+ * failure. */
+json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells);
+
+/* Recomputes the change points of every cell's p50 and p99 series of `host` on `ref` (of
+ * `project`) from the last o->history runs and stores them, replacing the previous set for
+ * that (project, host, ref). Returns 0 or a negative errno with *err. */
+int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts *o,
+			     const char *project, const char *host, const char *ref, char **err);
+
+/* The background work after a run of (project, commit, host, ref) was stored: the change points
+ * of that host and ref, then the verdict of the commit on that host against the baseline ref,
+ * cached in the store for pages (store_verdict_put). Never call it on the request path.
+ * Returns 0 or a negative errno with *err. */
+int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts *o,
+			     const char *project, const char *commit, const char *host,
+			     const char *ref, char **err);
+
+#endif
