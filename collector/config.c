@@ -38,6 +38,9 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->jobs_reclaim_ms = 600000;
 	c->jobs_default_ttl_ms = 24 * 3600000u;
 	c->jobs_max_ttl_ms = 7 * 24 * 3600000u;
+	c->render_workers = 2;
+	c->render_queue_max = 1024;
+	c->render_timeout_ms = 20000;
 }
 
 void aw_config_release(struct aw_collector_config *c)
@@ -45,6 +48,7 @@ void aw_config_release(struct aw_collector_config *c)
 	aw_freep(&c->listen);
 	aw_freep(&c->db);
 	aw_freep(&c->data_dir);
+	aw_freep(&c->gnuplot);
 }
 
 int aw_config_finish(struct aw_collector_config *c)
@@ -168,16 +172,21 @@ static const struct key keys[] = {
     {"jobs", "reclaim_after", K_DURATION, F(jobs_reclaim_ms), 1000, UINT64_C(604800000)},
     {"jobs", "default_ttl", K_DURATION, F(jobs_default_ttl_ms), 1000, UINT64_C(31536000000)},
     {"jobs", "max_ttl", K_DURATION, F(jobs_max_ttl_ms), 1000, UINT64_C(31536000000)},
+    {"render", "workers", K_UINT, F(render_workers), 0, 64},
+    {"render", "queue", K_UINT, F(render_queue_max), 1, 1000000},
+    {"render", "gnuplot", K_STRING, F(gnuplot), 0, 0},
+    {"render", "timeout", K_DURATION, F(render_timeout_ms), 1000, 600000},
 };
 
-static const char *const sections[] = {"http", "auth", "ingest", "store", "jobs"};
+static const char *const sections[] = {"http", "auth", "ingest", "store", "jobs", "render"};
 
 /* Fields stored as unsigned int rather than uint64_t. */
 static bool is_uint_field(size_t offset)
 {
 	return offset == F(http_threads) || offset == F(max_connections) ||
 	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
-	       offset == F(pool_size);
+	       offset == F(pool_size) || offset == F(render_workers) ||
+	       offset == F(render_queue_max);
 }
 
 struct loader {

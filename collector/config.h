@@ -42,6 +42,12 @@ struct aw_collector_config {
 	uint64_t jobs_reclaim_ms;
 	uint64_t jobs_default_ttl_ms;
 	uint64_t jobs_max_ttl_ms;
+
+	/* render */
+	unsigned render_workers;    /* threads drawing charts after ingest; 0: none */
+	unsigned render_queue_max;  /* tasks waiting at most (more are dropped, logged) */
+	char *gnuplot;              /* NULL: /usr/bin/gnuplot */
+	uint64_t render_timeout_ms; /* most time one chart may take */
 };
 
 /* Fills every field with its default (no allocation can fail: strings stay NULL until set,

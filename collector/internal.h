@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "analysis.h"
 #include "auth.h"
 #include "aw/result.h"
 #include "config.h"
@@ -14,6 +15,7 @@
 
 struct aw_writer;
 struct aw_jobs;
+struct aw_renderer;
 
 /* The running service. */
 struct aw_collector {
@@ -24,6 +26,8 @@ struct aw_collector {
 	struct aw_auth *auth;
 	struct aw_http_server *http;
 	struct aw_result_limits limits;
+	struct aw_renderer *render; /* NULL when render.workers is 0 */
+	struct aw_analysis_opts analysis;
 };
 
 /* One API request as a route handler sees it. */

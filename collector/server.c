@@ -15,6 +15,7 @@
 #include "aw/log.h"
 #include "internal.h"
 #include "metrics.h"
+#include "render.h"
 #include "writer.h"
 
 enum access {
@@ -380,6 +381,18 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	}
 	if (!rc)
 		rc = aw_jobs_start(&col, &col.jobs, &err);
+	aw_analysis_opts_default(&col.analysis);
+	if (!rc && cfg->render_workers) {
+		const struct aw_renderer_opts ropt = {.data_dir = cfg->data_dir,
+		                                      .gnuplot = cfg->gnuplot,
+		                                      .timeout_ms =
+		                                          (unsigned)cfg->render_timeout_ms,
+		                                      .workers = cfg->render_workers,
+		                                      .queue_max = cfg->render_queue_max,
+		                                      .analysis = &col.analysis};
+
+		rc = aw_renderer_start(col.store, &ropt, &col.render, &err);
+	}
 	if (rc)
 		goto out;
 	hopt.host = host;
@@ -420,6 +433,7 @@ out:
 	}
 	aw_http_stop(&col.http);
 	aw_writer_stop(&col.writer);
+	aw_renderer_stop(&col.render); /* after the writer, which queues its tasks */
 	if (col.jobs) {
 		aw_jobs_close(col.jobs);
 		aw_jobs_stop(&col.jobs);

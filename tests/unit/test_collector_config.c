@@ -228,6 +228,31 @@ static void test_sizes(void **state)
 	assert_int_equal(aw_parse_size("99999999999999999999", &v), -EINVAL);
 }
 
+static void test_render_keys(void **state)
+{
+	struct aw_collector_config c;
+
+	(void)state;
+	aw_config_defaults(&c);
+	assert_int_equal(c.render_workers, 2);
+	assert_int_equal(c.render_queue_max, 1024);
+	assert_null(c.gnuplot);
+	assert_int_equal(c.render_timeout_ms, 20000);
+	assert_null(parse(&c, "render:\n  workers: 0\n  queue: 10\n  gnuplot: /opt/gp\n"
+	                      "  timeout: 5s\n"));
+	assert_int_equal(c.render_workers, 0);
+	assert_int_equal(c.render_queue_max, 10);
+	assert_string_equal(c.gnuplot, "/opt/gp");
+	assert_int_equal(c.render_timeout_ms, 5000);
+	aw_config_release(&c);
+	expect_error("render:\n  workers: 65\n",
+	             "collector.yaml:2:12: 'render.workers' must be between 0 and 64");
+	expect_error("render:\n  queue: 0\n",
+	             "collector.yaml:2:10: 'render.queue' must be between 1 and 1000000");
+	expect_error("render:\n  timeout: 1ms\n",
+	             "collector.yaml:2:12: 'render.timeout' must be between 1000 and 600000 ms");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +262,7 @@ int main(void)
 	    cmocka_unit_test(test_load_file),
 	    cmocka_unit_test(test_listen),
 	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_render_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1580 @@
+/* Charts from the store (see render.h): each chart's data read with the store's queries into an
+ * arena and handed to the reports library, the after-ingest work, and the render workers with
+ * their queue (two lists: the commits' charts first, host trends when nothing else waits). */
+#include "render.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aw/log.h"
+#include "aw/stats.h"
+#include "aw/strmap.h"
+#include "aw/util.h"
+
+#define ARENA_LIMIT   (256u << 20) /* the data of one chart or task */
+#define HEAD_RUNS_MAX 20           /* runs of one commit on one host read for a chart */
+#define CELLS_MAX     60000        /* distinct cells in the runs of one chart */
+#define HOST_RUNS_MAX 10000        /* runs of one commit read for the heat map */
+#define GROUPS_MAX    256          /* trend groups of one host and ref */
+#define LABEL_MAX     160
+
+/* ---- cached verdicts ---- */
+
+enum aw_report_verdict aw_report_verdict_parse(const char *name)
+{
+	static const enum aw_report_verdict all[] = {
+	    AW_REPORT_PASS,      AW_REPORT_FAIL,      AW_REPORT_INCOMPLETE,
+	    AW_REPORT_UNCHANGED, AW_REPORT_REGRESSED, AW_REPORT_IMPROVED,
+	    AW_REPORT_NOISY,     AW_REPORT_NEW,       AW_REPORT_MISSING,
+	};
+
+	for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(name, aw_report_verdict_name(all[i])))
+			return all[i];
+	return AW_REPORT_UNKNOWN;
+}
+
+static double json_number(const json_t *j)
+{
+	return json_is_number(j) ? json_number_value(j) : NAN;
+}
+
+int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
+                          struct aw_verdict_view *out)
+{
+	json_t *doc = v->json ? json_loads(v->json, 0, NULL) : NULL;
+	json_t *cells, *cell, *runs;
+	size_t i, cap = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->status = aw_report_verdict_parse(v->status);
+	out->baseline_ref = aw_arena_strdup(a, v->baseline_ref);
+	out->baseline_runs = -1;
+	if (!json_is_object(doc)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	runs = json_object_get(doc, "baseline_runs");
+	if (json_is_integer(runs))
+		out->baseline_runs = (long)json_integer_value(runs);
+	cells = json_object_get(doc, "cells");
+	json_array_foreach (cells, i, cell) {
+		const char *key = json_string_value(json_object_get(cell, "key"));
+		json_t *p50 = json_object_get(cell, "p50");
+		struct aw_verdict_cell *c;
+
+		if (!key)
+			continue;
+		c = aw_arena_push(a, &out->cells, &out->n_cells, &cap, sizeof(*c));
+		if (!c)
+			break;
+		c->key = aw_arena_strdup(a, key);
+		c->verdict =
+		    aw_report_verdict_parse(json_string_value(json_object_get(cell, "verdict")));
+		c->base_p50 = json_number(json_object_get(p50, "baseline"));
+		c->head_p50 = json_number(json_object_get(p50, "head"));
+	}
+	rc = a->rc;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+/* ---- what the store gives ---- */
+
+struct run_ref {
+	int64_t seq, order_us;
+	const char *run_id, *commit, *ref, *host;
+};
+
+struct run_list {
+	struct aw_arena *a;
+	struct run_ref *runs;
+	size_t n, cap;
+};
+
+static int on_run(const struct store_run *r, void *cls)
+{
+	struct run_list *l = cls;
+	struct run_ref *x = aw_arena_push(l->a, &l->runs, &l->n, &l->cap, sizeof(*x));
+
+	if (!x)
+		return l->a->rc;
+	x->seq = r->seq;
+	x->order_us = r->order_us;
+	x->run_id = aw_arena_strdup(l->a, r->run_id);
+	x->commit = aw_arena_strdup(l->a, r->commit);
+	x->ref = aw_arena_strdup(l->a, r->ref);
+	x->host = aw_arena_strdup(l->a, r->host);
+	return l->a->rc;
+}
+
+struct triple {
+	double p50, p95, p99;
+};
+
+/* One cell over the runs read: its identity and each run's ok values. */
+struct cell_acc {
+	const char *key, *op, *reader, *subject, *kernel, *placement;
+	int cpu, contender_cpu;
+	int64_t c, d;
+	struct triple *v;
+	size_t n, cap;
+};
+
+struct cellset {
+	struct aw_arena *a;
+	struct aw_strmap *index; /* key -> position in cells */
+	struct cell_acc *cells;  /* in the order first seen */
+	size_t n, cap;
+};
+
+static int cellset_init(struct cellset *s, struct aw_arena *a)
+{
+	memset(s, 0, sizeof(*s));
+	s->a = a;
+	s->index = aw_strmap_new(CELLS_MAX);
+	return s->index ? 0 : -ENOMEM;
+}
+
+static void cellset_release(struct cellset *s)
+{
+	aw_strmap_free(&s->index);
+}
+
+static struct cell_acc *cellset_find(const struct cellset *s, const char *key)
+{
+	int64_t pos;
+
+	return aw_strmap_get(s->index, key, &pos) ? NULL : &s->cells[pos];
+}
+
+static int on_cell(const struct aw_cell *cell, void *cls)
+{
+	struct cellset *s = cls;
+	struct cell_acc *acc = cellset_find(s, cell->key);
+	struct triple *t;
+	int rc;
+
+	if (!acc) {
+		rc = aw_strmap_put(s->index, cell->key, (int64_t)s->n);
+		if (rc)
+			return rc;
+		acc = aw_arena_push(s->a, &s->cells, &s->n, &s->cap, sizeof(*acc));
+		if (!acc)
+			return s->a->rc;
+		acc->key = aw_arena_strdup(s->a, cell->key);
+		acc->op = aw_arena_strdup(s->a, cell->op);
+		acc->reader = aw_arena_strdup(s->a, cell->reader);
+		acc->subject = aw_arena_strdup(s->a, cell->subject);
+		acc->kernel = aw_arena_strdup(s->a, cell->kernel);
+		acc->placement = aw_arena_strdup(s->a, cell->placement);
+		acc->cpu = cell->cpu;
+		acc->contender_cpu = cell->contender_cpu;
+		acc->c = cell->c;
+		acc->d = cell->d;
+	}
+	if (cell->status != AW_CELL_OK || !isfinite(cell->p50))
+		return s->a->rc; /* known, but no value */
+	t = aw_arena_push(s->a, &acc->v, &acc->n, &acc->cap, sizeof(*t));
+	if (t)
+		*t = (struct triple){cell->p50, cell->p95, cell->p99};
+	return s->a->rc;
+}
+
+static int cellset_add_runs(struct store_conn *c, struct cellset *s, const struct run_list *runs)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < runs->n && !rc; i++)
+		rc = store_run_cells(c, runs->runs[i].seq, on_cell, s);
+	return rc;
+}
+
+/* The median over the runs of one statistic (0 p50, 1 p95, 2 p99); NAN when none. */
+static double median(struct aw_arena *a, const struct cell_acc *c, int which)
+{
+	double *v;
+	size_t n = 0;
+
+	if (!c || !c->n)
+		return NAN;
+	v = aw_arena_alloc(a, c->n * sizeof(*v));
+	if (!v)
+		return NAN;
+	for (size_t i = 0; i < c->n; i++) {
+		double x = which == 0 ? c->v[i].p50 : which == 1 ? c->v[i].p95 : c->v[i].p99;
+
+		if (isfinite(x))
+			v[n++] = x;
+	}
+	if (!n)
+		return NAN;
+	aw_sort_doubles(v, n);
+	return aw_quantile_sorted(v, n, 0.5);
+}
+
+static bool contended(const struct cell_acc *c)
+{
+	return c->contender_cpu != AW_NONE || c->c != AW_NONE;
+}
+
+/* The CPU whose uncontended cells are a commit's "ops" (the first one measured); -1: none. */
+static int first_cpu(const struct cellset *s)
+{
+	int cpu = -1;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (!contended(&s->cells[i]) && s->cells[i].cpu >= 0 &&
+		    (cpu < 0 || s->cells[i].cpu < cpu))
+			cpu = s->cells[i].cpu;
+	return cpu;
+}
+
+/* Whether a cell is one item of the compare chart and the heat map: uncontended, on the first
+ * CPU (or tied to none, as imported kernel figures are). */
+static bool is_item(const struct cell_acc *c, int cpu)
+{
+	return !contended(c) && (c->cpu < 0 || c->cpu == cpu);
+}
+
+static const char *cell_label(struct aw_arena *a, const struct cell_acc *c)
+{
+	char buf[LABEL_MAX];
+
+	if (c->kernel)
+		snprintf(buf, sizeof(buf), "%s", c->kernel);
+	else if (c->reader)
+		snprintf(buf, sizeof(buf), "%s/%s", c->reader, c->op);
+	else if (c->subject)
+		snprintf(buf, sizeof(buf), "%s:%s", c->subject, c->op);
+	else
+		snprintf(buf, sizeof(buf), "%s", c->op);
+	return aw_arena_strdup(a, buf);
+}
+
+const char *aw_cell_group(const char *op, const char *reader, const char *subject,
+                          const char *kernel, char *buf, size_t size)
+{
+	/* Ops that answer the same question share a chart: LL/SC against the plain add, the LSE
+	 * family (the STADD story), the prefetch fixes, compare-and-swap, the C11 spellings and
+	 * the x86 locked ops. */
+	static const struct {
+		const char *group;
+		const char *ops[8];
+	} groups[] = {
+	    {"llsc", {"plain", "llsc", "ldxp_stxp"}},
+	    {"lse", {"stadd", "ldadd", "ldadda", "ldaddl", "ldaddal", "swp"}},
+	    {"prefetch", {"prfm_keep_stadd", "prfm_strm_stadd", "prefetchw_lock_inc"}},
+	    {"cas", {"cas", "icas", "casp", "cmpxchg16b", "c11_cas"}},
+	    {"c11", {"c11_relaxed", "c11_seqcst"}},
+	    {"x86", {"lock_inc", "lock_xadd", "xchg"}},
+	};
+
+	if (kernel)
+		snprintf(buf, size, "kernel");
+	else if (reader)
+		snprintf(buf, size, "reader-%s", reader);
+	else if (subject)
+		snprintf(buf, size, "subject-%s", subject);
+	else
+		snprintf(buf, size, "other");
+	if (kernel || reader || subject || !op)
+		return buf;
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
+		for (size_t i = 0; i < 8 && groups[g].ops[i]; i++)
+			if (!strcmp(op, groups[g].ops[i])) {
+				snprintf(buf, size, "%s", groups[g].group);
+				return buf;
+			}
+	return buf;
+}
+
+const char *aw_cell_contention_name(const char *op, const char *reader, const char *placement,
+                                    char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s%s%s", reader ? reader : "", reader ? "-" : "", op ? op : "",
+	         placement ? "-" : "", placement ? placement : "");
+	return buf;
+}
+
+static const char *cell_group(const struct cell_acc *c, char *buf, size_t size)
+{
+	return aw_cell_group(c->op, c->reader, c->subject, c->kernel, buf, size);
+}
+
+static const char *short_sha(struct aw_arena *a, const char *sha)
+{
+	return sha ? aw_arena_strndup(a, sha, 12) : NULL;
+}
+
+static void count_one(struct aw_draw *d, int rc)
+{
+	if (rc == AW_RENDER_CACHED)
+		d->cached++;
+	else if (rc == 0)
+		d->drawn++;
+	else
+		d->failed++;
+}
+
+/* Counts a render outcome; failures keep the first message in *first_err. */
+static int count(struct aw_draw *d, int rc, char **err, char **first_err, int *first)
+{
+	count_one(d, rc);
+	if (rc < 0 && !*first) {
+		*first = rc;
+		*first_err = *err;
+		*err = NULL;
+	}
+	aw_freep(err);
+	return rc;
+}
+
+/* ---- one commit on one host ---- */
+
+struct commit_host {
+	const char *commit, *host;
+	struct run_list runs; /* newest first */
+	struct cellset cells;
+	int first_cpu;
+};
+
+static int load_commit_host(struct aw_draw *d, struct aw_arena *a, const char *commit,
+                            const char *host, struct commit_host *ch)
+{
+	struct store_run_filter f = {
+	    .project = d->project, .host = host, .commit = commit, .limit = HEAD_RUNS_MAX};
+	int rc;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->commit = commit;
+	ch->host = host;
+	ch->runs.a = a;
+	rc = cellset_init(&ch->cells, a);
+	if (!rc)
+		rc = store_list_runs(d->conn, &f, on_run, &ch->runs);
+	if (!rc && !ch->runs.n)
+		rc = -ENOENT;
+	if (!rc)
+		rc = cellset_add_runs(d->conn, &ch->cells, &ch->runs);
+	ch->first_cpu = first_cpu(&ch->cells);
+	return rc;
+}
+
+struct verdict_find {
+	struct aw_arena *a;
+	const char *baseline_ref; /* NULL: any */
+	struct aw_verdict_view view;
+	bool found;
+};
+
+static int on_verdict(const struct store_verdict *v, void *cls)
+{
+	struct verdict_find *f = cls;
+
+	if (f->found ||
+	    (f->baseline_ref && v->baseline_ref && strcmp(f->baseline_ref, v->baseline_ref)))
+		return 0;
+	if (aw_verdict_view_parse(f->a, v, &f->view) == -EINVAL)
+		return 0; /* not usable: as if there were none */
+	f->found = true;
+	return f->a->rc;
+}
+
+/* The keys of the cells the cached verdict of (commit, host) against `base` says regressed;
+ * an empty map when there is no such verdict. */
+static int regressed_keys(struct aw_draw *d, struct aw_arena *a, const char *commit,
+                          const char *host, const char *base, struct aw_strmap **out)
+{
+	struct verdict_find f = {.a = a, .baseline_ref = base};
+	int rc;
+
+	*out = aw_strmap_new(CELLS_MAX);
+	if (!*out)
+		return -ENOMEM;
+	rc = store_verdict_list(d->conn, d->project, commit, host, 1, on_verdict, &f);
+	for (size_t i = 0; !rc && f.found && i < f.view.n_cells; i++)
+		if (f.view.cells[i].verdict == AW_REPORT_REGRESSED)
+			rc = aw_strmap_put(*out, f.view.cells[i].key, 1);
+	return rc;
+}
+
+/* The compare chart of `head` against `base`: the runs of commit `base` on the host when there
+ * are some, else the baseline window of ref `base` (or -ENOENT when `pair_only`). */
+static int draw_compare_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *head,
+                             const char *base, bool pair_only, char **err)
+{
+	const struct run_ref *oldest = &head->runs.runs[head->runs.n - 1];
+	struct run_list base_runs = {.a = a};
+	struct aw_strmap *regressed = NULL;
+	struct aw_chart_compare_item *items = NULL;
+	struct cellset baseline;
+	size_t n_items = 0, cap = 0;
+	char base_label[LABEL_MAX], title[2 * LABEL_MAX];
+	bool pair = false;
+	int rc;
+
+	rc = cellset_init(&baseline, a);
+	if (rc)
+		return aw_errorf(err, rc, "out of memory");
+	if (aw_valid_commit(base)) {
+		struct store_run_filter f = {.project = d->project,
+		                             .host = head->host,
+		                             .commit = base,
+		                             .limit = HEAD_RUNS_MAX};
+
+		rc = store_list_runs(d->conn, &f, on_run, &base_runs);
+		pair = !rc && base_runs.n;
+	}
+	if (!rc && !pair && pair_only) {
+		rc = -ENOENT; /* quietly: the base commit never ran on this host */
+		goto out;
+	}
+	if (!rc && pair) {
+		snprintf(base_label, sizeof(base_label), "%.12s", base);
+	} else if (!rc) {
+		unsigned window = d->analysis && d->analysis->detect.window
+		                      ? (unsigned)d->analysis->detect.window
+		                      : 10;
+
+		/* the baseline window: the newest runs of the ref before the commit */
+		rc = store_ref_history(d->conn, d->project, head->host, base, oldest->order_us,
+		                       oldest->seq, window, on_run, &base_runs);
+		if (!rc)
+			rc = regressed_keys(d, a, head->commit, head->host, base, &regressed);
+		snprintf(base_label, sizeof(base_label), "%.64s, %zu earlier run%s", base,
+		         base_runs.n, base_runs.n == 1 ? "" : "s");
+	}
+	if (!rc)
+		rc = cellset_add_runs(d->conn, &baseline, &base_runs);
+	if (rc) {
+		aw_errorf(err, rc, "cannot read the runs of the compare chart of '%s' on '%s': %s",
+		          head->commit, head->host, strerror(-rc));
+		goto out;
+	}
+	/* the head's items, then those only the baseline has */
+	for (int pass = 0; pass < 2; pass++) {
+		const struct cellset *from = pass ? &baseline : &head->cells;
+
+		for (size_t i = 0; i < from->n && n_items < AW_CHART_MAX_ITEMS; i++) {
+			const struct cell_acc *c = &from->cells[i];
+			const struct cell_acc *h = pass ? NULL : c;
+			const struct cell_acc *b = pass ? c : cellset_find(&baseline, c->key);
+			struct aw_chart_compare_item *it;
+			int64_t flag;
+
+			if (!is_item(c, head->first_cpu) ||
+			    (pass && cellset_find(&head->cells, c->key)))
+				continue;
+			it = aw_arena_push(a, &items, &n_items, &cap, sizeof(*it));
+			if (!it)
+				break;
+			it->name = cell_label(a, c);
+			it->base_p50 = median(a, b, 0);
+			it->base_p95 = median(a, b, 1);
+			it->base_p99 = median(a, b, 2);
+			it->head_p50 = median(a, h, 0);
+			it->head_p95 = median(a, h, 1);
+			it->head_p99 = median(a, h, 2);
+			it->regressed = regressed && !aw_strmap_get(regressed, c->key, &flag);
+		}
+	}
+	if (a->rc) {
+		rc = aw_errorf(err, a->rc, "cannot gather the compare chart of '%s': %s",
+		               head->commit, strerror(-a->rc));
+		goto out;
+	}
+	snprintf(title, sizeof(title), "%.64s: %.12s against %s", head->host, head->commit,
+	         base_label);
+	const struct aw_chart_compare chart = {title, base_label, short_sha(a, head->commit), items,
+	                                       n_items};
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_COMPARE, .commit = head->commit, .host = head->host, .base = base};
+
+	rc = aw_render_compare(d->gp, d->data_dir, &id, &chart, d->flags, err);
+out:
+	aw_strmap_free(&regressed);
+	cellset_release(&baseline);
+	return rc;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Sorts and removes duplicates; returns the new count. */
+static size_t unique(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	unsigned char *p = v;
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, size, cmp);
+	for (size_t i = 1; i < n; i++)
+		if (cmp(p + i * size, p + k * size))
+			memmove(p + ++k * size, p + i * size, size);
+	return k + 1;
+}
+
+static bool plain_op(const struct cell_acc *c)
+{
+	return !contended(c) && !c->reader && !c->subject && !c->kernel && c->cpu >= 0;
+}
+
+static int draw_percpu_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *head,
+                            char **err)
+{
+	const char **ops = NULL;
+	int *cpus = NULL;
+	double *p50;
+	size_t n_ops = 0, ops_cap = 0, n_cpus = 0, cpus_cap = 0;
+	struct aw_strmap *op_index = aw_strmap_new(AW_CHART_MAX_ITEMS);
+	char title[LABEL_MAX];
+	int64_t row;
+	int rc = 0;
+
+	if (!op_index)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < head->cells.n; i++) {
+		const struct cell_acc *c = &head->cells.cells[i];
+		const char **op;
+		int *cpu;
+
+		if (!plain_op(c))
+			continue;
+		if (aw_strmap_get(op_index, c->op, &row)) {
+			if (aw_strmap_put(op_index, c->op, (int64_t)n_ops))
+				continue; /* over the chart's limit */
+			op = aw_arena_push(a, &ops, &n_ops, &ops_cap, sizeof(*op));
+			if (op)
+				*op = c->op;
+		}
+		cpu = aw_arena_push(a, &cpus, &n_cpus, &cpus_cap, sizeof(*cpu));
+		if (cpu)
+			*cpu = c->cpu;
+	}
+	n_cpus = unique(cpus, n_cpus, sizeof(*cpus), cmp_int);
+	if (n_cpus > AW_CHART_MAX_ITEMS)
+		n_cpus = AW_CHART_MAX_ITEMS;
+	p50 = aw_arena_alloc(a, (n_ops * n_cpus + 1) * sizeof(*p50));
+	if (a->rc) {
+		rc = aw_errorf(err, a->rc, "cannot gather the per-CPU chart of '%s': %s",
+		               head->commit, strerror(-a->rc));
+		goto out;
+	}
+	for (size_t i = 0; i < n_ops * n_cpus; i++)
+		p50[i] = NAN;
+	for (size_t i = 0; i < head->cells.n; i++) {
+		const struct cell_acc *c = &head->cells.cells[i];
+		int *at;
+
+		if (!plain_op(c) || aw_strmap_get(op_index, c->op, &row))
+			continue;
+		at = bsearch(&c->cpu, cpus, n_cpus, sizeof(*cpus), cmp_int);
+		if (at)
+			p50[(size_t)row * n_cpus + (size_t)(at - cpus)] = median(a, c, 0);
+	}
+	snprintf(title, sizeof(title), "%.64s: p50 per CPU at %.12s", head->host, head->commit);
+	const struct aw_chart_percpu chart = {title, ops, n_ops, cpus, n_cpus, p50};
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_PERCPU, .commit = head->commit, .host = head->host};
+
+	rc = aw_render_percpu(d->gp, d->data_dir, &id, &chart, d->flags, err);
+out:
+	aw_strmap_free(&op_index);
+	return rc;
+}
+
+static bool contention_of(const struct cell_acc *c, const char *name)
+{
+	char buf[LABEL_MAX];
+
+	return contended(c) && c->c != AW_NONE && c->contender_cpu != AW_NONE &&
+	       !strcmp(aw_cell_contention_name(c->op, c->reader, c->placement, buf, sizeof(buf)),
+	               name);
+}
+
+static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *head,
+                                const char *name, char **err)
+{
+	int64_t *cs = NULL, *ds = NULL;
+	size_t n_c = 0, c_cap = 0, n_d = 0, d_cap = 0;
+	int contender = AW_NONE;
+	char title[2 * LABEL_MAX];
+	double *p50;
+
+	for (size_t i = 0; i < head->cells.n; i++) {
+		const struct cell_acc *c = &head->cells.cells[i];
+		int64_t *x;
+
+		if (!contention_of(c, name))
+			continue;
+		/* one chart per contender: the first one seen */
+		if (contender == AW_NONE)
+			contender = c->contender_cpu;
+		if (c->contender_cpu != contender)
+			continue;
+		if ((x = aw_arena_push(a, &cs, &n_c, &c_cap, sizeof(*x))))
+			*x = c->c;
+		if ((x = aw_arena_push(a, &ds, &n_d, &d_cap, sizeof(*x))))
+			*x = c->d;
+	}
+	if (!n_c)
+		return aw_errorf(err, -ENOENT, "no contended cell '%s' of '%s' on '%s'", name,
+		                 head->commit, head->host);
+	n_c = unique(cs, n_c, sizeof(*cs), cmp_i64);
+	n_d = unique(ds, n_d, sizeof(*ds), cmp_i64);
+	p50 = aw_arena_alloc(a, (n_c * n_d + 1) * sizeof(*p50));
+	if (a->rc)
+		return aw_errorf(err, a->rc, "cannot gather the contention chart of '%s': %s",
+		                 head->commit, strerror(-a->rc));
+	for (size_t i = 0; i < n_c * n_d; i++)
+		p50[i] = NAN;
+	for (size_t i = 0; i < head->cells.n; i++) {
+		const struct cell_acc *c = &head->cells.cells[i];
+		int64_t *ci, *di;
+
+		if (!contention_of(c, name) || c->contender_cpu != contender)
+			continue;
+		ci = bsearch(&c->c, cs, n_c, sizeof(*cs), cmp_i64);
+		di = bsearch(&c->d, ds, n_d, sizeof(*ds), cmp_i64);
+		if (ci && di)
+			p50[(size_t)(ci - cs) * n_d + (size_t)(di - ds)] = median(a, c, 0);
+	}
+	snprintf(title, sizeof(title), "%.64s: %.64s with a contender on CPU %d at %.12s",
+	         head->host, name, contender, head->commit);
+	const struct aw_chart_contention chart = {title, cs, n_c, ds, n_d, p50};
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_CONTENTION, .commit = head->commit, .host = head->host, .name = name};
+
+	return aw_render_contention(d->gp, d->data_dir, &id, &chart, d->flags, err);
+}
+
+/* The names of the contention charts of a commit on a host. */
+static int contention_names(struct aw_arena *a, const struct commit_host *head, const char ***names,
+                            size_t *n)
+{
+	struct aw_strmap *seen = aw_strmap_new(AW_CHART_MAX_ITEMS);
+	size_t cap = 0;
+	int64_t one;
+
+	*names = NULL;
+	*n = 0;
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < head->cells.n && !a->rc; i++) {
+		const struct cell_acc *c = &head->cells.cells[i];
+		char buf[LABEL_MAX];
+		const char **slot;
+
+		if (!contended(c) || c->c == AW_NONE || c->contender_cpu == AW_NONE)
+			continue;
+		aw_cell_contention_name(c->op, c->reader, c->placement, buf, sizeof(buf));
+		if (!aw_strmap_get(seen, buf, &one) || aw_strmap_put(seen, buf, 1))
+			continue;
+		slot = aw_arena_push(a, names, n, &cap, sizeof(*slot));
+		if (slot)
+			*slot = aw_arena_strdup(a, buf);
+	}
+	aw_strmap_free(&seen);
+	return a->rc;
+}
+
+int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, int64_t seq, const char ***groups,
+                       size_t *n_groups, const char ***contention, size_t *n_contention)
+{
+	struct run_ref run = {.seq = seq};
+	struct run_list one = {.a = a, .runs = &run, .n = 1, .cap = 1};
+	struct commit_host head = {.runs = one};
+	struct aw_strmap *seen = aw_strmap_new(GROUPS_MAX);
+	size_t cap = 0;
+	int64_t flag;
+	int rc;
+
+	*groups = NULL;
+	*n_groups = 0;
+	rc = seen ? cellset_init(&head.cells, a) : -ENOMEM;
+	if (!rc)
+		rc = cellset_add_runs(c, &head.cells, &one);
+	head.first_cpu = first_cpu(&head.cells);
+	for (size_t i = 0; !rc && i < head.cells.n; i++) {
+		const struct cell_acc *cell = &head.cells.cells[i];
+		char buf[LABEL_MAX];
+		const char **slot;
+
+		if (!is_item(cell, head.first_cpu))
+			continue;
+		cell_group(cell, buf, sizeof(buf));
+		if (!aw_strmap_get(seen, buf, &flag) || aw_strmap_put(seen, buf, 1))
+			continue;
+		slot = aw_arena_push(a, groups, n_groups, &cap, sizeof(*slot));
+		if (slot)
+			*slot = aw_arena_strdup(a, buf);
+	}
+	if (!rc)
+		rc = contention_names(a, &head, contention, n_contention);
+	aw_strmap_free(&seen);
+	cellset_release(&head.cells);
+	return rc ? rc : a->rc;
+}
+
+/* ---- one commit on every host ---- */
+
+static int cmp_run_host(const void *x, const void *y)
+{
+	return strcmp(((const struct run_ref *)x)->host, ((const struct run_ref *)y)->host);
+}
+
+static int draw_heatmap(struct aw_draw *d, struct aw_arena *a, const char *commit, char **err)
+{
+	struct store_run_filter f = {
+	    .project = d->project, .commit = commit, .limit = HOST_RUNS_MAX};
+	struct run_list all = {.a = a}, newest = {.a = a};
+	struct aw_strmap *hosts = aw_strmap_new(HOST_RUNS_MAX), *rows = NULL;
+	const char **row_names = NULL, **col_names = NULL;
+	struct {
+		size_t row, col;
+		double v;
+	} *values = NULL;
+	size_t n_rows = 0, rows_cap = 0, n_values = 0, values_cap = 0;
+	char title[LABEL_MAX];
+	double *p50;
+	int64_t pos;
+	int rc;
+
+	rows = aw_strmap_new(AW_CHART_MAX_ITEMS);
+	if (!hosts || !rows) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = store_list_runs(d->conn, &f, on_run, &all);
+	/* the newest run of the commit on each host (the list is newest first) */
+	for (size_t i = 0; !rc && i < all.n; i++) {
+		struct run_ref *r;
+
+		if (!aw_strmap_get(hosts, all.runs[i].host, &pos) || newest.n >= AW_CHART_MAX_ITEMS)
+			continue;
+		rc = aw_strmap_put(hosts, all.runs[i].host, 1);
+		r = aw_arena_push(a, &newest.runs, &newest.n, &newest.cap, sizeof(*r));
+		if (r)
+			*r = all.runs[i];
+	}
+	if (!rc && !newest.n)
+		rc = -ENOENT;
+	if (rc || a->rc) {
+		rc = aw_errorf(err, rc ? rc : a->rc, "cannot read the runs of '%s': %s", commit,
+		               strerror(-(rc ? rc : a->rc)));
+		goto out;
+	}
+	qsort(newest.runs, newest.n, sizeof(*newest.runs), cmp_run_host);
+	col_names = aw_arena_alloc(a, newest.n * sizeof(*col_names));
+	for (size_t h = 0; h < newest.n && !rc && !a->rc; h++) {
+		struct run_list one = {.a = a, .runs = &newest.runs[h], .n = 1, .cap = 1};
+		struct cellset cells;
+		int cpu;
+
+		col_names[h] = newest.runs[h].host;
+		rc = cellset_init(&cells, a);
+		if (!rc)
+			rc = cellset_add_runs(d->conn, &cells, &one);
+		cpu = first_cpu(&cells);
+		for (size_t i = 0; !rc && i < cells.n; i++) {
+			const struct cell_acc *c = &cells.cells[i];
+			const char *label;
+
+			if (!is_item(c, cpu) || !(label = cell_label(a, c)))
+				continue;
+			if (aw_strmap_get(rows, label, &pos)) {
+				const char **slot;
+
+				if (aw_strmap_put(rows, label, (int64_t)n_rows))
+					continue; /* over the chart's limit */
+				pos = (int64_t)n_rows;
+				slot =
+				    aw_arena_push(a, &row_names, &n_rows, &rows_cap, sizeof(*slot));
+				if (slot)
+					*slot = label;
+			}
+			if (aw_arena_push(a, &values, &n_values, &values_cap, sizeof(*values))) {
+				values[n_values - 1].row = (size_t)pos;
+				values[n_values - 1].col = h;
+				values[n_values - 1].v = median(a, c, 0);
+			}
+		}
+		cellset_release(&cells);
+	}
+	p50 = aw_arena_alloc(a, (n_rows * newest.n + 1) * sizeof(*p50));
+	if (rc || a->rc) {
+		rc = aw_errorf(err, rc ? rc : a->rc, "cannot gather the heat map of '%s': %s",
+		               commit, strerror(-(rc ? rc : a->rc)));
+		goto out;
+	}
+	for (size_t i = 0; i < n_rows * newest.n; i++)
+		p50[i] = NAN;
+	for (size_t i = 0; i < n_values; i++)
+		p50[values[i].row * newest.n + values[i].col] = values[i].v;
+	snprintf(title, sizeof(title), "p50 across hosts at %.12s", commit);
+	const struct aw_chart_heatmap chart = {title, row_names, n_rows, col_names, newest.n, p50};
+	const struct aw_chart_id id = {.kind = AW_CHART_HEATMAP, .commit = commit};
+
+	rc = aw_render_heatmap(d->gp, d->data_dir, &id, &chart, d->flags, err);
+out:
+	aw_strmap_free(&hosts);
+	aw_strmap_free(&rows);
+	return rc;
+}
+
+/* ---- a host's trends on a ref ---- */
+
+struct trend_ctx {
+	struct aw_draw *d;
+	struct aw_arena *a;
+	const char *host, *ref;
+	struct run_list runs;        /* oldest first */
+	struct aw_strmap *by_seq;    /* decimal seq -> point */
+	struct aw_strmap *by_run;    /* run id -> point */
+	struct aw_strmap *regressed; /* "commit key" -> 1 */
+	const char **labels;         /* short shas */
+	double *values;              /* scratch of one series */
+	struct cellset cells;        /* of the newest run */
+	int first_cpu;
+};
+
+static int on_trend_verdict(const struct store_verdict *v, void *cls)
+{
+	struct trend_ctx *t = cls;
+	struct aw_verdict_view view;
+	char key[512];
+	int rc = 0;
+
+	if (aw_verdict_view_parse(t->a, v, &view) == -EINVAL)
+		return 0;
+	for (size_t i = 0; i < view.n_cells && !rc; i++) {
+		if (view.cells[i].verdict != AW_REPORT_REGRESSED)
+			continue;
+		snprintf(key, sizeof(key), "%.64s %s", v->commit, view.cells[i].key);
+		rc = aw_strmap_put(t->regressed, key, 1);
+		if (rc == -ENOSPC)
+			rc = 0; /* marks are a bonus */
+	}
+	return rc ? rc : t->a->rc;
+}
+
+struct series_fill {
+	struct trend_ctx *t;
+	double *out;
+};
+
+static int on_point(const struct store_point *p, void *cls)
+{
+	struct series_fill *s = cls;
+	char seq[24];
+	int64_t i;
+
+	snprintf(seq, sizeof(seq), "%" PRId64, p->seq);
+	if (!aw_strmap_get(s->t->by_seq, seq, &i))
+		s->out[i] = p->value;
+	return 0;
+}
+
+struct cp_fill {
+	struct trend_ctx *t;
+	size_t *points;
+	size_t n, cap;
+};
+
+static int on_changepoint(const struct store_changepoint *cp, void *cls)
+{
+	struct cp_fill *f = cls;
+	size_t *slot;
+	int64_t i;
+
+	if (!cp->metric || strcmp(cp->metric, "p50") || !cp->run_id ||
+	    aw_strmap_get(f->t->by_run, cp->run_id, &i))
+		return 0;
+	slot = aw_arena_push(f->t->a, &f->points, &f->n, &f->cap, sizeof(*slot));
+	if (slot)
+		*slot = (size_t)i;
+	return f->t->a->rc;
+}
+
+static int trend_load(struct trend_ctx *t)
+{
+	struct aw_draw *d = t->d;
+	struct run_list newest_first = {.a = t->a};
+	char seq[24];
+	int rc;
+
+	t->runs.a = t->a;
+	rc = cellset_init(&t->cells, t->a);
+	if (rc)
+		return rc;
+	t->by_seq = aw_strmap_new(AW_TREND_POINTS);
+	t->by_run = aw_strmap_new(AW_TREND_POINTS);
+	t->regressed = aw_strmap_new(CELLS_MAX);
+	if (!t->by_seq || !t->by_run || !t->regressed)
+		return -ENOMEM;
+	rc = store_ref_history(d->conn, d->project, t->host, t->ref, INT64_MAX, INT64_MAX,
+	                       AW_TREND_POINTS, on_run, &newest_first);
+	if (rc)
+		return rc;
+	if (!newest_first.n)
+		return -ENOENT;
+	t->runs.runs = aw_arena_alloc(t->a, newest_first.n * sizeof(*t->runs.runs));
+	t->labels = aw_arena_alloc(t->a, newest_first.n * sizeof(*t->labels));
+	if (t->a->rc)
+		return t->a->rc;
+	t->runs.n = t->runs.cap = newest_first.n;
+	for (size_t i = 0; i < newest_first.n && !rc; i++) {
+		struct run_ref *r = &t->runs.runs[i];
+
+		*r = newest_first.runs[newest_first.n - 1 - i];
+		t->labels[i] = r->commit ? aw_arena_strndup(t->a, r->commit, 7) : NULL;
+		snprintf(seq, sizeof(seq), "%" PRId64, r->seq);
+		rc = aw_strmap_put(t->by_seq, seq, (int64_t)i);
+		if (!rc)
+			rc = aw_strmap_put(t->by_run, r->run_id, (int64_t)i);
+	}
+	/* the groups and cells come from the newest run */
+	if (!rc) {
+		struct run_list one = {.a = t->a, .runs = newest_first.runs, .n = 1, .cap = 1};
+
+		rc = cellset_add_runs(d->conn, &t->cells, &one);
+	}
+	t->first_cpu = first_cpu(&t->cells);
+	if (!rc)
+		rc = store_verdict_list(d->conn, d->project, NULL, t->host, AW_TREND_POINTS,
+		                        on_trend_verdict, t);
+	return rc ? rc : t->a->rc;
+}
+
+static void trend_release(struct trend_ctx *t)
+{
+	aw_strmap_free(&t->by_seq);
+	aw_strmap_free(&t->by_run);
+	aw_strmap_free(&t->regressed);
+	cellset_release(&t->cells);
+}
+
+/* Reads one metric of one cell into a fresh array of the chart's points (NAN where absent). */
+static double *trend_series(struct trend_ctx *t, const char *key, enum store_metric metric, int *rc)
+{
+	const size_t n = t->runs.n;
+	struct series_fill fill = {t, aw_arena_alloc(t->a, n * sizeof(double))};
+	struct store_series_query q = {.host = t->host,
+	                               .ref = t->ref,
+	                               .cell_key = key,
+	                               .project = t->d->project,
+	                               .metric = metric,
+	                               .limit = AW_TREND_POINTS};
+
+	if (!fill.out) {
+		*rc = t->a->rc;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		fill.out[i] = NAN;
+	*rc = store_series(t->d->conn, &q, on_point, &fill);
+	return fill.out;
+}
+
+static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
+{
+	struct aw_chart_trend_series *series = NULL;
+	size_t n_series = 0, cap = 0;
+	char buf[LABEL_MAX], title[3 * LABEL_MAX], mark[512];
+	int64_t one;
+	int rc = 0;
+
+	for (size_t i = 0; i < t->cells.n && !rc; i++) {
+		const struct cell_acc *c = &t->cells.cells[i];
+		struct aw_chart_trend_series *s;
+		struct cp_fill cps = {t, NULL, 0, 0};
+		size_t *regs = NULL, n_regs = 0, regs_cap = 0;
+
+		if (!is_item(c, t->first_cpu) || strcmp(cell_group(c, buf, sizeof(buf)), group) ||
+		    n_series >= AW_CHART_MAX_SERIES)
+			continue;
+		s = aw_arena_push(t->a, &series, &n_series, &cap, sizeof(*s));
+		if (!s)
+			break;
+		s->name = cell_label(t->a, c);
+		s->p50 = trend_series(t, c->key, STORE_METRIC_P50, &rc);
+		if (!rc)
+			s->p95 = trend_series(t, c->key, STORE_METRIC_P95, &rc);
+		if (!rc)
+			s->p99 = trend_series(t, c->key, STORE_METRIC_P99, &rc);
+		if (!rc)
+			rc = store_changepoints_list(t->d->conn, t->d->project, t->host, t->ref,
+			                             c->key, on_changepoint, &cps);
+		for (size_t p = 0; !rc && p < t->runs.n; p++) {
+			size_t *slot;
+
+			if (!t->runs.runs[p].commit)
+				continue;
+			snprintf(mark, sizeof(mark), "%.64s %s", t->runs.runs[p].commit, c->key);
+			if (aw_strmap_get(t->regressed, mark, &one))
+				continue;
+			slot = aw_arena_push(t->a, &regs, &n_regs, &regs_cap, sizeof(*slot));
+			if (slot)
+				*slot = p;
+		}
+		s->change_points = cps.points;
+		s->n_change_points = cps.n;
+		s->regressions = regs;
+		s->n_regressions = n_regs;
+	}
+	if (rc || t->a->rc)
+		return aw_errorf(err, rc ? rc : t->a->rc, "cannot read the trend '%s' of '%s': %s",
+		                 group, t->host, strerror(-(rc ? rc : t->a->rc)));
+	snprintf(title, sizeof(title), "%.64s on %.64s: %s (p50, p95-p99 band)", t->host, t->ref,
+	         group);
+	const struct aw_chart_trend chart = {title, t->labels, t->runs.n, series, n_series};
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_TREND, .host = t->host, .ref = t->ref, .name = group};
+
+	return aw_render_trend(t->d->gp, t->d->data_dir, &id, &chart, t->d->flags, err);
+}
+
+/* Draws the trend of `only` (a group name) or, NULL, of every group. */
+static int draw_trends_of(struct aw_draw *d, const char *host, const char *ref, const char *only,
+                          char **err)
+{
+	struct aw_arena a;
+	struct trend_ctx t = {.d = d, .a = &a, .host = host, .ref = ref};
+	struct aw_strmap *done = NULL;
+	char *first_err = NULL, buf[LABEL_MAX];
+	int first = 0, rc;
+	int64_t one;
+
+	aw_arena_init(&a, ARENA_LIMIT);
+	rc = trend_load(&t);
+	if (rc) {
+		aw_errorf(err, rc, "cannot read the trends of '%s' on '%s': %s", host, ref,
+		          rc == -ENOENT ? "no run" : strerror(-rc));
+		goto out;
+	}
+	done = aw_strmap_new(GROUPS_MAX);
+	if (!done) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < t.cells.n; i++) {
+		const struct cell_acc *c = &t.cells.cells[i];
+		const char *group = cell_group(c, buf, sizeof(buf));
+
+		if (!is_item(c, t.first_cpu) || (only && strcmp(group, only)) ||
+		    !aw_strmap_get(done, group, &one) || aw_strmap_put(done, group, 1))
+			continue;
+		count(d, trend_draw_group(&t, group, err), err, &first_err, &first);
+	}
+	if (only && !aw_strmap_count(done)) {
+		rc = aw_errorf(err, -ENOENT, "no trend '%s' of '%s' on '%s'", only, host, ref);
+		goto out;
+	}
+	rc = first;
+	if (first)
+		*err = first_err;
+	first_err = NULL;
+out:
+	free(first_err);
+	aw_strmap_free(&done);
+	trend_release(&t);
+	aw_arena_release(&a);
+	return rc;
+}
+
+int aw_draw_trends(struct aw_draw *d, const char *host, const char *ref, char **err)
+{
+	if (!d->gp)
+		return aw_errorf(err, -ENOSYS, "no gnuplot to draw with");
+	return draw_trends_of(d, host, ref, NULL, err);
+}
+
+/* ---- by chart id, and after ingest ---- */
+
+int aw_draw_chart(struct aw_draw *d, const struct aw_chart_id *id, char **err)
+{
+	struct aw_arena a;
+	struct commit_host head;
+	int rc;
+
+	if (!d->gp)
+		return aw_errorf(err, -ENOSYS, "no gnuplot to draw with");
+	if (id->kind == AW_CHART_TREND)
+		return draw_trends_of(d, id->host, id->ref, id->name, err);
+	aw_arena_init(&a, ARENA_LIMIT);
+	memset(&head, 0, sizeof(head));
+	if (id->kind == AW_CHART_HEATMAP) {
+		rc = draw_heatmap(d, &a, id->commit, err);
+		goto out;
+	}
+	rc = load_commit_host(d, &a, id->commit, id->host, &head);
+	if (rc) {
+		aw_errorf(err, rc, "cannot read the runs of '%s' on '%s': %s", id->commit, id->host,
+		          rc == -ENOENT ? "no run" : strerror(-rc));
+		goto out;
+	}
+	switch (id->kind) {
+	case AW_CHART_COMPARE:
+		rc = draw_compare_with(d, &a, &head, id->base, false, err);
+		break;
+	case AW_CHART_PERCPU:
+		rc = draw_percpu_with(d, &a, &head, err);
+		break;
+	case AW_CHART_CONTENTION:
+		rc = draw_contention_with(d, &a, &head, id->name, err);
+		break;
+	default:
+		rc = aw_errorf(err, -EINVAL, "bad chart kind");
+		break;
+	}
+out:
+	count_one(d, rc);
+	cellset_release(&head.cells);
+	aw_arena_release(&a);
+	return rc;
+}
+
+/* The commit listed after `commit` on the overview (the newest runs' commits, newest first):
+ * the base of the compare page the overview links. NULL when there is none. */
+static const char *previous_commit(struct aw_draw *d, struct aw_arena *a, const char *commit)
+{
+	struct store_run_filter f = {.limit = AW_RECENT_RUNS};
+	struct run_list runs = {.a = a};
+	bool seen = false;
+
+	if (store_list_runs(d->conn, &f, on_run, &runs))
+		return NULL;
+	for (size_t i = 0; i < runs.n; i++) {
+		const char *c = runs.runs[i].commit;
+
+		if (!c)
+			continue;
+		if (!strcmp(c, commit))
+			seen = true;
+		else if (seen)
+			return c;
+	}
+	return NULL;
+}
+
+int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *commit,
+                           const char *host, const char *ref, char **err)
+{
+	struct aw_draw dp = *d;
+	struct aw_arena a;
+	struct commit_host head;
+	const char **names = NULL, *prev;
+	char *first_err = NULL;
+	size_t n_names = 0;
+	int first = 0, rc;
+
+	dp.project = project;
+	memset(&head, 0, sizeof(head));
+	aw_arena_init(&a, ARENA_LIMIT);
+	if (d->analysis) {
+		rc =
+		    aw_analysis_after_ingest(d->conn, d->analysis, project, commit, host, ref, err);
+		if (rc) {
+			first = rc;
+			first_err = *err;
+			*err = NULL;
+		}
+	}
+	if (!d->gp)
+		goto out;
+	rc = load_commit_host(&dp, &a, commit, host, &head);
+	if (rc) {
+		count(d,
+		      aw_errorf(err, rc, "cannot read the runs of '%s' on '%s': %s", commit, host,
+		                rc == -ENOENT ? "no run" : strerror(-rc)),
+		      err, &first_err, &first);
+		goto out;
+	}
+	/* the commit's own charts first: they are what a reader of its page waits for */
+	count(d,
+	      draw_compare_with(&dp, &a, &head,
+	                        d->analysis && d->analysis->baseline_ref ? d->analysis->baseline_ref
+	                                                                 : "main",
+	                        false, err),
+	      err, &first_err, &first);
+	count(d, draw_percpu_with(&dp, &a, &head, err), err, &first_err, &first);
+	rc = contention_names(&a, &head, &names, &n_names);
+	for (size_t i = 0; !rc && i < n_names; i++)
+		count(d, draw_contention_with(&dp, &a, &head, names[i], err), err, &first_err,
+		      &first);
+	dp.project = NULL; /* the heat map and the overview's pairs span projects, as pages do */
+	count(d, draw_heatmap(&dp, &a, commit, err), err, &first_err, &first);
+	prev = previous_commit(&dp, &a, commit);
+	if (prev) {
+		struct aw_draw pair = dp;
+		char *pair_err = NULL;
+
+		pair.project = project;
+		rc = draw_compare_with(&pair, &a, &head, prev, true, &pair_err);
+		if (rc != -ENOENT)
+			count(d, rc, &pair_err, &first_err, &first);
+	}
+out:
+	cellset_release(&head.cells);
+	aw_arena_release(&a);
+	if (first)
+		*err = first_err;
+	else
+		free(first_err);
+	return first;
+}
+
+/* ---- the render workers ---- */
+
+enum task_kind {
+	TASK_RUN,    /* aw_render_after_ingest(), then queue TASK_TRENDS */
+	TASK_CHART,  /* one chart by id */
+	TASK_TRENDS, /* aw_draw_trends() */
+};
+
+struct task {
+	struct task *next;
+	enum task_kind kind;
+	enum aw_chart_kind chart;
+	char *project, *commit, *base, *host, *ref, *name;
+};
+
+/* Two lists: commits' charts (runs, single charts) and, served only when the first is empty,
+ * host trends, which cost the most and which nobody waits for. */
+enum {
+	LIST_NOW,
+	LIST_LATER,
+	N_LISTS
+};
+
+struct worker {
+	struct aw_renderer *r;
+	pthread_t tid;
+	struct aw_gnuplot *gp;
+	bool started;
+};
+
+struct aw_renderer {
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	struct task *head[N_LISTS], *tail[N_LISTS];
+	unsigned depth, queue_max;
+	uint64_t dropped; /* since the last warning */
+	bool stopping;
+	struct store *store;
+	char *data_dir;
+	const struct aw_analysis_opts *analysis;
+	unsigned n_workers;
+	struct worker *workers;
+};
+
+static void task_free(struct task *t)
+{
+	if (!t)
+		return;
+	free(t->project);
+	free(t->commit);
+	free(t->base);
+	free(t->host);
+	free(t->ref);
+	free(t->name);
+	free(t);
+}
+
+static bool same(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static bool task_equal(const struct task *a, const struct task *b)
+{
+	return a->kind == b->kind && a->chart == b->chart && same(a->project, b->project) &&
+	       same(a->commit, b->commit) && same(a->base, b->base) && same(a->host, b->host) &&
+	       same(a->ref, b->ref) && same(a->name, b->name);
+}
+
+static int dup_field(char **dst, const char *src)
+{
+	*dst = src ? strdup(src) : NULL;
+	return src && !*dst ? -ENOMEM : 0;
+}
+
+static struct task *task_new(enum task_kind kind, enum aw_chart_kind chart, const char *project,
+                             const char *commit, const char *base, const char *host,
+                             const char *ref, const char *name)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->kind = kind;
+	t->chart = chart;
+	if (dup_field(&t->project, project) || dup_field(&t->commit, commit) ||
+	    dup_field(&t->base, base) || dup_field(&t->host, host) || dup_field(&t->ref, ref) ||
+	    dup_field(&t->name, name)) {
+		task_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* Queues `t` (taking it) unless an equal task waits already. */
+static int push(struct aw_renderer *r, struct task *t)
+{
+	int list = t->kind == TASK_TRENDS ? LIST_LATER : LIST_NOW, rc = 0;
+	uint64_t dropped = 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->stopping) {
+		rc = -ESHUTDOWN;
+		goto out;
+	}
+	for (struct task *q = r->head[list]; q; q = q->next)
+		if (task_equal(q, t))
+			goto out; /* merged: the waiting one will see this data too */
+	if (r->depth >= r->queue_max) {
+		if (!r->dropped++)
+			aw_warn("render queue full (%u tasks): dropping charts of '%s'; they are "
+			        "drawn again with the host's next run, or by 'render'",
+			        r->queue_max, t->commit ? t->commit : t->host);
+		rc = -EAGAIN;
+		goto out;
+	}
+	dropped = r->dropped;
+	r->dropped = 0;
+	if (r->tail[list])
+		r->tail[list]->next = t;
+	else
+		r->head[list] = t;
+	r->tail[list] = t;
+	r->depth++;
+	t = NULL;
+	pthread_cond_signal(&r->work);
+out:
+	pthread_mutex_unlock(&r->lock);
+	if (dropped > 1)
+		aw_warn("render queue has room again; %" PRIu64 " tasks were dropped", dropped);
+	task_free(t);
+	return rc;
+}
+
+int aw_renderer_push_run(struct aw_renderer *r, const char *project, const char *commit,
+                         const char *host, const char *ref)
+{
+	struct task *t =
+	    task_new(TASK_RUN, AW_CHART_COMPARE, project, commit, NULL, host, ref, NULL);
+
+	return t ? push(r, t) : -ENOMEM;
+}
+
+int aw_renderer_push_chart(struct aw_renderer *r, const struct aw_chart_id *id)
+{
+	struct task *t =
+	    task_new(TASK_CHART, id->kind, NULL, id->commit, id->base, id->host, id->ref, id->name);
+
+	return t ? push(r, t) : -ENOMEM;
+}
+
+unsigned aw_renderer_depth(struct aw_renderer *r)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->depth;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+static void run_task(struct worker *w, struct store_conn *conn, struct task *t)
+{
+	struct aw_renderer *r = w->r;
+	struct aw_draw d = {.conn = conn,
+	                    .gp = w->gp,
+	                    .data_dir = r->data_dir,
+	                    .analysis = r->analysis,
+	                    .project = t->project};
+	uint64_t t0 = aw_monotonic_ns();
+	char *err = NULL;
+	int rc = 0;
+
+	switch (t->kind) {
+	case TASK_RUN:
+		rc = aw_render_after_ingest(&d, t->project, t->commit, t->host, t->ref, &err);
+		if (w->gp) {
+			struct task *next = task_new(TASK_TRENDS, AW_CHART_TREND, t->project, NULL,
+			                             NULL, t->host, t->ref, NULL);
+
+			if (next)
+				push(r, next);
+		}
+		break;
+	case TASK_TRENDS:
+		rc = aw_draw_trends(&d, t->host, t->ref, &err);
+		break;
+	case TASK_CHART: {
+		const struct aw_chart_id id = {.kind = t->chart,
+		                               .commit = t->commit,
+		                               .base = t->base,
+		                               .host = t->host,
+		                               .ref = t->ref,
+		                               .name = t->name};
+
+		rc = aw_draw_chart(&d, &id, &err);
+		break;
+	}
+	}
+	if (rc < 0 && rc != -ENOSYS)
+		aw_warn("render: %s", err ? err : strerror(-rc));
+	aw_debug("render: %s of '%s' on '%s': %u drawn, %u unchanged, %u failed, %.1f ms",
+	         t->kind == TASK_RUN      ? "run"
+	         : t->kind == TASK_TRENDS ? "trends"
+	                                  : "chart",
+	         t->commit ? t->commit : "-", t->host ? t->host : "-", d.drawn, d.cached, d.failed,
+	         (double)(aw_monotonic_ns() - t0) / 1e6);
+	free(err);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct aw_renderer *r = w->r;
+
+	for (;;) {
+		struct store_conn *conn = NULL;
+		struct task *t = NULL;
+		int rc;
+
+		pthread_mutex_lock(&r->lock);
+		while (!r->stopping && !r->head[LIST_NOW] && !r->head[LIST_LATER])
+			pthread_cond_wait(&r->work, &r->lock);
+		if (r->stopping) {
+			pthread_mutex_unlock(&r->lock);
+			break;
+		}
+		for (int list = 0; list < N_LISTS && !t; list++) {
+			t = r->head[list];
+			if (t) {
+				r->head[list] = t->next;
+				if (!r->head[list])
+					r->tail[list] = NULL;
+				r->depth--;
+			}
+		}
+		pthread_mutex_unlock(&r->lock);
+		/* A pooled connection per task: one whose link broke is replaced by the pool. */
+		rc = store_acquire(r->store, &conn);
+		if (rc)
+			aw_warn("render: no database connection (%s); task dropped", strerror(-rc));
+		else
+			run_task(w, conn, t);
+		store_release(r->store, &conn);
+		task_free(t);
+	}
+	return NULL;
+}
+
+int aw_renderer_start(struct store *store, const struct aw_renderer_opts *o,
+                      struct aw_renderer **out, char **err)
+{
+	struct aw_renderer *r = calloc(1, sizeof(*r));
+	const struct aw_gnuplot_opts gopt = {.program = o->gnuplot, .timeout_ms = o->timeout_ms};
+	int rc = 0;
+
+	*out = NULL;
+	if (!r)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->work, NULL);
+	r->store = store;
+	r->analysis = o->analysis;
+	r->queue_max = o->queue_max ? o->queue_max : 1;
+	r->data_dir = strdup(o->data_dir);
+	r->workers = calloc(o->workers ? o->workers : 1, sizeof(*r->workers));
+	if (!r->data_dir || !r->workers) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (unsigned i = 0; i < (o->workers ? o->workers : 1); i++) {
+		struct worker *w = &r->workers[i];
+		char *gp_err = NULL;
+
+		r->n_workers++;
+		w->r = r;
+		w->gp = aw_gnuplot_new(&gopt, &gp_err);
+		if (!w->gp) {
+			/* The analysis is still worth running; pages show charts as pending. */
+			aw_warn("render worker %u draws no charts: %s", i + 1,
+			        gp_err ? gp_err : "cannot start gnuplot");
+			free(gp_err);
+		}
+		rc = -pthread_create(&w->tid, NULL, worker_main, w);
+		if (rc) {
+			aw_errorf(err, rc, "cannot start a render worker: %s", strerror(-rc));
+			goto fail;
+		}
+		w->started = true;
+	}
+	*out = r;
+	return 0;
+fail:
+	aw_renderer_stop(&r);
+	return rc;
+}
+
+void aw_renderer_stop(struct aw_renderer **rp)
+{
+	struct aw_renderer *r = *rp;
+	unsigned left = 0;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	pthread_cond_broadcast(&r->work);
+	pthread_mutex_unlock(&r->lock);
+	for (unsigned i = 0; i < r->n_workers; i++) {
+		if (r->workers[i].started)
+			pthread_join(r->workers[i].tid, NULL);
+		aw_gnuplot_free(&r->workers[i].gp);
+	}
+	for (int list = 0; list < N_LISTS; list++) {
+		while (r->head[list]) {
+			struct task *t = r->head[list];
+
+			r->head[list] = t->next;
+			task_free(t);
+			left++;
+		}
+	}
+	if (left)
+		aw_info("render: %u queued task(s) not done at shutdown ('render --commit' draws "
+		        "them)",
+		        left);
+	free(r->workers);
+	free(r->data_dir);
+	pthread_cond_destroy(&r->work);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	*rp = NULL;
+}
