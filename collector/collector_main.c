@@ -1,5 +1,6 @@
-/* atomwatch-collector: the command line (migrate, serve, token create|list|revoke). Parses
- * arguments and hands over to server.c and the store; bad usage is one line and exit 2. */
+/* atomwatch-collector: the command line (migrate, serve, token create|list|revoke, render,
+ * export). Parses arguments and hands over to server.c, export.c and the store; bad usage is
+ * one line and exit 2. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "auth.h"
 #include "aw/log.h"
 #include "config.h"
+#include "export.h"
 #include "internal.h"
 #include "store.h"
 
@@ -20,6 +22,8 @@ static const char usage[] =
     "       " PROG " token create --db URL --role agent --host NAME | --role ci | --role admin\n"
     "       " PROG " token list --db URL\n"
     "       " PROG " token revoke --db URL ID\n"
+    "       " PROG " render --db URL --data-dir DIR --commit SHA [--project NAME] [--config FILE]\n"
+    "       " PROG " export --db URL --out DIR [--config FILE]\n"
     "database URLs: sqlite:PATH or postgres://USER@HOST:PORT/DB?...\n";
 
 static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -38,7 +42,7 @@ static int bad_usage(const char *fmt, ...)
 }
 
 struct opts {
-	const char *config, *listen, *db, *data_dir, *role, *host;
+	const char *config, *listen, *db, *data_dir, *role, *host, *commit, *project, *out;
 	const char *positional[2];
 	int n_positional;
 };
@@ -91,6 +95,12 @@ static int parse_opts(int argc, char **argv, const char *const *allowed, int max
 			o->role = value;
 		else if (!strcmp(name, "--host"))
 			o->host = value;
+		else if (!strcmp(name, "--commit"))
+			o->commit = value;
+		else if (!strcmp(name, "--project"))
+			o->project = value;
+		else if (!strcmp(name, "--out"))
+			o->out = value;
 	}
 	return 0;
 }
@@ -278,6 +288,69 @@ static int cmd_token(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+/* render and export: draw charts from the database, with the configuration's gnuplot. */
+static int cmd_reports(const char *what, int argc, char **argv)
+{
+	static const char *const render_opts[] = {"--db",      "--data-dir", "--commit",
+	                                          "--project", "--config",   NULL};
+	static const char *const export_opts[] = {"--db", "--out", "--config", NULL};
+	bool render = !strcmp(what, "render");
+	struct aw_collector_config cfg;
+	struct aw_analysis_opts analysis;
+	struct aw_export_stats st;
+	struct aw_gnuplot *gp = NULL;
+	struct store *store = NULL;
+	struct store_conn *c = NULL;
+	struct opts o = {0};
+	char *err = NULL;
+	int rc;
+
+	rc = parse_opts(argc, argv, render ? render_opts : export_opts, 0, &o);
+	if (rc)
+		return rc;
+	if (!o.db)
+		return bad_usage("%s needs --db URL", what);
+	if (render && (!o.data_dir || !o.commit))
+		return bad_usage("render needs --data-dir DIR and --commit SHA");
+	if (render && !aw_valid_commit(o.commit))
+		return bad_usage("bad commit '%s' (7 to 64 hex digits)", o.commit);
+	if (render && o.project && !aw_valid_name(o.project))
+		return bad_usage("bad project name '%s'", o.project);
+	if (!render && !o.out)
+		return bad_usage("export needs --out DIR");
+	aw_config_defaults(&cfg);
+	aw_analysis_opts_default(&analysis);
+	if (o.config && aw_config_load(&cfg, o.config, &err))
+		goto out;
+	gp = aw_gnuplot_new(&(struct aw_gnuplot_opts){cfg.gnuplot, (unsigned)cfg.render_timeout_ms},
+	                    &err);
+	if (!gp || open_db(o.db, &store, &c)) {
+		rc = -EIO;
+		goto out;
+	}
+	if (render && (rc = aw_make_dirs(o.data_dir))) {
+		aw_errorf(&err, rc, "cannot create '%s': %s", o.data_dir, strerror(-rc));
+	} else if (render) {
+		rc = aw_export_render(c, gp, o.data_dir, &analysis, o.project, o.commit, &st, &err);
+		printf("commit %s: %u host(s), %u chart(s) drawn, %u unchanged, %u failed\n",
+		       o.commit, st.hosts, st.drawn, st.cached, st.failed);
+	} else {
+		rc = aw_export_site(c, gp, o.out, analysis.baseline_ref, &st, &err);
+		printf("exported %u page(s) of %u host(s) to %s: %u chart(s) drawn, %u unchanged, "
+		       "%u failed\n",
+		       st.pages, st.hosts, o.out, st.drawn, st.cached, st.failed);
+	}
+out:
+	if (err)
+		aw_error("%s", err);
+	free(err);
+	aw_gnuplot_free(&gp);
+	store_disconnect(&c);
+	store_close(&store);
+	aw_config_release(&cfg);
+	return rc || err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	aw_log_init(PROG, AW_LOG_INFO);
@@ -297,5 +370,7 @@ int main(int argc, char **argv)
 		return cmd_serve(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "token"))
 		return cmd_token(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "render") || !strcmp(argv[1], "export"))
+		return cmd_reports(argv[1], argc - 2, argv + 2);
 	return bad_usage("unknown command '%s'", argv[1]);
 }

@@ -59,7 +59,7 @@ struct aw_http_req {
 	size_t reply_len;
 	struct {
 		char name[32];
-		char value[128];
+		char value[512]; /* a Content-Security-Policy */
 	} headers[HEADERS_MAX];
 	int n_headers;
 };
@@ -344,6 +344,40 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	aw_debug("http: %s", msg);
 }
 
+/* Percent-decoding of paths and query values, except "%00": a NUL byte would cut a path short
+ * of what its handler validates (".../a.svg%00.png" read as ".../a.svg"), so it stays as the
+ * three characters, which no route or name accepts. */
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	char *w = s;
+
+	(void)cls;
+	(void)conn;
+	for (const char *r = s; *r;) {
+		int hi = r[0] == '%' ? hex_digit(r[1]) : -1, lo = hi < 0 ? -1 : hex_digit(r[2]);
+
+		if (lo >= 0 && (hi | lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 /* ---- server ---- */
 
 int aw_http_start(const struct aw_http_options *o, struct aw_http_server **out, char **err)
@@ -382,7 +416,8 @@ int aw_http_start(const struct aw_http_options *o, struct aw_http_server **out, 
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
 	    on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_END);
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_UNESCAPE_CALLBACK,
+	    unescape, NULL, MHD_OPTION_END);
 	if (!s->daemon) {
 		rc = aw_errorf(err, -EADDRINUSE,
 		               "cannot listen on '%s:%u' (in use, or not an "

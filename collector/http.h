@@ -77,7 +77,7 @@ void *aw_http_data(const struct aw_http_req *r);
 void aw_http_set_tag(struct aw_http_req *r, int tag);
 int aw_http_tag(const struct aw_http_req *r);
 
-/* Adds a reply header (at most 4, names and values up to 31 / 127 bytes). Returns 0 or
+/* Adds a reply header (at most 4, names and values up to 31 / 511 bytes). Returns 0 or
  * -ENOSPC. */
 int aw_http_add_header(struct aw_http_req *r, const char *name, const char *value);
 

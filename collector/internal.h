@@ -36,7 +36,8 @@ struct aw_ctx {
 	struct aw_http_req *req;
 	bool authenticated;
 	struct aw_principal who; /* when authenticated */
-	const char *param;       /* the {name} or {id} segment of the path, decoded */
+	const char *param;       /* the {name} or {id} segment of the path, or what "*" matched,
+	                          * decoded */
 	struct store_conn *conn; /* taken by aw_ctx_conn(), returned by the router */
 };
 
@@ -72,6 +73,13 @@ void aw_jobs_next(struct aw_ctx *x);
 void aw_jobs_status(struct aw_ctx *x);
 void aw_jobs_get(struct aw_ctx *x);
 void aw_jobs_list(struct aw_ctx *x);
+/* The HTML reports (web.c). */
+void aw_web_overview(struct aw_ctx *x);
+void aw_web_host(struct aw_ctx *x);
+void aw_web_commit(struct aw_ctx *x);
+void aw_web_compare(struct aw_ctx *x);
+void aw_web_chart(struct aw_ctx *x);
+void aw_web_favicon(struct aw_ctx *x);
 
 /* Called by the router when a request ends (jobs.c releases a claim whose reply was lost). */
 void aw_jobs_request_done(struct aw_http_req *req, bool sent);
@@ -91,6 +99,9 @@ int aw_collector_serve(const struct aw_collector_config *cfg);
 
 /* Parses a decimal id (1..INT64_MAX) from a path segment. Returns 0 or -EINVAL. */
 int aw_parse_id(const char *s, int64_t *out);
+
+/* mkdir -p `path` (mode 0750). Returns 0 or a negative errno. */
+int aw_make_dirs(const char *path);
 
 /* A JSON string, or null for NULL. */
 json_t *aw_json_str(const char *s);

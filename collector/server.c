@@ -27,7 +27,7 @@ enum access {
 
 struct route {
 	const char *method;
-	const char *path; /* "{...}" matches one non-empty segment */
+	const char *path; /* "{...}": one non-empty segment; a final "*": the non-empty rest */
 	void (*fn)(struct aw_ctx *x);
 	enum access access;
 };
@@ -47,6 +47,12 @@ static const struct route routes[] = {
     {"POST", "/api/v1/jobs/{id}/status", aw_jobs_status, ACCESS_AGENT},
     {"GET", "/healthz", aw_api_healthz, ACCESS_OPEN},
     {"GET", "/metrics", aw_api_metrics, ACCESS_READ},
+    {"GET", "/", aw_web_overview, ACCESS_READ},
+    {"GET", "/hosts/{name}", aw_web_host, ACCESS_READ},
+    {"GET", "/commits/{sha}", aw_web_commit, ACCESS_READ},
+    {"GET", "/compare", aw_web_compare, ACCESS_READ},
+    {"GET", "/charts/*", aw_web_chart, ACCESS_READ},
+    {"GET", "/favicon.svg", aw_web_favicon, ACCESS_READ},
 };
 #define N_ROUTES     (sizeof(routes) / sizeof(routes[0]))
 #define ROUTE_INGEST 0
@@ -129,6 +135,15 @@ static bool path_matches(const char *pattern, const char *path, char *buf, size_
                          const char **param)
 {
 	while (*pattern && *path) {
+		if (*pattern == '*' && !pattern[1]) {
+			size_t n = strlen(path);
+
+			if (n >= len)
+				return false;
+			memcpy(buf, path, n + 1);
+			*param = buf;
+			return true;
+		}
 		if (*pattern == '{') {
 			size_t n = strcspn(path, "/");
 
@@ -240,7 +255,7 @@ static void handle(struct aw_http_req *req, void *cls)
 	struct aw_collector *col = cls;
 	struct aw_ctx x = {.col = col, .req = req};
 	const char *path = aw_http_path(req);
-	char param[256];
+	char param[1024]; /* http.c refuses longer paths */
 	bool path_known;
 	unsigned route;
 
@@ -289,7 +304,7 @@ static void request_done(struct aw_http_req *req, bool sent, void *cls)
 
 /* ---- life cycle ---- */
 
-static int make_dir(const char *path)
+int aw_make_dirs(const char *path)
 {
 	char *copy = strdup(path);
 	int rc = 0;
@@ -360,7 +375,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	rc = aw_parse_listen(cfg->listen, host, sizeof(host), &port, &err);
 	if (rc)
 		goto out;
-	rc = make_dir(cfg->data_dir);
+	rc = aw_make_dirs(cfg->data_dir);
 	if (rc) {
 		aw_errorf(&err, rc, "cannot create data directory '%s': %s", cfg->data_dir,
 		          strerror(-rc));

@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""The reports served by a real collector, against SQLite or a real PostgreSQL: charts drawn
+by the render workers after uploads (polled, with a bound), the HTML pages with their security
+headers and tables, chart files with the right types, refused paths and names (traversal,
+sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text, and the
+`render` and `export` commands (every link of the export resolves to a file).
+
+usage: test_reports_web.py --backend sqlite|postgres"""
+
+import argparse
+import os
+import re
+import signal
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import reports_helpers as rh  # noqa: E402
+from harness import check, eq  # noqa: E402
+
+CELLS = 60  # every op on CPUs 0-2, the readers and the contention grid on CPU 0
+
+
+class Suite:
+    pass
+
+
+S = Suite()
+
+
+def setup(backend):
+    S.backend = backend
+    S.pg = h.Postgres().start() if backend == "postgres" else None
+    S.db = h.Database(backend, S.pg)
+    S.col = h.Collector(S.db.url).start()
+    S.data = os.path.join(S.col.dir, "data")
+    S.site = rh.load(S.col, n_hosts=4, n_commits=3, cells=CELLS)
+
+
+def get(path, **kw):
+    return S.col.request("GET", path, **kw)
+
+
+def q(s):
+    return urllib.parse.quote(s, safe="")
+
+
+def check_html(r, what):
+    eq(r.status, 200, "%s: %r" % (what, r))
+    eq(r.headers.get("content-type"), "text/html; charset=utf-8", what)
+    csp = r.headers.get("content-security-policy", "")
+    check("default-src 'none'" in csp and "script-src" not in csp, "%s: CSP %r" % (what, csp))
+    eq(r.headers.get("x-content-type-options"), "nosniff", what)
+    check(r.body.startswith(b"<!DOCTYPE html>"), what)
+    return r.body.decode()
+
+
+def rows(text, table):
+    """Rows in the body of the first <table class="table">."""
+    at = text.find('<table class="%s">' % table)
+    check(at >= 0, "no table %s" % table)
+    body = text[at:text.find("</table>", at)]
+    body = body[body.find("<tbody>"):]
+    return body.count("<tr>")
+
+
+# ---- charts after uploads ----
+
+def test_charts_follow_uploads():
+    paths = [p for sha in S.site.commits for p in rh.commit_charts(S.site, sha)]
+    waited = rh.wait_for_files(S.data, paths + rh.trend_charts(S.site), timeout=60)
+    print("     %d charts and their trends ready %.2fs after the wait began"
+          % (len(paths), waited))
+    # nothing half-written is left behind
+    for d, _, files in os.walk(os.path.join(S.data, "charts")):
+        for f in files:
+            check(not f.endswith(".tmp"), "temp file left: %s" % os.path.join(d, f))
+
+
+def test_pages():
+    site = S.site
+    text = check_html(get("/"), "overview")
+    eq(rows(text, "hosts"), len(site.hosts), "hosts on the overview")
+    eq(rows(text, "commits"), len(site.commits), "commits on the overview")
+    for sha in site.commits[1:]:
+        check("/compare?base=%s&amp;head=%s" % (site.commits[site.commits.index(sha) - 1], sha)
+              in text, "compare link of %s" % sha)
+    for host in site.hosts:
+        text = check_html(get("/hosts/" + host), host)
+        eq(rows(text, "runs"), len(site.commits), "runs of %s" % host)
+        check("chart not drawn yet" not in text, "%s: a chart is pending" % host)
+        eq(text.count("<img "), len(rh.TREND_GROUPS) + 2, "charts of %s" % host)
+    for sha in site.commits:
+        text = check_html(get("/commits/" + sha), sha)
+        eq(rows(text, "cells"), CELLS, "cells of the first host of %s" % sha)
+        eq(text.count('<section class="host">'), len(site.hosts), "hosts of %s" % sha)
+        eq(text.count("<tr><td><code>"), CELLS * len(site.hosts), "cells of %s" % sha)
+        check("chart not drawn yet" not in text, "%s: a chart is pending" % sha)
+        eq(text.count("<img "), 1 + len(site.hosts), "charts of %s" % sha)
+    text = check_html(get("/compare?base=%s&head=%s" % (site.commits[0], site.commits[2])),
+                      "compare")
+    eq(text.count("<tr><td><code>"), CELLS * len(site.hosts), "cells compared")
+    # HEAD is GET without the body
+    r = S.col.request("HEAD", "/commits/" + site.commits[0])
+    eq(r.status, 200, "HEAD")
+    eq(r.body, b"", "HEAD body")
+
+
+def test_compare_pair_drawn_on_request():
+    # a pair the overview does not link: the page asks the workers for its chart
+    site = S.site
+    path = "/compare?base=%s&head=%s" % (site.commits[0], site.commits[2])
+    charts = ["charts/commits/%s/hosts/%s/compare-%s.svg" % (site.commits[2], host,
+                                                           site.commits[0])
+              for host in site.hosts]
+    check(not os.path.exists(os.path.join(S.data, charts[0])), "drawn before anyone asked")
+    check("chart not drawn yet" in check_html(get(path), "compare"), "pending at first")
+    rh.wait_for_files(S.data, charts, timeout=30)
+    text = check_html(get(path), "compare")
+    check("chart not drawn yet" not in text, "pending chart after drawing")
+
+
+def test_hostile_label_is_text():
+    text = check_html(get("/"), "overview")
+    check(rh.HOSTILE_ESCAPED in text, "escaped label")
+    check(rh.HOSTILE_LABEL not in text and "<script" not in text, "raw label")
+    text = check_html(get("/hosts/" + S.site.hosts[2]), "host")
+    check(rh.HOSTILE_ESCAPED in text and "<script" not in text, "host page label")
+
+
+def test_chart_files():
+    sha, host = S.site.commits[1], S.site.hosts[1]
+    base = "/charts/commits/%s/hosts/%s/" % (sha, host)
+    r = get(base + "compare-main.svg")
+    eq(r.status, 200, r)
+    eq(r.headers.get("content-type"), "image/svg+xml")
+    check("sandbox" in r.headers.get("content-security-policy", ""), r.headers)
+    eq(r.headers.get("x-content-type-options"), "nosniff")
+    check(b"<svg" in r.body[:2000], "an SVG")
+    r = get(base + "percpu.png")
+    eq(r.status, 200, r)
+    eq(r.headers.get("content-type"), "image/png")
+    check(r.body.startswith(b"\x89PNG\r\n\x1a\n"), "a PNG")
+    eq(get("/favicon.svg").headers.get("content-type"), "image/svg+xml")
+    # every <img> of a commit page is served
+    text = get("/commits/" + sha).body.decode()
+    srcs = re.findall(r'<img src="([^"]+)"', text)
+    eq(len(srcs), 1 + len(S.site.hosts), "images")
+    for src in srcs:
+        eq(get(src).status, 200, src)
+
+
+def test_refused_paths():
+    sha = S.site.commits[0]
+    os.symlink("/etc/passwd", os.path.join(S.data, "charts", "commits", sha, "evil.svg"))
+    os.mkfifo(os.path.join(S.data, "charts", "commits", sha, "fifo.svg"))
+    for path, want in [
+            ("/charts/../atomwatch.db", (400, 404)),
+            ("/charts/commits/%2e%2e/%2e%2e/atomwatch.db", (400, 404)),
+            ("/charts/commits/..%2F..%2Fetc/passwd.svg", (400, 404)),
+            ("/charts/commits/%s/heatmap.hash" % sha, (404,)),
+            ("/charts/commits/%s/.heatmap.svg" % sha, (404,)),
+            ("/charts/commits/%s/evil.svg" % sha, (404,)),
+            ("/charts/commits/%s/fifo.svg" % sha, (404,)),
+            ("/charts/commits/%s/heatmap.svg%%00.png" % sha, (404,)),
+            ("/charts/heatmap.svg", (404,)),
+            ("/charts/", (404,)),
+            ("/charts/commits/%s/nothing.svg" % sha, (404,)),
+            ("/hosts/..", (400,)),
+            ("/hosts/%3Cscript%3E", (400,)),
+            ("/hosts/" + "x" * 65, (400,)),
+            ("/hosts/no-such-host", (404,)),
+            ("/commits/not-a-sha", (400,)),
+            ("/commits/" + "0" * 40, (404,)),
+            ("/compare?base=%s" % sha, (400,)),
+            ("/compare?base=zz&head=%s" % sha, (400,)),
+            ("/compare?base=%s&head=%s" % ("0" * 40, sha), (404,))]:
+        r = get(path, timeout=10)
+        check(r.status in want, "%s: got %d, want %s" % (path, r.status, want))
+    eq(get("/", headers={"Authorization": "Bearer nonsense"}).status, 401, "bad token")
+    eq(S.col.request("POST", "/").status, 405, "POST /")
+
+
+def test_render_command():
+    out = os.path.join(h.tempdir(), "render")
+    sha = S.site.commits[1]
+    r = S.col.cli("render", "--db", S.db.url, "--data-dir", out, "--commit", sha)
+    check("4 host(s)" in r.stdout and "0 failed" in r.stdout, r.stdout)
+    rh.wait_for_files(out, rh.commit_charts(S.site, sha) + rh.trend_charts(S.site), timeout=0)
+    r = S.col.cli("render", "--db", S.db.url, "--data-dir", out, "--commit", "0" * 40,
+                  check=False)
+    eq(r.returncode, 1, r.stderr)
+    check("no run of commit" in r.stderr, r.stderr)
+    eq(S.col.cli("render", "--db", S.db.url, "--commit", sha, check=False).returncode, 2)
+    eq(S.col.cli("render", "--db", S.db.url, "--data-dir", out, "--commit", "xyz",
+                 check=False).returncode, 2)
+
+
+def test_export_command():
+    out = os.path.join(h.tempdir(), "site")
+    r = S.col.cli("export", "--db", S.db.url, "--out", out)
+    check(" 0 failed" in r.stdout, r.stdout)
+    for rel in ["index.html", "favicon.svg"] + ["hosts/%s/index.html" % x for x in S.site.hosts] \
+            + ["commits/%s/index.html" % c for c in S.site.commits]:
+        check(os.path.isfile(os.path.join(out, rel)), rel)
+    pages, links = rh.check_export(out)
+    eq(pages, 1 + len(S.site.hosts) + 2 * len(S.site.commits) - 1, "pages")
+    print("     export: %d pages, %d links, all resolve" % (pages, links))
+    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+        text = f.read()
+    check('http-equiv="Content-Security-Policy"' in text, "CSP in the export")
+    check(rh.HOSTILE_ESCAPED in text and "<script" not in text, "escaped in the export")
+    eq(S.col.cli("export", "--db", S.db.url, check=False).returncode, 2)
+
+
+def test_no_workers():
+    # render.workers 0: pages still work, charts show as pending, nothing is drawn
+    col = h.Collector(S.db.url, config="render:\n  workers: 0\n").start()
+    text = check_html(col.request("GET", "/commits/" + S.site.commits[0]), "no workers")
+    check("chart not drawn yet" in text, "pending without workers")
+    eq(col.stop(), 0)
+
+
+def test_shutdown():
+    eq(S.col.stop(signal.SIGTERM), 0, "exit status")
+    check("stopped" in S.col.logs(), S.col.logs())
+    check("render queue full" not in S.col.logs(), "no task was dropped")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), required=True)
+    args = ap.parse_args()
+    setup(args.backend)
+    tests = [(name, fn) for name, fn in globals().items() if name.startswith("test_")]
+    h.run(tests, "reports web (%s)" % args.backend)
+
+
+if __name__ == "__main__":
+    main()
