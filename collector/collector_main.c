@@ -296,7 +296,7 @@ static int cmd_reports(const char *what, int argc, char **argv)
 	static const char *const export_opts[] = {"--db", "--out", "--config", NULL};
 	bool render = !strcmp(what, "render");
 	struct aw_collector_config cfg;
-	struct aw_analysis_opts analysis;
+	struct aw_collector col = {.cfg = &cfg};
 	struct aw_export_stats st;
 	struct aw_gnuplot *gp = NULL;
 	struct store *store = NULL;
@@ -319,8 +319,9 @@ static int cmd_reports(const char *what, int argc, char **argv)
 	if (!render && !o.out)
 		return bad_usage("export needs --out DIR");
 	aw_config_defaults(&cfg);
-	aw_analysis_opts_default(&analysis);
-	if (o.config && aw_config_load(&cfg, o.config, &err))
+	/* the detection settings of the configuration, as the service judges with them */
+	if ((o.config && aw_config_load(&cfg, o.config, &err)) ||
+	    aw_collector_analysis_setup(&col, &err))
 		goto out;
 	gp = aw_gnuplot_new(&(struct aw_gnuplot_opts){cfg.gnuplot, (unsigned)cfg.render_timeout_ms},
 	                    &err);
@@ -331,11 +332,12 @@ static int cmd_reports(const char *what, int argc, char **argv)
 	if (render && (rc = aw_make_dirs(o.data_dir))) {
 		aw_errorf(&err, rc, "cannot create '%s': %s", o.data_dir, strerror(-rc));
 	} else if (render) {
-		rc = aw_export_render(c, gp, o.data_dir, &analysis, o.project, o.commit, &st, &err);
+		rc = aw_export_render(c, gp, o.data_dir, &col.analysis, o.project, o.commit, &st,
+		                      &err);
 		printf("commit %s: %u host(s), %u chart(s) drawn, %u unchanged, %u failed\n",
 		       o.commit, st.hosts, st.drawn, st.cached, st.failed);
 	} else {
-		rc = aw_export_site(c, gp, o.out, analysis.baseline_ref, &st, &err);
+		rc = aw_export_site(c, gp, o.out, col.analysis.baseline_ref, &st, &err);
 		printf("exported %u page(s) of %u host(s) to %s: %u chart(s) drawn, %u unchanged, "
 		       "%u failed\n",
 		       st.pages, st.hosts, o.out, st.drawn, st.cached, st.failed);
@@ -347,6 +349,7 @@ out:
 	aw_gnuplot_free(&gp);
 	store_disconnect(&c);
 	store_close(&store);
+	aw_collector_analysis_release(&col);
 	aw_config_release(&cfg);
 	return rc || err ? 1 : 0;
 }

@@ -26,9 +26,16 @@ struct aw_collector {
 	struct aw_auth *auth;
 	struct aw_http_server *http;
 	struct aw_result_limits limits;
-	struct aw_renderer *render; /* NULL when render.workers is 0 */
-	struct aw_analysis_opts analysis;
+	struct aw_renderer *render;       /* NULL when render.workers is 0 */
+	struct aw_thresholds thresholds;  /* detection.thresholds, or the defaults */
+	struct aw_analysis_opts analysis; /* what verdicts and change points are computed with */
 };
+
+/* Fills col->thresholds and col->analysis from the configuration (reading the thresholds file
+ * it names). Returns 0 or a negative errno with *err; release with
+ * aw_collector_analysis_release(). */
+int aw_collector_analysis_setup(struct aw_collector *col, char **err);
+void aw_collector_analysis_release(struct aw_collector *col);
 
 /* One API request as a route handler sees it. */
 struct aw_ctx {
@@ -73,6 +80,9 @@ void aw_jobs_next(struct aw_ctx *x);
 void aw_jobs_status(struct aw_ctx *x);
 void aw_jobs_get(struct aw_ctx *x);
 void aw_jobs_list(struct aw_ctx *x);
+void aw_api_gate(struct aw_ctx *x);
+void aw_api_compare(struct aw_ctx *x);
+void aw_api_changepoints(struct aw_ctx *x);
 /* The HTML reports (web.c). */
 void aw_web_overview(struct aw_ctx *x);
 void aw_web_host(struct aw_ctx *x);
