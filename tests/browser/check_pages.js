@@ -1,9 +1,11 @@
-// Opens every page of a static report export (written by aw_browser_site) in Debian's headless
-// Chromium through playwright-core, served by a tiny static file server on 127.0.0.1 that sends
-// the collector's Content-Security-Policy. Fails on any failed request, console error, dialog or
-// script, image that did not load, missing table row, missing text or broken link; keeps a
-// screenshot of each page.
-// Usage: node check_pages.js --modules DIR --site-bin PATH --out DIR [--chromium PATH]
+// Opens every page of the reports in Debian's headless Chromium through playwright-core: a
+// static export (written by aw_browser_site, served by a tiny static file server on 127.0.0.1
+// that sends the collector's Content-Security-Policy), or a live collector described by a
+// manifest (live_site.py). Fails on any failed request, console error, dialog or script, image
+// that did not load, missing table row, missing text, wrong cell verdict, broken link or link
+// that leads elsewhere when clicked; keeps a screenshot of each page.
+// Usage: node check_pages.js --modules DIR --out DIR [--chromium PATH]
+//                            (--site-bin PATH | --live-manifest FILE)
 'use strict';
 
 const fs = require('fs');
@@ -19,8 +21,11 @@ function parseArgs(argv) {
     if (argv[i + 1] === undefined) throw new Error(`missing value for ${argv[i]}`);
     args[key] = argv[i + 1];
   }
-  for (const need of ['modules', 'siteBin', 'out']) {
+  for (const need of ['modules', 'out']) {
     if (!args[need]) throw new Error(`missing --${need}`);
+  }
+  if (!args.siteBin === !args.liveManifest) {
+    throw new Error('give one of --site-bin and --live-manifest');
   }
   return args;
 }
@@ -70,10 +75,18 @@ async function main() {
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(shots, { recursive: true });
 
-  execFileSync(args.siteBin, [site], { stdio: 'inherit' });
-  const manifest = JSON.parse(fs.readFileSync(path.join(site, 'manifest.json'), 'utf8'));
-  const server = await serve(site, manifest.csp);
-  const base = `http://127.0.0.1:${server.address().port}/`;
+  let manifest;
+  let server = null;
+  let base;
+  if (args.liveManifest) {
+    manifest = JSON.parse(fs.readFileSync(args.liveManifest, 'utf8'));
+    base = manifest.base;
+  } else {
+    execFileSync(args.siteBin, [site], { stdio: 'inherit' });
+    manifest = JSON.parse(fs.readFileSync(path.join(site, 'manifest.json'), 'utf8'));
+    server = await serve(site, manifest.csp);
+    base = `http://127.0.0.1:${server.address().port}/`;
+  }
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'aw-chromium-'));
   const problems = [];
   let context;
@@ -146,10 +159,34 @@ async function main() {
           problems.push(`${current}: text not shown: ${JSON.stringify(text)}`);
         }
       }
+      // the verdict a cell's row shows in a host's section of a commit page
+      for (const v of expected.verdicts || []) {
+        const got = await page.evaluate(({ host, cell }) => {
+          for (const sec of document.querySelectorAll('section.host')) {
+            const a = sec.querySelector('h2 a');
+            if (!a || a.textContent !== host) continue;
+            for (const tr of sec.querySelectorAll('table.cells tbody tr')) {
+              if (tr.cells[0].textContent === cell) return tr.cells[4].textContent;
+            }
+          }
+          return null;
+        }, v);
+        if (got !== v.verdict) {
+          problems.push(`${current}: ${v.host} ${v.cell}: verdict ${got}, expected ${v.verdict}`);
+        }
+      }
       for (const link of facts.links) links.add(link);
       const name = expected.path.replace(/\/?index\.html$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
       const shot = path.join(shots, `${name || 'overview'}.png`);
       await page.screenshot({ path: shot, fullPage: true });
+      // a click on a link lands on the page it names
+      for (const c of expected.clicks || []) {
+        await Promise.all([page.waitForNavigation({ waitUntil: 'load' }),
+          page.locator(c.selector).first().click()]);
+        const h1 = await page.locator('h1').first().textContent();
+        if (!h1.includes(c.h1)) problems.push(`${current}: ${c.selector} led to "${h1}"`);
+        await page.goBack({ waitUntil: 'load' });
+      }
     }
 
     // every link between pages (and to PNGs) stays on the site and resolves
@@ -166,7 +203,7 @@ async function main() {
       `screenshots in ${shots}`);
   } finally {
     if (context) await context.close();
-    server.close();
+    if (server) server.close();
     fs.rmSync(profile, { recursive: true, force: true });
   }
   if (problems.length) {

@@ -1,5 +1,6 @@
 """Helpers of the report tests and benches: a running collector loaded with several hosts and
-commits (one host label hostile, one cell of the newest commit regressed on one host), the chart
+commits (a host label and a CPU model hostile, one cell of the newest commit regressed on one
+host), the chart
 files that must follow, waiting for them, and a check that every link of an exported site
 resolves to a file."""
 
@@ -12,6 +13,7 @@ import harness as h
 
 HOSTILE_LABEL = "<script>alert(1)</script>\"'"
 HOSTILE_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;"
+HOSTILE_MODEL = "Neoverse-V2 \"><img src=x onerror=window.__awPwned=1>"
 REGRESSED_CELL = "op=llsc cpu=0"
 TREND_GROUPS = ("llsc", "lse", "prefetch", "cas", "c11", "reader-srcu", "reader-srcu_fast",
                 "reader-srcu_nmisafe")
@@ -43,7 +45,8 @@ def regress(doc, factor=3.0):
 def load(col, n_hosts=4, n_commits=3, cells=60, tag=0xa11ce, hostile=True, runs_per_commit=1,
          prefix="host"):
     """Uploads n_commits commits on main, each measured on every host; host 2 carries the
-    hostile label; the newest commit regresses REGRESSED_CELL on the first host."""
+    hostile label, host 3 the hostile CPU model; the newest commit regresses REGRESSED_CELL on
+    the first host."""
     hosts = ["%s-%d" % (prefix, i) for i in range(n_hosts)]
     commits = [commit_sha(tag, k) for k in range(n_commits)]
     site = Site(hosts, commits, cells)
@@ -58,6 +61,8 @@ def load(col, n_hosts=4, n_commits=3, cells=60, tag=0xa11ce, hostile=True, runs_
                                  % (k % 28 + 1, r))
                 if hostile and i == 2:
                     doc["host"]["labels"]["rack"] = HOSTILE_LABEL
+                if hostile and i == 3:
+                    doc["host"]["cpu_model"] = HOSTILE_MODEL
                 if k == n_commits - 1 and i == 0:
                     regress(doc)
                 resp = col.request("POST", "/api/v1/results", doc, token=tokens[host])

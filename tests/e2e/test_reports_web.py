@@ -66,6 +66,21 @@ def rows(text, table):
     return body.count("<tr>")
 
 
+def section(text, host):
+    at = text.find('<section class="host"><h2><a href="/hosts/%s">' % host)
+    check(at >= 0, "no section of %s" % host)
+    return text[at:text.find("</section>", at)]
+
+
+def row_verdict(text, host, cell):
+    """The verdict shown for `cell` in the table of `host` on a commit page."""
+    sec = section(text, host)
+    at = sec.find("<tr><td><code>%s</code>" % cell)
+    check(at >= 0, "no row %s on %s" % (cell, host))
+    m = re.search(r'class="verdict v-([a-z]+)"', sec[at:sec.find("</tr>", at)])
+    return m.group(1) if m else None
+
+
 # ---- charts after uploads ----
 
 def test_charts_follow_uploads():
@@ -99,6 +114,8 @@ def test_pages():
         eq(text.count("<tr><td><code>"), CELLS * len(site.hosts), "cells of %s" % sha)
         check("chart not drawn yet" not in text, "%s: a chart is pending" % sha)
         eq(text.count("<img "), 1 + len(site.hosts), "charts of %s" % sha)
+    eq(row_verdict(text, site.hosts[0], rh.REGRESSED_CELL), "regressed", "the regressed cell")
+    check("v-fail" in section(text, site.hosts[0]), "the host with the regression fails")
     text = check_html(get("/compare?base=%s&head=%s" % (site.commits[0], site.commits[2])),
                       "compare")
     eq(text.count("<tr><td><code>"), CELLS * len(site.hosts), "cells compared")
@@ -126,8 +143,11 @@ def test_hostile_label_is_text():
     text = check_html(get("/"), "overview")
     check(rh.HOSTILE_ESCAPED in text, "escaped label")
     check(rh.HOSTILE_LABEL not in text and "<script" not in text, "raw label")
+    check("<img src=x" not in text and "&lt;img src=x onerror" in text, "escaped CPU model")
     text = check_html(get("/hosts/" + S.site.hosts[2]), "host")
     check(rh.HOSTILE_ESCAPED in text and "<script" not in text, "host page label")
+    text = check_html(get("/hosts/" + S.site.hosts[3]), "host")
+    check("<img src=x" not in text and "&lt;img src=x onerror" in text, "host page model")
 
 
 def test_chart_files():
