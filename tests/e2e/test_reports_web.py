@@ -126,11 +126,12 @@ def test_pages():
 
 
 def test_compare_pair_drawn_on_request():
-    # a pair the overview does not link: the page asks the workers for its chart
+    # a pair nobody linked or asked for (backwards in time): the page asks the workers for
+    # its charts
     site = S.site
-    path = "/compare?base=%s&head=%s" % (site.commits[0], site.commits[2])
-    charts = ["charts/commits/%s/hosts/%s/compare-%s.svg" % (site.commits[2], host,
-                                                           site.commits[0])
+    path = "/compare?base=%s&head=%s" % (site.commits[2], site.commits[0])
+    charts = ["charts/commits/%s/hosts/%s/compare-%s.svg" % (site.commits[0], host,
+                                                           site.commits[2])
               for host in site.hosts]
     check(not os.path.exists(os.path.join(S.data, charts[0])), "drawn before anyone asked")
     check("chart not drawn yet" in check_html(get(path), "compare"), "pending at first")
