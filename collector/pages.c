@@ -26,6 +26,7 @@
 #define FIELDS_MAX      256          /* fingerprint fields shown */
 #define LABELS_MAX      64
 #define CELLS_MAX       60000
+#define TABLE_MAX       (64u << 20) /* bytes of a compare chart's table */
 
 /* ---- small helpers ---- */
 
@@ -359,9 +360,9 @@ static int on_verdict(const struct store_verdict *sv, void *cls)
 	return l->a->rc;
 }
 
-/* Reads the cached verdicts of a host (by commit) or of a commit (by host). */
+/* Reads the newest `limit` cached verdicts of a host (by commit) or of a commit (by host). */
 static int read_verdicts(struct store_conn *c, struct aw_arena *a, const char *host,
-                         const char *commit, bool parse, struct verdicts *out)
+                         const char *commit, bool parse, unsigned limit, struct verdicts *out)
 {
 	int rc;
 
@@ -369,10 +370,10 @@ static int read_verdicts(struct store_conn *c, struct aw_arena *a, const char *h
 	out->a = a;
 	out->host = host;
 	out->parse = parse;
-	out->index = aw_strmap_new(VERDICTS_READ);
+	out->index = aw_strmap_new(limit);
 	if (!out->index)
 		return -ENOMEM;
-	rc = store_verdict_list(c, NULL, commit, host, VERDICTS_READ, on_verdict, out);
+	rc = store_verdict_list(c, NULL, commit, host, limit, on_verdict, out);
 	return rc ? rc : a->rc;
 }
 
@@ -561,7 +562,7 @@ int aw_site_host(const struct aw_site *s, const char *host, struct aw_buf *out)
 	if (!rc)
 		rc = list_runs(s->conn, &a, &f, &runs);
 	if (!rc)
-		rc = read_verdicts(s->conn, &a, host, NULL, false, &verdicts);
+		rc = read_verdicts(s->conn, &a, host, NULL, false, HOST_RUNS_SHOWN, &verdicts);
 	if (rc)
 		goto out;
 	p.host = hosts.v[0];
@@ -644,10 +645,69 @@ static struct aw_strmap *index_keys(const void *items, size_t n, size_t size, si
 	return m;
 }
 
-/* The table of one host: its head run's cells, with what the cached verdict says of each, or
- * (compare) the base run's values. */
+/* A compare chart's table (aw_chart_table_path()): the medians it was drawn from. */
+struct table {
+	struct aw_strmap *index; /* key -> position */
+	double *base, *head;
+	size_t n, cap_base, cap_head;
+};
+
+static double json_number(const json_t *j)
+{
+	return json_is_number(j) ? json_number_value(j) : NAN;
+}
+
+/* Reads the table of chart `id`; an absent or unreadable one leaves *t empty (the page then
+ * shows what the runs and the verdict say). Returns 0 or -ENOMEM. */
+static int read_table(struct aw_arena *a, const char *data_dir, const struct aw_chart_id *id,
+                      struct table *t)
+{
+	char path[PATH_MAX], *text = NULL;
+	json_t *doc = NULL, *row;
+	size_t len, i, n_head = 0;
+	int rc = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (aw_chart_table_path(data_dir, id, path, sizeof(path)) ||
+	    aw_read_file(path, TABLE_MAX, &text, &len, NULL))
+		return 0;
+	doc = json_loadb(text, len, 0, NULL);
+	free(text);
+	t->index = aw_strmap_new(CELLS_MAX);
+	if (!t->index) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach (json_object_get(doc, "cells"), i, row) {
+		const char *key = json_string_value(json_array_get(row, 0));
+		double *b, *h;
+
+		if (!key || aw_strmap_put(t->index, key, (int64_t)t->n))
+			continue;
+		b = aw_arena_push(a, &t->base, &t->n, &t->cap_base, sizeof(*b));
+		h = aw_arena_push(a, &t->head, &n_head, &t->cap_head, sizeof(*h));
+		if (!b || !h)
+			break;
+		*b = json_number(json_array_get(row, 1));
+		*h = json_number(json_array_get(row, 2));
+	}
+	rc = a->rc;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+static void table_release(struct table *t)
+{
+	aw_strmap_free(&t->index);
+}
+
+/* The table of one host: its head run's cells with the medians of the compare chart's table
+ * (else the head run's values and, compare, the base run's), and what the cached verdict says
+ * of the cells it lists. */
 static int host_rows(struct aw_arena *a, const struct cells *head, const struct cells *base,
-                     const struct aw_verdict_view *v, struct aw_page_host_result *out)
+                     const struct table *t, const struct aw_verdict_view *v,
+                     struct aw_page_host_result *out)
 {
 	struct aw_strmap *base_index = NULL, *verdict_index = NULL;
 	struct aw_page_cell_row *rows = NULL;
@@ -676,6 +736,11 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 		r->verdict = AW_REPORT_UNKNOWN;
 		if (base_index && !aw_strmap_get(base_index, r->cell, &pos))
 			r->base_p50 = base->v[pos].p50;
+		if (t->index && !aw_strmap_get(t->index, r->cell, &pos)) {
+			r->base_p50 = t->base[pos];
+			if (isfinite(t->head[pos]))
+				r->head_p50 = t->head[pos]; /* the median over the commit's runs */
+		}
 		if (!v)
 			continue;
 		if (!aw_strmap_get(verdict_index, r->cell, &pos)) {
@@ -738,7 +803,7 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 	aw_arena_init(&a, ARENA_LIMIT);
 	rc = commit_runs(s, &a, commit, &runs, &hosts, &n_hosts);
 	if (!rc)
-		rc = read_verdicts(s->conn, &a, NULL, commit, true, &verdicts);
+		rc = read_verdicts(s->conn, &a, NULL, commit, true, VERDICTS_READ, &verdicts);
 	if (!rc)
 		results = aw_arena_alloc(&a, n_hosts * sizeof(*results) + 1);
 	for (size_t i = 0; !rc && results && i < n_hosts; i++) {
@@ -750,17 +815,22 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 		                               .host = run->host,
 		                               .base = s->baseline_ref};
 		struct cells head;
+		struct table t;
 
+		/* first: an export draws the chart, and its table, here */
+		r->chart = chart_ref(s, id, fmt(&a, "%s against %s", run->host, s->baseline_ref));
 		rc = run_cells(s->conn, &a, run->seq, &head);
 		if (!rc)
-			rc = host_rows(&a, &head, NULL, v, r);
+			rc = read_table(&a, s->data_dir, &id, &t);
+		if (!rc)
+			rc = host_rows(&a, &head, NULL, &t, v, r);
+		table_release(&t);
 		r->host = run->host;
 		r->verdict = v ? v->status : AW_REPORT_UNKNOWN;
 		if (v && v->baseline_runs >= 0)
 			r->baseline = fmt(&a, "%s, %ld earlier run%s",
 			                  v->baseline_ref ? v->baseline_ref : s->baseline_ref,
 			                  v->baseline_runs, v->baseline_runs == 1 ? "" : "s");
-		r->chart = chart_ref(s, id, fmt(&a, "%s against %s", run->host, s->baseline_ref));
 		overall = i ? worst(overall, r->verdict) : r->verdict;
 	}
 	if (!rc)
@@ -812,20 +882,24 @@ int aw_site_compare(const struct aw_site *s, const char *base, const char *head,
 		const struct aw_chart_id id = {
 		    .kind = AW_CHART_COMPARE, .commit = head, .host = host, .base = base};
 		struct cells head_cells, base_cells;
+		struct table t = {0};
 
 		if (order) {
 			order < 0 ? i++ : j++;
 			continue;
 		}
+		r->chart = chart_ref(s, id, fmt(&a, "%s: %.12s against %.12s", host, head, base));
 		rc = run_cells(s->conn, &a, head_hosts[i]->seq, &head_cells);
 		if (!rc)
 			rc = run_cells(s->conn, &a, base_hosts[j]->seq, &base_cells);
 		if (!rc)
-			rc = host_rows(&a, &head_cells, &base_cells, NULL, r);
+			rc = read_table(&a, s->data_dir, &id, &t);
+		if (!rc)
+			rc = host_rows(&a, &head_cells, &base_cells, &t, NULL, r);
+		table_release(&t);
 		r->host = host;
 		r->verdict = AW_REPORT_UNKNOWN;
-		r->baseline = fmt(&a, "the newest run of %.12s on %s", base, host);
-		r->chart = chart_ref(s, id, fmt(&a, "%s: %.12s against %.12s", host, head, base));
+		r->baseline = fmt(&a, "the runs of %.12s on %s", base, host);
 		n++;
 		i++;
 		j++;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #define HOST_RUNS_MAX 10000        /* runs of one commit read for the heat map */
 #define GROUPS_MAX    256          /* trend groups of one host and ref */
 #define LABEL_MAX     160
+#define TABLE_MAX     (64u << 20) /* bytes of a compare chart's table */
 
 /* ---- cached verdicts ---- */
 
@@ -407,6 +409,68 @@ static int regressed_keys(struct aw_draw *d, struct aw_arena *a, const char *com
 	return rc;
 }
 
+int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size)
+{
+	char rel[1024];
+	int rc = aw_chart_path(id, "svg", rel, sizeof(rel)), n;
+
+	if (rc)
+		return rc;
+	rel[strlen(rel) - 4] = '\0';
+	n = snprintf(out, size, "%s/%s.cells.json", data_dir, rel);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static json_t *json_value(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Writes the compare chart's numbers for every cell, the head's then those only the baseline
+ * has, unless the file already says the same (a redraw of unchanged data writes nothing). */
+static int write_table(const char *data_dir, const struct aw_chart_id *id, struct aw_arena *a,
+                       const struct cellset *head, const struct cellset *base, char **err)
+{
+	char path[PATH_MAX], *text = NULL, *old = NULL;
+	json_t *cells = json_array(), *doc = json_pack("{s:o}", "cells", cells);
+	size_t old_len = 0;
+	int rc = doc ? 0 : -ENOMEM;
+
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		const struct cellset *from = pass ? base : head;
+
+		for (size_t i = 0; i < from->n && !rc; i++) {
+			const struct cell_acc *c = &from->cells[i];
+			const struct cell_acc *h = pass ? NULL : c;
+			const struct cell_acc *b = pass ? c : cellset_find(base, c->key);
+
+			if (pass && cellset_find(head, c->key))
+				continue;
+			rc = json_array_append_new(cells, json_pack("[s, o, o]", c->key,
+			                                            json_value(median(a, b, 0)),
+			                                            json_value(median(a, h, 0))))
+			         ? -ENOMEM
+			         : 0;
+		}
+	}
+	if (!rc)
+		rc = aw_chart_table_path(data_dir, id, path, sizeof(path));
+	if (!rc && !(text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10))))
+		rc = -ENOMEM;
+	if (rc) {
+		aw_errorf(err, rc, "cannot write the table of a compare chart: %s", strerror(-rc));
+		goto out;
+	}
+	if (aw_read_file(path, TABLE_MAX, &old, &old_len, NULL) == 0 && !strcmp(old, text))
+		goto out;
+	rc = aw_write_file_atomic(path, text, strlen(text), err);
+out:
+	free(old);
+	free(text);
+	json_decref(doc);
+	return rc;
+}
+
 /* The compare chart of `head` against `base`: the runs of commit `base` on the host when there
  * are some, else the baseline window of ref `base` (or -ENOENT when `pair_only`). */
 static int draw_compare_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *head,
@@ -500,6 +564,11 @@ static int draw_compare_with(struct aw_draw *d, struct aw_arena *a, struct commi
 	    .kind = AW_CHART_COMPARE, .commit = head->commit, .host = head->host, .base = base};
 
 	rc = aw_render_compare(d->gp, d->data_dir, &id, &chart, d->flags, err);
+	if (rc >= 0) {
+		int table_rc = write_table(d->data_dir, &id, a, &head->cells, &baseline, err);
+
+		rc = table_rc ? table_rc : rc;
+	}
 out:
 	aw_strmap_free(&regressed);
 	cellset_release(&baseline);
@@ -699,41 +768,92 @@ static int contention_names(struct aw_arena *a, const struct commit_host *head, 
 	return a->rc;
 }
 
+/* What aw_run_chart_names() gathers in one pass over a run's cells, copying no cell: each trend
+ * group with the lowest CPU of its cells (a group is drawn when that is the run's first CPU),
+ * and the contention chart names. */
+struct names_scan {
+	struct aw_arena *a;
+	struct aw_strmap *groups; /* name -> position in group_names */
+	const char **group_names;
+	int *group_cpu; /* lowest CPU of the group's uncontended cells; -1: one has none */
+	size_t n_groups, cap_groups, cap_cpu, n_cpu;
+	struct aw_strmap *contention;
+	const char **contention_names;
+	size_t n_contention, cap_contention;
+	int first_cpu;
+};
+
+static int scan_names(const struct aw_cell *cell, void *cls)
+{
+	struct names_scan *s = cls;
+	char buf[LABEL_MAX];
+	int64_t pos;
+	int rc = 0;
+
+	if (cell->contender_cpu != AW_NONE || cell->c != AW_NONE) {
+		const char **slot;
+
+		if (cell->c == AW_NONE || cell->contender_cpu == AW_NONE)
+			return 0;
+		aw_cell_contention_name(cell->op, cell->reader, cell->placement, buf, sizeof(buf));
+		if (!aw_strmap_get(s->contention, buf, &pos))
+			return 0;
+		rc = aw_strmap_put(s->contention, buf, 1);
+		slot = rc ? NULL
+		          : aw_arena_push(s->a, &s->contention_names, &s->n_contention,
+		                          &s->cap_contention, sizeof(*slot));
+		if (slot)
+			*slot = aw_arena_strdup(s->a, buf);
+		return rc == -ENOSPC ? 0 : rc ? rc : s->a->rc;
+	}
+	if (cell->cpu >= 0 && (s->first_cpu < 0 || cell->cpu < s->first_cpu))
+		s->first_cpu = cell->cpu;
+	aw_cell_group(cell->op, cell->reader, cell->subject, cell->kernel, buf, sizeof(buf));
+	if (aw_strmap_get(s->groups, buf, &pos)) {
+		const char **slot;
+		int *cpu;
+
+		rc = aw_strmap_put(s->groups, buf, (int64_t)s->n_groups);
+		if (rc)
+			return rc == -ENOSPC ? 0 : rc;
+		slot = aw_arena_push(s->a, &s->group_names, &s->n_groups, &s->cap_groups,
+		                     sizeof(*slot));
+		cpu = aw_arena_push(s->a, &s->group_cpu, &s->n_cpu, &s->cap_cpu, sizeof(*cpu));
+		if (!slot || !cpu)
+			return s->a->rc;
+		*slot = aw_arena_strdup(s->a, buf);
+		*cpu = cell->cpu < 0 ? -1 : cell->cpu;
+		return s->a->rc;
+	}
+	if (s->group_cpu[pos] >= 0 && (cell->cpu < 0 || cell->cpu < s->group_cpu[pos]))
+		s->group_cpu[pos] = cell->cpu < 0 ? -1 : cell->cpu;
+	return 0;
+}
+
 int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, int64_t seq, const char ***groups,
                        size_t *n_groups, const char ***contention, size_t *n_contention)
 {
-	struct run_ref run = {.seq = seq};
-	struct run_list one = {.a = a, .runs = &run, .n = 1, .cap = 1};
-	struct commit_host head = {.runs = one};
-	struct aw_strmap *seen = aw_strmap_new(GROUPS_MAX);
-	size_t cap = 0;
-	int64_t flag;
+	struct names_scan s = {.a = a, .first_cpu = -1};
+	size_t n = 0;
 	int rc;
 
-	*groups = NULL;
-	*n_groups = 0;
-	rc = seen ? cellset_init(&head.cells, a) : -ENOMEM;
-	if (!rc)
-		rc = cellset_add_runs(c, &head.cells, &one);
-	head.first_cpu = first_cpu(&head.cells);
-	for (size_t i = 0; !rc && i < head.cells.n; i++) {
-		const struct cell_acc *cell = &head.cells.cells[i];
-		char buf[LABEL_MAX];
-		const char **slot;
-
-		if (!is_item(cell, head.first_cpu))
-			continue;
-		cell_group(cell, buf, sizeof(buf));
-		if (!aw_strmap_get(seen, buf, &flag) || aw_strmap_put(seen, buf, 1))
-			continue;
-		slot = aw_arena_push(a, groups, n_groups, &cap, sizeof(*slot));
-		if (slot)
-			*slot = aw_arena_strdup(a, buf);
+	*groups = *contention = NULL;
+	*n_groups = *n_contention = 0;
+	s.groups = aw_strmap_new(GROUPS_MAX);
+	s.contention = aw_strmap_new(AW_CHART_MAX_ITEMS);
+	rc = s.groups && s.contention ? store_run_cells(c, seq, scan_names, &s) : -ENOMEM;
+	/* the groups with a cell on the first CPU (or on none), as the trend task draws them */
+	for (size_t i = 0; !rc && i < s.n_groups; i++)
+		if (s.group_cpu[i] < 0 || s.group_cpu[i] == s.first_cpu)
+			s.group_names[n++] = s.group_names[i];
+	if (!rc) {
+		*groups = s.group_names;
+		*n_groups = n;
+		*contention = s.contention_names;
+		*n_contention = s.n_contention;
 	}
-	if (!rc)
-		rc = contention_names(a, &head, contention, n_contention);
-	aw_strmap_free(&seen);
-	cellset_release(&head.cells);
+	aw_strmap_free(&s.groups);
+	aw_strmap_free(&s.contention);
 	return rc ? rc : a->rc;
 }
 
@@ -1193,8 +1313,12 @@ int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *c
 	memset(&head, 0, sizeof(head));
 	aw_arena_init(&a, ARENA_LIMIT);
 	if (d->analysis) {
+		uint64_t t0 = aw_monotonic_ns();
+
 		rc =
 		    aw_analysis_after_ingest(d->conn, d->analysis, project, commit, host, ref, err);
+		aw_debug("render: analysis of '%s' on '%s': %.1f ms", commit, host,
+		         (double)(aw_monotonic_ns() - t0) / 1e6);
 		if (rc) {
 			first = rc;
 			first_err = *err;

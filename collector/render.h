@@ -35,11 +35,19 @@ struct aw_draw {
 	unsigned drawn, cached, failed;
 };
 
-/* Draws the chart `id` from the stored data and counts the outcome in d (a compare chart's base is
+/* Draws the chart `id` from the stored data (a compare chart with its table, see
+ * aw_chart_table_path()) and counts the outcome in d (a compare chart's base is
  * a commit when runs of that commit exist on the host, else a ref whose newest earlier runs are the
  * baseline). Returns 0 (drawn), AW_RENDER_CACHED (unchanged), -ENOENT (no run to draw it from),
  * -ENOSYS (no gnuplot), or another negative errno with *err. */
 int aw_draw_chart(struct aw_draw *d, const struct aw_chart_id *id, char **err);
+
+/* Where a compare chart's table lives: <data_dir>/<its path without .svg>.cells.json, a file
+ * the chart routes never serve. It holds {"cells": [[key, base_p50, head_p50], ...]}: the
+ * medians the chart was drawn from for every cell of the head and the base (null: none), what
+ * a page shows for cells the cached verdict does not list. Returns 0, -EINVAL or
+ * -ENAMETOOLONG. */
+int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size);
 
 /* The trend charts of `host` on `ref`: one per op group of the host's newest run there.
  * Returns 0 or the first failure (every group is still tried), with *err. */

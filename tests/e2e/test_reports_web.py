@@ -72,13 +72,24 @@ def section(text, host):
     return text[at:text.find("</section>", at)]
 
 
-def row_verdict(text, host, cell):
-    """The verdict shown for `cell` in the table of `host` on a commit page."""
+def row(text, host, cell):
+    """The row of `cell` in the table of `host` on a commit page."""
     sec = section(text, host)
     at = sec.find("<tr><td><code>%s</code>" % cell)
     check(at >= 0, "no row %s on %s" % (cell, host))
-    m = re.search(r'class="verdict v-([a-z]+)"', sec[at:sec.find("</tr>", at)])
+    return sec[at:sec.find("</tr>", at)]
+
+
+def row_verdict(text, host, cell):
+    """The verdict shown for `cell` in the table of `host` on a commit page."""
+    m = re.search(r'class="verdict v-([a-z]+)"', row(text, host, cell))
     return m.group(1) if m else None
+
+
+def row_numbers(text, host, cell):
+    """The baseline and head p50 shown for `cell` (None for a dash)."""
+    tds = re.findall(r'<td class="num">([^<]*)</td>', row(text, host, cell))
+    return [None if v == "&ndash;" else float(v) for v in tds[:2]]
 
 
 # ---- charts after uploads ----
@@ -115,6 +126,13 @@ def test_pages():
         check("chart not drawn yet" not in text, "%s: a chart is pending" % sha)
         eq(text.count("<img "), 1 + len(site.hosts), "charts of %s" % sha)
     eq(row_verdict(text, site.hosts[0], rh.REGRESSED_CELL), "regressed", "the regressed cell")
+    # every cell shows its baseline and head, listed by the verdict or not
+    for host in site.hosts:
+        for cell in ("op=plain cpu=0", "op=stadd cpu=2", rh.REGRESSED_CELL):
+            base, head = row_numbers(text, host, cell)
+            check(base and head, "%s %s: baseline %s, head %s" % (host, cell, base, head))
+    base, head = row_numbers(text, site.hosts[0], rh.REGRESSED_CELL)
+    check(head > 2.5 * base, "the regression shows: %s -> %s" % (base, head))
     check("v-fail" in section(text, site.hosts[0]), "the host with the regression fails")
     text = check_html(get("/compare?base=%s&head=%s" % (site.commits[0], site.commits[2])),
                       "compare")
@@ -182,6 +200,8 @@ def test_refused_paths():
             ("/charts/commits/%2e%2e/%2e%2e/atomwatch.db", (400, 404)),
             ("/charts/commits/..%2F..%2Fetc/passwd.svg", (400, 404)),
             ("/charts/commits/%s/heatmap.hash" % sha, (404,)),
+            ("/charts/commits/%s/hosts/%s/compare-main.cells.json" % (sha, S.site.hosts[0]),
+             (404,)),
             ("/charts/commits/%s/.heatmap.svg" % sha, (404,)),
             ("/charts/commits/%s/evil.svg" % sha, (404,)),
             ("/charts/commits/%s/fifo.svg" % sha, (404,)),
