@@ -329,7 +329,7 @@ static int cmd_reports(const char *what, int argc, char **argv)
 		rc = -EIO;
 		goto out;
 	}
-	if (render && (rc = aw_make_dirs(o.data_dir))) {
+	if (render && (rc = aw_make_dirs(o.data_dir, 0750))) {
 		aw_errorf(&err, rc, "cannot create '%s': %s", o.data_dir, strerror(-rc));
 	} else if (render) {
 		rc = aw_export_render(c, gp, o.data_dir, &col.analysis, o.project, o.commit, &st,

@@ -145,7 +145,7 @@ static int write_file(struct exporter *x, const char *rel, const void *data, siz
 		return aw_errorf(err, -ENAMETOOLONG, "path too long: '%s/%s'", x->out_dir, rel);
 	slash = strrchr(path, '/');
 	*slash = '\0';
-	rc = aw_make_dirs(path);
+	rc = aw_make_dirs(path, 0755); /* a file server reads them */
 	*slash = '/';
 	if (rc)
 		return aw_errorf(err, rc, "cannot create the directory of '%s': %s", path,
@@ -263,7 +263,7 @@ int aw_export_site(struct store_conn *c, struct aw_gnuplot *gp, const char *out_
 	aw_arena_init(&a, ARENA_LIMIT);
 	hosts.seen = aw_strmap_new(HOSTS_MAX);
 	commits.seen = aw_strmap_new(COMMITS_MAX);
-	rc = aw_make_dirs(out_dir);
+	rc = aw_make_dirs(out_dir, 0755);
 	if (rc) {
 		aw_errorf(err, rc, "cannot create '%s': %s", out_dir, strerror(-rc));
 		goto out;

@@ -307,7 +307,7 @@ static void request_done(struct aw_http_req *req, bool sent, void *cls)
 
 /* ---- life cycle ---- */
 
-int aw_make_dirs(const char *path)
+int aw_make_dirs(const char *path, mode_t mode)
 {
 	char *copy = strdup(path);
 	int rc = 0;
@@ -320,7 +320,7 @@ int aw_make_dirs(const char *path)
 		char saved = *p;
 
 		*p = '\0';
-		if (mkdir(copy, 0750) < 0 && errno != EEXIST)
+		if (mkdir(copy, mode) < 0 && errno != EEXIST)
 			rc = -errno;
 		*p = saved;
 		if (!saved)
@@ -378,7 +378,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	rc = aw_parse_listen(cfg->listen, host, sizeof(host), &port, &err);
 	if (rc)
 		goto out;
-	rc = aw_make_dirs(cfg->data_dir);
+	rc = aw_make_dirs(cfg->data_dir, 0750);
 	if (rc) {
 		aw_errorf(&err, rc, "cannot create data directory '%s': %s", cfg->data_dir,
 		          strerror(-rc));

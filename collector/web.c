@@ -71,6 +71,9 @@ static void reply_page(struct aw_ctx *x, page_fn build, const char *a, const cha
 	case -E2BIG:
 		aw_reply_error(x->req, 500, "internal", "", "the page is too large");
 		break;
+	case -ENOMEM:
+		aw_reply_error(x->req, 500, "internal", "", "out of memory");
+		break;
 	default:
 		aw_reply_store_error(x->req, rc);
 		break;
