@@ -340,9 +340,9 @@ def cell_key(op, cpu=None, reader=None, contender=None, c=None, d=0):
     return " ".join(parts)
 
 
-def make_cell(rng, op, cpu, reader=None, contender=None, c=None, d=0, scale=1.0):
+def make_cell(rng, op, cpu, reader=None, contender=None, c=None, d=0, scale=1.0, noise=0.03):
     base = BASE_NS.get(op, 6.0) * scale * (2.1 if reader else 1.0) * (1 + (c or 0) / 500)
-    p50 = round(base * rng.uniform(0.97, 1.03), 6)
+    p50 = round(base * rng.uniform(1 - noise, 1 + noise), 6)  # run-to-run noise
     mn = round(p50 * rng.uniform(0.90, 0.99), 6)
     p95 = round(p50 * rng.uniform(1.01, 1.2), 6)
     p99 = round(p95 * rng.uniform(1.01, 1.5), 6)
