@@ -105,6 +105,20 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* "--name" of an option, for messages (argv[optind - 1] may be its value). */
+static const char *opt_name(int opt)
+{
+	static char buf[32];
+
+	for (const struct option *o = longopts; o->name; o++) {
+		if (o->val == opt) {
+			snprintf(buf, sizeof(buf), "--%s", o->name);
+			return buf;
+		}
+	}
+	return "?";
+}
+
 struct args {
 	const char *command;
 	char *collector; /* without trailing '/' */
@@ -303,7 +317,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		if (!a->command)
 			return usage_error("a command comes first: trigger, wait, gate or compare");
 		if (!option_allowed(a->command, opt))
-			return usage_error("'%s' does not take %s", a->command, argv[optind - 1]);
+			return usage_error("'%s' does not take %s", a->command, opt_name(opt));
 		switch (opt) {
 		case O_COLLECTOR:
 			rc = set_collector(a, optarg, "--collector");
@@ -321,7 +335,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_HEAD:
 			if (!aw_valid_commit(optarg))
 				return usage_error("bad commit '%s' in %s (7 to 64 hex digits)",
-				                   optarg, argv[optind - 1]);
+				                   optarg, opt_name(opt));
 			*(opt == O_COMMIT ? &a->commit
 			  : opt == O_BASE ? &a->base
 			                  : &a->head) = optarg;
@@ -365,7 +379,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_JUNIT:
 		case O_MARKDOWN:
 			if (!*optarg)
-				return usage_error("%s needs a file name", argv[optind - 1]);
+				return usage_error("%s needs a file name", opt_name(opt));
 			*(opt == O_JUNIT ? &a->junit : &a->markdown) = optarg;
 			break;
 		case O_TOKEN_FILE:
