@@ -15,8 +15,8 @@
 
 /* Thresholds (configs/thresholds.yaml): the first matching rule wins. */
 struct aw_thresholds {
-	double p50;			/* default relative threshold of p50 (0.05) */
-	double p99;			/* default of p99 (0.10: tails are noisier) */
+	double p50; /* default relative threshold of p50 (0.05) */
+	double p99; /* default of p99 (0.10: tails are noisier) */
 	struct aw_threshold_rule *p50_rules;
 	size_t n_p50_rules;
 	struct aw_threshold_rule *p99_rules;
@@ -24,9 +24,9 @@ struct aw_thresholds {
 };
 
 struct aw_analysis_opts {
-	const char *baseline_ref;	/* the ref whose history is the baseline ("main") */
-	unsigned history;		/* earlier runs read per host: window, excursions, change
-					   points (default 40) */
+	const char *baseline_ref; /* the ref whose history is the baseline ("main") */
+	unsigned history;         /* earlier runs read per host: window, excursions, change
+	                             points (default 40) */
 	struct aw_detect_opts detect;
 	const struct aw_thresholds *thresholds; /* NULL: 5% / 10% everywhere */
 };
@@ -44,7 +44,11 @@ struct aw_cell_verdict {
 	double p50_threshold, p99_threshold;
 };
 
-enum aw_gate_status { AW_GATE_PASS, AW_GATE_FAIL, AW_GATE_INCOMPLETE };
+enum aw_gate_status {
+	AW_GATE_PASS,
+	AW_GATE_FAIL,
+	AW_GATE_INCOMPLETE
+};
 
 const char *aw_gate_status_name(enum aw_gate_status s);
 
@@ -52,12 +56,12 @@ const char *aw_gate_status_name(enum aw_gate_status s);
 struct aw_host_verdict {
 	char *host;
 	enum aw_gate_status status; /* fail: a cell regressed; incomplete: no head run */
-	char *reason;		    /* why incomplete, else NULL */
-	char **head_runs;	    /* run ids of the commit on this host, newest first */
+	char *reason;               /* why incomplete, else NULL */
+	char **head_runs;           /* run ids of the commit on this host, newest first */
 	size_t n_head_runs;
-	size_t n_baseline_runs;	    /* earlier runs read (baseline ref or base commit) */
+	size_t n_baseline_runs;        /* earlier runs read (baseline ref or base commit) */
 	struct aw_cell_verdict *cells; /* regressed first, then improved, noisy, new, missing,
-					  unchanged; by key within each */
+	                                  unchanged; the largest change first within each */
 	size_t n_cells;
 	size_t counts[AW_VERDICT_MISSING + 1]; /* cells per verdict */
 };
@@ -68,8 +72,8 @@ struct aw_host_verdict {
  * AW_GATE_INCOMPLETE with a reason. Returns 0 (release *out with aw_host_verdict_release()) or
  * a negative store errno with *err. */
 int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
-		     const char *commit, const char *base_commit, const char *host,
-		     struct aw_host_verdict *out, char **err);
+                     const char *commit, const char *base_commit, const char *host,
+                     struct aw_host_verdict *out, char **err);
 
 void aw_host_verdict_release(struct aw_host_verdict *v);
 
@@ -86,14 +90,14 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells);
  * `project`) from the last o->history runs and stores them, replacing the previous set for
  * that (project, host, ref). Returns 0 or a negative errno with *err. */
 int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts *o,
-			     const char *project, const char *host, const char *ref, char **err);
+                             const char *project, const char *host, const char *ref, char **err);
 
 /* The background work after a run of (project, commit, host, ref) was stored: the change points
  * of that host and ref, then the verdict of the commit on that host against the baseline ref,
  * cached in the store for pages (store_verdict_put). Never call it on the request path.
  * Returns 0 or a negative errno with *err. */
 int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts *o,
-			     const char *project, const char *commit, const char *host,
-			     const char *ref, char **err);
+                             const char *project, const char *commit, const char *host,
+                             const char *ref, char **err);
 
 #endif

@@ -368,3 +368,249 @@ void aw_api_metrics(struct aw_ctx *x)
 	}
 	aw_http_reply(x->req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data, out.len);
 }
+
+/* ---- regression verdicts ---- */
+
+#define GATE_MAX_HOSTS 256
+
+struct host_set {
+	char *name[GATE_MAX_HOSTS];
+	size_t n;
+};
+
+static void host_set_release(struct host_set *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		free(h->name[i]);
+	h->n = 0;
+}
+
+static int host_set_add(struct host_set *h, const char *name)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->name[i], name))
+			return 0;
+	if (h->n == GATE_MAX_HOSTS)
+		return -E2BIG;
+	h->name[h->n] = strdup(name);
+	return h->name[h->n] ? (h->n++, 0) : -ENOMEM;
+}
+
+static int add_run_host(const struct store_run *run, void *cls)
+{
+	return host_set_add(cls, run->host);
+}
+
+/* The hosts to judge: the `hosts` parameter ("a,b"), else every host that ran `commit`.
+ * Replies (and returns non-zero) on a bad list or a store failure. */
+static int gate_hosts(struct aw_ctx *x, const char *project, const char *commit,
+                      struct host_set *out)
+{
+	const char *list = aw_http_query(x->req, "hosts");
+	struct store_conn *c;
+	int rc;
+
+	if (list && strcmp(list, "all")) {
+		char name[AW_NAME_MAX + 1];
+		const char *p = list;
+
+		while (*p) {
+			size_t len = strcspn(p, ",");
+
+			if (!len || len > AW_NAME_MAX) {
+				aw_reply_error(
+				    x->req, 400, "invalid", "hosts",
+				    "'hosts' must be a comma-separated list of host names");
+				return -EINVAL;
+			}
+			memcpy(name, p, len);
+			name[len] = '\0';
+			if (!aw_valid_name(name)) {
+				aw_reply_error(x->req, 400, "invalid", "hosts",
+				               "'%s' in 'hosts' is not a host name", name);
+				return -EINVAL;
+			}
+			rc = host_set_add(out, name);
+			if (rc) {
+				aw_reply_error(x->req, rc == -E2BIG ? 400 : 500,
+				               rc == -E2BIG ? "too_many" : "internal", "hosts",
+				               "at most %d hosts", GATE_MAX_HOSTS);
+				return rc;
+			}
+			p += len + (p[len] == ',');
+		}
+		return 0;
+	}
+	rc = aw_ctx_conn(x, &c);
+	if (!rc) {
+		struct store_run_filter f = {.project = project, .commit = commit, .limit = 10000};
+
+		rc = store_list_runs(c, &f, add_run_host, out);
+	}
+	if (rc == -E2BIG)
+		rc = 0; /* more hosts than one answer judges: the first GATE_MAX_HOSTS */
+	if (rc)
+		aw_reply_store_error(x->req, rc);
+	return rc;
+}
+
+/* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
+ * overall status: fail when a host regressed, else incomplete when one has no run, else
+ * pass. */
+static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, const char *project,
+                        const char *head, const char *base, const struct host_set *hosts,
+                        json_t *reply)
+{
+	enum aw_gate_status overall = AW_GATE_PASS;
+	bool all = aw_http_query(x->req, "all") != NULL;
+	json_t *list = json_array();
+	struct store_conn *c;
+	char *err = NULL;
+	int rc = list ? aw_ctx_conn(x, &c) : -ENOMEM;
+
+	for (size_t i = 0; !rc && i < hosts->n; i++) {
+		struct aw_host_verdict v;
+		json_t *j;
+
+		rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
+		if (rc)
+			break;
+		if (v.status == AW_GATE_FAIL)
+			overall = AW_GATE_FAIL;
+		else if (v.status == AW_GATE_INCOMPLETE && overall == AW_GATE_PASS)
+			overall = AW_GATE_INCOMPLETE;
+		j = aw_host_verdict_json(&v, all);
+		aw_host_verdict_release(&v);
+		if (!j || json_array_append_new(list, j))
+			rc = -ENOMEM;
+	}
+	if (!rc && !hosts->n)
+		overall = AW_GATE_INCOMPLETE; /* nothing reported the commit at all */
+	if (rc) {
+		if (err)
+			aw_warn("%s", err);
+		free(err);
+		json_decref(list);
+		json_decref(reply);
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
+	if (json_object_set_new(reply, "status", json_string(aw_gate_status_name(overall))) ||
+	    json_object_set_new(reply, "hosts", list)) {
+		json_decref(reply);
+		aw_reply_error(x->req, 500, "internal", "", "out of memory");
+		return;
+	}
+	aw_reply_json(x->req, 200, reply);
+}
+
+void aw_api_gate(struct aw_ctx *x)
+{
+	struct aw_analysis_opts o = x->col->analysis;
+	const char *project, *commit, *ref;
+	struct host_set hosts = {0};
+	char report[128];
+
+	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
+	    query_checked(x, "commit", aw_valid_commit, "a commit id (7 to 64 hex digits)",
+	                  &commit) ||
+	    query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref))
+		return;
+	if (!project || !commit) {
+		aw_reply_error(x->req, 400, "required", project ? "commit" : "project",
+		               "'%s' is required", project ? "commit" : "project");
+		return;
+	}
+	if (ref)
+		o.baseline_ref = ref;
+	if (gate_hosts(x, project, commit, &hosts))
+		goto out;
+	snprintf(report, sizeof(report), "/commits/%s", commit);
+	judge_hosts(x, &o, project, commit, NULL, &hosts,
+	            json_pack("{s:s, s:s, s:s, s:s}", "project", project, "commit", commit,
+	                      "baseline_ref", o.baseline_ref, "report", report));
+out:
+	host_set_release(&hosts);
+}
+
+void aw_api_compare(struct aw_ctx *x)
+{
+	const char *project, *base, *head, *host;
+	struct host_set hosts = {0};
+	char report[192];
+
+	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
+	    query_checked(x, "base", aw_valid_commit, "a commit id (7 to 64 hex digits)", &base) ||
+	    query_checked(x, "head", aw_valid_commit, "a commit id (7 to 64 hex digits)", &head) ||
+	    query_checked(x, "host", aw_valid_name, "a host name", &host))
+		return;
+	if (!base || !head) {
+		aw_reply_error(x->req, 400, "required", base ? "head" : "base", "'%s' is required",
+		               base ? "head" : "base");
+		return;
+	}
+	if (host) {
+		if (host_set_add(&hosts, host)) {
+			aw_reply_error(x->req, 500, "internal", "", "out of memory");
+			return;
+		}
+	} else if (gate_hosts(x, project, head, &hosts)) {
+		goto out;
+	}
+	snprintf(report, sizeof(report), "/compare?base=%s&head=%s", base, head);
+	judge_hosts(x, &x->col->analysis, project, head, base, &hosts,
+	            json_pack("{s:o, s:s, s:s, s:s}", "project", aw_json_str(project), "base", base,
+	                      "head", head, "report", report));
+out:
+	host_set_release(&hosts);
+}
+
+static int on_changepoint(const struct store_changepoint *p, void *cls)
+{
+	json_t *o =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:s}", "project",
+	              p->project, "host", p->host, "ref", p->ref, "cell", p->cell_key, "metric",
+	              p->metric, "commit", aw_json_str(p->commit), "run_id", p->run_id, "before",
+	              isfinite(p->before) ? json_real(p->before) : json_null(), "after",
+	              isfinite(p->after) ? json_real(p->after) : json_null(), "pvalue",
+	              isfinite(p->pvalue) ? json_real(p->pvalue) : json_null(), "computed_at",
+	              p->computed_at);
+
+	return !o || json_array_append_new(cls, o) ? -ENOMEM : 0;
+}
+
+void aw_api_changepoints(struct aw_ctx *x)
+{
+	const char *host, *ref, *project, *cell = aw_http_query(x->req, "cell");
+	json_t *list = json_array();
+	struct store_conn *c;
+	int rc;
+
+	if (query_checked(x, "host", aw_valid_name, "a host name", &host) ||
+	    query_checked(x, "ref", aw_valid_ref, "a git ref name", &ref) ||
+	    query_checked(x, "project", aw_valid_name, "a name", &project))
+		goto out;
+	if (!host) {
+		aw_reply_error(x->req, 400, "required", "host", "'host' is required");
+		goto out;
+	}
+	if (cell && (!*cell || strlen(cell) > 512)) {
+		aw_reply_error(x->req, 400, "invalid", "cell",
+		               "'cell' must be a cell key such as 'op=ldadd cpu=0'");
+		goto out;
+	}
+	if (!ref)
+		ref = x->col->analysis.baseline_ref;
+	rc = list ? aw_ctx_conn(x, &c) : -ENOMEM;
+	if (!rc)
+		rc = store_changepoints_list(c, project, host, ref, cell, on_changepoint, list);
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		goto out;
+	}
+	aw_reply_json(x->req, 200,
+	              json_pack("{s:s, s:s, s:o}", "host", host, "ref", ref, "changepoints", list));
+	return;
+out:
+	json_decref(list);
+}

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "analysis.h"
 #include "aw/util.h"
 
 #define CONFIG_FILE_MAX (1u << 20)
@@ -38,6 +40,10 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->jobs_reclaim_ms = 600000;
 	c->jobs_default_ttl_ms = 24 * 3600000u;
 	c->jobs_max_ttl_ms = 7 * 24 * 3600000u;
+	c->detect_window = 10;
+	c->detect_history = 40;
+	c->detect_fdr = 0.05;
+	c->cp_min_segment = 3;
 }
 
 void aw_config_release(struct aw_collector_config *c)
@@ -45,6 +51,8 @@ void aw_config_release(struct aw_collector_config *c)
 	aw_freep(&c->listen);
 	aw_freep(&c->db);
 	aw_freep(&c->data_dir);
+	aw_freep(&c->baseline_ref);
+	aw_freep(&c->thresholds_file);
 }
 
 int aw_config_finish(struct aw_collector_config *c)
@@ -132,7 +140,8 @@ enum key_type {
 	K_DURATION,
 	K_BOOL,
 	K_LOG_LEVEL,
-	K_SYNC
+	K_SYNC,
+	K_RATIO
 };
 
 struct key {
@@ -168,16 +177,23 @@ static const struct key keys[] = {
     {"jobs", "reclaim_after", K_DURATION, F(jobs_reclaim_ms), 1000, UINT64_C(604800000)},
     {"jobs", "default_ttl", K_DURATION, F(jobs_default_ttl_ms), 1000, UINT64_C(31536000000)},
     {"jobs", "max_ttl", K_DURATION, F(jobs_max_ttl_ms), 1000, UINT64_C(31536000000)},
+    {"detection", "baseline_ref", K_STRING, F(baseline_ref), 0, 0},
+    {"detection", "window", K_UINT, F(detect_window), 2, 1000},
+    {"detection", "history", K_UINT, F(detect_history), 2, 10000},
+    {"detection", "fdr", K_RATIO, F(detect_fdr), 0, 0},
+    {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
+    {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
 };
 
-static const char *const sections[] = {"http", "auth", "ingest", "store", "jobs"};
+static const char *const sections[] = {"http", "auth", "ingest", "store", "jobs", "detection"};
 
 /* Fields stored as unsigned int rather than uint64_t. */
 static bool is_uint_field(size_t offset)
 {
 	return offset == F(http_threads) || offset == F(max_connections) ||
 	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
-	       offset == F(pool_size);
+	       offset == F(pool_size) || offset == F(detect_window) ||
+	       offset == F(detect_history) || offset == F(cp_min_segment);
 }
 
 struct loader {
@@ -253,6 +269,13 @@ static int set_value(struct loader *l, struct aw_collector_config *c, const stru
 			*(bool *)base = false;
 		else
 			return at(l, v, "'%s' must be full or normal, not '%.32s'", path, s);
+		return 0;
+	case K_RATIO:
+		if (aw_parse_ratio(s, 0.5, (double *)base) || *(double *)base <= 0)
+			return at(l, v,
+			          "'%s' must be a fraction in (0, 0.5] such as 5%% or 0.05, "
+			          "not '%.32s'",
+			          path, s);
 		return 0;
 	case K_UINT:
 		if (aw_parse_u64(s, UINT64_MAX, &x))
@@ -368,6 +391,223 @@ int aw_config_load(struct aw_collector_config *c, const char *path, char **err)
 	if (rc)
 		return rc;
 	rc = aw_config_parse(c, text, len, path, err);
+	free(text);
+	return rc;
+}
+
+/* ---- thresholds.yaml ---- */
+
+int aw_parse_ratio(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		return -EINVAL;
+	if (*end == '%') {
+		v /= 100;
+		end++;
+	}
+	if (*end || v < 0 || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+void aw_thresholds_release(struct aw_thresholds *t)
+{
+	struct aw_threshold_rule *lists[2] = {t->p50_rules, t->p99_rules};
+	size_t counts[2] = {t->n_p50_rules, t->n_p99_rules};
+
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < counts[k]; i++) {
+			free((char *)lists[k][i].op);
+			free((char *)lists[k][i].reader);
+			free((char *)lists[k][i].key);
+		}
+		free(lists[k]);
+	}
+	memset(t, 0, sizeof(*t));
+	t->p50 = 0.05;
+	t->p99 = 0.10;
+}
+
+static int scalar_of(struct loader *l, const yaml_node_t *v, const char *what, const char **out)
+{
+	if (v->type != YAML_SCALAR_NODE)
+		return at(l, v, "'%s' must be a single value", what);
+	*out = (const char *)v->data.scalar.value;
+	if (strlen(*out) != v->data.scalar.length)
+		return at(l, v, "'%s' holds a NUL byte", what);
+	return 0;
+}
+
+static int ratio_of(struct loader *l, const yaml_node_t *v, const char *what, double *out)
+{
+	const char *s = NULL;
+	int rc = scalar_of(l, v, what, &s);
+
+	if (rc)
+		return rc;
+	if (aw_parse_ratio(s, 100, out) || *out <= 0)
+		return at(l, v, "'%s' must be a positive fraction such as 5%% or 0.05, not '%.32s'",
+		          what, s);
+	return 0;
+}
+
+static int add_rule(struct aw_threshold_rule **list, size_t *n, const struct aw_threshold_rule *r)
+{
+	struct aw_threshold_rule *p = realloc(*list, (*n + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	*list = p;
+	p[*n] = *r;
+	/* both lists own their own copies of the patterns */
+	p[*n].op = r->op ? strdup(r->op) : NULL;
+	p[*n].reader = r->reader ? strdup(r->reader) : NULL;
+	p[*n].key = r->key ? strdup(r->key) : NULL;
+	(*n)++;
+	if ((r->op && !p[*n - 1].op) || (r->reader && !p[*n - 1].reader) ||
+	    (r->key && !p[*n - 1].key))
+		return -ENOMEM;
+	return 0;
+}
+
+static int load_rule(struct loader *l, struct aw_thresholds *t, const yaml_node_t *map,
+                     size_t index)
+{
+	struct aw_threshold_rule r = {0};
+	double p50 = NAN, p99 = NAN;
+	yaml_node_pair_t *pair;
+	int rc = 0;
+
+	if (map->type != YAML_MAPPING_NODE)
+		return at(l, map, "rule %zu must be a mapping of op/reader/key and p50/p99", index);
+	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
+		yaml_node_t *kn = yaml_document_get_node(l->doc, pair->key);
+		yaml_node_t *vn = yaml_document_get_node(l->doc, pair->value);
+		const char *name, *s = NULL;
+
+		if (!kn || !vn || kn->type != YAML_SCALAR_NODE)
+			return at(l, kn ? kn : map, "keys must be plain names");
+		name = (const char *)kn->data.scalar.value;
+		if (!strcmp(name, "p50")) {
+			rc = ratio_of(l, vn, "p50", &p50);
+		} else if (!strcmp(name, "p99")) {
+			rc = ratio_of(l, vn, "p99", &p99);
+		} else if (!strcmp(name, "op") || !strcmp(name, "reader") || !strcmp(name, "key")) {
+			rc = scalar_of(l, vn, name, &s);
+			if (!rc && (!*s || strlen(s) > 256))
+				rc = at(l, vn, "'%s' must be a pattern of 1 to 256 characters",
+				        name);
+			if (!rc)
+				*(name[0] == 'o' ? &r.op : name[0] == 'r' ? &r.reader : &r.key) = s;
+		} else {
+			rc =
+			    at(l, kn, "unknown key '%.48s' in rule %zu (op, reader, key, p50, p99)",
+			       name, index);
+		}
+		if (rc)
+			return rc;
+	}
+	if (!r.op && !r.reader && !r.key)
+		return at(l, map, "rule %zu matches nothing: give op, reader or key", index);
+	if (isnan(p50) && isnan(p99))
+		return at(l, map, "rule %zu sets no threshold: give p50 or p99", index);
+	if (!isnan(p50)) {
+		r.threshold = p50;
+		rc = add_rule(&t->p50_rules, &t->n_p50_rules, &r);
+	}
+	if (!rc && !isnan(p99)) {
+		r.threshold = p99;
+		rc = add_rule(&t->p99_rules, &t->n_p99_rules, &r);
+	}
+	return rc ? aw_errorf(l->err, rc, "out of memory") : 0;
+}
+
+static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml_node_t *root)
+{
+	yaml_node_pair_t *pair;
+	int rc = 0;
+
+	if (root->type != YAML_MAPPING_NODE)
+		return at(l, root, "the file must be a mapping of p50, p99 and rules");
+	for (pair = root->data.mapping.pairs.start; pair < root->data.mapping.pairs.top; pair++) {
+		yaml_node_t *kn = yaml_document_get_node(l->doc, pair->key);
+		yaml_node_t *vn = yaml_document_get_node(l->doc, pair->value);
+		const char *name;
+
+		if (!kn || !vn || kn->type != YAML_SCALAR_NODE)
+			return at(l, kn ? kn : root, "keys must be plain names");
+		name = (const char *)kn->data.scalar.value;
+		if (!strcmp(name, "p50")) {
+			rc = ratio_of(l, vn, "p50", &t->p50);
+		} else if (!strcmp(name, "p99")) {
+			rc = ratio_of(l, vn, "p99", &t->p99);
+		} else if (!strcmp(name, "rules")) {
+			yaml_node_item_t *item;
+			size_t i = 0;
+
+			if (vn->type != YAML_SEQUENCE_NODE)
+				return at(l, vn, "'rules' must be a list");
+			for (item = vn->data.sequence.items.start;
+			     !rc && item < vn->data.sequence.items.top; item++)
+				rc = load_rule(l, t, yaml_document_get_node(l->doc, *item), ++i);
+		} else {
+			rc = at(l, kn, "unknown key '%.48s' (p50, p99, rules)", name);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int aw_thresholds_parse(struct aw_thresholds *t, const char *text, size_t len, const char *name,
+                        char **err)
+{
+	struct loader l = {.name = name, .err = err};
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	aw_thresholds_release(t);
+	if (!yaml_parser_initialize(&parser))
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		rc = aw_errorf(err, -EINVAL, "%s:%zu:%zu: %s", name, parser.problem_mark.line + 1,
+		               parser.problem_mark.column + 1,
+		               parser.problem ? parser.problem : "cannot parse");
+		yaml_parser_delete(&parser);
+		return rc;
+	}
+	l.doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	rc = root ? load_thresholds(&l, t, root) : 0;
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (rc)
+		aw_thresholds_release(t);
+	return rc;
+}
+
+int aw_thresholds_load(struct aw_thresholds *t, const char *path, char **err)
+{
+	char *text = NULL;
+	size_t len;
+	int rc;
+
+	rc = aw_read_file(path, CONFIG_FILE_MAX, &text, &len, err);
+	if (rc)
+		return rc;
+	rc = aw_thresholds_parse(t, text, len, path, err);
 	free(text);
 	return rc;
 }

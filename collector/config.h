@@ -42,6 +42,14 @@ struct aw_collector_config {
 	uint64_t jobs_reclaim_ms;
 	uint64_t jobs_default_ttl_ms;
 	uint64_t jobs_max_ttl_ms;
+
+	/* detection */
+	char *baseline_ref;      /* the ref the gate compares against ("main") */
+	unsigned detect_window;  /* baseline runs (10) */
+	unsigned detect_history; /* earlier runs read: excursions, change points (40) */
+	double detect_fdr;       /* Benjamini-Hochberg level (0.05) */
+	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
+	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
 };
 
 /* Fills every field with its default (no allocation can fail: strings stay NULL until set,
@@ -59,6 +67,19 @@ int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len,
 /* Fills what is still unset from what is set (the default database lives in data_dir).
  * Returns 0 or -ENOMEM. */
 int aw_config_finish(struct aw_collector_config *c);
+
+struct aw_thresholds;
+
+/* Reads a thresholds file (configs/thresholds.yaml) into *t (release with
+ * aw_thresholds_release()). Returns 0, or a negative errno with *err as
+ * "path:line:col: message". */
+int aw_thresholds_load(struct aw_thresholds *t, const char *path, char **err);
+int aw_thresholds_parse(struct aw_thresholds *t, const char *text, size_t len, const char *name,
+                        char **err);
+void aw_thresholds_release(struct aw_thresholds *t);
+
+/* "5%" or "0.05" as a fraction in [0, max]. Returns 0 or -EINVAL. */
+int aw_parse_ratio(const char *s, double max, double *out);
 
 /* Frees the strings; the struct may be reused after aw_config_defaults(). */
 void aw_config_release(struct aw_collector_config *c);

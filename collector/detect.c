@@ -104,7 +104,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 {
 	struct aw_changepoint cps[MAX_CHANGE_POINTS];
 	const double *win;
-	double head_within, exc_lo = INFINITY, exc_hi = 0;
+	double head_within, exc_lo = INFINITY, exc_hi = 0, center;
 	size_t n_win, split, n_exc = 0;
 	int k;
 
@@ -123,40 +123,45 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 		r->verdict = AW_VERDICT_MISSING;
 		snprintf(r->note, sizeof(r->note), "no run of the head on this host has the cell");
 	}
-	if (!in->n_history) {
+	if (!in->n_history && !in->n_reference) {
 		if (in->n_head) {
 			r->verdict = AW_VERDICT_NEW;
 			snprintf(r->note, sizeof(r->note), "no baseline run has the cell");
 		}
 		return;
 	}
-	k = aw_changepoints(in->history, in->n_history, &o->cp, cps, MAX_CHANGE_POINTS);
-	if (k > 0)
-		r->last_change = cps[k - 1].index;
-	r->window_start = r->last_change;
-	if (in->n_history - r->window_start > o->window)
-		r->window_start = in->n_history - o->window;
+	if (in->n_history) {
+		k = aw_changepoints(in->history, in->n_history, &o->cp, cps, MAX_CHANGE_POINTS);
+		if (k > 0)
+			r->last_change = cps[k - 1].index;
+		r->window_start = r->last_change;
+		if (in->n_history - r->window_start > o->window)
+			r->window_start = in->n_history - o->window;
+	}
 	r->window_n = n_win = in->n_history - r->window_start;
 	win = in->history + r->window_start;
-	r->baseline = median_copy(win, n_win, w->a);
+	center = n_win ? median_copy(win, n_win, w->a) : NAN;
+	r->baseline = in->n_reference ? median_copy(in->reference, in->n_reference, w->a) : center;
 	if (r->verdict == AW_VERDICT_MISSING)
 		return;
 	if (r->baseline <= 0) {
 		st->zero_base = 1;
 		return;
 	}
-	if (n_win >= 3) {
+	if (n_win >= 3 && center > 0) {
 		memcpy(w->a, win, n_win * sizeof(*win));
 		aw_sort_doubles(w->a, n_win);
-		st->between = MAD_TO_SIGMA * aw_mad_sorted(w->a, n_win, w->b) / r->baseline;
+		st->between = MAD_TO_SIGMA * aw_mad_sorted(w->a, n_win, w->b) / center;
 		split = cluster_split(w->a, n_win, o->bimodal_gap);
 		if (split) {
 			r->bimodal = true;
 			/* a head inside either cluster is a mode the baseline has seen */
-			if ((r->head >= w->a[0] * (1 - st->between) &&
-			     r->head <= w->a[split - 1] * (1 + st->between)) ||
-			    (r->head >= w->a[split] * (1 - st->between) &&
-			     r->head <= w->a[n_win - 1] * (1 + st->between))) {
+			bool in_low = r->head >= w->a[0] * (1 - st->between) &&
+			              r->head <= w->a[split - 1] * (1 + st->between);
+			bool in_high = r->head >= w->a[split] * (1 - st->between) &&
+			               r->head <= w->a[n_win - 1] * (1 + st->between);
+
+			if (!in->n_reference && (in_low || in_high)) {
 				r->seen_before = true;
 				snprintf(
 				    r->note, sizeof(r->note),
@@ -177,7 +182,9 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 			exc_hi = fmax(exc_hi, v);
 		}
 	}
-	if (n_exc &&
+	/* (not in a compare: there the history only measures the noise, and a level it shows
+	 * may be the very change between the two commits) */
+	if (n_exc && !in->n_reference &&
 	    (r->head > r->baseline * o->excursion || r->head < r->baseline / o->excursion) &&
 	    r->head >= exc_lo / 1.25 && r->head <= exc_hi * 1.25) {
 		r->bimodal = true;
@@ -204,7 +211,7 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 {
 	const double *win = in->history + r->window_start;
 	double df = INFINITY, noise, se_rel, z, p_up, p_down;
-	size_t n_win = r->window_n;
+	size_t n_win = r->window_n, n_base;
 
 	*p_two = 1;
 	if (r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW)
@@ -253,8 +260,9 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	}
 	r->noise = noise;
 	r->change = r->head / r->baseline - 1;
+	n_base = in->n_reference ? in->n_reference : n_win;
 	se_rel = noise * sqrt((in->n_head == 1 ? 1.0 : MEDIAN_VAR / (double)in->n_head) +
-	                      MEDIAN_VAR / (double)n_win);
+	                      (n_base == 1 ? 1.0 : MEDIAN_VAR / (double)n_base));
 	z = r->change / se_rel;
 	p_up = isinf(df) ? aw_norm_sf(z) : aw_t_sf(z, df);
 	p_down = isinf(df) ? aw_norm_sf(-z) : aw_t_sf(-z, df);
@@ -264,8 +272,9 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	 * the other cells. */
 	*p_two = r->seen_before ? 1 : r->pvalue;
 	if (in->n_head >= 3)
-		r->mw_pvalue = aw_mann_whitney_p(in->head, in->n_head, win, n_win,
-		                                 r->change > 0 ? AW_GREATER : AW_LESS);
+		r->mw_pvalue =
+		    aw_mann_whitney_p(in->head, in->n_head, in->n_reference ? in->reference : win,
+		                      n_base, r->change > 0 ? AW_GREATER : AW_LESS);
 	r->change_lo = r->change - o->power_z * se_rel;
 	r->change_hi = r->change + o->power_z * se_rel;
 }
@@ -347,6 +356,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 			most = in[i].n_history;
 		if (in[i].n_head > most)
 			most = in[i].n_head;
+		if (in[i].n_reference > most)
+			most = in[i].n_reference;
 	}
 	w.a = malloc(most * sizeof(double));
 	w.b = malloc((most > n ? most : n) * sizeof(double));

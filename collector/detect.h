@@ -56,6 +56,10 @@ struct aw_detect_input {
 	const double *head;
 	const double *head_se;
 	size_t n_head;
+	const double *reference; /* optional, the runs of a base commit (compare): when given,
+	                            the baseline is their median and the history only measures
+	                            the noise */
+	size_t n_reference;
 	double threshold;  /* relative, e.g. 0.05 */
 	int group;         /* cells of one group share a pooled noise (e.g. uncontended ops,
 	                      readers, contended cells); any int */

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "analysis.h"
 #include "auth.h"
 #include "aw/result.h"
 #include "config.h"
@@ -24,7 +25,15 @@ struct aw_collector {
 	struct aw_auth *auth;
 	struct aw_http_server *http;
 	struct aw_result_limits limits;
+	struct aw_thresholds thresholds;  /* detection.thresholds, or the defaults */
+	struct aw_analysis_opts analysis; /* what verdicts and change points are computed with */
 };
+
+/* Fills col->thresholds and col->analysis from the configuration (reading the thresholds file
+ * it names). Returns 0 or a negative errno with *err; release with
+ * aw_collector_analysis_release(). */
+int aw_collector_analysis_setup(struct aw_collector *col, char **err);
+void aw_collector_analysis_release(struct aw_collector *col);
 
 /* One API request as a route handler sees it. */
 struct aw_ctx {
@@ -68,6 +77,9 @@ void aw_jobs_next(struct aw_ctx *x);
 void aw_jobs_status(struct aw_ctx *x);
 void aw_jobs_get(struct aw_ctx *x);
 void aw_jobs_list(struct aw_ctx *x);
+void aw_api_gate(struct aw_ctx *x);
+void aw_api_compare(struct aw_ctx *x);
+void aw_api_changepoints(struct aw_ctx *x);
 
 /* Called by the router when a request ends (jobs.c releases a claim whose reply was lost). */
 void aw_jobs_request_done(struct aw_http_req *req, bool sent);

@@ -46,6 +46,9 @@ static const struct route routes[] = {
     {"POST", "/api/v1/jobs/{id}/status", aw_jobs_status, ACCESS_AGENT},
     {"GET", "/healthz", aw_api_healthz, ACCESS_OPEN},
     {"GET", "/metrics", aw_api_metrics, ACCESS_READ},
+    {"GET", "/api/v1/gate", aw_api_gate, ACCESS_READ},
+    {"GET", "/api/v1/compare", aw_api_compare, ACCESS_READ},
+    {"GET", "/api/v1/changepoints", aw_api_changepoints, ACCESS_READ},
 };
 #define N_ROUTES     (sizeof(routes) / sizeof(routes[0]))
 #define ROUTE_INGEST 0
@@ -380,6 +383,8 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	}
 	if (!rc)
 		rc = aw_jobs_start(&col, &col.jobs, &err);
+	if (!rc)
+		rc = aw_collector_analysis_setup(&col, &err);
 	if (rc)
 		goto out;
 	hopt.host = host;
@@ -426,7 +431,37 @@ out:
 	}
 	aw_auth_free(&col.auth);
 	store_close(&col.store);
+	aw_collector_analysis_release(&col);
 	if (!status)
 		aw_info("stopped");
 	return status;
+}
+
+int aw_collector_analysis_setup(struct aw_collector *col, char **err)
+{
+	const struct aw_collector_config *cfg = col->cfg;
+	struct aw_analysis_opts *o = &col->analysis;
+	int rc;
+
+	aw_thresholds_release(&col->thresholds); /* the defaults: 5% and 10% */
+	if (cfg->thresholds_file) {
+		rc = aw_thresholds_load(&col->thresholds, cfg->thresholds_file, err);
+		if (rc)
+			return rc;
+	}
+	aw_analysis_opts_default(o);
+	if (cfg->baseline_ref)
+		o->baseline_ref = cfg->baseline_ref;
+	o->history = cfg->detect_history;
+	o->detect.window = cfg->detect_window;
+	o->detect.fdr = cfg->detect_fdr;
+	o->detect.cp.min_segment = cfg->cp_min_segment;
+	o->thresholds = &col->thresholds;
+	return 0;
+}
+
+void aw_collector_analysis_release(struct aw_collector *col)
+{
+	aw_thresholds_release(&col->thresholds);
+	col->analysis.thresholds = NULL;
 }

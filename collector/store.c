@@ -395,3 +395,29 @@ int store_job_list(struct store_conn *c, unsigned limit, store_job_cb cb, void *
 {
 	return c->ops->job_list(c, limit, cb, cls);
 }
+
+int store_changepoints_replace(struct store_conn *c, const char *project, const char *host,
+                               const char *ref, const struct store_changepoint *items, size_t n)
+{
+	return c->ops->changepoints_replace(c, project, host, ref, items, n);
+}
+
+int store_changepoints_list(struct store_conn *c, const char *project, const char *host,
+                            const char *ref, const char *cell_key, store_changepoint_cb cb,
+                            void *cls)
+{
+	return c->ops->changepoints_list(c, project, host, ref, cell_key, cb, cls);
+}
+
+int store_verdict_put(struct store_conn *c, const struct store_verdict *v)
+{
+	return c->ops->verdict_put(c, v);
+}
+
+int store_verdict_list(struct store_conn *c, const char *project, const char *commit,
+                       const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	if (limit < 1 || limit > 10000)
+		return -EINVAL;
+	return c->ops->verdict_list(c, project, commit, host, limit, cb, cls);
+}

@@ -6,7 +6,7 @@
 #include "store.h"
 
 /* The schema version of this build: both backends hold this many migrations. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Every backend connection starts with this. */
 struct store_conn {
@@ -51,6 +51,15 @@ struct store_ops {
 	int (*job_get)(struct store_conn *c, int64_t id, store_job_cb cb, store_job_host_cb hcb,
 	               void *cls);
 	int (*job_list)(struct store_conn *c, unsigned limit, store_job_cb cb, void *cls);
+	int (*changepoints_replace)(struct store_conn *c, const char *project, const char *host,
+	                            const char *ref, const struct store_changepoint *items,
+	                            size_t n);
+	int (*changepoints_list)(struct store_conn *c, const char *project, const char *host,
+	                         const char *ref, const char *cell_key, store_changepoint_cb cb,
+	                         void *cls);
+	int (*verdict_put)(struct store_conn *c, const struct store_verdict *v);
+	int (*verdict_list)(struct store_conn *c, const char *project, const char *commit,
+	                    const char *host, unsigned limit, store_verdict_cb cb, void *cls);
 };
 
 extern const struct store_ops store_sqlite_ops;

@@ -139,6 +139,33 @@ static const char *const migrations[] = {
     " claimed_us BIGINT NOT NULL,"
     " updated_at TEXT NOT NULL,"
     " PRIMARY KEY (job_id, host));",
+    /* 2: regression analysis (see store_sqlite.c) */
+    "CREATE TABLE change_points ("
+    " project TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " ref TEXT NOT NULL,"
+    " cell_key TEXT NOT NULL,"
+    " metric TEXT NOT NULL,"
+    " commit_sha TEXT,"
+    " run_uuid TEXT NOT NULL,"
+    " order_us BIGINT NOT NULL,"
+    " before DOUBLE PRECISION NOT NULL,"
+    " after DOUBLE PRECISION NOT NULL,"
+    " pvalue DOUBLE PRECISION NOT NULL,"
+    " computed_at TEXT NOT NULL);"
+    "CREATE INDEX change_points_series ON change_points (host, ref, project, cell_key, order_us);"
+    "CREATE TABLE verdicts ("
+    " project TEXT NOT NULL,"
+    " commit_sha TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " baseline_ref TEXT NOT NULL,"
+    " status TEXT NOT NULL,"
+    " doc TEXT NOT NULL,"
+    " order_us BIGINT NOT NULL,"
+    " computed_at TEXT NOT NULL,"
+    " PRIMARY KEY (project, commit_sha, host));"
+    "CREATE INDEX verdicts_host ON verdicts (host, order_us);"
+    "CREATE INDEX verdicts_order ON verdicts (order_us);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -199,6 +226,11 @@ enum pg_stmt {
 	PG_JOB_GET,
 	PG_JOB_HOSTS,
 	PG_JOB_LIST,
+	PG_CP_DELETE,
+	PG_CP_ADD,
+	PG_CP_LIST,
+	PG_VERDICT_PUT,
+	PG_VERDICT_LIST,
 	PG_N
 };
 
@@ -308,6 +340,23 @@ static const char *const pg_sql[PG_N] = {
                      "WHERE t.job_id = $1 AND NOT EXISTS (SELECT 1 FROM job_hosts h "
                      "WHERE h.job_id = t.job_id AND h.host = t.host) ORDER BY 1",
     [PG_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs j ORDER BY j.id DESC LIMIT $1",
+    [PG_CP_DELETE] = "DELETE FROM change_points WHERE project = $1 AND host = $2 AND ref = $3",
+    [PG_CP_ADD] = "INSERT INTO change_points (project, host, ref, cell_key, metric, commit_sha, "
+                  "run_uuid, order_us, before, after, pvalue, computed_at) VALUES ($1, $2, $3, "
+                  "$4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    [PG_CP_LIST] = "SELECT project, host, ref, cell_key, metric, commit_sha, run_uuid, order_us, "
+                   "before, after, pvalue, computed_at FROM change_points WHERE host = $1 AND "
+                   "ref = $2 AND ($3::text IS NULL OR project = $3) AND ($4::text IS NULL OR "
+                   "cell_key = $4) ORDER BY order_us, cell_key, metric",
+    [PG_VERDICT_PUT] =
+        "INSERT INTO verdicts (project, commit_sha, host, baseline_ref, status, doc, order_us, "
+        "computed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (project, commit_sha, "
+        "host) DO UPDATE SET baseline_ref = excluded.baseline_ref, status = excluded.status, "
+        "doc = excluded.doc, order_us = excluded.order_us, computed_at = excluded.computed_at",
+    [PG_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, doc, "
+                        "computed_at, order_us FROM verdicts WHERE ($1::text IS NULL OR "
+                        "project = $1) AND ($2::text IS NULL OR commit_sha = $2) AND ($3::text "
+                        "IS NULL OR host = $3) ORDER BY order_us DESC, host LIMIT $4",
 };
 
 struct pg_conn {
@@ -1649,6 +1698,142 @@ static int pg_job_list(struct store_conn *base, unsigned limit, store_job_cb cb,
 	return rc;
 }
 
+/* ---- analysis ---- */
+
+/* A double as text for a parameter; NULL for a non-finite one. */
+static void p_real(struct params *p, double x)
+{
+	if (!isfinite(x)) {
+		p->v[p->n++] = NULL;
+		return;
+	}
+	snprintf(p->num[p->n], sizeof(p->num[0]), "%.17g", x);
+	p->v[p->n] = p->num[p->n];
+	p->n++;
+}
+
+static int pg_changepoints_replace(struct store_conn *base, const char *project, const char *host,
+                                   const char *ref, const struct store_changepoint *items, size_t n)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	int rc = run_cmd(c, PG_BEGIN, NULL, "cannot begin a transaction");
+
+	if (rc)
+		return rc;
+	p_text(&p, project);
+	p_text(&p, host);
+	p_text(&p, ref);
+	rc = run_cmd(c, PG_CP_DELETE, &p, "cannot clear change points");
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct store_changepoint *x = &items[i];
+
+		p.n = 0;
+		p_text(&p, project);
+		p_text(&p, host);
+		p_text(&p, ref);
+		p_text(&p, x->cell_key);
+		p_text(&p, x->metric);
+		p_text(&p, x->commit);
+		p_text(&p, x->run_id);
+		p_i64(&p, x->order_us);
+		p_real(&p, x->before);
+		p_real(&p, x->after);
+		p_real(&p, x->pvalue);
+		p_text(&p, x->computed_at);
+		rc = run_cmd(c, PG_CP_ADD, &p, "cannot store a change point");
+	}
+	if (!rc)
+		rc = run_cmd(c, PG_COMMIT, NULL, "cannot commit");
+	if (rc)
+		rollback(c);
+	return rc;
+}
+
+static int pg_changepoints_list(struct store_conn *base, const char *project, const char *host,
+                                const char *ref, const char *cell_key, store_changepoint_cb cb,
+                                void *cls)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	int rc;
+
+	p_text(&p, host);
+	p_text(&p, ref);
+	p_text(&p, project);
+	p_text(&p, cell_key);
+	res = run(pgc(base), PG_CP_LIST, &p, &rc, "cannot list change points");
+	if (!res)
+		return rc;
+	for (int row = 0; !rc && row < PQntuples(res); row++) {
+		struct store_changepoint x = {
+		    .project = v_text(res, row, 0),
+		    .host = v_text(res, row, 1),
+		    .ref = v_text(res, row, 2),
+		    .cell_key = v_text(res, row, 3),
+		    .metric = v_text(res, row, 4),
+		    .commit = v_text(res, row, 5),
+		    .run_id = v_text(res, row, 6),
+		    .order_us = v_i64(res, row, 7),
+		    .before = v_real(res, row, 8),
+		    .after = v_real(res, row, 9),
+		    .pvalue = v_real(res, row, 10),
+		    .computed_at = v_text(res, row, 11),
+		};
+
+		rc = cb(&x, cls);
+	}
+	PQclear(res);
+	return rc;
+}
+
+static int pg_verdict_put(struct store_conn *base, const struct store_verdict *v)
+{
+	struct params p = {.n = 0};
+
+	p_text(&p, v->project);
+	p_text(&p, v->commit);
+	p_text(&p, v->host);
+	p_text(&p, v->baseline_ref);
+	p_text(&p, v->status);
+	p_text(&p, v->json);
+	p_i64(&p, v->order_us);
+	p_text(&p, v->computed_at);
+	return run_cmd(pgc(base), PG_VERDICT_PUT, &p, "cannot store a verdict");
+}
+
+static int pg_verdict_list(struct store_conn *base, const char *project, const char *commit,
+                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	int rc;
+
+	p_text(&p, project);
+	p_text(&p, commit);
+	p_text(&p, host);
+	p_i64(&p, limit);
+	res = run(pgc(base), PG_VERDICT_LIST, &p, &rc, "cannot list verdicts");
+	if (!res)
+		return rc;
+	for (int row = 0; !rc && row < PQntuples(res); row++) {
+		struct store_verdict v = {
+		    .project = v_text(res, row, 0),
+		    .commit = v_text(res, row, 1),
+		    .host = v_text(res, row, 2),
+		    .baseline_ref = v_text(res, row, 3),
+		    .status = v_text(res, row, 4),
+		    .json = v_text(res, row, 5),
+		    .computed_at = v_text(res, row, 6),
+		    .order_us = v_i64(res, row, 7),
+		};
+
+		rc = cb(&v, cls);
+	}
+	PQclear(res);
+	return rc;
+}
+
 const struct store_ops store_pg_ops = {
     .name = "postgres",
     .connect = pg_connect,
@@ -1675,4 +1860,8 @@ const struct store_ops store_pg_ops = {
     .job_set_state = pg_job_set_state,
     .job_get = pg_job_get,
     .job_list = pg_job_list,
+    .changepoints_replace = pg_changepoints_replace,
+    .changepoints_list = pg_changepoints_list,
+    .verdict_put = pg_verdict_put,
+    .verdict_list = pg_verdict_list,
 };

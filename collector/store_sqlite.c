@@ -141,6 +141,35 @@ static const char *const migrations[] = {
     " claimed_us INTEGER NOT NULL,"
     " updated_at TEXT NOT NULL,"
     " PRIMARY KEY (job_id, host)) WITHOUT ROWID;",
+    /* 2: regression analysis: change points of each series and each commit's verdict per
+     * host, both recomputed in the background after ingest (names, not ids: a cache that is
+     * replaced whole, never joined on the ingest path) */
+    "CREATE TABLE change_points ("
+    " project TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " ref TEXT NOT NULL,"
+    " cell_key TEXT NOT NULL,"
+    " metric TEXT NOT NULL,"
+    " commit_sha TEXT,"
+    " run_uuid TEXT NOT NULL,"
+    " order_us INTEGER NOT NULL,"
+    " before REAL NOT NULL,"
+    " after REAL NOT NULL,"
+    " pvalue REAL NOT NULL,"
+    " computed_at TEXT NOT NULL);"
+    "CREATE INDEX change_points_series ON change_points (host, ref, project, cell_key, order_us);"
+    "CREATE TABLE verdicts ("
+    " project TEXT NOT NULL,"
+    " commit_sha TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " baseline_ref TEXT NOT NULL,"
+    " status TEXT NOT NULL,"
+    " doc TEXT NOT NULL,"
+    " order_us INTEGER NOT NULL,"
+    " computed_at TEXT NOT NULL,"
+    " PRIMARY KEY (project, commit_sha, host));"
+    "CREATE INDEX verdicts_host ON verdicts (host, order_us);"
+    "CREATE INDEX verdicts_order ON verdicts (order_us);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -202,6 +231,11 @@ enum sq_stmt {
 	SQ_JOB_GET,
 	SQ_JOB_HOSTS,
 	SQ_JOB_LIST,
+	SQ_CP_DELETE,
+	SQ_CP_ADD,
+	SQ_CP_LIST,
+	SQ_VERDICT_PUT,
+	SQ_VERDICT_LIST,
 	SQ_N
 };
 
@@ -303,6 +337,23 @@ static const char *const sq_sql[SQ_N] = {
                      "WHERE t.job_id = ?1 AND NOT EXISTS (SELECT 1 FROM job_hosts h "
                      "WHERE h.job_id = t.job_id AND h.host = t.host) ORDER BY 1",
     [SQ_JOB_LIST] = "SELECT " JOB_COLS " FROM jobs j ORDER BY j.id DESC LIMIT ?1",
+    [SQ_CP_DELETE] = "DELETE FROM change_points WHERE project = ?1 AND host = ?2 AND ref = ?3",
+    [SQ_CP_ADD] = "INSERT INTO change_points (project, host, ref, cell_key, metric, commit_sha, "
+                  "run_uuid, order_us, before, after, pvalue, computed_at) VALUES (?1, ?2, ?3, "
+                  "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [SQ_CP_LIST] = "SELECT project, host, ref, cell_key, metric, commit_sha, run_uuid, order_us, "
+                   "before, after, pvalue, computed_at FROM change_points WHERE host = ?1 AND "
+                   "ref = ?2 AND (?3 IS NULL OR project = ?3) AND (?4 IS NULL OR cell_key = ?4) "
+                   "ORDER BY order_us, cell_key, metric",
+    [SQ_VERDICT_PUT] =
+        "INSERT INTO verdicts (project, commit_sha, host, baseline_ref, status, doc, order_us, "
+        "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (project, commit_sha, "
+        "host) DO UPDATE SET baseline_ref = excluded.baseline_ref, status = excluded.status, "
+        "doc = excluded.doc, order_us = excluded.order_us, computed_at = excluded.computed_at",
+    [SQ_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, doc, "
+                        "computed_at, order_us FROM verdicts WHERE (?1 IS NULL OR project = ?1) "
+                        "AND (?2 IS NULL OR commit_sha = ?2) AND (?3 IS NULL OR host = ?3) "
+                        "ORDER BY order_us DESC, host LIMIT ?4",
 };
 
 struct sq_conn {
@@ -1620,6 +1671,155 @@ static int sq_job_list(struct store_conn *base, unsigned limit, store_job_cb cb,
 	return each_row(c, s, job_row, &jr, "cannot list jobs");
 }
 
+/* ---- analysis ---- */
+
+static int sq_changepoints_replace(struct store_conn *base, const char *project, const char *host,
+                                   const char *ref, const struct store_changepoint *items, size_t n)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s;
+	int rc = begin(c);
+
+	if (rc)
+		return rc;
+	s = st(c, SQ_CP_DELETE);
+	if (!s) {
+		rc = -EIO;
+		goto out;
+	}
+	b_text(s, 1, project);
+	b_text(s, 2, host);
+	b_text(s, 3, ref);
+	rc = exec_stmt(c, s, "cannot clear change points");
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct store_changepoint *p = &items[i];
+
+		s = st(c, SQ_CP_ADD);
+		if (!s) {
+			rc = -EIO;
+			break;
+		}
+		b_text(s, 1, project);
+		b_text(s, 2, host);
+		b_text(s, 3, ref);
+		b_text(s, 4, p->cell_key);
+		b_text(s, 5, p->metric);
+		b_text(s, 6, p->commit);
+		b_text(s, 7, p->run_id);
+		b_i64(s, 8, p->order_us);
+		b_real(s, 9, p->before);
+		b_real(s, 10, p->after);
+		b_real(s, 11, p->pvalue);
+		b_text(s, 12, p->computed_at);
+		rc = exec_stmt(c, s, "cannot store a change point");
+	}
+out:
+	if (!rc)
+		rc = commit(c);
+	if (rc)
+		rollback(c);
+	return rc;
+}
+
+struct cp_rows {
+	store_changepoint_cb cb;
+	void *cls;
+};
+
+static int cp_row(sqlite3_stmt *s, void *cls)
+{
+	struct cp_rows *cr = cls;
+	struct store_changepoint p = {
+	    .project = col_text(s, 0),
+	    .host = col_text(s, 1),
+	    .ref = col_text(s, 2),
+	    .cell_key = col_text(s, 3),
+	    .metric = col_text(s, 4),
+	    .commit = col_text(s, 5),
+	    .run_id = col_text(s, 6),
+	    .order_us = sqlite3_column_int64(s, 7),
+	    .before = col_real(s, 8),
+	    .after = col_real(s, 9),
+	    .pvalue = col_real(s, 10),
+	    .computed_at = col_text(s, 11),
+	};
+
+	return cr->cb(&p, cr->cls);
+}
+
+static int sq_changepoints_list(struct store_conn *base, const char *project, const char *host,
+                                const char *ref, const char *cell_key, store_changepoint_cb cb,
+                                void *cls)
+{
+	struct sq_conn *c = sq(base);
+	struct cp_rows cr = {cb, cls};
+	sqlite3_stmt *s = st(c, SQ_CP_LIST);
+
+	if (!s)
+		return -EIO;
+	b_text(s, 1, host);
+	b_text(s, 2, ref);
+	b_text(s, 3, project);
+	b_text(s, 4, cell_key);
+	return each_row(c, s, cp_row, &cr, "cannot list change points");
+}
+
+static int sq_verdict_put(struct store_conn *base, const struct store_verdict *v)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = st(c, SQ_VERDICT_PUT);
+
+	if (!s)
+		return -EIO;
+	b_text(s, 1, v->project);
+	b_text(s, 2, v->commit);
+	b_text(s, 3, v->host);
+	b_text(s, 4, v->baseline_ref);
+	b_text(s, 5, v->status);
+	b_text(s, 6, v->json);
+	b_i64(s, 7, v->order_us);
+	b_text(s, 8, v->computed_at);
+	return exec_stmt(c, s, "cannot store a verdict");
+}
+
+struct verdict_rows {
+	store_verdict_cb cb;
+	void *cls;
+};
+
+static int verdict_row(sqlite3_stmt *s, void *cls)
+{
+	struct verdict_rows *vr = cls;
+	struct store_verdict v = {
+	    .project = col_text(s, 0),
+	    .commit = col_text(s, 1),
+	    .host = col_text(s, 2),
+	    .baseline_ref = col_text(s, 3),
+	    .status = col_text(s, 4),
+	    .json = col_text(s, 5),
+	    .computed_at = col_text(s, 6),
+	    .order_us = sqlite3_column_int64(s, 7),
+	};
+
+	return vr->cb(&v, vr->cls);
+}
+
+static int sq_verdict_list(struct store_conn *base, const char *project, const char *commit,
+                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	struct sq_conn *c = sq(base);
+	struct verdict_rows vr = {cb, cls};
+	sqlite3_stmt *s = st(c, SQ_VERDICT_LIST);
+
+	if (!s)
+		return -EIO;
+	b_text(s, 1, project);
+	b_text(s, 2, commit);
+	b_text(s, 3, host);
+	b_i64(s, 4, limit);
+	return each_row(c, s, verdict_row, &vr, "cannot list verdicts");
+}
+
 const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
     .connect = sq_connect,
@@ -1646,4 +1846,8 @@ const struct store_ops store_sqlite_ops = {
     .job_set_state = sq_job_set_state,
     .job_get = sq_job_get,
     .job_list = sq_job_list,
+    .changepoints_replace = sq_changepoints_replace,
+    .changepoints_list = sq_changepoints_list,
+    .verdict_put = sq_verdict_put,
+    .verdict_list = sq_verdict_list,
 };

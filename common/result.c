@@ -272,6 +272,7 @@ fail:
 struct vctx {
 	const struct aw_result_limits *lim;
 	struct aw_verr *e;
+	long cell; /* the cell being validated (fields are then "cells[N].field"), or -1 */
 };
 
 static int verr(struct vctx *v, const char *code, const char *field, const char *fmt, ...)
@@ -281,8 +282,13 @@ static int verr(struct vctx *v, const char *code, const char *field, const char 
 {
 	va_list ap;
 
+	/* Paths are built here, on the error path only: formatting "cells[N].field" for every
+	 * field of every cell would be most of the cost of validating a good document. */
 	snprintf(v->e->code, sizeof(v->e->code), "%s", code);
-	snprintf(v->e->field, sizeof(v->e->field), "%s", field);
+	if (v->cell >= 0)
+		snprintf(v->e->field, sizeof(v->e->field), "cells[%ld].%s", v->cell, field);
+	else
+		snprintf(v->e->field, sizeof(v->e->field), "%s", field);
 	va_start(ap, fmt);
 	vsnprintf(v->e->message, sizeof(v->e->message), fmt, ap);
 	va_end(ap);
@@ -321,7 +327,7 @@ static int check_keys(struct vctx *v, const json_t *o, const char *const *allowe
 		char field[128];
 
 		for (i = 0; allowed[i]; i++)
-			if (!strcmp(k, allowed[i]))
+			if (allowed[i][0] == k[0] && !strcmp(k, allowed[i]))
 				break;
 		if (!allowed[i]) {
 			snprintf(field, sizeof(field), "%s%.64s", prefix, k);
@@ -531,20 +537,21 @@ static const char *const cell_keys[] = {"key",    "op",        "reader",      "s
 static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_cell *c,
                          json_t *seen)
 {
-	char prefix[40], path[128];
 	const char *s;
 	int64_t x;
 	json_t *b;
 	int rc;
 
-#define P(name) (snprintf(path, sizeof(path), "%s%s", prefix, name), path)
-	snprintf(prefix, sizeof(prefix), "cells[%zu].", idx);
+#define P(name) (name)
 	if (!json_is_object(j)) {
-		snprintf(prefix, sizeof(prefix), "cells[%zu]", idx);
-		return verr(v, "type", prefix, "a cell must be an object, not %s",
+		char field[40];
+
+		snprintf(field, sizeof(field), "cells[%zu]", idx);
+		return verr(v, "type", field, "a cell must be an object, not %s",
 		            json_type_name(j));
 	}
-	if ((rc = check_keys(v, j, cell_keys, prefix)))
+	v->cell = (long)idx;
+	if ((rc = check_keys(v, j, cell_keys, "")))
 		return rc;
 	if ((rc = get_str(v, j, "key", P("key"), true, STR_ANY, &s)))
 		return rc;
@@ -567,7 +574,7 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	if ((rc = get_str(v, j, "placement", P("placement"), false, STR_NAME, &s)))
 		return rc;
 	if (s && strcmp(s, "near") && strcmp(s, "far"))
-		return verr(v, "invalid", path, "'placement' must be \"near\" or \"far\"");
+		return verr(v, "invalid", "placement", "'placement' must be \"near\" or \"far\"");
 	if ((rc = dup_into(v, &c->placement, s)))
 		return rc;
 	if ((rc = get_int(v, j, "cpu", P("cpu"), false, 0, 65535, AW_NONE, &x)))
@@ -582,14 +589,14 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	if ((rc = get_str(v, j, "unit", P("unit"), true, STR_ANY, &s)))
 		return rc;
 	if (strcmp(s, "ns"))
-		return verr(v, "invalid", path, "'unit' must be \"ns\", got '%.16s'", s);
+		return verr(v, "invalid", "unit", "'unit' must be \"ns\", got '%.16s'", s);
 	if ((rc = get_str(v, j, "status", P("status"), true, STR_ANY, &s)))
 		return rc;
 	for (c->status = AW_CELL_OK; c->status <= AW_CELL_FAILED; c->status++)
 		if (!strcmp(s, status_names[c->status]))
 			break;
 	if (c->status > AW_CELL_FAILED)
-		return verr(v, "invalid", path,
+		return verr(v, "invalid", "status",
 		            "'status' must be ok, skipped or failed, got '%.16s'", s);
 	if ((rc = get_str(v, j, "reason", P("reason"), c->status != AW_CELL_OK, STR_ANY, &s)) ||
 	    (rc = dup_into(v, &c->reason, s)))
@@ -654,7 +661,7 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
                                       struct aw_verr *e)
 {
 	const struct aw_result_limits deflim = AW_RESULT_LIMITS_DEFAULT;
-	struct vctx v = {.lim = lim ? lim : &deflim, .e = e};
+	struct vctx v = {.lim = lim ? lim : &deflim, .e = e, .cell = -1};
 	struct aw_result *r = NULL;
 	json_t *seen = NULL, *cells, *m;
 	const char *s;
@@ -781,6 +788,7 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 		if (validate_cell(&v, json_array_get(cells, i), i, c, seen))
 			goto fail;
 	}
+	v.cell = -1;
 	if (!r->host || (json_object_get(doc, "meta") &&
 	                 !json_is_null(json_object_get(doc, "meta")) && !r->meta)) {
 		verr(&v, "internal", "", "out of memory");

@@ -1,0 +1,813 @@
+/* Regression analysis over the store; see analysis.h. One host at a time: read the head runs
+ * and up to `history` earlier runs with their cells, line the cells up by key, hand p50 and p99
+ * of every cell to aw_detect() as one family, and rank the answers. */
+#include "analysis.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aw/log.h"
+#include "aw/strmap.h"
+#include "aw/util.h"
+
+#define MAX_HEAD_RUNS 16
+#define MAX_CELLS     65536
+#define MAX_CP        32
+
+void aw_analysis_opts_default(struct aw_analysis_opts *o)
+{
+	const struct aw_detect_opts d = AW_DETECT_OPTS_DEFAULT;
+
+	memset(o, 0, sizeof(*o));
+	o->baseline_ref = "main";
+	o->history = 40;
+	o->detect = d;
+	o->thresholds = NULL;
+}
+
+const char *aw_gate_status_name(enum aw_gate_status s)
+{
+	static const char *const names[] = {"pass", "fail", "incomplete"};
+
+	return names[s];
+}
+
+/* ---- reading runs ---- */
+
+struct run_ref {
+	int64_t seq;
+	int64_t order_us;
+	char *run_id, *commit, *matrix_hash, *platform_hash;
+};
+
+struct run_list {
+	struct run_ref *r;
+	size_t n, cap, max;
+	const char *skip_commit; /* leave out runs of this commit (the head's own) */
+};
+
+static int collect_run(const struct store_run *run, void *cls)
+{
+	struct run_list *l = cls;
+	struct run_ref *x;
+
+	if (l->skip_commit && run->commit && !strcmp(run->commit, l->skip_commit))
+		return 0;
+	if (l->n >= l->max)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct run_ref *p = realloc(l->r, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->r = p;
+		l->cap = cap;
+	}
+	x = &l->r[l->n];
+	memset(x, 0, sizeof(*x));
+	x->seq = run->seq;
+	x->order_us = run->order_us;
+	if (aw_set_str(&x->run_id, run->run_id) || aw_set_str(&x->commit, run->commit) ||
+	    aw_set_str(&x->matrix_hash, run->matrix_hash) ||
+	    aw_set_str(&x->platform_hash, run->platform_hash)) {
+		free(x->run_id);
+		free(x->commit);
+		free(x->matrix_hash);
+		free(x->platform_hash);
+		return -ENOMEM;
+	}
+	l->n++;
+	return 0;
+}
+
+static void run_list_release(struct run_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->r[i].run_id);
+		free(l->r[i].commit);
+		free(l->r[i].matrix_hash);
+		free(l->r[i].platform_hash);
+	}
+	free(l->r);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Keeps the runs measured like `like` (same matrix hash and platform), reversing them into
+ * oldest-first order. */
+static void keep_comparable(struct run_list *l, const struct run_ref *like)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct run_ref *x = &l->r[i];
+		bool same = like &&
+		            (!like->matrix_hash || !x->matrix_hash ||
+		             !strcmp(like->matrix_hash, x->matrix_hash)) &&
+		            (!like->platform_hash || !x->platform_hash ||
+		             !strcmp(like->platform_hash, x->platform_hash));
+
+		if (same || !like) {
+			l->r[k++] = *x;
+		} else {
+			free(x->run_id);
+			free(x->commit);
+			free(x->matrix_hash);
+			free(x->platform_hash);
+		}
+	}
+	l->n = k;
+	for (size_t i = 0; i < k / 2; i++) {
+		struct run_ref t = l->r[i];
+
+		l->r[i] = l->r[k - 1 - i];
+		l->r[k - 1 - i] = t;
+	}
+}
+
+/* One cell across the runs read: baseline values per run (NAN where the run lacks it) and the
+ * head's values. */
+struct series {
+	char *key, *op, *reader, *subject;
+	int cpu;
+	int kind; /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
+	double *p50, *p99, *se50;
+	double head50[MAX_HEAD_RUNS], head99[MAX_HEAD_RUNS], headse[MAX_HEAD_RUNS];
+	size_t n_head;
+	double ref50[MAX_HEAD_RUNS], ref99[MAX_HEAD_RUNS]; /* a base commit's runs (compare) */
+	size_t n_ref;
+	bool in_head, tail_bimodal;
+	char *failed; /* the head cell failed: why */
+};
+
+struct table {
+	struct aw_strmap *index; /* key -> position */
+	struct series *s;
+	size_t n, cap;
+	size_t n_runs; /* baseline runs: the length of p50/p99/se50 */
+	const struct aw_detect_opts *detect;
+	/* while reading one run */
+	size_t run;
+	enum {
+		READ_HISTORY,
+		READ_HEAD,
+		READ_REFERENCE
+	} reading;
+};
+
+static void series_release(struct series *s)
+{
+	free(s->key);
+	free(s->op);
+	free(s->reader);
+	free(s->subject);
+	free(s->p50);
+	free(s->p99);
+	free(s->se50);
+	free(s->failed);
+}
+
+static void table_release(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		series_release(&t->s[i]);
+	free(t->s);
+	aw_strmap_free(&t->index);
+	memset(t, 0, sizeof(*t));
+}
+
+static int cell_kind(const struct aw_cell *c)
+{
+	if (c->kernel)
+		return 4;
+	if (c->subject)
+		return 3;
+	if (c->c != AW_NONE && c->c > 0)
+		return 2;
+	if (c->reader)
+		return 1;
+	return 0;
+}
+
+static struct series *series_for(struct table *t, const struct aw_cell *c, int *rc)
+{
+	struct series *s;
+	int64_t at;
+
+	*rc = 0;
+	if (!aw_strmap_get(t->index, c->key, &at))
+		return &t->s[at];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct series *p = realloc(t->s, cap * sizeof(*p));
+
+		if (!p)
+			goto nomem;
+		t->s = p;
+		t->cap = cap;
+	}
+	s = &t->s[t->n];
+	memset(s, 0, sizeof(*s));
+	s->cpu = c->cpu;
+	s->kind = cell_kind(c);
+	if (aw_set_str(&s->key, c->key) || aw_set_str(&s->op, c->op) ||
+	    aw_set_str(&s->reader, c->reader) || aw_set_str(&s->subject, c->subject))
+		goto fail;
+	if (t->n_runs) {
+		s->p50 = malloc(t->n_runs * sizeof(double));
+		s->p99 = malloc(t->n_runs * sizeof(double));
+		s->se50 = malloc(t->n_runs * sizeof(double));
+		if (!s->p50 || !s->p99 || !s->se50)
+			goto fail;
+		for (size_t i = 0; i < t->n_runs; i++)
+			s->p50[i] = s->p99[i] = s->se50[i] = NAN;
+	}
+	*rc = aw_strmap_put(t->index, c->key, (int64_t)t->n);
+	if (*rc) {
+		series_release(s);
+		return NULL;
+	}
+	t->n++;
+	return s;
+fail:
+	series_release(s);
+nomem:
+	*rc = -ENOMEM;
+	return NULL;
+}
+
+/* The run's own standard error of its median, from its 95% interval. */
+static double se_of(const struct aw_cell *c)
+{
+	if (isnan(c->ci_lo) || isnan(c->ci_hi))
+		return NAN;
+	return (c->ci_hi - c->ci_lo) / (2 * 1.96);
+}
+
+static int read_cell(const struct aw_cell *c, void *cls)
+{
+	struct table *t = cls;
+	struct series *s;
+	int rc;
+
+	if (c->status == AW_CELL_SKIPPED)
+		return 0;
+	if (c->status == AW_CELL_FAILED && t->reading != READ_HEAD)
+		return 0;
+	s = series_for(t, c, &rc);
+	if (!s)
+		return rc;
+	if (c->status == AW_CELL_FAILED) {
+		if (!s->failed && aw_set_str(&s->failed, c->reason ? c->reason : "failed"))
+			return -ENOMEM;
+		return 0;
+	}
+	switch (t->reading) {
+	case READ_HEAD:
+		if (s->n_head < MAX_HEAD_RUNS) {
+			s->head50[s->n_head] = c->p50;
+			s->head99[s->n_head] = c->p99;
+			s->headse[s->n_head] = se_of(c);
+			s->n_head++;
+		}
+		s->in_head = true;
+		break;
+	case READ_REFERENCE:
+		if (s->n_ref < MAX_HEAD_RUNS) {
+			s->ref50[s->n_ref] = c->p50;
+			s->ref99[s->n_ref] = c->p99;
+			s->n_ref++;
+		}
+		break;
+	case READ_HISTORY:
+		s->p50[t->run] = c->p50;
+		s->p99[t->run] = c->p99;
+		s->se50[t->run] = se_of(c);
+		break;
+	}
+	if (isfinite(c->p99) && isfinite(c->p50) && c->p50 > 0 &&
+	    c->p99 >= t->detect->bimodal_ratio * c->p50)
+		s->tail_bimodal = true;
+	return 0;
+}
+
+/* ---- verdicts ---- */
+
+static double threshold_for(const struct aw_thresholds *th, int p99, const struct series *s)
+{
+	if (!th)
+		return p99 ? 0.10 : 0.05;
+	if (p99)
+		return aw_threshold_for(th->p99_rules, th->n_p99_rules, s->op, s->reader, s->key,
+		                        th->p99);
+	return aw_threshold_for(th->p50_rules, th->n_p50_rules, s->op, s->reader, s->key, th->p50);
+}
+
+/* How bad a verdict is, for ranking: regressed first. */
+static int severity(enum aw_verdict v)
+{
+	switch (v) {
+	case AW_VERDICT_REGRESSED:
+		return 5;
+	case AW_VERDICT_IMPROVED:
+		return 4;
+	case AW_VERDICT_NOISY:
+		return 3;
+	case AW_VERDICT_NEW:
+		return 2;
+	case AW_VERDICT_MISSING:
+		return 1;
+	case AW_VERDICT_UNCHANGED:
+		break;
+	}
+	return 0;
+}
+
+/* The size of the change behind a cell's verdict (the metric that gave it). */
+static double magnitude(const struct aw_cell_verdict *c)
+{
+	double m = c->p50.verdict == c->verdict ? c->p50.change : c->p99.change;
+
+	return isnan(m) ? 0 : fabs(m);
+}
+
+/* Regressed first, then improved, noisy, new, missing, unchanged; the largest change first
+ * within a verdict, then by key. */
+static int cmp_cells(const void *a, const void *b)
+{
+	const struct aw_cell_verdict *x = a, *y = b;
+	int d = severity(y->verdict) - severity(x->verdict);
+	double mx = magnitude(x), my = magnitude(y);
+
+	if (d)
+		return d;
+	if (mx != my)
+		return mx < my ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+/* Compacts one cell's baseline values (and their errors) into dense arrays. */
+static size_t dense(const double *v, const double *se, size_t n, double *out, double *out_se)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(v[i]))
+			continue;
+		out[k] = v[i];
+		if (out_se)
+			out_se[k] = se ? se[i] : NAN;
+		k++;
+	}
+	return k;
+}
+
+static void cell_release(struct aw_cell_verdict *c)
+{
+	free(c->key);
+	free(c->op);
+	free(c->reader);
+	free(c->subject);
+}
+
+void aw_host_verdict_release(struct aw_host_verdict *v)
+{
+	for (size_t i = 0; i < v->n_cells; i++)
+		cell_release(&v->cells[i]);
+	free(v->cells);
+	for (size_t i = 0; i < v->n_head_runs; i++)
+		free(v->head_runs[i]);
+	free(v->head_runs);
+	free(v->host);
+	free(v->reason);
+	memset(v, 0, sizeof(*v));
+}
+
+/* Judges every series of the table (p50 and p99 as one family). */
+static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_host_verdict *v)
+{
+	struct aw_detect_input *in = NULL;
+	struct aw_detect_result *out = NULL;
+	double *buf = NULL;
+	size_t n = t->n, w = t->n_runs ? t->n_runs : 1;
+	int rc = -ENOMEM;
+
+	if (!n)
+		return 0;
+	in = calloc(2 * n, sizeof(*in));
+	out = calloc(2 * n, sizeof(*out));
+	buf = malloc(4 * n * w * sizeof(double)); /* p50, se50, p99 dense per series */
+	v->cells = calloc(n, sizeof(*v->cells));
+	if (!in || !out || !buf || !v->cells)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct series *s = &t->s[i];
+		double *h50 = buf + 4 * i * w, *hse = h50 + w, *h99 = hse + w;
+		size_t n50 = t->n_runs ? dense(s->p50, s->se50, t->n_runs, h50, hse) : 0;
+		size_t n99 = t->n_runs ? dense(s->p99, NULL, t->n_runs, h99, NULL) : 0;
+		size_t nh99 = 0;
+
+		/* heads without a p99 (imports) leave that metric out */
+		for (size_t k = 0; k < s->n_head; k++)
+			nh99 += isfinite(s->head99[k]);
+		in[2 * i] =
+		    (struct aw_detect_input){.history = h50,
+		                             .history_se = hse,
+		                             .n_history = n50,
+		                             .head = s->head50,
+		                             .head_se = s->headse,
+		                             .n_head = s->n_head,
+		                             .reference = s->ref50,
+		                             .n_reference = s->n_ref,
+		                             .threshold = threshold_for(o->thresholds, 0, s),
+		                             .tail_bimodal = s->tail_bimodal,
+		                             .group = 2 * s->kind};
+		in[2 * i + 1] =
+		    (struct aw_detect_input){.history = h99,
+		                             .n_history = n99,
+		                             .head = s->head99,
+		                             .n_head = nh99 == s->n_head ? s->n_head : 0,
+		                             .reference = s->ref99,
+		                             .n_reference = s->n_ref,
+		                             .threshold = threshold_for(o->thresholds, 1, s),
+		                             .tail_bimodal = s->tail_bimodal,
+		                             .group = 2 * s->kind + 1};
+	}
+	rc = aw_detect(in, 2 * n, &o->detect, out);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct series *s = &t->s[i];
+		struct aw_cell_verdict *c = &v->cells[i];
+
+		c->key = s->key;
+		c->op = s->op;
+		c->reader = s->reader;
+		c->subject = s->subject;
+		s->key = s->op = s->reader = s->subject = NULL;
+		c->cpu = s->cpu;
+		c->p50 = out[2 * i];
+		c->p99 = out[2 * i + 1];
+		c->p50_threshold = in[2 * i].threshold;
+		c->p99_threshold = in[2 * i + 1].threshold;
+		if (s->failed && !s->in_head) {
+			c->p50.verdict = AW_VERDICT_MISSING;
+			snprintf(c->p50.note, sizeof(c->p50.note), "the head's cell failed: %.100s",
+			         s->failed);
+		}
+		/* p99 alone cannot make a cell new or missing when p50 is judged */
+		if (c->p99.verdict == AW_VERDICT_MISSING || c->p99.verdict == AW_VERDICT_NEW)
+			c->verdict = c->p50.verdict;
+		else
+			c->verdict = severity(c->p99.verdict) > severity(c->p50.verdict)
+			                 ? c->p99.verdict
+			                 : c->p50.verdict;
+		v->counts[c->verdict]++;
+		v->n_cells++;
+	}
+	qsort(v->cells, v->n_cells, sizeof(*v->cells), cmp_cells);
+	rc = 0;
+out:
+	free(in);
+	free(out);
+	free(buf);
+	return rc;
+}
+
+static int read_runs(struct store_conn *c, struct table *t, const struct run_list *l, int reading)
+{
+	int rc = 0;
+
+	t->reading = reading;
+	for (size_t i = 0; !rc && i < l->n; i++) {
+		t->run = i;
+		rc = store_run_cells(c, l->r[i].seq, read_cell, t);
+	}
+	return rc;
+}
+
+int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
+                     const char *commit, const char *base_commit, const char *host,
+                     struct aw_host_verdict *out, char **err)
+{
+	struct run_list head = {.max = MAX_HEAD_RUNS}, base = {.max = o->history};
+	struct run_list ref = {.max = MAX_HEAD_RUNS};
+	struct table t = {.detect = &o->detect};
+	struct store_run_filter f = {
+	    .project = project, .host = host, .commit = commit, .limit = MAX_HEAD_RUNS};
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (aw_set_str(&out->host, host)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = store_list_runs(c, &f, collect_run, &head);
+	if (rc)
+		goto fail;
+	if (!head.n) {
+		out->status = AW_GATE_INCOMPLETE;
+		out->reason = aw_asprintf("no run of commit %s on host %s", commit, host);
+		rc = out->reason ? 0 : -ENOMEM;
+		goto out;
+	}
+	out->head_runs = calloc(head.n, sizeof(char *));
+	if (!out->head_runs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < head.n; i++) {
+		out->head_runs[i] = head.r[i].run_id;
+		head.r[i].run_id = NULL;
+	}
+	out->n_head_runs = head.n;
+	if (base_commit) {
+		struct store_run_filter bf = {.project = project,
+		                              .host = host,
+		                              .commit = base_commit,
+		                              .limit = MAX_HEAD_RUNS};
+
+		rc = store_list_runs(c, &bf, collect_run, &ref);
+		if (rc)
+			goto fail;
+		keep_comparable(&ref, &head.r[0]);
+	}
+	/* strictly earlier commits on the baseline ref; (order, 0) leaves out every run of the
+	 * head's own position, and skip_commit the head's runs wherever they are. With a base
+	 * commit the history only measures the noise. */
+	base.skip_commit = commit;
+	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, 0, o->history,
+	                       collect_run, &base);
+	if (rc)
+		goto fail;
+	keep_comparable(&base, &head.r[0]);
+	out->n_baseline_runs = base_commit ? ref.n : base.n;
+	t.n_runs = base.n;
+	t.index = aw_strmap_new(MAX_CELLS);
+	if (!t.index) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = read_runs(c, &t, &base, READ_HISTORY);
+	if (!rc)
+		rc = read_runs(c, &t, &ref, READ_REFERENCE);
+	if (!rc)
+		rc = read_runs(c, &t, &head, READ_HEAD);
+	if (rc)
+		goto fail;
+	rc = judge(&t, o, out);
+	if (rc)
+		goto out;
+	out->status = out->counts[AW_VERDICT_REGRESSED] ? AW_GATE_FAIL : AW_GATE_PASS;
+	goto out;
+fail:
+	aw_errorf(err, rc, "cannot read the runs of %s on %s: %s", commit, host, strerror(-rc));
+out:
+	if (rc == -ENOMEM)
+		aw_errorf(err, rc, "out of memory judging %s on %s", commit, host);
+	if (rc)
+		aw_host_verdict_release(out);
+	table_release(&t);
+	run_list_release(&head);
+	run_list_release(&base);
+	run_list_release(&ref);
+	return rc;
+}
+
+/* ---- JSON ---- */
+
+static json_t *num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *metric_json(const struct aw_detect_result *r, double threshold)
+{
+	json_t *o = json_pack(
+	    "{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:b, s:b, "
+	    "s:o, s:f}",
+	    "verdict", aw_verdict_name(r->verdict), "baseline", num(r->baseline), "head",
+	    num(r->head), "change", num(r->change), "change_lo", num(r->change_lo), "change_hi",
+	    num(r->change_hi), "noise", num(r->noise), "pvalue", num(r->pvalue), "qvalue",
+	    num(r->qvalue), "mw_pvalue", num(r->mw_pvalue), "window", (json_int_t)r->window_n,
+	    "bimodal", r->bimodal, "seen_before", r->seen_before, "note",
+	    r->note[0] ? json_string(r->note) : json_null(), "threshold", threshold);
+
+	return o;
+}
+
+json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
+{
+	json_t *o = NULL, *cells = NULL, *runs = NULL, *counts = NULL;
+
+	cells = json_array();
+	runs = json_array();
+	counts = json_object();
+	if (!cells || !runs || !counts)
+		goto fail;
+	for (size_t i = 0; i < v->n_head_runs; i++)
+		if (json_array_append_new(runs, json_string(v->head_runs[i])))
+			goto fail;
+	for (int k = 0; k <= AW_VERDICT_MISSING; k++)
+		if (json_object_set_new(counts, aw_verdict_name((enum aw_verdict)k),
+		                        json_integer((json_int_t)v->counts[k])))
+			goto fail;
+	for (size_t i = 0; i < v->n_cells; i++) {
+		const struct aw_cell_verdict *c = &v->cells[i];
+		json_t *cj;
+
+		if (!all_cells && c->verdict == AW_VERDICT_UNCHANGED)
+			continue;
+		cj = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o}", "key", c->key, "op",
+		               c->op, "reader", c->reader ? json_string(c->reader) : json_null(),
+		               "subject", c->subject ? json_string(c->subject) : json_null(), "cpu",
+		               c->cpu == AW_NONE ? json_null() : json_integer(c->cpu), "verdict",
+		               aw_verdict_name(c->verdict), "p50",
+		               metric_json(&c->p50, c->p50_threshold), "p99",
+		               metric_json(&c->p99, c->p99_threshold));
+		if (!cj || json_array_append_new(cells, cj))
+			goto fail;
+	}
+	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o}", "host", v->host, "status",
+	              aw_gate_status_name(v->status), "reason",
+	              v->reason ? json_string(v->reason) : json_null(), "head_runs", runs,
+	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "cells",
+	              cells);
+	return o;
+fail:
+	json_decref(cells);
+	json_decref(runs);
+	json_decref(counts);
+	return NULL;
+}
+
+/* ---- change points ---- */
+
+struct cp_set {
+	struct store_changepoint *p;
+	size_t n, cap;
+};
+
+static int cp_add(struct cp_set *s, const struct store_changepoint *p)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct store_changepoint *x = realloc(s->p, cap * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		s->p = x;
+		s->cap = cap;
+	}
+	s->p[s->n++] = *p;
+	return 0;
+}
+
+int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts *o,
+                             const char *project, const char *host, const char *ref, char **err)
+{
+	struct run_list runs = {.max = o->history};
+	struct table t = {.detect = &o->detect};
+	struct cp_set set = {0};
+	struct aw_changepoint cps[MAX_CP];
+	char now[AW_TIME_LEN];
+	double *x = NULL;
+	size_t *at = NULL;
+	int rc;
+
+	aw_time_now(now);
+	rc = store_ref_history(c, project, host, ref, INT64_MAX, INT64_MAX, o->history, collect_run,
+	                       &runs);
+	if (rc)
+		goto fail;
+	keep_comparable(&runs, runs.n ? &runs.r[0] : NULL);
+	if (runs.n < 2 * o->detect.cp.min_segment)
+		goto store; /* too short for any change: clear what was there */
+	t.n_runs = runs.n;
+	t.index = aw_strmap_new(MAX_CELLS);
+	x = malloc(runs.n * sizeof(*x));
+	at = malloc(runs.n * sizeof(*at));
+	if (!t.index || !x || !at) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = read_runs(c, &t, &runs, READ_HISTORY);
+	if (rc)
+		goto fail;
+	for (size_t i = 0; !rc && i < t.n; i++) {
+		for (int m = 0; !rc && m < 2; m++) {
+			const double *v = m ? t.s[i].p99 : t.s[i].p50;
+			size_t n = 0;
+			int k;
+
+			for (size_t r = 0; r < runs.n; r++) {
+				if (!isfinite(v[r]))
+					continue;
+				x[n] = v[r];
+				at[n++] = r;
+			}
+			k = aw_changepoints(x, n, &o->detect.cp, cps, MAX_CP);
+			for (int j = 0; !rc && j < k; j++) {
+				const struct run_ref *run = &runs.r[at[cps[j].index]];
+				struct store_changepoint p = {.cell_key = t.s[i].key,
+				                              .metric = m ? "p99" : "p50",
+				                              .commit = run->commit,
+				                              .run_id = run->run_id,
+				                              .order_us = run->order_us,
+				                              .before = cps[j].before,
+				                              .after = cps[j].after,
+				                              .pvalue = cps[j].pvalue,
+				                              .computed_at = now};
+
+				rc = cp_add(&set, &p);
+			}
+			if (k < 0)
+				rc = k;
+		}
+	}
+	if (rc)
+		goto out;
+store:
+	rc = store_changepoints_replace(c, project, host, ref, set.p, set.n);
+	if (rc)
+		goto fail;
+	goto out;
+fail:
+	aw_errorf(err, rc, "cannot compute the change points of %s on %s: %s", host, ref,
+	          strerror(-rc));
+out:
+	if (rc == -ENOMEM)
+		aw_errorf(err, rc, "out of memory computing change points of %s", host);
+	free(set.p);
+	free(x);
+	free(at);
+	table_release(&t);
+	run_list_release(&runs);
+	return rc;
+}
+
+/* ---- after ingest ---- */
+
+struct order_of {
+	int64_t order_us;
+};
+
+static int take_order(const struct store_run *run, void *cls)
+{
+	((struct order_of *)cls)->order_us = run->order_us;
+	return 1;
+}
+
+int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts *o,
+                             const char *project, const char *commit, const char *host,
+                             const char *ref, char **err)
+{
+	struct aw_host_verdict v;
+	struct store_run_filter f = {
+	    .project = project, .host = host, .commit = commit, .limit = 1};
+	struct order_of ord = {0};
+	struct store_verdict sv;
+	char now[AW_TIME_LEN], *text = NULL;
+	json_t *doc = NULL;
+	int rc;
+
+	rc = aw_analysis_changepoints(c, o, project, host, ref, err);
+	if (rc)
+		return rc;
+	if (!commit)
+		return 0;
+	rc = aw_analysis_host(c, o, project, commit, NULL, host, &v, err);
+	if (rc)
+		return rc;
+	rc = store_list_runs(c, &f, take_order, &ord);
+	if (rc < 0)
+		goto fail;
+	doc = aw_host_verdict_json(&v, false);
+	text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+	if (!text) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory caching the verdict of %s", commit);
+		goto out;
+	}
+	aw_time_now(now);
+	sv = (struct store_verdict){.project = project,
+	                            .commit = commit,
+	                            .host = host,
+	                            .baseline_ref = o->baseline_ref,
+	                            .status = aw_gate_status_name(v.status),
+	                            .json = text,
+	                            .computed_at = now,
+	                            .order_us = ord.order_us};
+	rc = store_verdict_put(c, &sv);
+	if (!rc)
+		goto out;
+fail:
+	aw_errorf(err, rc, "cannot cache the verdict of %s on %s: %s", commit, host, strerror(-rc));
+out:
+	free(text);
+	json_decref(doc);
+	aw_host_verdict_release(&v);
+	return rc;
+}

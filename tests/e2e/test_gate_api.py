@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Regression verdicts over real HTTP, against SQLite or a real PostgreSQL: GET /api/v1/gate
+(pass, fail with the regressed cell first, incomplete for a host that never reported, the
+thresholds file), GET /api/v1/compare of two commits, GET /api/v1/changepoints, every bad
+parameter (status and field) and reads that require a token.
+
+usage: test_gate_api.py --backend sqlite|postgres"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+from harness import check, eq  # noqa: E402
+
+HOSTS = ("grace", "altra")
+HEAD = "feedface01"
+ONLY_ALTRA = "feedface02"
+CELLS = 60
+
+THRESHOLDS = """\
+p50: 5%
+p99: 10%
+rules:
+  - op: plain        # ~1 cycle: tiny absolute changes are large relative ones
+    p50: 50%
+    p99: 100%
+"""
+
+
+class Suite:
+    pass
+
+
+S = Suite()
+
+
+def base_sha(i):
+    return "c0ffee%02d" % i
+
+
+def scale_cell(cell, factor):
+    for k in ("min", "p50", "p95", "p99", "max", "mean", "ci_lo", "ci_hi"):
+        cell[k] = round(cell[k] * factor, 6)
+
+
+def doc(host, commit, ref, day, seed, changes=None):
+    d = h.make_doc(host=host, commit=commit, ref=ref, cells=CELLS, seed=seed,
+                   commit_time="2026-10-%02dT12:00:00Z" % day)
+    for c in d["cells"]:
+        f = (changes or {}).get(c["key"])
+        if f:
+            scale_cell(c, f)
+    return d
+
+
+def upload(d):
+    r = S.col.request("POST", "/api/v1/results", d, token=S.agent[d["host"]["name"]])
+    eq(r.status, 201, r)
+
+
+def setup(backend):
+    S.pg = h.Postgres().start() if backend == "postgres" else None
+    S.db = h.Database(backend, S.pg)
+    S.dir = h.tempdir()
+    path = os.path.join(S.dir, "thresholds.yaml")
+    with open(path, "w") as f:
+        f.write(THRESHOLDS)
+    S.col = h.Collector(S.db.url, config="detection:\n  thresholds: %s\n" % path).start()
+    S.agent = {host: S.col.token("agent", host) for host in HOSTS}
+    S.ci = S.col.token("ci")
+    for i in range(1, 9):
+        for n, host in enumerate(HOSTS):
+            upload(doc(host, base_sha(i), "main", i, seed=100 * i + n))
+    regress = {"op=stadd cpu=0": 10.0,           # the Neoverse-V2 story
+               "op=plain cpu=1": 1.2,            # within plain's 50% threshold
+               "op=ldadd cpu=1": 1.2}            # beyond the default 5%
+    upload(doc("grace", HEAD, "pr-1", 20, seed=7, changes=regress))
+    upload(doc("altra", HEAD, "pr-1", 20, seed=8))
+    upload(doc("altra", ONLY_ALTRA, "pr-2", 21, seed=9))
+
+
+def gate(query, token=None):
+    return S.col.request("GET", "/api/v1/gate?" + query, token=token)
+
+
+def host_of(reply, name):
+    for x in reply["hosts"]:
+        if x["host"] == name:
+            return x
+    raise AssertionError("no host %s in %r" % (name, [x["host"] for x in reply["hosts"]]))
+
+
+def test_gate_fails_on_the_regression():
+    r = gate("project=linux&commit=%s&baseline_ref=main&hosts=grace,altra" % HEAD)
+    eq(r.status, 200, r)
+    g = r.json()
+    eq(g["status"], "fail")
+    eq(g["baseline_ref"], "main")
+    eq(g["report"], "/commits/" + HEAD)
+    grace = host_of(g, "grace")
+    eq(grace["status"], "fail")
+    eq(grace["baseline_runs"], 8)
+    eq(len(grace["head_runs"]), 1)
+    first = grace["cells"][0]
+    eq(first["key"], "op=stadd cpu=0", "the worst regression first")
+    eq(first["verdict"], "regressed")
+    check(8.5 < first["p50"]["change"] < 10.5, first["p50"])
+    check(first["p50"]["qvalue"] < 0.05, first["p50"])
+    verdicts = {c["key"]: c["verdict"] for c in grace["cells"]}
+    eq(verdicts.get("op=ldadd cpu=1"), "regressed", "ldadd +20% against 5%")
+    check(verdicts.get("op=plain cpu=1") in (None, "unchanged"),
+          "plain +20%% is within its 50%% threshold: %r" % verdicts.get("op=plain cpu=1"))
+    eq(grace["counts"]["regressed"], 2)
+    eq(host_of(g, "altra")["status"], "pass")
+    eq(host_of(g, "altra")["counts"]["regressed"], 0)
+
+
+def test_gate_all_cells_and_default_hosts():
+    g = gate("project=linux&commit=%s&all=1" % HEAD).json()
+    eq(sorted(x["host"] for x in g["hosts"]), sorted(HOSTS), "hosts that ran the commit")
+    eq(len(host_of(g, "altra")["cells"]), CELLS, "all=1 lists unchanged cells too")
+    eq(g["baseline_ref"], "main", "the configured default")
+
+
+def test_gate_incomplete_and_pass():
+    g = gate("project=linux&commit=%s&hosts=grace,altra" % ONLY_ALTRA).json()
+    eq(g["status"], "incomplete")
+    grace = host_of(g, "grace")
+    eq(grace["status"], "incomplete")
+    check("no run of commit %s on host grace" % ONLY_ALTRA in grace["reason"], grace)
+    eq(host_of(g, "altra")["status"], "pass")
+    g = gate("project=linux&commit=%s&hosts=altra" % ONLY_ALTRA).json()
+    eq(g["status"], "pass")
+    g = gate("project=linux&commit=0123456789").json()
+    eq(g["status"], "incomplete", "nothing reported that commit")
+    eq(g["hosts"], [])
+
+
+def test_compare():
+    r = S.col.request("GET", "/api/v1/compare?project=linux&base=%s&head=%s&host=grace"
+                      % (base_sha(8), HEAD))
+    eq(r.status, 200, r)
+    c = r.json()
+    eq(c["status"], "fail")
+    eq((c["base"], c["head"]), (base_sha(8), HEAD))
+    grace = host_of(c, "grace")
+    eq(grace["baseline_runs"], 1)
+    eq(grace["cells"][0]["key"], "op=stadd cpu=0")
+    c = S.col.request("GET", "/api/v1/compare?base=%s&head=%s" % (base_sha(7), base_sha(8)))
+    eq(c.status, 200, c)
+    eq(c.json()["status"], "pass", c.json())
+    eq(sorted(x["host"] for x in c.json()["hosts"]), sorted(HOSTS))
+
+
+def test_changepoints_endpoint():
+    r = S.col.request("GET", "/api/v1/changepoints?host=grace&ref=main")
+    eq(r.status, 200, r)
+    eq(r.json()["host"], "grace")
+    check(isinstance(r.json()["changepoints"], list))
+
+
+def test_bad_parameters():
+    cases = [
+        ("/api/v1/gate?commit=%s" % HEAD, "project", "required"),
+        ("/api/v1/gate?project=linux", "commit", "required"),
+        ("/api/v1/gate?project=linux&commit=xyz", "commit", "invalid"),
+        ("/api/v1/gate?project=bad%20name&commit=" + HEAD, "project", "invalid"),
+        ("/api/v1/gate?project=linux&commit=%s&baseline_ref=a..b" % HEAD, "baseline_ref",
+         "invalid"),
+        ("/api/v1/gate?project=linux&commit=%s&hosts=a,,b" % HEAD, "hosts", "invalid"),
+        ("/api/v1/gate?project=linux&commit=%s&hosts=%%3Cscript%%3E" % HEAD, "hosts",
+         "invalid"),
+        ("/api/v1/compare?head=" + HEAD, "base", "required"),
+        ("/api/v1/compare?base=%s&head=nothex" % HEAD, "head", "invalid"),
+        ("/api/v1/changepoints?ref=main", "host", "required"),
+        ("/api/v1/changepoints?host=grace&cell=", "cell", "invalid"),
+    ]
+    for path, field, code in cases:
+        r = S.col.request("GET", path)
+        eq(r.status, 400, path)
+        eq((r.error()["field"], r.error()["code"]), (field, code), path)
+
+
+def test_reads_requiring_a_token():
+    col = h.Collector(S.db.url, config="auth:\n  read_requires_token: true\n").start()
+    try:
+        path = "/api/v1/gate?project=linux&commit=" + HEAD
+        eq(col.request("GET", path).status, 401, "no token")
+        eq(col.request("GET", path, token="awt_" + "1" * 64).status, 401, "wrong token")
+        eq(col.request("GET", path, token=S.ci).status, 200, "a CI token reads")
+        eq(col.request("GET", "/api/v1/changepoints?host=grace").status, 401)
+        eq(col.request("GET", "/api/v1/compare?base=%s&head=%s" % (base_sha(1), HEAD)).status,
+           401)
+    finally:
+        eq(col.stop(), 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), required=True)
+    args = ap.parse_args()
+    setup(args.backend)
+    tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_")]
+    h.run(tests, "gate api (%s)" % args.backend)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+/* Regression analysis over a real SQLite store: a commit's verdict per host against the
+ * baseline ref (regressed cells first, the head's own runs left out of its baseline, runs of
+ * another matrix ignored), an incomplete host, compare against a base commit, change points
+ * stored and listed, and the verdict cache written after ingest. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis.h"
+#include "collector_fixture.h"
+
+#define FILLER 30
+
+/* A run of `host` at `commit` (commit_time `day` days after a fixed date) whose ldadd, stadd
+ * and llsc cells have these p50s (p99 = 1.1 p50), plus FILLER quiet cells. */
+static struct aw_result *run_of(const char *host, const char *commit, const char *ref, int day,
+                                double ldadd, double stadd, double llsc, const char *matrix_hash)
+{
+	static int serial;
+	struct aw_result *r = aw_result_new();
+	const double vals[3] = {ldadd, stadd, llsc};
+	const char *ops[3] = {"ldadd", "stadd", "llsc"};
+	double ripple = 1 + 0.002 * ((serial * 7) % 5 - 2);
+
+	assert_non_null(r);
+	serial++;
+	assert_int_equal(aw_set_str(&r->project, "linux"), 0);
+	assert_int_equal(aw_set_str(&r->commit, commit), 0);
+	assert_int_equal(aw_set_str(&r->ref, ref), 0);
+	r->commit_time = aw_asprintf("2026-10-%02dT12:00:00Z", day);
+	assert_int_equal(aw_set_str(&r->matrix_name, "atomwatch-matrix"), 0);
+	assert_int_equal(aw_set_str(&r->matrix_hash, matrix_hash), 0);
+	r->matrix_version = 1;
+	snprintf(r->started_at, sizeof(r->started_at), "2026-11-%02dT10:%02d:00Z", day % 28 + 1,
+	         serial % 60);
+	snprintf(r->finished_at, sizeof(r->finished_at), "%s", r->started_at);
+	r->host =
+	    json_pack("{s:s, s:s, s:s, s:{}, s:s}", "name", host, "arch", "aarch64", "cpu_model",
+	              "Neoverse-V2", "labels", "platform_hash", "00aa11bb22cc33dd");
+	for (int i = 0; i < 3 + FILLER; i++) {
+		struct aw_cell *c = aw_result_add_cell(r);
+		double v = i < 3 ? vals[i] : 10 + i;
+
+		if (i < 3) {
+			assert_int_equal(aw_set_str(&c->op, ops[i]), 0);
+			c->cpu = 0;
+		} else {
+			assert_int_equal(aw_set_str(&c->op, "cas"), 0);
+			c->cpu = i;
+		}
+		c->n = 200;
+		c->min = c->p50 = v * ripple;
+		c->p95 = c->p50 * 1.05;
+		c->p99 = c->max = c->p50 * 1.1;
+		c->ci_lo = c->p50 * 0.999;
+		c->ci_hi = c->p50 * 1.001;
+		assert_int_equal(aw_cell_make_key(c), 0);
+	}
+	return r;
+}
+
+static void put(struct store_conn *c, struct aw_result *r)
+{
+	put_one(c, r, STORE_CREATED, NULL);
+	aw_result_free(&r);
+}
+
+#define HASH "0123456789abcdef"
+
+/* 12 commits on main; llsc steps from 10 to 20 ns at the seventh. */
+static void load_main(struct store_conn *c, const char *host)
+{
+	for (int i = 1; i <= 12; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, run_of(host, sha, "main", i, 5.0, 50.0, i < 7 ? 10.0 : 20.0, HASH));
+	}
+}
+
+static void test_verdict_regressed_first(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "grace");
+	/* a run of another matrix must not be compared */
+	put(c, run_of("grace", "0ddba11", "main", 13, 500, 500, 500, "ffffffffffffffff"));
+	/* the head: stadd 10x slower, the rest as before */
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_GATE_FAIL);
+	assert_int_equal(v.n_head_runs, 1);
+	assert_int_equal(v.n_baseline_runs, 12);
+	assert_int_equal(v.n_cells, 3 + FILLER);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 1);
+	assert_string_equal(v.cells[0].key, "op=stadd cpu=0");
+	assert_int_equal(v.cells[0].verdict, AW_VERDICT_REGRESSED);
+	assert_true(fabs(v.cells[0].p50.change - 9) < 0.1);
+	/* llsc's baseline window starts after its change point: 20 ns is no news */
+	for (size_t i = 0; i < v.n_cells; i++)
+		if (!strcmp(v.cells[i].key, "op=llsc cpu=0"))
+			assert_int_equal(v.cells[i].verdict, AW_VERDICT_UNCHANGED);
+	{
+		json_t *j = aw_host_verdict_json(&v, false);
+
+		assert_non_null(j);
+		assert_string_equal(json_string_value(json_object_get(j, "status")), "fail");
+		assert_int_equal(json_array_size(json_object_get(j, "cells")), 1);
+		assert_int_equal(
+		    json_integer_value(json_object_get(json_object_get(j, "counts"), "regressed")),
+		    1);
+		json_decref(j);
+	}
+	aw_host_verdict_release(&v);
+	/* the head commit passes when it is a commit of main itself, judged against the
+	 * commits before it */
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "c0ffee12", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_GATE_PASS);
+	assert_int_equal(v.n_baseline_runs, 11);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static void test_incomplete_and_compare(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "grace");
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_GATE_INCOMPLETE);
+	assert_non_null(strstr(v.reason, "no run of commit badc0de1 on host grace"));
+	aw_host_verdict_release(&v);
+	/* compare two commits: llsc doubled between c0ffee03 and c0ffee09 */
+	assert_int_equal(
+	    aw_analysis_host(c, &o, "linux", "c0ffee09", "c0ffee03", "grace", &v, &err), 0);
+	assert_int_equal(v.n_baseline_runs, 1);
+	assert_string_equal(v.cells[0].key, "op=llsc cpu=0");
+	assert_int_equal(v.cells[0].verdict, AW_VERDICT_REGRESSED);
+	aw_host_verdict_release(&v);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+struct cps {
+	int n;
+	char key[64], commit[16];
+};
+
+static int on_cp(const struct store_changepoint *p, void *cls)
+{
+	struct cps *x = cls;
+
+	if (!strcmp(p->metric, "p50")) {
+		snprintf(x->key, sizeof(x->key), "%s", p->cell_key);
+		snprintf(x->commit, sizeof(x->commit), "%s", p->commit);
+		assert_true(p->after > p->before);
+	}
+	x->n++;
+	return 0;
+}
+
+static int on_verdict(const struct store_verdict *v, void *cls)
+{
+	int *n = cls;
+
+	assert_string_equal(v->status, "fail");
+	assert_non_null(strstr(v->json, "op=stadd cpu=0"));
+	(*n)++;
+	return 0;
+}
+
+static void test_changepoints_and_cache(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct cps cp = {0};
+	char *err = NULL;
+	int n = 0;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "main", 14, 5.0, 500.0, 20.0, HASH));
+	assert_int_equal(
+	    aw_analysis_after_ingest(c, &o, "linux", "badc0de1", "grace", "main", &err), 0);
+	assert_null(err);
+	assert_int_equal(store_changepoints_list(c, "linux", "grace", "main", NULL, on_cp, &cp), 0);
+	assert_int_equal(cp.n, 2); /* llsc p50 and p99 */
+	assert_string_equal(cp.key, "op=llsc cpu=0");
+	assert_string_equal(cp.commit, "c0ffee07");
+	memset(&cp, 0, sizeof(cp));
+	assert_int_equal(
+	    store_changepoints_list(c, NULL, "grace", "main", "op=stadd cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cp.n, 0);
+	assert_int_equal(store_verdict_list(c, "linux", "badc0de1", NULL, 10, on_verdict, &n), 0);
+	assert_int_equal(n, 1);
+	/* recomputing replaces, never duplicates */
+	assert_int_equal(
+	    aw_analysis_after_ingest(c, &o, "linux", "badc0de1", "grace", "main", &err), 0);
+	memset(&cp, 0, sizeof(cp));
+	assert_int_equal(store_changepoints_list(c, "linux", "grace", "main", NULL, on_cp, &cp), 0);
+	assert_int_equal(cp.n, 2);
+	n = 0;
+	assert_int_equal(store_verdict_list(c, NULL, NULL, "grace", 10, on_verdict, &n), 0);
+	assert_int_equal(n, 1);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_verdict_regressed_first),
+	    cmocka_unit_test(test_incomplete_and_compare),
+	    cmocka_unit_test(test_changepoints_and_cache),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

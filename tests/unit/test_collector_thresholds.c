@@ -1,0 +1,94 @@
+/* configs/thresholds.yaml and its errors: the shipped file loads and its rules match the
+ * right cells; every bad input names file:line:col; percentages and fractions parse. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "analysis.h"
+#include "config.h"
+
+static void test_shipped_file(void **state)
+{
+	struct aw_thresholds t;
+	char path[512], *err = NULL;
+	const char *src = getenv("AW_SOURCE_DIR");
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/configs/thresholds.yaml", src ? src : ".");
+	assert_int_equal(aw_thresholds_load(&t, path, &err), 0);
+	assert_null(err);
+	assert_true(t.p50 == 0.05 && t.p99 == 0.10);
+	assert_int_equal(t.n_p50_rules, 3);
+	assert_int_equal(t.n_p99_rules, 3);
+	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "plain", NULL, "op=plain cpu=0",
+	                             t.p50) == 0.5);
+	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "llsc", NULL,
+	                             "op=llsc cpu=0 contender=1 c=10", t.p50) == 0.25);
+	assert_true(aw_threshold_for(t.p99_rules, t.n_p99_rules, "ldadd", "srcu_fast",
+	                             "reader=srcu_fast op=ldadd cpu=0", t.p99) == 0.10);
+	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "stadd", NULL, "op=stadd cpu=3",
+	                             t.p50) == 0.05);
+	aw_thresholds_release(&t);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+	struct aw_thresholds t;
+	char *err = NULL;
+
+	assert_int_equal(aw_thresholds_parse(&t, text, strlen(text), "t.yaml", &err), -EINVAL);
+	assert_non_null(err);
+	if (!strstr(err, want))
+		fail_msg("got '%s', want '%s'", err, want);
+	assert_int_equal(t.n_p50_rules + t.n_p99_rules, 0);
+	free(err);
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	expect_error("p50: fast\n", "t.yaml:1:6: 'p50' must be a positive fraction");
+	expect_error("p50: -5%\n", "t.yaml:1:6:");
+	expect_error("p95: 5%\n", "t.yaml:1:1: unknown key 'p95' (p50, p99, rules)");
+	expect_error("rules: {op: plain}\n", "t.yaml:1:8: 'rules' must be a list");
+	expect_error("rules:\n  - p50: 5%\n", "t.yaml:2:5: rule 1 matches nothing");
+	expect_error("rules:\n  - op: plain\n", "t.yaml:2:5: rule 1 sets no threshold");
+	expect_error("rules:\n  - op: plain\n    p50: 5%\n  - opp: x\n    p50: 1%\n",
+	             "t.yaml:4:5: unknown key 'opp' in rule 2");
+	expect_error("rules:\n  - op: [a, b]\n    p50: 5%\n", "t.yaml:2:9: 'op' must be a single");
+	expect_error("- 5%\n", "t.yaml:1:1: the file must be a mapping");
+	expect_error("p50: [5%\n", "t.yaml:");
+}
+
+static void test_ratios(void **state)
+{
+	double v;
+
+	(void)state;
+	assert_int_equal(aw_parse_ratio("5%", 1, &v), 0);
+	assert_true(v == 0.05);
+	assert_int_equal(aw_parse_ratio("0.25", 1, &v), 0);
+	assert_true(v == 0.25);
+	assert_int_equal(aw_parse_ratio("150%", 1, &v), -EINVAL);
+	assert_int_equal(aw_parse_ratio("5 %", 1, &v), -EINVAL);
+	assert_int_equal(aw_parse_ratio("", 1, &v), -EINVAL);
+	assert_int_equal(aw_parse_ratio("nan", 1, &v), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_shipped_file),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_ratios),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
