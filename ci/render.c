@@ -569,6 +569,15 @@ static void md_regression(struct sink *s, const struct aw_ci_report *r, const st
 	put(s, " |\n");
 }
 
+/* The metric that gave a cell its verdict: p50 unless only p99 carries it. */
+static const struct aw_ci_metric *verdict_metric(const struct aw_ci_cell *c)
+{
+	if (c->p99.present && c->p99.verdict == c->verdict &&
+	    !(c->p50.present && c->p50.verdict == c->verdict))
+		return &c->p99;
+	return &c->p50;
+}
+
 static void md_count(struct sink *s, long n)
 {
 	if (n < 0)
@@ -658,15 +667,14 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 
 		put(&s, "<details><summary>Other cells that changed or could not be judged ");
 		putf(&s, "(%zu)</summary>\n\n", others);
-		put(&s,
-		    "| host | cell | verdict | p50 baseline | p50 head | p50 change | note |\n");
-		put(&s, "|---|---|---|---:|---:|---:|---|\n");
+		put(&s, "| host | cell | verdict | metric | baseline | head | change | note |\n");
+		put(&s, "|---|---|---|---|---:|---:|---:|---|\n");
 		for (size_t i = 0; i < r->n_hosts && rows < MD_MAX_ROWS; i++) {
 			const struct aw_ci_host *h = &r->hosts[i];
 
 			for (size_t j = 0; j < h->n_cells && rows < MD_MAX_ROWS; j++) {
 				const struct aw_ci_cell *c = &h->cells[j];
-				const struct aw_ci_metric *m = &c->p50;
+				const struct aw_ci_metric *m = verdict_metric(c);
 				char a[32], b[32], d[32];
 
 				if (c->verdict == AW_CI_REGRESSED || c->verdict == AW_CI_UNCHANGED)
@@ -678,10 +686,11 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				put_md(&s, c->key);
 				put(&s, " | ");
 				put_md(&s, c->verdict_name);
-				putf(&s, " | %s | %s | %s | ", fmt_ns(a, sizeof(a), m->baseline),
+				putf(&s, " | %s | %s | %s | %s | ", m == &c->p99 ? "p99" : "p50",
+				     fmt_ns(a, sizeof(a), m->baseline),
 				     fmt_ns(b, sizeof(b), m->head),
 				     fmt_pct(d, sizeof(d), m->change));
-				put_md(&s, c->p50.note ? c->p50.note : c->p99.note);
+				put_md(&s, m->note);
 				put(&s, " |\n");
 			}
 		}

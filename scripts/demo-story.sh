@@ -31,11 +31,9 @@ dir=$(cd "$dir" && pwd)
 db="sqlite:$dir/atomwatch.db"
 project=libpcpu
 host=demo-$(uname -m | tr -c 'A-Za-z0-9._\n-' '_')
-case $(uname -m) in
-x86_64) ops="plain, lock_xadd" ;;
-aarch64) ops="plain, ldadd" ;;
-*) ops="plain, c11_relaxed" ;;
-esac
+# the matrix cut to `plain` (this_cpu_inc's own instruction) and its readers: the contended
+# and atomic cells swing between modes on small shared VMs and add nothing to this story
+ops=plain
 umask 077
 
 say() { printf '\n== %s\n' "$*"; }
@@ -55,8 +53,30 @@ trap 'exit 1' INT TERM
 
 # ---- the collector ----
 say "collector: SQLite in $dir"
-"$collector" serve --listen "${AW_DEMO_LISTEN:-127.0.0.1:0}" --db "$db" --data-dir "$dir/data" \
-	>"$dir/collector.log" 2>&1 &
+# configs/thresholds.yaml with two rules first. pcpu_inc() is a plain incq that costs a few
+# hundredths of a ns once the call overhead is subtracted, where a fraction of a cycle is 100%
+# (what configs/thresholds.yaml says of op plain, only more so). And the demo runs on whatever
+# machine is at hand, often a busy shared VM, where the p99 of a sub-ns op measures the
+# scheduler rather than the code: those p99s get the largest threshold there is (x100), so the
+# demo judges these cells by their medians. Quiet, pinned measuring hosts keep the defaults.
+{
+	sed -n '1,/^rules:/p' "$top/configs/thresholds.yaml"
+	cat <<EOF
+  - key: "subject=libpcpu *"
+    p50: 200%
+    p99: 10000%
+  - op: plain
+    p50: 50%
+    p99: 10000%
+EOF
+	sed -n '/^rules:/,$p' "$top/configs/thresholds.yaml" | tail -n +2
+} >"$dir/thresholds.yaml"
+cat >"$dir/collector.yaml" <<EOF
+detection:
+  thresholds: $(yq "$dir/thresholds.yaml")
+EOF
+"$collector" serve --config "$dir/collector.yaml" --listen "${AW_DEMO_LISTEN:-127.0.0.1:0}" \
+	--db "$db" --data-dir "$dir/data" >"$dir/collector.log" 2>&1 &
 pid=$!
 echo "$pid" >"$dir/collector.pid"
 url=
@@ -128,7 +148,7 @@ spool:
 matrix:
   profile: quick
   ops: [$ops]
-  samples: 200
+  samples: 1000
 subjects:
   libpcpu:
     build: 'git checkout -q --detach "\$ATOMWATCH_COMMIT" && make -s'
@@ -146,10 +166,17 @@ agent_do() {
 		exit 1
 	fi
 }
+# Each commit is measured three times, as a CI job would: the gate then takes the median of
+# the three and asks a rank test to agree, so one run hit by an interrupt storm (sub-ns cells
+# on a small shared VM) is not a regression.
 measure() { # COMMIT REF
-	printf '%s on %s: run ' "$(git -C "$repo" log -1 --format=%s "$1")" "$2"
-	agent_do run --config "$dir/agent.yaml" --project "$project" --commit "$1" --ref "$2" \
-		--subject libpcpu --quiet
+	printf '%s on %s: runs' "$(git -C "$repo" log -1 --format=%s "$1")" "$2"
+	for i in 1 2 3; do
+		run_id=$(agent_do run --config "$dir/agent.yaml" --project "$project" \
+			--commit "$1" --ref "$2" --subject libpcpu --quiet)
+		printf ' %.8s' "$run_id"
+	done
+	echo
 }
 say "agent on $host: main's history (the gate's baseline), then the tip of main (A)"
 for c in "$main1" "$main2" "$main3" "$main4" "$a"; do
