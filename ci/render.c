@@ -510,8 +510,11 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 	}
 	put(&s, " against ");
 	put_text_plain(&s, r->baseline);
-	putf(&s, ": %zu regressed metric%s on %zu of %zu host%s", metrics, metrics == 1 ? "" : "s",
-	     failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	if (metrics)
+		putf(&s, ": %zu regressed metric%s on %zu of %zu host%s", metrics,
+		     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	else
+		putf(&s, ": no regression on %zu host%s", r->n_hosts, r->n_hosts == 1 ? "" : "s");
 	if (incomplete)
 		putf(&s, ", %zu without a run", incomplete);
 	put(&s, "\n");
@@ -608,8 +611,11 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 	}
 	put(&s, " against ");
 	put_md(&s, r->baseline);
-	putf(&s, ": **%zu regressed metric%s** on %zu of %zu host%s", metrics,
-	     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	if (metrics)
+		putf(&s, ": **%zu regressed metric%s** on %zu of %zu host%s", metrics,
+		     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	else
+		putf(&s, ": no regression on %zu host%s", r->n_hosts, r->n_hosts == 1 ? "" : "s");
 	if (incomplete)
 		putf(&s, ", **%zu host%s without a run**", incomplete, incomplete == 1 ? "" : "s");
 	put(&s, ".");

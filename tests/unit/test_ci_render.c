@@ -237,6 +237,7 @@ static void test_markdown(void **state)
 	load("pass.json", false, &r);
 	md = render(&r, aw_ci_render_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: pass"));
+	assert_non_null(strstr(md, " against main: no regression on 1 host. [Full report]("));
 	assert_null(strstr(md, "### Regressions"));
 	free(md);
 	aw_ci_report_release(&r);
