@@ -354,8 +354,10 @@ static int load_mapping(struct loader *l, struct aw_collector_config *c, const y
 	return 0;
 }
 
-int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len, const char *name,
-                    char **err)
+/* Parses YAML text and hands its root node (when the document is not empty) to `fn`; libyaml
+ * errors come back as "name:line:col: problem". */
+static int with_yaml(const char *text, size_t len, const char *name, char **err,
+                     int (*fn)(struct loader *l, const yaml_node_t *root, void *cls), void *cls)
 {
 	struct loader l = {.name = name, .err = err};
 	yaml_parser_t parser;
@@ -375,13 +377,17 @@ int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len,
 	}
 	l.doc = &doc;
 	root = yaml_document_get_root_node(&doc);
-	rc = root ? load_mapping(&l, c, root, NULL) : 0; /* an empty file changes nothing */
+	rc = root ? fn(&l, root, cls) : 0; /* an empty file changes nothing */
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return rc;
 }
 
-int aw_config_load(struct aw_collector_config *c, const char *path, char **err)
+/* Reads a whole file of at most CONFIG_FILE_MAX bytes and parses it with `parse`. */
+static int with_file(const char *path, char **err,
+                     int (*parse)(void *obj, const char *text, size_t len, const char *name,
+                                  char **err),
+                     void *obj)
 {
 	char *text = NULL;
 	size_t len;
@@ -390,9 +396,30 @@ int aw_config_load(struct aw_collector_config *c, const char *path, char **err)
 	rc = aw_read_file(path, CONFIG_FILE_MAX, &text, &len, err);
 	if (rc)
 		return rc;
-	rc = aw_config_parse(c, text, len, path, err);
+	rc = parse(obj, text, len, path, err);
 	free(text);
 	return rc;
+}
+
+static int config_root(struct loader *l, const yaml_node_t *root, void *cls)
+{
+	return load_mapping(l, cls, root, NULL);
+}
+
+int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len, const char *name,
+                    char **err)
+{
+	return with_yaml(text, len, name, err, config_root, c);
+}
+
+static int config_parse(void *obj, const char *text, size_t len, const char *name, char **err)
+{
+	return aw_config_parse(obj, text, len, name, err);
+}
+
+int aw_config_load(struct aw_collector_config *c, const char *path, char **err)
+{
+	return with_file(path, err, config_parse, c);
 }
 
 /* ---- thresholds.yaml ---- */
@@ -567,47 +594,30 @@ static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml
 	return 0;
 }
 
+static int thresholds_root(struct loader *l, const yaml_node_t *root, void *cls)
+{
+	return load_thresholds(l, cls, root);
+}
+
 int aw_thresholds_parse(struct aw_thresholds *t, const char *text, size_t len, const char *name,
                         char **err)
 {
-	struct loader l = {.name = name, .err = err};
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	aw_thresholds_release(t);
-	if (!yaml_parser_initialize(&parser))
-		return aw_errorf(err, -ENOMEM, "out of memory");
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		rc = aw_errorf(err, -EINVAL, "%s:%zu:%zu: %s", name, parser.problem_mark.line + 1,
-		               parser.problem_mark.column + 1,
-		               parser.problem ? parser.problem : "cannot parse");
-		yaml_parser_delete(&parser);
-		return rc;
-	}
-	l.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
-	rc = root ? load_thresholds(&l, t, root) : 0;
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	rc = with_yaml(text, len, name, err, thresholds_root, t);
 	if (rc)
 		aw_thresholds_release(t);
 	return rc;
 }
 
+static int thresholds_parse(void *obj, const char *text, size_t len, const char *name, char **err)
+{
+	return aw_thresholds_parse(obj, text, len, name, err);
+}
+
 int aw_thresholds_load(struct aw_thresholds *t, const char *path, char **err)
 {
-	char *text = NULL;
-	size_t len;
-	int rc;
-
-	rc = aw_read_file(path, CONFIG_FILE_MAX, &text, &len, err);
-	if (rc)
-		return rc;
-	rc = aw_thresholds_parse(t, text, len, path, err);
-	free(text);
-	return rc;
+	return with_file(path, err, thresholds_parse, t);
 }
