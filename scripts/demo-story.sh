@@ -253,6 +253,7 @@ The hardened commit was blocked. Its report (this host beside real Neoverse-V2 m
 
     $url/commits/$b
 
+The gate's answer as JSON: $url/api/v1/gate?project=$project&commit=$b&hosts=$host
 Gate output: $dir/gate-B.md (Markdown summary), $dir/gate-B.xml (JUnit)
 The collector keeps running (pid $pid, data in $dir). Stop it with:
 
