@@ -53,21 +53,19 @@ trap 'exit 1' INT TERM
 
 # ---- the collector ----
 say "collector: SQLite in $dir"
-# configs/thresholds.yaml with two rules first. pcpu_inc() is a plain incq that costs a few
-# hundredths of a ns once the call overhead is subtracted, where a fraction of a cycle is 100%
-# (what configs/thresholds.yaml says of op plain, only more so). And the demo runs on whatever
-# machine is at hand, often a busy shared VM, where the p99 of a sub-ns op measures the
-# scheduler rather than the code: those p99s get the largest threshold there is (x100), so the
-# demo judges these cells by their medians. Quiet, pinned measuring hosts keep the defaults.
+# configs/thresholds.yaml with two rules first. The demo runs on whatever machine is at hand,
+# often a busy shared VM, where the p99 of a sub-ns op measures the scheduler rather than the
+# code: the demo judges those cells by their medians (p99: off). Quiet, pinned measuring hosts
+# keep the defaults. (Medians below 0.1 ns, pcpu_inc's incq at A, are never a regression by
+# themselves: see docs/detection.md.)
 {
 	sed -n '1,/^rules:/p' "$top/configs/thresholds.yaml"
 	cat <<EOF
   - key: "subject=libpcpu *"
-    p50: 200%
-    p99: 10000%
+    p99: off
   - op: plain
     p50: 50%
-    p99: 10000%
+    p99: off
 EOF
 	sed -n '/^rules:/,$p' "$top/configs/thresholds.yaml" | tail -n +2
 } >"$dir/thresholds.yaml"
