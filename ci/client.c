@@ -35,6 +35,7 @@ struct aw_ci_client *aw_ci_client_new(const char *base_url, const char *token, c
 	    .token = token,
 	    .connect_timeout_ms = CONNECT_MS,
 	    .timeout_ms = REQUEST_MS,
+	    .user_agent = "atomwatch-ci/" AW_VERSION,
 	};
 	struct aw_ci_client *c = calloc(1, sizeof(*c));
 
