@@ -187,7 +187,9 @@ struct aw_http *aw_http_new(const struct aw_http_opts *opts, char **err)
 	if (!cc)
 		cc = curl_easy_setopt(h->curl, CURLOPT_TCP_KEEPALIVE, 1L);
 	if (!cc)
-		cc = curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "atomwatch-agent/" AW_VERSION);
+		cc = curl_easy_setopt(h->curl, CURLOPT_USERAGENT,
+		                      opts->user_agent ? opts->user_agent
+		                                       : "atomwatch-agent/" AW_VERSION);
 	if (!cc)
 		cc = curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->errbuf);
 	if (!cc)

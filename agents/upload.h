@@ -21,7 +21,8 @@ struct aw_http_opts {
 	const char *token;    /* bearer token (copied; never logged), or NULL */
 	const char *ca_file;  /* PEM bundle to verify the collector with, or NULL: the system's */
 	uint64_t connect_timeout_ms;
-	uint64_t timeout_ms; /* whole request, unless a request gives its own */
+	uint64_t timeout_ms;    /* whole request, unless a request gives its own */
+	const char *user_agent; /* e.g. "atomwatch-ci/0.1.0"; NULL: "atomwatch-agent/VERSION" */
 };
 
 struct aw_http_reply {

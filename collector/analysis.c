@@ -588,13 +588,13 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 {
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:b, s:b, "
-	    "s:o, s:f}",
+	    "s:o, s:o}",
 	    "verdict", aw_verdict_name(r->verdict), "baseline", num(r->baseline), "head",
 	    num(r->head), "change", num(r->change), "change_lo", num(r->change_lo), "change_hi",
 	    num(r->change_hi), "noise", num(r->noise), "pvalue", num(r->pvalue), "qvalue",
 	    num(r->qvalue), "mw_pvalue", num(r->mw_pvalue), "window", (json_int_t)r->window_n,
 	    "bimodal", r->bimodal, "seen_before", r->seen_before, "note",
-	    r->note[0] ? json_string(r->note) : json_null(), "threshold", threshold);
+	    r->note[0] ? json_string(r->note) : json_null(), "threshold", num(threshold));
 
 	return o;
 }

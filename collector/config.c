@@ -490,8 +490,14 @@ static int ratio_of(struct loader *l, const yaml_node_t *v, const char *what, do
 
 	if (rc)
 		return rc;
+	if (!strcmp(s, "off")) {
+		*out = INFINITY; /* never judged regressed */
+		return 0;
+	}
 	if (aw_parse_ratio(s, 100, out) || *out <= 0)
-		return at(l, v, "'%s' must be a positive fraction such as 5%% or 0.05, not '%.32s'",
+		return at(l, v,
+		          "'%s' must be a positive fraction such as 5%% or 0.05, or off, not "
+		          "'%.32s'",
 		          what, s);
 	return 0;
 }

@@ -221,8 +221,12 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 		 * regression of unbounded relative size. */
 		double head_se = in->head_se && isfinite(in->head_se[0]) ? in->head_se[0] : 0;
 
-		if (r->head <= 0) {
-			r->change = r->change_lo = r->change_hi = 0;
+		if (r->head < o->min_abs_ns) {
+			/* still at the timer's resolution: a few picoseconds are no news */
+			r->change = r->change_lo = r->change_hi = r->head > 0 ? INFINITY : 0;
+			snprintf(r->note, sizeof(r->note),
+			         "the baseline was below resolution and the head is under %.2g ns",
+			         o->min_abs_ns);
 			return;
 		}
 		r->change = r->change_lo = r->change_hi = INFINITY;
@@ -290,6 +294,9 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	if (!isnan(r->mw_pvalue) && r->mw_pvalue > o->mw_alpha)
 		significant = false;
 	r->verdict = AW_VERDICT_UNCHANGED;
+	/* sub-cycle differences are below what any run can resolve */
+	if (fabs(r->head - r->baseline) < o->min_abs_ns)
+		significant = false;
 	if (significant && r->change > 0 && r->change_hi >= in->threshold)
 		r->verdict = AW_VERDICT_REGRESSED;
 	else if (significant && r->change < 0 && -r->change_lo >= in->threshold)

@@ -26,6 +26,8 @@ struct aw_detect_opts {
 	size_t window;        /* baseline runs at most (default 10) */
 	double fdr;           /* Benjamini-Hochberg level over a host's cells (default 0.05) */
 	double power_z;       /* a change "reaches" the threshold when change + power_z * se does */
+	double min_abs_ns;    /* a change smaller than this many ns is never a regression or an
+	                         improvement (default 0.1: half a cycle at 5 GHz) */
 	double noise_floor;   /* smallest relative run-to-run noise assumed (default 0.001) */
 	double bimodal_ratio; /* p99 >= ratio * p50 within a run flags bimodality (default 3) */
 	double bimodal_gap;   /* ratio between two clusters of baseline values (default 1.25) */
@@ -37,11 +39,11 @@ struct aw_detect_opts {
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
-#define AW_DETECT_OPTS_DEFAULT                                                                 \
-	{                                                                                      \
-		.window = 10, .fdr = 0.05, .power_z = 1.645, .noise_floor = 0.001,             \
-		.bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, .mw_alpha = 0.05, \
-		.excursion = 1.5, .cp = AW_CP_OPTS_DEFAULT                                     \
+#define AW_DETECT_OPTS_DEFAULT                                                                     \
+	{                                                                                          \
+		.window = 10, .fdr = 0.05, .power_z = 1.645, .min_abs_ns = 0.1,                    \
+		.noise_floor = 0.001, .bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, \
+		.mw_alpha = 0.05, .excursion = 1.5, .cp = AW_CP_OPTS_DEFAULT                       \
 	}
 
 /* One cell and one metric (p50 or p99) on one host. Values are the metric of each run, in ns.

@@ -183,7 +183,7 @@ static int mode_load(const char *url, const char *token, unsigned concurrency, u
 		json_t *doc = aw_result_to_json(r);
 		char *at;
 
-		text = json_dumps(doc, JSON_COMPACT);
+		text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
 		at = strstr(text, r->run_id);
 		up->index = i;
 		up->body = text;
@@ -314,7 +314,8 @@ static int mode_stages(const char *db, unsigned long count, int cells)
 	struct store_options opt = STORE_OPTIONS_DEFAULT;
 	struct aw_result *model = make_doc(cells, 0), *r = NULL;
 	json_t *doc = aw_result_to_json(model);
-	char *text = json_dumps(doc, JSON_COMPACT), hex[AW_SHA256_HEX_LEN + 1];
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10)),
+	     hex[AW_SHA256_HEX_LEN + 1];
 	size_t len = strlen(text);
 	double parse = 0, validate = 0, hash = 0, free_tree = 0, store = 0;
 	struct store *s = NULL;

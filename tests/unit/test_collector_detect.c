@@ -128,6 +128,27 @@ static void test_below_resolution_baseline(void **state)
 	in.head = zero;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* a head still at the timer's resolution (a few ps) is no news either */
+	x[0] = 0.044;
+	in.head = x;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+static void test_sub_cycle_changes(void **state)
+{
+	double h[10], x[] = {0.33};
+	struct aw_detect_result r;
+
+	(void)state;
+	/* +27% of 0.26 ns is 0.07 ns: below half a cycle, never a regression */
+	series(h, 10, 0.26, 0.002);
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* one whole cycle more is */
+	x[0] = 0.52;
+	r = judge_one(h, 10, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
 static void test_bimodal_baseline(void **state)
@@ -230,6 +251,7 @@ int main(void)
 	    cmocka_unit_test(test_improvement),
 	    cmocka_unit_test(test_new_and_missing),
 	    cmocka_unit_test(test_below_resolution_baseline),
+	    cmocka_unit_test(test_sub_cycle_changes),
 	    cmocka_unit_test(test_bimodal_baseline),
 	    cmocka_unit_test(test_excursions),
 	    cmocka_unit_test(test_window_cut_at_change_point),

@@ -1,6 +1,7 @@
 /* configs/thresholds.yaml and its errors: the shipped file loads and its rules match the
  * right cells; every bad input names file:line:col; percentages and fractions parse. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,20 @@ static void test_errors(void **state)
 	expect_error("p50: [5%\n", "t.yaml:");
 }
 
+static void test_off(void **state)
+{
+	const char *text = "rules:\n  - op: plain\n    p99: off\n";
+	struct aw_thresholds t;
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(aw_thresholds_parse(&t, text, strlen(text), "t.yaml", &err), 0);
+	assert_int_equal(t.n_p99_rules, 1);
+	assert_int_equal(t.n_p50_rules, 0);
+	assert_true(isinf(aw_threshold_for(t.p99_rules, t.n_p99_rules, "plain", NULL, "x", 0.1)));
+	aw_thresholds_release(&t);
+}
+
 static void test_ratios(void **state)
 {
 	double v;
@@ -88,6 +103,7 @@ int main(void)
 	    cmocka_unit_test(test_shipped_file),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_ratios),
+	    cmocka_unit_test(test_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

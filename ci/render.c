@@ -1,0 +1,940 @@
+/* What atomwatch-ci writes from a gate report: the console summary, Markdown (regressions first),
+ * JUnit XML and GitHub workflow commands, with every string from the collector escaped for its
+ * format. Appends go through a sticky-error sink so a full buffer is reported once. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ci.h"
+
+#define MD_MAX_ROWS   200 /* rows per Markdown table; GitHub caps a job summary at 1 MiB */
+#define TEXT_MAX_ROWS 50
+#define SHORT_COMMIT  12
+#define LIMIT_SCRATCH (64u << 10)
+
+struct sink {
+	struct aw_buf *b;
+	int rc;
+};
+
+static void put(struct sink *s, const char *str)
+{
+	if (!s->rc)
+		s->rc = aw_buf_puts(s->b, str);
+}
+
+static void putf(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void putf(struct sink *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->rc)
+		return;
+	va_start(ap, fmt);
+	s->rc = aw_buf_vprintf(s->b, fmt, ap);
+	va_end(ap);
+}
+
+static void put_xml(struct sink *s, const char *str)
+{
+	if (!s->rc)
+		s->rc = aw_ci_xml_escape(s->b, str ? str : "");
+}
+
+static void put_md(struct sink *s, const char *str)
+{
+	if (!s->rc)
+		s->rc = aw_ci_md_escape(s->b, str ? str : "");
+}
+
+static void put_gh(struct sink *s, const char *str, bool property)
+{
+	if (!s->rc)
+		s->rc = aw_ci_gh_escape(s->b, str ? str : "", property);
+}
+
+/* ---- escaping ---- */
+
+static const char hex[] = "0123456789ABCDEF";
+
+int aw_ci_xml_escape(struct aw_buf *out, const char *s)
+{
+	int rc = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+		switch (*p) {
+		case '&':
+			rc = aw_buf_puts(out, "&amp;");
+			break;
+		case '<':
+			rc = aw_buf_puts(out, "&lt;");
+			break;
+		case '>':
+			rc = aw_buf_puts(out, "&gt;");
+			break;
+		case '"':
+			rc = aw_buf_puts(out, "&quot;");
+			break;
+		case '\'':
+			rc = aw_buf_puts(out, "&apos;");
+			break;
+		case '\t':
+		case '\n':
+		case '\r':
+			rc = aw_buf_append(out, p, 1);
+			break;
+		default:
+			if (*p < 0x20) {
+				rc = aw_buf_puts(out, "\xef\xbf\xbd");
+			} else if (p[0] == 0xef && p[1] == 0xbf && (p[2] == 0xbe || p[2] == 0xbf)) {
+				/* U+FFFE and U+FFFF are not XML characters either */
+				rc = aw_buf_puts(out, "\xef\xbf\xbd");
+				p += 2;
+			} else {
+				rc = aw_buf_append(out, p, 1);
+			}
+		}
+	}
+	return rc;
+}
+
+int aw_ci_md_escape(struct aw_buf *out, const char *s)
+{
+	int rc = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+		switch (*p) {
+		case '&':
+			rc = aw_buf_puts(out, "&amp;");
+			break;
+		case '<':
+			rc = aw_buf_puts(out, "&lt;");
+			break;
+		case '>':
+			rc = aw_buf_puts(out, "&gt;");
+			break;
+		case '|':
+			rc = aw_buf_puts(out, "&#124;");
+			break;
+		case '@': /* no mentions */
+			rc = aw_buf_puts(out, "&#64;");
+			break;
+		case '#': /* no issue links */
+			rc = aw_buf_puts(out, "&#35;");
+			break;
+		case '\\':
+		case '`':
+		case '*':
+		case '_':
+		case '[':
+		case ']':
+		case '(':
+		case ')':
+		case '~':
+		case '!':
+		case '$':
+			rc = aw_buf_printf(out, "\\%c", *p);
+			break;
+		default:
+			rc = aw_buf_append(
+			    out, *p < 0x20 || *p == 0x7f ? (const unsigned char *)" " : p, 1);
+		}
+	}
+	return rc;
+}
+
+int aw_ci_gh_escape(struct aw_buf *out, const char *s, bool property)
+{
+	int rc = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+		if (*p == '%' || *p == '\r' || *p == '\n' || (property && (*p == ':' || *p == ',')))
+			rc = aw_buf_printf(out, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+		else if (*p < 0x20 || *p == 0x7f) /* no terminal escapes in the log */
+			rc = aw_buf_puts(out, " ");
+		else
+			rc = aw_buf_append(out, p, 1);
+	}
+	return rc;
+}
+
+int aw_ci_url_encode(struct aw_buf *out, const char *s)
+{
+	int rc = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("._~-", *p))
+			rc = aw_buf_append(out, p, 1);
+		else
+			rc = aw_buf_printf(out, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+	}
+	return rc;
+}
+
+/* Appends a URL, percent-encoding what could end a Markdown link or an attribute. */
+static int put_url_chars(struct aw_buf *out, const char *s)
+{
+	int rc = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~/:?#@!$&*+,;=%", *p))
+			rc = aw_buf_append(out, p, 1);
+		else
+			rc = aw_buf_printf(out, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+	}
+	return rc;
+}
+
+int aw_ci_link_url(struct aw_buf *out, const char *base_url, const char *href)
+{
+	size_t mark = out->len;
+	int rc;
+
+	if (!href)
+		return -EINVAL;
+	if (href[0] == '/' && href[1] != '/') {
+		rc = put_url_chars(out, base_url);
+		if (!rc)
+			rc = put_url_chars(out, href);
+	} else if (!strncmp(href, "http://", 7) || !strncmp(href, "https://", 8)) {
+		rc = put_url_chars(out, href);
+	} else {
+		return -EINVAL;
+	}
+	if (rc) {
+		out->len = mark;
+		if (out->data)
+			out->data[mark] = '\0';
+	}
+	return rc;
+}
+
+/* ---- numbers ---- */
+
+static const char *fmt_ns(char *buf, size_t size, double v)
+{
+	if (!isfinite(v))
+		snprintf(buf, size, "n/a");
+	else if (v < 0.1)
+		snprintf(buf, size, "%.3f ns", v);
+	else if (v < 10)
+		snprintf(buf, size, "%.2f ns", v);
+	else if (v < 100)
+		snprintf(buf, size, "%.1f ns", v);
+	else
+		snprintf(buf, size, "%.0f ns", v);
+	return buf;
+}
+
+static const char *fmt_pct(char *buf, size_t size, double rel)
+{
+	if (!isfinite(rel))
+		snprintf(buf, size, "n/a");
+	else
+		snprintf(buf, size, "%+.1f%%", rel * 100);
+	return buf;
+}
+
+/* The evidence behind a metric's verdict as plain text: interval, p and q values, baseline
+ * window, threshold, bimodality, the collector's note. */
+static void evidence(struct sink *s, const struct aw_ci_metric *m)
+{
+	char a[32], b[32];
+	const char *sep = "";
+
+	if (isfinite(m->change_lo) || isfinite(m->change_hi)) {
+		putf(s, "95%% interval %s to %s", fmt_pct(a, sizeof(a), m->change_lo),
+		     fmt_pct(b, sizeof(b), m->change_hi));
+		sep = "; ";
+	}
+	if (isfinite(m->pvalue)) {
+		putf(s, "%sp = %.2g", sep, m->pvalue);
+		sep = "; ";
+	}
+	if (isfinite(m->qvalue)) {
+		putf(s, "%sq = %.2g", sep, m->qvalue);
+		sep = "; ";
+	}
+	if (m->window >= 0) {
+		putf(s, "%s%ld baseline run%s", sep, m->window, m->window == 1 ? "" : "s");
+		sep = "; ";
+	}
+	if (isfinite(m->threshold)) {
+		putf(s, "%sthreshold %.0f%%", sep, m->threshold * 100);
+		sep = "; ";
+	}
+	if (m->bimodal) {
+		putf(s, "%sbimodal", sep);
+		sep = "; ";
+	}
+	if (m->note)
+		putf(s, "%s%s", sep, m->note);
+}
+
+/* Evidence escaped by `escape` into `s`, through a scratch buffer. */
+static void put_evidence(struct sink *s, const struct aw_ci_metric *m,
+                         void (*escape)(struct sink *, const char *))
+{
+	struct aw_buf tmp;
+	struct sink t = {&tmp, 0};
+
+	aw_buf_init(&tmp, LIMIT_SCRATCH);
+	evidence(&t, m);
+	if (t.rc && !s->rc)
+		s->rc = t.rc;
+	escape(s, tmp.data ? tmp.data : "");
+	aw_buf_release(&tmp);
+}
+
+static void put_md_plain(struct sink *s, const char *str)
+{
+	put_md(s, str);
+}
+
+static void put_xml_plain(struct sink *s, const char *str)
+{
+	put_xml(s, str);
+}
+
+static void put_gh_data(struct sink *s, const char *str)
+{
+	put_gh(s, str, false);
+}
+
+/* Console text: controls (a terminal's escape sequences) become '?'. */
+static void put_text_plain(struct sink *s, const char *str)
+{
+	for (const char *p = str ? str : ""; *p && !s->rc; p++)
+		s->rc = aw_buf_append(s->b, (unsigned char)*p < 0x20 || *p == 0x7f ? "?" : p, 1);
+}
+
+/* ---- walking the report ---- */
+
+static const char *short_commit(char *buf, size_t size, const char *commit)
+{
+	snprintf(buf, size, "%.*s", SHORT_COMMIT, commit ? commit : "?");
+	return buf;
+}
+
+/* Regressed metrics across the report, and the hosts that failed. */
+static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_hosts,
+                  size_t *incomplete_hosts)
+{
+	*metrics = *failed_hosts = *incomplete_hosts = 0;
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+		bool failed = h->status == AW_CI_FAIL;
+
+		for (size_t j = 0; j < h->n_cells; j++) {
+			const struct aw_ci_cell *c = &h->cells[j];
+
+			if (c->p50.present && c->p50.verdict == AW_CI_REGRESSED)
+				(*metrics)++;
+			if (c->p99.present && c->p99.verdict == AW_CI_REGRESSED)
+				(*metrics)++;
+			if (c->verdict == AW_CI_REGRESSED) {
+				failed = true;
+				if (!c->p50.present && !c->p99.present)
+					(*metrics)++;
+			}
+		}
+		if (failed)
+			(*failed_hosts)++;
+		else if (h->status == AW_CI_INCOMPLETE)
+			(*incomplete_hosts)++;
+	}
+}
+
+static const char *status_word(const struct aw_ci_report *r)
+{
+	switch (aw_ci_exit_for(r)) {
+	case AW_CI_EXIT_PASS:
+		return "pass";
+	case AW_CI_EXIT_REGRESSION:
+		return "fail";
+	default:
+		return "incomplete";
+	}
+}
+
+/* Calls fn for every regressed metric (a cell regressed as a whole without metric objects
+ * counts once, as p50 with NULL metric). */
+typedef void (*regression_fn)(struct sink *s, const struct aw_ci_report *r,
+                              const struct aw_ci_host *h, const struct aw_ci_cell *c,
+                              const char *metric, const struct aw_ci_metric *m, void *cls);
+
+static size_t each_regression(struct sink *s, const struct aw_ci_report *r, size_t max,
+                              regression_fn fn, void *cls)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+
+		for (size_t j = 0; j < h->n_cells; j++) {
+			const struct aw_ci_cell *c = &h->cells[j];
+			bool any = false;
+
+			if (c->p50.present && c->p50.verdict == AW_CI_REGRESSED) {
+				if (n++ < max)
+					fn(s, r, h, c, "p50", &c->p50, cls);
+				any = true;
+			}
+			if (c->p99.present && c->p99.verdict == AW_CI_REGRESSED) {
+				if (n++ < max)
+					fn(s, r, h, c, "p99", &c->p99, cls);
+				any = true;
+			}
+			if (!any && c->verdict == AW_CI_REGRESSED && !c->p50.present &&
+			    !c->p99.present) {
+				if (n++ < max)
+					fn(s, r, h, c, "p50", NULL, cls);
+			}
+		}
+	}
+	return n;
+}
+
+/* The host's chart to link for a regression: "compare" when given, else its first. */
+static const char *host_chart(const struct aw_ci_host *h)
+{
+	for (size_t i = 0; i < h->n_charts; i++)
+		if (!strcmp(h->charts[i].name, "compare"))
+			return h->charts[i].href;
+	return h->n_charts ? h->charts[0].href : NULL;
+}
+
+/* Appends the absolute URL of href through `escape` (nothing for an unusable href); returns
+ * whether it did. */
+static bool put_href(struct sink *s, const char *base_url, const char *href,
+                     void (*escape)(struct sink *, const char *))
+{
+	struct aw_buf tmp;
+	int rc;
+
+	if (s->rc || !href)
+		return false;
+	aw_buf_init(&tmp, LIMIT_SCRATCH);
+	rc = aw_ci_link_url(&tmp, base_url, href);
+	if (!rc)
+		escape(s, tmp.data);
+	else if (rc != -EINVAL)
+		s->rc = rc;
+	aw_buf_release(&tmp);
+	return !rc;
+}
+
+/* "[text](url)"; nothing for an unusable href. Returns whether it wrote the link. */
+static bool put_md_link(struct sink *s, const char *text, const char *base_url, const char *href)
+{
+	struct aw_buf tmp;
+	int rc;
+
+	aw_buf_init(&tmp, LIMIT_SCRATCH);
+	rc = href ? aw_ci_link_url(&tmp, base_url, href) : -EINVAL;
+	if (!rc) {
+		put(s, "[");
+		put_md(s, text);
+		put(s, "](");
+		put(s, tmp.data);
+		put(s, ")");
+	} else if (rc != -EINVAL && !s->rc) {
+		s->rc = rc;
+	}
+	aw_buf_release(&tmp);
+	return !rc;
+}
+
+/* Links separated by " · " (unusable ones left out). */
+static void put_md_links(struct sink *s, const char *first, const struct aw_ci_link *links,
+                         size_t n, const char *base_url)
+{
+	bool any = false;
+
+	for (size_t k = 0; k < n; k++) {
+		struct aw_buf probe;
+		bool usable;
+
+		aw_buf_init(&probe, LIMIT_SCRATCH);
+		usable = !aw_ci_link_url(&probe, base_url, links[k].href);
+		aw_buf_release(&probe);
+		if (!usable)
+			continue;
+		put(s, any ? " · " : first);
+		put_md_link(s, links[k].name, base_url, links[k].href);
+		any = true;
+	}
+}
+
+/* ---- console ---- */
+
+static void text_regression(struct sink *s, const struct aw_ci_report *r,
+                            const struct aw_ci_host *h, const struct aw_ci_cell *c,
+                            const char *metric, const struct aw_ci_metric *m, void *cls)
+{
+	char a[32], b[32], d[32];
+
+	(void)r;
+	(void)cls;
+	put(s, "  regressed  ");
+	put_text_plain(s, h->name);
+	put(s, "  ");
+	put_text_plain(s, c->key);
+	putf(s, " [%s]", metric);
+	if (m) {
+		putf(s, "  %s -> %s  %s  (", fmt_ns(a, sizeof(a), m->baseline),
+		     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		put_evidence(s, m, put_text_plain);
+		put(s, ")");
+	}
+	put(s, "\n");
+}
+
+int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+{
+	struct sink s = {out, 0};
+	size_t metrics, failed, incomplete, n;
+	char sc[SHORT_COMMIT + 1];
+
+	tally(r, &metrics, &failed, &incomplete);
+	putf(&s, "atomwatch %s: %s: commit ", r->compare ? "compare" : "gate", status_word(r));
+	put_text_plain(&s, short_commit(sc, sizeof(sc), r->commit));
+	if (r->project) {
+		put(&s, " of ");
+		put_text_plain(&s, r->project);
+	}
+	put(&s, " against ");
+	put_text_plain(&s, r->baseline);
+	if (metrics)
+		putf(&s, ": %zu regressed metric%s on %zu of %zu host%s", metrics,
+		     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	else
+		putf(&s, ": no regression on %zu host%s", r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	if (incomplete)
+		putf(&s, ", %zu without a run", incomplete);
+	put(&s, "\n");
+	n = each_regression(&s, r, TEXT_MAX_ROWS, text_regression, NULL);
+	if (n > TEXT_MAX_ROWS)
+		putf(&s, "  ... and %zu more\n", n - TEXT_MAX_ROWS);
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+
+		if (h->status != AW_CI_INCOMPLETE)
+			continue;
+		put(&s, "  incomplete ");
+		put_text_plain(&s, h->name);
+		put(&s, ": ");
+		put_text_plain(&s, h->reason ? h->reason : "no run of the commit");
+		put(&s, "\n");
+	}
+	if (r->report) {
+		put(&s, "report: ");
+		if (put_href(&s, base_url, r->report, put_text_plain))
+			put(&s, "\n");
+		else
+			put(&s, "(none)\n");
+	}
+	return s.rc;
+}
+
+/* ---- Markdown ---- */
+
+static void md_regression(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
+                          const struct aw_ci_cell *c, const char *metric,
+                          const struct aw_ci_metric *m, void *cls)
+{
+	const char *base_url = cls;
+	char a[32], b[32], d[32];
+
+	put(s, "| ");
+	put_md(s, h->name);
+	put(s, " | ");
+	put_md(s, c->key);
+	putf(s, " | %s | ", metric);
+	if (m) {
+		put(s, fmt_ns(a, sizeof(a), m->baseline));
+		put(s, " | ");
+		put(s, fmt_ns(b, sizeof(b), m->head));
+		putf(s, " | **%s** | ", fmt_pct(d, sizeof(d), m->change));
+		put_evidence(s, m, put_md_plain);
+	} else {
+		put(s, "n/a | n/a | n/a | ");
+	}
+	put(s, " | ");
+	if (put_md_link(s, "chart", base_url, host_chart(h)) && r->report)
+		put(s, " · ");
+	put_md_link(s, "report", base_url, r->report);
+	put(s, " |\n");
+}
+
+/* The metric that gave a cell its verdict: p50 unless only p99 carries it. */
+static const struct aw_ci_metric *verdict_metric(const struct aw_ci_cell *c)
+{
+	if (c->p99.present && c->p99.verdict == c->verdict &&
+	    !(c->p50.present && c->p50.verdict == c->verdict))
+		return &c->p99;
+	return &c->p50;
+}
+
+static void md_count(struct sink *s, long n)
+{
+	if (n < 0)
+		put(s, " | -");
+	else
+		putf(s, " | %ld", n);
+}
+
+int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+{
+	struct sink s = {out, 0};
+	size_t metrics, failed, incomplete, n, others = 0;
+	char sc[SHORT_COMMIT + 1];
+	const char *word = status_word(r);
+
+	tally(r, &metrics, &failed, &incomplete);
+	putf(&s, "## atomwatch %s: %s\n\n", r->compare ? "compare" : "gate",
+	     !strcmp(word, "pass")   ? "pass"
+	     : !strcmp(word, "fail") ? "FAIL"
+	                             : "INCOMPLETE");
+	put(&s, "Commit ");
+	put_md(&s, short_commit(sc, sizeof(sc), r->commit));
+
+	if (r->project) {
+		put(&s, " of **");
+		put_md(&s, r->project);
+		put(&s, "**");
+	}
+	put(&s, " against ");
+	put_md(&s, r->baseline);
+	if (metrics)
+		putf(&s, ": **%zu regressed metric%s** on %zu of %zu host%s", metrics,
+		     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	else
+		putf(&s, ": no regression on %zu host%s", r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	if (incomplete)
+		putf(&s, ", **%zu host%s without a run**", incomplete, incomplete == 1 ? "" : "s");
+	put(&s, ".");
+	if (r->report) {
+		put(&s, " ");
+		put_md_link(&s, "Full report", base_url, r->report);
+	}
+	put(&s, "\n\n");
+
+	if (metrics) {
+		put(&s, "### Regressions\n\n");
+		put(&s,
+		    "| host | cell | metric | baseline | head | change | evidence | charts |\n");
+		put(&s, "|---|---|---|---:|---:|---:|---|---|\n");
+		n = each_regression(&s, r, MD_MAX_ROWS, md_regression, (void *)base_url);
+		if (n > MD_MAX_ROWS)
+			putf(&s, "\n... and %zu more regressed metrics (see the full report).\n",
+			     n - MD_MAX_ROWS);
+		put(&s, "\n");
+	}
+
+	put(&s, "### Hosts\n\n");
+	put(&s, "| host | status | head runs | baseline runs | regressed | improved | noisy | new "
+	        "| missing | unchanged | charts |\n");
+	put(&s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+		static const enum aw_ci_verdict order[] = {AW_CI_REGRESSED, AW_CI_IMPROVED,
+		                                           AW_CI_NOISY,     AW_CI_NEW,
+		                                           AW_CI_MISSING,   AW_CI_UNCHANGED};
+
+		put(&s, "| ");
+		put_md(&s, h->name);
+		putf(&s, " | %s", aw_ci_status_name(h->status));
+		if (h->reason) {
+			put(&s, ": ");
+			put_md(&s, h->reason);
+		}
+		putf(&s, " | %zu", h->n_head_runs);
+		md_count(&s, h->baseline_runs);
+		for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+			md_count(&s, h->counts[order[k]]);
+		put(&s, " | ");
+		put_md_links(&s, "", h->charts, h->n_charts, base_url);
+		put(&s, " |\n");
+		for (size_t j = 0; j < h->n_cells; j++)
+			if (h->cells[j].verdict != AW_CI_REGRESSED &&
+			    h->cells[j].verdict != AW_CI_UNCHANGED)
+				others++;
+	}
+	put(&s, "\n");
+
+	if (others) {
+		size_t rows = 0;
+
+		put(&s, "<details><summary>Other cells that changed or could not be judged ");
+		putf(&s, "(%zu)</summary>\n\n", others);
+		put(&s, "| host | cell | verdict | metric | baseline | head | change | note |\n");
+		put(&s, "|---|---|---|---|---:|---:|---:|---|\n");
+		for (size_t i = 0; i < r->n_hosts && rows < MD_MAX_ROWS; i++) {
+			const struct aw_ci_host *h = &r->hosts[i];
+
+			for (size_t j = 0; j < h->n_cells && rows < MD_MAX_ROWS; j++) {
+				const struct aw_ci_cell *c = &h->cells[j];
+				const struct aw_ci_metric *m = verdict_metric(c);
+				char a[32], b[32], d[32];
+
+				if (c->verdict == AW_CI_REGRESSED || c->verdict == AW_CI_UNCHANGED)
+					continue;
+				rows++;
+				put(&s, "| ");
+				put_md(&s, h->name);
+				put(&s, " | ");
+				put_md(&s, c->key);
+				put(&s, " | ");
+				put_md(&s, c->verdict_name);
+				putf(&s, " | %s | %s | %s | %s | ", m == &c->p99 ? "p99" : "p50",
+				     fmt_ns(a, sizeof(a), m->baseline),
+				     fmt_ns(b, sizeof(b), m->head),
+				     fmt_pct(d, sizeof(d), m->change));
+				put_md(&s, m->note);
+				put(&s, " |\n");
+			}
+		}
+		if (others > rows)
+			putf(&s, "\n... and %zu more.\n", others - rows);
+		put(&s, "\n</details>\n\n");
+	}
+	put_md_links(&s, "Charts: ", r->charts, r->n_charts, base_url);
+	if (r->n_charts)
+		put(&s, "\n");
+	return s.rc;
+}
+
+/* ---- JUnit XML ---- */
+
+static void junit_metric(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
+                         const struct aw_ci_cell *c, const char *metric,
+                         const struct aw_ci_metric *m, const char *base_url)
+{
+	enum aw_ci_verdict v = m ? m->verdict : c->verdict;
+	char a[32], b[32], d[32];
+
+	put(s, "    <testcase classname=\"");
+	put_xml(s, h->name);
+	put(s, "\" name=\"");
+	put_xml(s, c->key);
+	putf(s, " [%s]\" time=\"0\">", metric);
+	if (v == AW_CI_REGRESSED) {
+		put(s, "\n      <failure type=\"regression\" message=\"");
+		put_xml(s, metric);
+		if (m)
+			putf(s, " regressed: %s -&gt; %s (%s)", fmt_ns(a, sizeof(a), m->baseline),
+			     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		else
+			put(s, " regressed");
+		put(s, "\">");
+		put_xml(s, h->name);
+		put(s, ": ");
+		put_xml(s, c->key);
+		putf(s, " [%s] regressed against ", metric);
+		put_xml(s, r->baseline);
+		put(s, "\n");
+		if (m) {
+			putf(s, "baseline: %s\nhead: %s\nchange: %s\nevidence: ",
+			     fmt_ns(a, sizeof(a), m->baseline), fmt_ns(b, sizeof(b), m->head),
+			     fmt_pct(d, sizeof(d), m->change));
+			put_evidence(s, m, put_xml_plain);
+			put(s, "\n");
+		}
+		if (host_chart(h)) {
+			put(s, "chart: ");
+			if (put_href(s, base_url, host_chart(h), put_xml_plain))
+				put(s, "\n");
+		}
+		if (r->report) {
+			put(s, "report: ");
+			put_href(s, base_url, r->report, put_xml_plain);
+		}
+		put(s, "</failure>\n    </testcase>\n");
+	} else if (v == AW_CI_NEW || v == AW_CI_MISSING) {
+		put(s, "\n      <skipped message=\"");
+		put(s, v == AW_CI_NEW ? "new: no baseline for this cell"
+		                      : "missing: in the baseline but not in this run");
+		if (m && m->note) {
+			put(s, " (");
+			put_xml(s, m->note);
+			put(s, ")");
+		}
+		put(s, "\"/>\n    </testcase>\n");
+	} else if (m && (v == AW_CI_IMPROVED || v == AW_CI_NOISY || v == AW_CI_OTHER)) {
+		put(s, "\n      <system-out>");
+		put_xml(s, v == AW_CI_OTHER ? c->verdict_name : aw_ci_verdict_name(v));
+		putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
+		     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		put_evidence(s, m, put_xml_plain);
+		put(s, "</system-out>\n    </testcase>\n");
+	} else {
+		put(s, "</testcase>\n");
+	}
+}
+
+/* Counts a host's testcases by outcome, as junit_host() writes them. */
+static void junit_counts(const struct aw_ci_host *h, size_t *tests, size_t *failures,
+                         size_t *errors, size_t *skipped)
+{
+	*tests = *failures = *errors = *skipped = 0;
+	if (h->status == AW_CI_INCOMPLETE && !h->n_cells) {
+		*tests = *errors = 1;
+		return;
+	}
+	for (size_t j = 0; j < h->n_cells; j++) {
+		const struct aw_ci_cell *c = &h->cells[j];
+		const struct aw_ci_metric *ms[2] = {&c->p50, &c->p99};
+		bool any = false;
+
+		for (int k = 0; k < 2; k++) {
+			enum aw_ci_verdict v = ms[k]->verdict;
+
+			if (!ms[k]->present)
+				continue;
+			any = true;
+			(*tests)++;
+			*failures += v == AW_CI_REGRESSED;
+			*skipped += v == AW_CI_NEW || v == AW_CI_MISSING;
+		}
+		if (!any) {
+			(*tests)++;
+			*failures += c->verdict == AW_CI_REGRESSED;
+			*skipped += c->verdict == AW_CI_NEW || c->verdict == AW_CI_MISSING;
+		}
+	}
+}
+
+static void junit_host(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
+                       const char *base_url)
+{
+	size_t tests, failures, errors, skipped;
+
+	junit_counts(h, &tests, &failures, &errors, &skipped);
+	put(s, "  <testsuite name=\"atomwatch: ");
+	put_xml(s, h->name);
+	putf(s, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" time=\"0\">\n",
+	     tests, failures, errors, skipped);
+	put(s, "    <properties>\n      <property name=\"commit\" value=\"");
+	put_xml(s, r->commit);
+	put(s, "\"/>\n      <property name=\"baseline\" value=\"");
+	put_xml(s, r->baseline);
+	putf(s, "\"/>\n      <property name=\"status\" value=\"%s\"/>\n",
+	     aw_ci_status_name(h->status));
+	if (r->report) {
+		put(s, "      <property name=\"report\" value=\"");
+		put_href(s, base_url, r->report, put_xml_plain);
+		put(s, "\"/>\n");
+	}
+	put(s, "    </properties>\n");
+	if (h->status == AW_CI_INCOMPLETE && !h->n_cells) {
+		put(s, "    <testcase classname=\"");
+		put_xml(s, h->name);
+		put(s, "\" name=\"run of ");
+		put_xml(s, r->commit);
+		put(s, "\" time=\"0\">\n      <error type=\"incomplete\" message=\"");
+		put_xml(s, h->reason ? h->reason : "no run of the commit");
+		put(s, "\"/>\n    </testcase>\n");
+	}
+	for (size_t j = 0; j < h->n_cells; j++) {
+		const struct aw_ci_cell *c = &h->cells[j];
+
+		if (c->p50.present)
+			junit_metric(s, r, h, c, "p50", &c->p50, base_url);
+		if (c->p99.present)
+			junit_metric(s, r, h, c, "p99", &c->p99, base_url);
+		if (!c->p50.present && !c->p99.present)
+			junit_metric(s, r, h, c, "p50", NULL, base_url);
+	}
+	put(s, "  </testsuite>\n");
+}
+
+int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+{
+	struct sink s = {out, 0};
+	size_t tests = 0, failures = 0, errors = 0, skipped = 0;
+
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		size_t t, f, e, k;
+
+		junit_counts(&r->hosts[i], &t, &f, &e, &k);
+		tests += t;
+		failures += f;
+		errors += e;
+		skipped += k;
+	}
+	put(&s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	putf(&s,
+	     "<testsuites name=\"atomwatch %s\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
+	     "skipped=\"%zu\" time=\"0\">\n",
+	     r->compare ? "compare" : "gate", tests, failures, errors, skipped);
+	for (size_t i = 0; i < r->n_hosts; i++)
+		junit_host(&s, r, &r->hosts[i], base_url);
+	put(&s, "</testsuites>\n");
+	return s.rc;
+}
+
+/* ---- GitHub annotations ---- */
+
+static void gh_regression(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
+                          const struct aw_ci_cell *c, const char *metric,
+                          const struct aw_ci_metric *m, void *cls)
+{
+	const char *base_url = cls;
+	char a[32], b[32], d[32];
+	struct aw_buf tmp;
+	struct sink t = {&tmp, 0};
+
+	aw_buf_init(&tmp, LIMIT_SCRATCH);
+	putf(&t, "atomwatch: %s %s [%s] %s", h->name, c->key, metric,
+	     m ? fmt_pct(d, sizeof(d), m->change) : "regressed");
+	put(s, "::error title=");
+	put_gh(s, tmp.data, true);
+	put(s, "::");
+	aw_buf_reset(&tmp);
+	putf(&t, "%s: %s [%s] regressed", h->name, c->key, metric);
+	if (m) {
+		putf(&t, " from %s to %s (%s; ", fmt_ns(a, sizeof(a), m->baseline),
+		     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		evidence(&t, m);
+		put(&t, ")");
+	}
+	putf(&t, " against %s.", r->baseline);
+	put_gh(s, tmp.data, false);
+	if (host_chart(h) || r->report) {
+		put(s, " ");
+		put_href(s, base_url, host_chart(h) ? host_chart(h) : r->report, put_gh_data);
+	}
+	put(s, "\n");
+	if (t.rc && !s->rc)
+		s->rc = t.rc;
+	aw_buf_release(&tmp);
+}
+
+int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+{
+	struct sink s = {out, 0};
+
+	each_regression(&s, r, MD_MAX_ROWS, gh_regression, (void *)base_url);
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+
+		if (h->status != AW_CI_INCOMPLETE)
+			continue;
+		put(&s, "::error title=");
+		put_gh(&s, "atomwatch: ", true);
+		put_gh(&s, h->name, true);
+		put_gh(&s, " did not report", true);
+		put(&s, "::");
+		put_gh(&s, h->name, false);
+		put(&s, ": ");
+		put_gh(&s, h->reason ? h->reason : "no run of the commit", false);
+		put(&s, "\n");
+	}
+	return s.rc;
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""The demo's story end to end (scripts/demo-story.sh, the README's main command without the
+build): a real collector on SQLite, libpcpu built and measured by the real agent at each commit
+of a git repository, Neoverse-V2 reference hosts imported from examples/percpu_bench, and
+atomwatch-ci passing the tip of main (exit 0) and blocking the lock xadd + mfence hardening
+(exit 1) with the subject's cell named in the JUnit failure and first in the Markdown summary.
+The collector the story leaves running is stopped here.
+
+usage: test_ci_demo.py"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_helpers as a  # noqa: E402
+import harness as h  # noqa: E402
+from harness import check, eq  # noqa: E402
+
+SUBJECT_CELL = "subject=libpcpu op=inc cpu=0"
+
+
+class Story:
+    pass
+
+
+S = Story()
+
+
+def ci_binary():
+    path = os.environ.get("AW_CI", os.path.join(h.BUILD_DIR, "ci", "atomwatch-ci"))
+    if not os.access(path, os.X_OK):
+        raise SystemExit("ci tests: no atomwatch-ci at %s (set AW_CI)" % path)
+    return path
+
+
+def stop_collector():
+    path = os.path.join(S.dir, "collector.pid")
+    if os.path.exists(path):
+        with open(path) as f:
+            pid = int(f.read().strip())
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def read(name):
+    with open(os.path.join(S.dir, name)) as f:
+        return f.read()
+
+
+def tell_the_story():
+    S.dir = h.tempdir("aw-demo-")
+    h.on_exit(stop_collector)
+    env = a.clean_env({"AW_COLLECTOR": h.collector_binary(), "AW_AGENT": a.agent_binary(),
+                       "AW_CI": ci_binary(), "AW_DEMO_DIR": S.dir})
+    for k in list(env):
+        if k.startswith("GITHUB_"):
+            del env[k]
+    t = time.time()
+    S.proc = subprocess.run(["sh", os.path.join(h.SOURCE_DIR, "scripts", "demo-story.sh")],
+                            capture_output=True, text=True, timeout=600, env=env)
+    S.took = time.time() - t
+    S.env = {}
+    if os.path.exists(os.path.join(S.dir, "story.env")):
+        for line in read("story.env").splitlines():
+            k, _, v = line.partition("=")
+            S.env[k] = v
+    print("     the story took %.1f s" % S.took)
+
+
+def test_story_exit_statuses():
+    p = S.proc
+    eq(p.returncode, 0, "the story:\n%s\n%s" % (p.stdout, p.stderr))
+    eq((S.env["GATE_A"], S.env["GATE_B"]), ("0", "1"), "gate exit statuses")
+    check(S.took < 120, "the story takes %.0f s" % S.took)
+    url, b, pid = S.env["URL"], S.env["COMMIT_B"], S.env["PID"]
+    check("    %s/commits/%s\n" % (url, b) in p.stdout, "the report's address:\n" + p.stdout)
+    check("kill %s" % pid in p.stdout, "how to stop it")
+    # left running, as the README says
+    port = int(url.rsplit(":", 1)[1])
+    eq(h.request(port, "GET", "/healthz").status, 200, "the collector is still up")
+
+
+def test_junit_names_the_subject_cell():
+    host = S.env["HOST"]
+    root = ET.parse(os.path.join(S.dir, "gate-B.xml")).getroot()
+    failed = [(c.get("classname"), c.get("name"), c.find("failure"))
+              for c in root.iter("testcase") if c.find("failure") is not None]
+    names = [(cl, n) for cl, n, _ in failed]
+    check((host, SUBJECT_CELL + " [p50]") in names, names)
+    for cl, n, fail in failed:
+        eq(cl, host)
+        check(n.startswith(SUBJECT_CELL), "only the subject regressed: %s" % names)
+        check("baseline:" in fail.text and "head:" in fail.text and "change: +" in fail.text,
+              fail.text)
+        check(fail.get("message").startswith(n[-4:-1] + " regressed: "), fail.get("message"))
+    cases = list(root.iter("testcase"))
+    check(len(cases) >= 4, "a testcase per cell and metric: %d" % len(cases))
+    eq(root.get("failures"), str(len(failed)))
+
+    root = ET.parse(os.path.join(S.dir, "gate-A.xml")).getroot()
+    eq(root.get("failures"), "0")
+    check(any(c.get("name") == SUBJECT_CELL + " [p50]" for c in root.iter("testcase")),
+          "A's JUnit lists the subject's cell (all cells were asked for)")
+
+
+def test_markdown_lists_the_regression_first():
+    md = read("gate-B.md")
+    check(md.startswith("## atomwatch gate: FAIL\n"), md[:200])
+    reg, hosts = md.find("### Regressions"), md.find("### Hosts")
+    check(0 < reg < hosts, "regressions before the hosts")
+    first = md[reg:].split("\n")[4]  # heading, blank, table head, rule, first row
+    check(first.startswith("| %s | %s | p50 | " % (S.env["HOST"].replace("_", "\\_"),
+                                                   SUBJECT_CELL)), first)
+    check(re.search(r"\| \*\*\+\d+\.\d%\*\* \|", first), "the change in bold: " + first)
+    check("[report](%s/commits/%s)" % (S.env["URL"], S.env["COMMIT_B"]) in first, first)
+    md_a = read("gate-A.md")
+    check(md_a.startswith("## atomwatch gate: pass\n") and "### Regressions" not in md_a, md_a)
+
+
+def test_reference_hosts():
+    port = int(S.env["URL"].rsplit(":", 1)[1])
+    hosts = {x["name"]: x for x in h.request(port, "GET", "/api/v1/hosts").json()["hosts"]}
+    for name in ("neoverse-v2-ref", "neoverse-v2-ref2", "neoverse-v2-contention"):
+        check(name in hosts, sorted(hosts))
+        eq((hosts[name]["arch"], hosts[name]["cpu_model"]), ("aarch64", "Neoverse-V2"), name)
+    runs = h.request(port, "GET", "/api/v1/runs?host=neoverse-v2-ref&commit=%s"
+                     % S.env["COMMIT_B"]).json()["runs"]
+    eq(len(runs), 1, "the reference host under the hardened commit")
+    doc = h.request(port, "GET", "/api/v1/runs/" + runs[0]["run_id"]).json()
+    p50 = {c["key"]: c["p50"] for c in doc["cells"]}
+    check(p50["op=stadd cpu=0"] > 10 * p50["op=ldadd cpu=0"],
+          "STADD ten times slower than LDADD on Neoverse-V2: %s" % p50)
+    # this host's runs of B (three, as for every commit) sit beside them
+    runs = h.request(port, "GET", "/api/v1/runs?host=%s&commit=%s"
+                     % (S.env["HOST"], S.env["COMMIT_B"])).json()["runs"]
+    eq(len(runs), 3)
+
+
+def test_compare():
+    p = subprocess.run([ci_binary(), "compare", "--collector", S.env["URL"], "--project",
+                        S.env["PROJECT"], "--base", S.env["COMMIT_A"], "--head",
+                        S.env["COMMIT_B"], "--host", S.env["HOST"]],
+                       capture_output=True, text=True, timeout=60, env=a.clean_env())
+    eq(p.returncode, 1, p.stdout + p.stderr)
+    check("regressed  %s  %s [p50]" % (S.env["HOST"], SUBJECT_CELL) in p.stdout, p.stdout)
+
+
+def main():
+    a.agent_binary()
+    ci_binary()
+    tell_the_story()
+    h.run([(n, f) for n, f in sorted(globals().items()) if n.startswith("test_")],
+          "ci demo story")
+
+
+if __name__ == "__main__":
+    main()
