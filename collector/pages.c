@@ -373,7 +373,8 @@ static int read_verdicts(struct store_conn *c, struct aw_arena *a, const char *h
 	out->index = aw_strmap_new(limit);
 	if (!out->index)
 		return -ENOMEM;
-	rc = store_verdict_list(c, NULL, commit, host, limit, on_verdict, out);
+	rc = (parse ? store_verdict_list : store_verdict_statuses)(c, NULL, commit, host, limit,
+	                                                           on_verdict, out);
 	return rc ? rc : a->rc;
 }
 
@@ -435,8 +436,8 @@ int aw_site_overview(const struct aw_site *s, struct aw_buf *out)
 
 		rc = last_commit(s->conn, &a, hosts.v[i].name, &hosts.v[i].last_commit);
 		if (!rc)
-			rc = store_verdict_list(s->conn, NULL, NULL, hosts.v[i].name, 1, on_status,
-			                        &st);
+			rc = store_verdict_statuses(s->conn, NULL, NULL, hosts.v[i].name, 1,
+			                            on_status, &st);
 		hosts.v[i].last_verdict = st.v;
 	}
 	if (!rc)
@@ -446,8 +447,8 @@ int aw_site_overview(const struct aw_site *s, struct aw_buf *out)
 	for (size_t i = 0; !rc && !a.rc && i < n_recent; i++) {
 		struct status_only st = {AW_REPORT_UNKNOWN, false};
 
-		rc = store_verdict_list(s->conn, NULL, recent[i].sha, NULL, VERDICTS_READ,
-		                        on_status, &st);
+		rc = store_verdict_statuses(s->conn, NULL, recent[i].sha, NULL, VERDICTS_READ,
+		                            on_status, &st);
 		commits[i] = (struct aw_page_commit_summary){
 		    recent[i].sha, recent[i].ref, recent[i].time, recent[i].hosts, 0, st.v};
 	}

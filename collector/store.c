@@ -421,3 +421,11 @@ int store_verdict_list(struct store_conn *c, const char *project, const char *co
 		return -EINVAL;
 	return c->ops->verdict_list(c, project, commit, host, limit, cb, cls);
 }
+
+int store_verdict_statuses(struct store_conn *c, const char *project, const char *commit,
+                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	if (limit < 1 || limit > 10000)
+		return -EINVAL;
+	return c->ops->verdict_statuses(c, project, commit, host, limit, cb, cls);
+}

@@ -60,6 +60,8 @@ struct store_ops {
 	int (*verdict_put)(struct store_conn *c, const struct store_verdict *v);
 	int (*verdict_list)(struct store_conn *c, const char *project, const char *commit,
 	                    const char *host, unsigned limit, store_verdict_cb cb, void *cls);
+	int (*verdict_statuses)(struct store_conn *c, const char *project, const char *commit,
+	                        const char *host, unsigned limit, store_verdict_cb cb, void *cls);
 };
 
 extern const struct store_ops store_sqlite_ops;

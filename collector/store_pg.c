@@ -231,8 +231,14 @@ enum pg_stmt {
 	PG_CP_LIST,
 	PG_VERDICT_PUT,
 	PG_VERDICT_LIST,
+	PG_VERDICT_STATUSES,
 	PG_N
 };
+
+#define PG_VERDICT_REST                                                                       \
+	"computed_at, order_us FROM verdicts WHERE ($1::text IS NULL OR project = $1) AND "   \
+	"($2::text IS NULL OR commit_sha = $2) AND ($3::text IS NULL OR host = $3) ORDER BY " \
+	"order_us DESC, host LIMIT $4"
 
 static const char *const pg_sql[PG_N] = {
     [PG_BEGIN] = "BEGIN",
@@ -353,10 +359,11 @@ static const char *const pg_sql[PG_N] = {
         "computed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (project, commit_sha, "
         "host) DO UPDATE SET baseline_ref = excluded.baseline_ref, status = excluded.status, "
         "doc = excluded.doc, order_us = excluded.order_us, computed_at = excluded.computed_at",
-    [PG_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, doc, "
-                        "computed_at, order_us FROM verdicts WHERE ($1::text IS NULL OR "
-                        "project = $1) AND ($2::text IS NULL OR commit_sha = $2) AND ($3::text "
-                        "IS NULL OR host = $3) ORDER BY order_us DESC, host LIMIT $4",
+    [PG_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, "
+                        "doc, " PG_VERDICT_REST,
+    /* the same without the document, which may be large */
+    [PG_VERDICT_STATUSES] = "SELECT project, commit_sha, host, baseline_ref, status, "
+                            "NULL, " PG_VERDICT_REST,
 };
 
 struct pg_conn {
@@ -1802,8 +1809,9 @@ static int pg_verdict_put(struct store_conn *base, const struct store_verdict *v
 	return run_cmd(pgc(base), PG_VERDICT_PUT, &p, "cannot store a verdict");
 }
 
-static int pg_verdict_list(struct store_conn *base, const char *project, const char *commit,
-                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+static int verdict_query(struct store_conn *base, enum pg_stmt which, const char *project,
+                         const char *commit, const char *host, unsigned limit, store_verdict_cb cb,
+                         void *cls)
 {
 	struct params p = {.n = 0};
 	PGresult *res;
@@ -1813,7 +1821,7 @@ static int pg_verdict_list(struct store_conn *base, const char *project, const c
 	p_text(&p, commit);
 	p_text(&p, host);
 	p_i64(&p, limit);
-	res = run(pgc(base), PG_VERDICT_LIST, &p, &rc, "cannot list verdicts");
+	res = run(pgc(base), which, &p, &rc, "cannot list verdicts");
 	if (!res)
 		return rc;
 	for (int row = 0; !rc && row < PQntuples(res); row++) {
@@ -1832,6 +1840,18 @@ static int pg_verdict_list(struct store_conn *base, const char *project, const c
 	}
 	PQclear(res);
 	return rc;
+}
+
+static int pg_verdict_list(struct store_conn *base, const char *project, const char *commit,
+                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	return verdict_query(base, PG_VERDICT_LIST, project, commit, host, limit, cb, cls);
+}
+
+static int pg_verdict_statuses(struct store_conn *base, const char *project, const char *commit,
+                               const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	return verdict_query(base, PG_VERDICT_STATUSES, project, commit, host, limit, cb, cls);
 }
 
 const struct store_ops store_pg_ops = {
@@ -1864,4 +1884,5 @@ const struct store_ops store_pg_ops = {
     .changepoints_list = pg_changepoints_list,
     .verdict_put = pg_verdict_put,
     .verdict_list = pg_verdict_list,
+    .verdict_statuses = pg_verdict_statuses,
 };

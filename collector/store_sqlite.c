@@ -236,8 +236,13 @@ enum sq_stmt {
 	SQ_CP_LIST,
 	SQ_VERDICT_PUT,
 	SQ_VERDICT_LIST,
+	SQ_VERDICT_STATUSES,
 	SQ_N
 };
+
+#define SQ_VERDICT_REST                                                                           \
+	"computed_at, order_us FROM verdicts WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL " \
+	"OR commit_sha = ?2) AND (?3 IS NULL OR host = ?3) ORDER BY order_us DESC, host LIMIT ?4"
 
 static const char *const sq_sql[SQ_N] = {
     [SQ_BEGIN] = "BEGIN IMMEDIATE",
@@ -350,10 +355,11 @@ static const char *const sq_sql[SQ_N] = {
         "computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (project, commit_sha, "
         "host) DO UPDATE SET baseline_ref = excluded.baseline_ref, status = excluded.status, "
         "doc = excluded.doc, order_us = excluded.order_us, computed_at = excluded.computed_at",
-    [SQ_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, doc, "
-                        "computed_at, order_us FROM verdicts WHERE (?1 IS NULL OR project = ?1) "
-                        "AND (?2 IS NULL OR commit_sha = ?2) AND (?3 IS NULL OR host = ?3) "
-                        "ORDER BY order_us DESC, host LIMIT ?4",
+    [SQ_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, "
+                        "doc, " SQ_VERDICT_REST,
+    /* the same without the document, which may be large */
+    [SQ_VERDICT_STATUSES] = "SELECT project, commit_sha, host, baseline_ref, status, "
+                            "NULL, " SQ_VERDICT_REST,
 };
 
 struct sq_conn {
@@ -1804,12 +1810,13 @@ static int verdict_row(sqlite3_stmt *s, void *cls)
 	return vr->cb(&v, vr->cls);
 }
 
-static int sq_verdict_list(struct store_conn *base, const char *project, const char *commit,
-                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+static int verdict_query(struct store_conn *base, enum sq_stmt which, const char *project,
+                         const char *commit, const char *host, unsigned limit, store_verdict_cb cb,
+                         void *cls)
 {
 	struct sq_conn *c = sq(base);
 	struct verdict_rows vr = {cb, cls};
-	sqlite3_stmt *s = st(c, SQ_VERDICT_LIST);
+	sqlite3_stmt *s = st(c, which);
 
 	if (!s)
 		return -EIO;
@@ -1818,6 +1825,18 @@ static int sq_verdict_list(struct store_conn *base, const char *project, const c
 	b_text(s, 3, host);
 	b_i64(s, 4, limit);
 	return each_row(c, s, verdict_row, &vr, "cannot list verdicts");
+}
+
+static int sq_verdict_list(struct store_conn *base, const char *project, const char *commit,
+                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	return verdict_query(base, SQ_VERDICT_LIST, project, commit, host, limit, cb, cls);
+}
+
+static int sq_verdict_statuses(struct store_conn *base, const char *project, const char *commit,
+                               const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	return verdict_query(base, SQ_VERDICT_STATUSES, project, commit, host, limit, cb, cls);
 }
 
 const struct store_ops store_sqlite_ops = {
@@ -1850,4 +1869,5 @@ const struct store_ops store_sqlite_ops = {
     .changepoints_list = sq_changepoints_list,
     .verdict_put = sq_verdict_put,
     .verdict_list = sq_verdict_list,
+    .verdict_statuses = sq_verdict_statuses,
 };

@@ -1,0 +1,276 @@
+/* The collector's report side over a real SQLite store, without gnuplot: cached verdicts read
+ * back (whole and as statuses only), the names of the charts a run gives, compare tables, and
+ * the pages built from the store (bad names, unknown commits, pending charts, escaping). */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "collector_fixture.h"
+#include "pages.h"
+#include "render.h"
+
+#define SHA1 "badc0de1badc0de1badc0de1badc0de1badc0de1"
+#define SHA2 "c0ffee07c0ffee07c0ffee07c0ffee07c0ffee07"
+
+static struct aw_cell *add(struct aw_result *r, const char *op, const char *reader, int cpu,
+                           int contender, int64_t c, int64_t d, const char *placement, double p50)
+{
+	struct aw_cell *cell = aw_result_add_cell(r);
+
+	assert_non_null(cell);
+	assert_int_equal(aw_set_str(&cell->op, op), 0);
+	assert_int_equal(aw_set_str(&cell->reader, reader), 0);
+	assert_int_equal(aw_set_str(&cell->placement, placement), 0);
+	cell->cpu = cpu;
+	cell->contender_cpu = contender;
+	cell->c = c;
+	cell->d = d;
+	cell->n = 200;
+	cell->batch = 4096;
+	cell->min = cell->p50 = cell->ci_lo = cell->ci_hi = cell->mean = p50;
+	cell->p95 = p50 * 1.1;
+	cell->p99 = cell->max = p50 * 1.5;
+	cell->stddev = 0;
+	cell->baseline_ns = 0.3;
+	assert_int_equal(aw_cell_make_key(cell), 0);
+	return cell;
+}
+
+/* A run of `host` at `commit`: ops on CPUs 1 and 2 (CPU 1 is the first), a reader, a
+ * contended cell near and far, a hostile host label. */
+static struct aw_result *run_of(const char *host, const char *commit, int day, double llsc)
+{
+	struct aw_result *r = aw_result_new();
+	char when[32];
+
+	assert_non_null(r);
+	assert_int_equal(aw_set_str(&r->project, "linux"), 0);
+	assert_int_equal(aw_set_str(&r->commit, commit), 0);
+	assert_int_equal(aw_set_str(&r->ref, "main"), 0);
+	snprintf(when, sizeof(when), "2026-11-%02dT10:00:00Z", day);
+	assert_int_equal(aw_set_str(&r->commit_time, when), 0);
+	snprintf(r->started_at, sizeof(r->started_at), "%s", when);
+	snprintf(r->finished_at, sizeof(r->finished_at), "%s", when);
+	r->trigger = AW_TRIGGER_CI;
+	r->host = json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:i, s:b}}", "name", host, "arch",
+	                    "aarch64", "cpu_model", "Neoverse-V2", "labels", "rack",
+	                    "<script>alert(1)</script>", "stable", "cpus", 2, "lse", 1);
+	assert_non_null(r->host);
+	assert_int_equal(aw_set_str(&r->matrix_name, "default"), 0);
+	assert_int_equal(aw_set_str(&r->matrix_hash, "9a8b7c6d"), 0);
+	r->matrix_version = 1;
+	for (int cpu = 1; cpu <= 2; cpu++) {
+		add(r, "llsc", NULL, cpu, AW_NONE, AW_NONE, 0, NULL, llsc);
+		add(r, "stadd", NULL, cpu, AW_NONE, AW_NONE, 0, NULL, 50.0);
+	}
+	add(r, "ldadd", "srcu", 1, AW_NONE, AW_NONE, 0, NULL, 9.0);
+	add(r, "stadd", NULL, 1, 2, 100, 0, "near", 60.0);
+	add(r, "stadd", NULL, 1, 3, 100, 0, "far", 90.0);
+	return r;
+}
+
+static int64_t put(struct store_conn *c, struct aw_result *r)
+{
+	int64_t seq;
+
+	put_one(c, r, STORE_CREATED, &seq);
+	aw_result_free(&r);
+	return seq;
+}
+
+struct seen {
+	int n;
+	bool any_json;
+	char status[16];
+};
+
+static int on_verdict(const struct store_verdict *v, void *cls)
+{
+	struct seen *s = cls;
+
+	s->n++;
+	s->any_json = s->any_json || v->json;
+	snprintf(s->status, sizeof(s->status), "%s", v->status);
+	return 0;
+}
+
+static void test_verdict_statuses_and_view(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	const char *doc = "{\"host\":\"grace\",\"status\":\"fail\",\"baseline_runs\":7,\"cells\":["
+	                  "{\"key\":\"op=llsc cpu=1\",\"verdict\":\"regressed\","
+	                  "\"p50\":{\"baseline\":5.0,\"head\":10.0}},"
+	                  "{\"key\":\"op=cas cpu=1\",\"verdict\":\"missing\","
+	                  "\"p50\":{\"baseline\":6.0,\"head\":null}}]}";
+	struct store_verdict v = {.project = "linux",
+	                          .commit = SHA1,
+	                          .host = "grace",
+	                          .baseline_ref = "main",
+	                          .status = "fail",
+	                          .json = doc,
+	                          .computed_at = "2026-11-29T10:00:00Z",
+	                          .order_us = 1};
+	struct aw_verdict_view view;
+	struct seen seen = {0};
+	struct aw_arena a;
+
+	(void)state;
+	assert_int_equal(store_verdict_put(c, &v), 0);
+	assert_int_equal(store_verdict_statuses(c, NULL, NULL, "grace", 10, on_verdict, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_false(seen.any_json);
+	assert_string_equal(seen.status, "fail");
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_verdict_list(c, NULL, SHA1, NULL, 10, on_verdict, &seen), 0);
+	assert_true(seen.any_json);
+	assert_int_equal(store_verdict_statuses(c, NULL, NULL, NULL, 0, on_verdict, &seen),
+	                 -EINVAL);
+
+	aw_arena_init(&a, 1u << 20);
+	assert_int_equal(aw_verdict_view_parse(&a, &v, &view), 0);
+	assert_int_equal(view.status, AW_REPORT_FAIL);
+	assert_int_equal(view.baseline_runs, 7);
+	assert_int_equal(view.n_cells, 2);
+	assert_string_equal(view.cells[0].key, "op=llsc cpu=1");
+	assert_int_equal(view.cells[0].verdict, AW_REPORT_REGRESSED);
+	assert_true(view.cells[0].base_p50 == 5.0 && view.cells[0].head_p50 == 10.0);
+	assert_int_equal(view.cells[1].verdict, AW_REPORT_MISSING);
+	assert_true(isnan(view.cells[1].head_p50));
+	v.json = "[1, 2]";
+	assert_int_equal(aw_verdict_view_parse(&a, &v, &view), -EINVAL);
+	aw_arena_release(&a);
+	assert_int_equal(aw_report_verdict_parse("incomplete"), AW_REPORT_INCOMPLETE);
+	assert_int_equal(aw_report_verdict_parse("frobnicated"), AW_REPORT_UNKNOWN);
+	assert_int_equal(aw_report_verdict_parse(NULL), AW_REPORT_UNKNOWN);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static void test_names(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	const char **groups, **contention;
+	size_t n_groups, n_contention;
+	struct aw_arena a;
+	char buf[64], path[256];
+	int64_t seq;
+
+	(void)state;
+	assert_string_equal(aw_cell_group("stadd", NULL, NULL, NULL, buf, sizeof(buf)), "lse");
+	assert_string_equal(aw_cell_group("plain", NULL, NULL, NULL, buf, sizeof(buf)), "llsc");
+	assert_string_equal(aw_cell_group("ldadd", "srcu", NULL, NULL, buf, sizeof(buf)),
+	                    "reader-srcu");
+	assert_string_equal(aw_cell_group("inc", NULL, "libpcpu", NULL, buf, sizeof(buf)),
+	                    "subject-libpcpu");
+	assert_string_equal(aw_cell_group("nop", NULL, NULL, "srcu-fast", buf, sizeof(buf)),
+	                    "kernel");
+	assert_string_equal(aw_cell_group("frob", NULL, NULL, NULL, buf, sizeof(buf)), "other");
+	assert_string_equal(aw_cell_contention_name("stadd", NULL, "far", buf, sizeof(buf)),
+	                    "stadd-far");
+	assert_string_equal(aw_cell_contention_name("llsc", "srcu", NULL, buf, sizeof(buf)),
+	                    "srcu-llsc");
+
+	seq = put(c, run_of("grace", SHA1, 1, 5.0));
+	aw_arena_init(&a, 1u << 20);
+	assert_int_equal(
+	    aw_run_chart_names(c, &a, seq, &groups, &n_groups, &contention, &n_contention), 0);
+	/* groups of the first CPU's uncontended cells, in the order first seen */
+	assert_int_equal(n_groups, 3);
+	assert_string_equal(groups[0], "llsc");
+	assert_string_equal(groups[1], "lse");
+	assert_string_equal(groups[2], "reader-srcu");
+	assert_int_equal(n_contention, 2);
+	assert_string_equal(contention[0], "stadd-near");
+	assert_string_equal(contention[1], "stadd-far");
+	aw_arena_release(&a);
+
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_COMPARE, .commit = SHA1, .host = "grace", .base = "main"};
+	assert_int_equal(aw_chart_table_path("/d", &id, path, sizeof(path)), 0);
+	assert_string_equal(path, "/d/charts/commits/" SHA1 "/hosts/grace/compare-main.cells.json");
+	assert_false(aw_chart_path_servable(path + 3));
+	assert_int_equal(aw_chart_table_path("/d", &id, path, 20), -ENAMETOOLONG);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static void test_pages(void **state)
+{
+	const struct aw_links links = {AW_LINKS_SERVED, NULL};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_site site = {
+	    .links = &links, .data_dir = dir, .baseline_ref = "main", .chart_ready = NULL};
+	struct aw_buf out;
+	struct store_verdict v = {.project = "linux",
+	                          .commit = SHA2,
+	                          .host = "grace",
+	                          .baseline_ref = "main",
+	                          .status = "fail",
+	                          .json = "{\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
+	                                  "cpu=1\",\"verdict\":\"regressed\",\"p50\":{"
+	                                  "\"baseline\":5.0,\"head\":20.0}}]}",
+	                          .computed_at = "2026-11-29T10:00:00Z",
+	                          .order_us = 2};
+
+	(void)state;
+	site.conn = c;
+	aw_buf_init(&out, 1u << 24);
+	assert_int_equal(aw_site_overview(&site, &out), 0);
+	assert_non_null(strstr(out.data, "No host has reported yet."));
+	aw_buf_reset(&out);
+	assert_int_equal(aw_site_host(&site, "grace", &out), -ENOENT);
+	assert_int_equal(aw_site_host(&site, "../etc", &out), -EINVAL);
+	assert_int_equal(aw_site_commit(&site, SHA1, &out), -ENOENT);
+	assert_int_equal(aw_site_commit(&site, "xyz", &out), -EINVAL);
+	assert_int_equal(aw_site_compare(&site, SHA1, "nope", &out), -EINVAL);
+
+	put(c, run_of("grace", SHA1, 1, 5.0));
+	put(c, run_of("grace", SHA2, 2, 20.0));
+	assert_int_equal(store_verdict_put(c, &v), 0);
+
+	aw_buf_reset(&out);
+	assert_int_equal(aw_site_overview(&site, &out), 0);
+	assert_non_null(strstr(out.data, "rack=&lt;script&gt;alert(1)&lt;/script&gt;"));
+	assert_null(strstr(out.data, "<script>"));
+	assert_non_null(strstr(out.data, "/compare?base=" SHA1 "&amp;head=" SHA2));
+	aw_buf_reset(&out);
+	assert_int_equal(aw_site_host(&site, "grace", &out), 0);
+	/* nothing drawn: every chart pending, none linked */
+	assert_null(strstr(out.data, "<img"));
+	assert_non_null(strstr(out.data, "chart not drawn yet"));
+	assert_non_null(strstr(out.data, "v-fail"));
+	aw_buf_reset(&out);
+	assert_int_equal(aw_site_commit(&site, SHA2, &out), 0);
+	assert_non_null(strstr(out.data, "<tr><td><code>op=llsc cpu=1</code></td>"
+	                                 "<td class=\"num\">5</td><td class=\"num\">20</td>"));
+	assert_non_null(strstr(out.data, "v-regressed"));
+	/* a cell the verdict does not list is unchanged */
+	assert_non_null(strstr(out.data, "<tr><td><code>op=stadd cpu=1</code></td>"));
+	assert_non_null(strstr(out.data, "v-unchanged"));
+	aw_buf_reset(&out);
+	assert_int_equal(aw_site_compare(&site, SHA1, SHA2, &out), 0);
+	assert_non_null(strstr(out.data, "<td class=\"num\">5</td><td class=\"num\">20</td>"));
+	aw_buf_release(&out);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_verdict_statuses_and_view),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_pages),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
