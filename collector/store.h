@@ -369,8 +369,9 @@ int store_verdict_put(struct store_conn *c, const struct store_verdict *v);
 int store_verdict_list(struct store_conn *c, const char *project, const char *commit,
                        const char *host, unsigned limit, store_verdict_cb cb, void *cls);
 
-/* The same rows without their JSON (v->json is NULL): for pages that show statuses only, at a
- * cost that does not grow with the size of each verdict. */
+/* The same rows without their JSON and computation time (v->json and v->computed_at are
+ * NULL): for pages that show statuses only, at a cost that does not grow with the size of
+ * each verdict. */
 int store_verdict_statuses(struct store_conn *c, const char *project, const char *commit,
                            const char *host, unsigned limit, store_verdict_cb cb, void *cls);
 

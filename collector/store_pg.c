@@ -236,7 +236,7 @@ enum pg_stmt {
 };
 
 #define PG_VERDICT_REST                                                                       \
-	"computed_at, order_us FROM verdicts WHERE ($1::text IS NULL OR project = $1) AND "   \
+	"order_us FROM verdicts WHERE ($1::text IS NULL OR project = $1) AND "                \
 	"($2::text IS NULL OR commit_sha = $2) AND ($3::text IS NULL OR host = $3) ORDER BY " \
 	"order_us DESC, host LIMIT $4"
 
@@ -360,10 +360,11 @@ static const char *const pg_sql[PG_N] = {
         "host) DO UPDATE SET baseline_ref = excluded.baseline_ref, status = excluded.status, "
         "doc = excluded.doc, order_us = excluded.order_us, computed_at = excluded.computed_at",
     [PG_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, "
-                        "doc, " PG_VERDICT_REST,
-    /* the same without the document, which may be large */
+                        "doc, computed_at, " PG_VERDICT_REST,
+    /* the same without the document, which may be large, nor what a row keeps after it
+     * (reading a column stored after a large value reads through that value) */
     [PG_VERDICT_STATUSES] = "SELECT project, commit_sha, host, baseline_ref, status, "
-                            "NULL, " PG_VERDICT_REST,
+                            "NULL, NULL, " PG_VERDICT_REST,
 };
 
 struct pg_conn {

@@ -240,8 +240,8 @@ enum sq_stmt {
 	SQ_N
 };
 
-#define SQ_VERDICT_REST                                                                           \
-	"computed_at, order_us FROM verdicts WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL " \
+#define SQ_VERDICT_REST                                                              \
+	"order_us FROM verdicts WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL " \
 	"OR commit_sha = ?2) AND (?3 IS NULL OR host = ?3) ORDER BY order_us DESC, host LIMIT ?4"
 
 static const char *const sq_sql[SQ_N] = {
@@ -356,10 +356,11 @@ static const char *const sq_sql[SQ_N] = {
         "host) DO UPDATE SET baseline_ref = excluded.baseline_ref, status = excluded.status, "
         "doc = excluded.doc, order_us = excluded.order_us, computed_at = excluded.computed_at",
     [SQ_VERDICT_LIST] = "SELECT project, commit_sha, host, baseline_ref, status, "
-                        "doc, " SQ_VERDICT_REST,
-    /* the same without the document, which may be large */
+                        "doc, computed_at, " SQ_VERDICT_REST,
+    /* the same without the document, which may be large, nor what a row keeps after it
+     * (reading a column stored after a large value reads through that value) */
     [SQ_VERDICT_STATUSES] = "SELECT project, commit_sha, host, baseline_ref, status, "
-                            "NULL, " SQ_VERDICT_REST,
+                            "NULL, NULL, " SQ_VERDICT_REST,
 };
 
 struct sq_conn {

@@ -95,7 +95,7 @@ static int on_verdict(const struct store_verdict *v, void *cls)
 	struct seen *s = cls;
 
 	s->n++;
-	s->any_json = s->any_json || v->json;
+	s->any_json = s->any_json || v->json || v->computed_at;
 	snprintf(s->status, sizeof(s->status), "%s", v->status);
 	return 0;
 }
