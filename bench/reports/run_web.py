@@ -181,7 +181,9 @@ def timed(col, path, n):
     times.sort()
     return {"p50_ms": round(statistics.median(times), 2),
             "p95_ms": round(times[int(0.95 * len(times)) - 1], 2),
-            "max_ms": round(times[-1], 2), "bytes": len(r.body)}
+            "max_ms": round(times[-1], 2), "bytes": len(r.body),
+            "images": r.body.count(b"<img "),
+            "pending": r.body.count(b"chart not drawn yet")}
 
 
 def bench_pages(args):
