@@ -1176,8 +1176,9 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 
 /* Draws the trend of `only` (a group name) or, NULL, of every group. */
 static int draw_trends_of(struct aw_draw *d, const char *host, const char *ref, const char *only,
-                          char **err)
+                          char **err_out)
 {
+	char *scratch = NULL, **err = err_out ? err_out : &scratch;
 	struct aw_arena a;
 	struct trend_ctx t = {.d = d, .a = &a, .host = host, .ref = ref};
 	struct aw_strmap *done = NULL;
@@ -1216,6 +1217,7 @@ static int draw_trends_of(struct aw_draw *d, const char *host, const char *ref, 
 	first_err = NULL;
 out:
 	free(first_err);
+	free(scratch);
 	aw_strmap_free(&done);
 	trend_release(&t);
 	aw_arena_release(&a);
@@ -1298,8 +1300,9 @@ static const char *previous_commit(struct aw_draw *d, struct aw_arena *a, const 
 }
 
 int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *commit,
-                           const char *host, const char *ref, char **err)
+                           const char *host, const char *ref, char **err_out)
 {
+	char *scratch = NULL, **err = &scratch; /* the steps below always report into one */
 	struct aw_draw dp = *d;
 	struct aw_arena a;
 	struct commit_host head;
@@ -1357,12 +1360,14 @@ int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *c
 		rc = draw_compare_with(&pair, &a, &head, prev, true, &pair_err);
 		if (rc != -ENOENT)
 			count(d, rc, &pair_err, &first_err, &first);
+		free(pair_err);
 	}
 out:
 	cellset_release(&head.cells);
 	aw_arena_release(&a);
-	if (first)
-		*err = first_err;
+	free(scratch);
+	if (first && err_out)
+		*err_out = first_err;
 	else
 		free(first_err);
 	return first;
