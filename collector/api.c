@@ -10,6 +10,7 @@
 #include "aw/log.h"
 #include "internal.h"
 #include "metrics.h"
+#include "reports.h"
 #include "writer.h"
 
 #define LIST_DEFAULT   100
@@ -454,6 +455,50 @@ static int gate_hosts(struct aw_ctx *x, const char *project, const char *commit,
 	return rc;
 }
 
+/* Sets obj[name] to the site-relative address of chart `id` ("/charts/..."). A chart whose
+ * address does not fit is left out: a link is a convenience, the verdict is the answer. */
+static int set_chart_link(json_t *obj, const char *name, const struct aw_chart_id *id)
+{
+	char path[1024];
+
+	path[0] = '/';
+	if (aw_chart_path(id, "svg", path + 1, sizeof(path) - 1))
+		return 0;
+	return json_object_set_new(obj, name, json_string(path)) ? -ENOMEM : 0;
+}
+
+/* A host's "charts": its comparison chart, when the renderer draws that pair (a commit as the
+ * base, or the baseline ref the collector is configured with: what runs are drawn against). */
+static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *head,
+                            const char *base, const char *ref)
+{
+	const char *host = json_string_value(json_object_get(host_json, "host"));
+	struct aw_chart_id id = {.kind = AW_CHART_COMPARE, .commit = head, .host = host};
+	json_t *charts;
+
+	if (base)
+		id.base = base;
+	else if (!strcmp(ref, x->col->analysis.baseline_ref))
+		id.base = ref;
+	if (!host || !id.base)
+		return 0;
+	charts = json_object();
+	if (!charts || json_object_set_new(host_json, "charts", charts))
+		return -ENOMEM;
+	return set_chart_link(charts, "compare", &id);
+}
+
+/* The reply's top-level "charts": the cross-host heat map of the head commit. */
+static int commit_chart_links(json_t *reply, const char *head)
+{
+	const struct aw_chart_id id = {.kind = AW_CHART_HEATMAP, .commit = head};
+	json_t *charts = json_object();
+
+	if (!charts || json_object_set_new(reply, "charts", charts))
+		return -ENOMEM;
+	return set_chart_link(charts, "heatmap", &id);
+}
+
 /* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
  * overall status: fail when a host regressed, else incomplete when one has no run, else
  * pass. */
@@ -481,7 +526,8 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 			overall = AW_GATE_INCOMPLETE;
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
-		if (!j || json_array_append_new(list, j))
+		if (!j || json_array_append_new(list, j) ||
+		    host_chart_links(x, j, head, base, o->baseline_ref))
 			rc = -ENOMEM;
 	}
 	if (!rc && !hosts->n)
@@ -496,7 +542,7 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		return;
 	}
 	if (json_object_set_new(reply, "status", json_string(aw_gate_status_name(overall))) ||
-	    json_object_set_new(reply, "hosts", list)) {
+	    json_object_set_new(reply, "hosts", list) || commit_chart_links(reply, head)) {
 		json_decref(reply);
 		aw_reply_error(x->req, 500, "internal", "", "out of memory");
 		return;

@@ -120,6 +120,22 @@ def test_markdown_lists_the_regression_first():
                                                    SUBJECT_CELL)), first)
     check(re.search(r"\| \*\*\+\d+\.\d%\*\* \|", first), "the change in bold: " + first)
     check("[report](%s/commits/%s)" % (S.env["URL"], S.env["COMMIT_B"]) in first, first)
+    url, b, host = S.env["URL"], S.env["COMMIT_B"], S.env["HOST"]
+    compare = "%s/charts/commits/%s/hosts/%s/compare-main.svg" % (url, b, host)
+    heatmap = "%s/charts/commits/%s/heatmap.svg" % (url, b)
+    check("[chart](%s)" % compare in first, "the host's comparison chart: " + first)
+    check("Charts: [heatmap](%s)" % heatmap in md, "the cross-host heat map:\n" + md)
+    port = int(url.rsplit(":", 1)[1])
+    for link in (compare, heatmap):
+        path, deadline = link[len(url):], time.time() + 60
+        while True:
+            r = h.request(port, "GET", path)
+            if r.status == 200:
+                check(r.body.startswith(b"<?xml") or b"<svg" in r.body[:400], path)
+                break
+            eq(r.status, 404, r)
+            check(time.time() < deadline, "%s not drawn within 60 s" % path)
+            time.sleep(0.1)
     md_a = read("gate-A.md")
     check(md_a.startswith("## atomwatch gate: pass\n") and "### Regressions" not in md_a, md_a)
 
