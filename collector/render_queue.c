@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "aw/log.h"
 #include "aw/util.h"
@@ -220,10 +222,18 @@ static void run_task(struct worker *w, struct store_conn *conn, struct task *t)
 	free(err);
 }
 
+/* Render workers, and the gnuplot each spawns (a child inherits its thread's nice value), yield
+ * the CPUs to the HTTP threads: on a busy collector uploads are answered first and the charts
+ * follow. Linux keeps a nice value per thread. */
+#define WORKER_NICE 10
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct aw_renderer *r = w->r;
+
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE))
+		aw_debug("render worker: cannot lower its priority: %s", strerror(errno));
 
 	for (;;) {
 		struct store_conn *conn = NULL;

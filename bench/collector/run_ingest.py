@@ -121,7 +121,18 @@ def main():
                                             raw_count, sync)
         print("raw sqlite (%s): %s" % (sync, results["raw_sqlite_" + sync]), flush=True)
 
-    # The collector on SQLite, durable across power loss (full) and across crashes (normal).
+    # Ingest alone, without the render workers' verdicts and charts after each upload: what
+    # rendering costs the uploads (it must not slow them down).
+    db = h.Database("sqlite")
+    col, token, res = collector_run(
+        args.build_dir, db.url, "store:\n  sqlite_synchronous: full\nrender:\n  workers: 0\n",
+        args.concurrency, args.uploads, {"synchronous": "full", "render_workers": 0})
+    results["collector_sqlite_norender"] = res
+    print("collector sqlite (full, no rendering): %s" % res, flush=True)
+    col.stop()
+
+    # The collector on SQLite, durable across power loss (full) and across crashes (normal),
+    # with its default two render workers.
     for sync in ("full", "normal"):
         db = h.Database("sqlite")
         if sync == "normal":
@@ -184,6 +195,11 @@ def main():
             name, res["uploads_per_s"], res["p50_ms"], res["p99_ms"],
             res["collector_cpu_ms_per_upload"], rawres["documents_per_s"],
             100 * res["uploads_per_s"] / rawres["documents_per_s"]))
+    nr = results["collector_sqlite_norender"]
+    print("| SQLite, synchronous=full, no render workers | %.0f | %.1f | %.1f | %.2f | %.0f | "
+          "%.0f%% |" % (nr["uploads_per_s"], nr["p50_ms"], nr["p99_ms"],
+                        nr["collector_cpu_ms_per_upload"], raw_full["documents_per_s"],
+                        100 * nr["uploads_per_s"] / raw_full["documents_per_s"]))
     light = results["collector_sqlite_light"]
     print("| SQLite, synchronous=full, 2 uploaders | %.0f | %.1f | %.1f | | | |" % (
         light["uploads_per_s"], light["p50_ms"], light["p99_ms"]))
