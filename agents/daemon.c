@@ -139,21 +139,25 @@ static void report(struct aw_agent *a, json_int_t id, const char *state, const c
 	free(text);
 }
 
-/* Measures and submits one run; remembers its fingerprint. Returns 0 with *outcome and the run
- * id, or a negative errno with *err (-EINTR: stopped). */
+/* Measures and submits one run. Its fingerprint, and for a scheduled run (`sched_at` not 0) the
+ * period it covers, are remembered once it is measured, before the upload: whoever sees the run
+ * on the collector also sees the state that accounts for it, and a daemon restarted during a
+ * slow upload does not measure the period again. Returns 0 with *outcome and the run id, or a
+ * negative errno with *err (-EINTR: stopped). */
 static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_agent_run *run,
-                          enum aw_upload_outcome *outcome, char *run_id, char **err)
+                          int64_t sched_at, enum aw_upload_outcome *outcome, char *run_id,
+                          char **err)
 {
 	struct aw_result *res = NULL;
 	int rc = aw_agent_measure(a, run, &res, err);
 
 	if (!rc) {
 		memcpy(run_id, res->run_id, AW_UUID_LEN + 1);
-		rc = aw_agent_submit(a, res, outcome, err);
-	}
-	if (!rc) {
 		state_set_host(st, res->host);
+		if (sched_at)
+			st->last_sched = sched_at;
 		state_save(st);
+		rc = aw_agent_submit(a, res, outcome, err);
 	}
 	aw_result_free(&res);
 	malloc_trim(0); /* a run's memory goes back to the system while the daemon idles */
@@ -195,7 +199,7 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	report(a, id, "running", NULL, NULL, true);
 	meta = json_pack("{s:I}", "job", id);
 	run.meta = meta;
-	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	rc = run_and_submit(a, st, &run, 0, &outcome, run_id, &err);
 	if (rc == -EINTR || (a->stop && *a->stop)) {
 		aw_info("job %lld: stopped before the run finished", (long long)id);
 		report(a, id, "failed", NULL, "the agent was stopped before the run finished",
@@ -247,7 +251,7 @@ static void run_scheduled(struct aw_agent *a, struct state *st, const json_t *ho
 		json_object_set(meta, "changed", changed);
 	run.meta = meta;
 	aw_info("scheduled run (%s): %s %s (%s)", why, run.project, run.commit, run.ref);
-	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	rc = run_and_submit(a, st, &run, now_us(), &outcome, run_id, &err);
 	if (rc && rc != -EINTR)
 		aw_error("scheduled run: %s", err);
 	json_decref(meta);
