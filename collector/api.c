@@ -469,8 +469,8 @@ static int set_chart_link(json_t *obj, const char *name, const struct aw_chart_i
 
 /* A host's "charts": its comparison chart, when the renderer draws that pair (a commit as the
  * base, or the baseline ref the collector is configured with: what runs are drawn against). */
-static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *head,
-                            const char *base, const char *ref)
+static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *head, const char *base,
+                            const char *ref)
 {
 	const char *host = json_string_value(json_object_get(host_json, "host"));
 	struct aw_chart_id id = {.kind = AW_CHART_COMPARE, .commit = head, .host = host};

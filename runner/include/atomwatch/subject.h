@@ -16,11 +16,11 @@
 
 #include <stdint.h>
 
-#define ATOMWATCH_SUBJECT_ABI	 1
+#define ATOMWATCH_SUBJECT_ABI    1
 #define ATOMWATCH_SUBJECT_SYMBOL "atomwatch_subject"
 
 struct atomwatch_subject_op {
-	const char *name;		/* e.g. "this_cpu_inc" */
+	const char *name;              /* e.g. "this_cpu_inc" */
 	void (*op)(uint64_t *counter); /* adds 1 to *counter */
 };
 
@@ -31,9 +31,9 @@ struct atomwatch_subject_reader {
 };
 
 struct atomwatch_subject {
-	uint32_t abi;	  /* ATOMWATCH_SUBJECT_ABI */
-	const char *name; /* the library's own name, informational */
-	const struct atomwatch_subject_op *ops;		/* ends with {NULL, NULL} */
+	uint32_t abi;                                   /* ATOMWATCH_SUBJECT_ABI */
+	const char *name;                               /* the library's own name, informational */
+	const struct atomwatch_subject_op *ops;         /* ends with {NULL, NULL} */
 	const struct atomwatch_subject_reader *readers; /* NULL, or ends with {NULL, NULL, NULL} */
 };
 
