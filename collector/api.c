@@ -10,6 +10,7 @@
 #include "aw/log.h"
 #include "internal.h"
 #include "metrics.h"
+#include "render.h"
 #include "reports.h"
 #include "writer.h"
 
@@ -358,6 +359,7 @@ void aw_api_metrics(struct aw_ctx *x)
 	    .in_flight = aw_http_in_flight(x->col->http),
 	    .waiters = aw_jobs_waiting(x->col->jobs),
 	    .queue_depth = aw_writer_depth(x->col->writer),
+	    .render_tasks = x->col->render ? aw_renderer_depth(x->col->render) : 0,
 	};
 	struct aw_buf out;
 

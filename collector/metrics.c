@@ -149,8 +149,13 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    "atomwatch_jobs_waiting %llu\n"
 		    "# HELP atomwatch_ingest_queue_depth Documents waiting for a database writer.\n"
 		    "# TYPE atomwatch_ingest_queue_depth gauge\n"
-		    "atomwatch_ingest_queue_depth %llu\n",
+		    "atomwatch_ingest_queue_depth %llu\n"
+		    "# HELP atomwatch_render_tasks Render tasks (verdicts and charts after an upload,"
+		    " charts asked for) waiting or being drawn.\n"
+		    "# TYPE atomwatch_render_tasks gauge\n"
+		    "atomwatch_render_tasks %llu\n",
 		    (unsigned long long)store_errors_total(), (unsigned long long)g->in_flight,
-		    (unsigned long long)g->waiters, (unsigned long long)g->queue_depth);
+		    (unsigned long long)g->waiters, (unsigned long long)g->queue_depth,
+		    (unsigned long long)g->render_tasks);
 	return rc;
 }

@@ -24,9 +24,10 @@ void aw_metrics_ingest_latency(uint64_t ns);
 void aw_metrics_run(enum store_outcome outcome);
 
 struct aw_metrics_gauges {
-	uint64_t in_flight;   /* requests being handled */
-	uint64_t waiters;     /* suspended long-polls */
-	uint64_t queue_depth; /* documents waiting for a writer */
+	uint64_t in_flight;    /* requests being handled */
+	uint64_t waiters;      /* suspended long-polls */
+	uint64_t queue_depth;  /* documents waiting for a writer */
+	uint64_t render_tasks; /* render tasks waiting or being drawn */
 };
 
 /* Appends the exposition text. Returns 0 or the aw_buf error. */

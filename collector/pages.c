@@ -99,6 +99,31 @@ struct runs {
 	size_t n, cap;
 };
 
+/* The distinct refs of a commit's runs, newest run first, joined by ", " ("harden,
+ * reference"): a commit measured on a branch and imported under another ref shows both. */
+static const char *refs_of(struct aw_arena *a, const struct runs *runs)
+{
+	char buf[256];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < runs->n; i++) {
+		const char *ref = runs->v[i].ref;
+		bool seen = false;
+
+		if (!ref)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = runs->v[k].ref && !strcmp(runs->v[k].ref, ref);
+		if (seen)
+			continue;
+		if (len + strlen(ref) + 3 >= sizeof(buf))
+			break; /* enough to tell: the run table lists each */
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? ", " : "", ref);
+	}
+	return len ? aw_arena_strdup(a, buf) : NULL;
+}
+
 static int on_run(const struct store_run *r, void *cls)
 {
 	struct runs *l = cls;
@@ -839,7 +864,7 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 	if (!rc) {
 		const struct aw_chart_id hid = {.kind = AW_CHART_HEATMAP, .commit = commit};
 		struct aw_page_commit p = {.sha = commit,
-		                           .ref = runs.v[0].ref,
+		                           .ref = refs_of(&a, &runs),
 		                           .baseline_ref = s->baseline_ref,
 		                           .verdict = overall,
 		                           .hosts = results,
@@ -911,7 +936,7 @@ int aw_site_compare(const struct aw_site *s, const char *base, const char *head,
 		const struct aw_chart_id hid = {.kind = AW_CHART_HEATMAP, .commit = head};
 		struct aw_page_commit p = {.sha = head,
 		                           .base = base,
-		                           .ref = head_runs.v[0].ref,
+		                           .ref = refs_of(&a, &head_runs),
 		                           .verdict = AW_REPORT_UNKNOWN,
 		                           .hosts = results,
 		                           .n_hosts = n,

@@ -227,13 +227,28 @@ static bool contended(const struct cell_acc *c)
 	return c->contender_cpu != AW_NONE || c->c != AW_NONE;
 }
 
+/* A cell of a contention x duty grid rather than one of the host's ops: it has a contender, or
+ * a duty cycle. The runner only measures duty beside a contender; an imported paste also has
+ * duty rows with no contender (its "c 0") and contended rows whose contender CPU it never
+ * names. */
+static bool grid_cell(const struct cell_acc *c)
+{
+	return contended(c) || c->d > 0;
+}
+
+/* The grid row of a grid cell: its contender's nops, 0 without a contender. */
+static int64_t grid_c(const struct cell_acc *c)
+{
+	return c->c == AW_NONE ? 0 : c->c;
+}
+
 /* The CPU whose uncontended cells are a commit's "ops" (the first one measured); -1: none. */
 static int first_cpu(const struct cellset *s)
 {
 	int cpu = -1;
 
 	for (size_t i = 0; i < s->n; i++)
-		if (!contended(&s->cells[i]) && s->cells[i].cpu >= 0 &&
+		if (!grid_cell(&s->cells[i]) && s->cells[i].cpu >= 0 &&
 		    (cpu < 0 || s->cells[i].cpu < cpu))
 			cpu = s->cells[i].cpu;
 	return cpu;
@@ -243,7 +258,7 @@ static int first_cpu(const struct cellset *s)
  * CPU (or tied to none, as imported kernel figures are). */
 static bool is_item(const struct cell_acc *c, int cpu)
 {
-	return !contended(c) && (c->cpu < 0 || c->cpu == cpu);
+	return !grid_cell(c) && (c->cpu < 0 || c->cpu == cpu);
 }
 
 static const char *cell_label(struct aw_arena *a, const struct cell_acc *c)
@@ -605,7 +620,7 @@ static size_t unique(void *v, size_t n, size_t size, int (*cmp)(const void *, co
 
 static bool plain_op(const struct cell_acc *c)
 {
-	return !contended(c) && !c->reader && !c->subject && !c->kernel && c->cpu >= 0;
+	return !grid_cell(c) && !c->reader && !c->subject && !c->kernel && c->cpu >= 0;
 }
 
 static int draw_percpu_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *head,
@@ -676,7 +691,7 @@ static bool contention_of(const struct cell_acc *c, const char *name)
 {
 	char buf[LABEL_MAX];
 
-	return contended(c) && c->c != AW_NONE && c->contender_cpu != AW_NONE &&
+	return grid_cell(c) &&
 	       !strcmp(aw_cell_contention_name(c->op, c->reader, c->placement, buf, sizeof(buf)),
 	               name);
 }
@@ -687,6 +702,7 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 	int64_t *cs = NULL, *ds = NULL;
 	size_t n_c = 0, c_cap = 0, n_d = 0, d_cap = 0;
 	int contender = AW_NONE;
+	bool have_contender = false;
 	char title[2 * LABEL_MAX];
 	double *p50;
 
@@ -697,12 +713,14 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 		if (!contention_of(c, name))
 			continue;
 		/* one chart per contender: the first one seen */
-		if (contender == AW_NONE)
+		if (!have_contender) {
 			contender = c->contender_cpu;
+			have_contender = true;
+		}
 		if (c->contender_cpu != contender)
 			continue;
 		if ((x = aw_arena_push(a, &cs, &n_c, &c_cap, sizeof(*x))))
-			*x = c->c;
+			*x = grid_c(c);
 		if ((x = aw_arena_push(a, &ds, &n_d, &d_cap, sizeof(*x))))
 			*x = c->d;
 	}
@@ -723,13 +741,19 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 
 		if (!contention_of(c, name) || c->contender_cpu != contender)
 			continue;
-		ci = bsearch(&c->c, cs, n_c, sizeof(*cs), cmp_i64);
+		const int64_t cv = grid_c(c);
+
+		ci = bsearch(&cv, cs, n_c, sizeof(*cs), cmp_i64);
 		di = bsearch(&c->d, ds, n_d, sizeof(*ds), cmp_i64);
 		if (ci && di)
 			p50[(size_t)(ci - cs) * n_d + (size_t)(di - ds)] = median(a, c, 0);
 	}
-	snprintf(title, sizeof(title), "%.64s: %.64s with a contender on CPU %d at %.12s",
-	         head->host, name, contender, head->commit);
+	if (contender != AW_NONE)
+		snprintf(title, sizeof(title), "%.64s: %.64s with a contender on CPU %d at %.12s",
+		         head->host, name, contender, head->commit);
+	else
+		snprintf(title, sizeof(title), "%.64s: %.64s under contention and duty at %.12s",
+		         head->host, name, head->commit);
 	const struct aw_chart_contention chart = {title, cs, n_c, ds, n_d, p50};
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_CONTENTION, .commit = head->commit, .host = head->host, .name = name};
@@ -754,7 +778,7 @@ static int contention_names(struct aw_arena *a, const struct commit_host *head, 
 		char buf[LABEL_MAX];
 		const char **slot;
 
-		if (!contended(c) || c->c == AW_NONE || c->contender_cpu == AW_NONE)
+		if (!grid_cell(c))
 			continue;
 		aw_cell_contention_name(c->op, c->reader, c->placement, buf, sizeof(buf));
 		if (!aw_strmap_get(seen, buf, &one) || aw_strmap_put(seen, buf, 1))
@@ -789,11 +813,9 @@ static int scan_names(const struct aw_cell *cell, void *cls)
 	int64_t pos;
 	int rc = 0;
 
-	if (cell->contender_cpu != AW_NONE || cell->c != AW_NONE) {
+	if (cell->contender_cpu != AW_NONE || cell->c != AW_NONE || cell->d > 0) {
 		const char **slot;
 
-		if (cell->c == AW_NONE || cell->contender_cpu == AW_NONE)
-			return 0;
 		aw_cell_contention_name(cell->op, cell->reader, cell->placement, buf, sizeof(buf));
 		if (!aw_strmap_get(s->contention, buf, &pos))
 			return 0;

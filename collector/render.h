@@ -105,7 +105,8 @@ int aw_renderer_push_run(struct aw_renderer *r, const char *project, const char 
 /* Queues one chart (a compare page asking for a pair nobody drew). Same returns. */
 int aw_renderer_push_chart(struct aw_renderer *r, const struct aw_chart_id *id);
 
-/* Tasks waiting right now. */
+/* Tasks waiting or being drawn right now (0: every chart asked for so far is on disk, or
+ * failed and logged). */
 unsigned aw_renderer_depth(struct aw_renderer *r);
 
 /* Lets each worker finish the task in hand, drops what is still queued (logged), stops the

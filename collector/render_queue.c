@@ -47,6 +47,7 @@ struct aw_renderer {
 	pthread_cond_t work;
 	struct task *head[N_LISTS], *tail[N_LISTS];
 	unsigned depth, queue_max;
+	unsigned busy;    /* tasks a worker has in hand */
 	uint64_t dropped; /* since the last warning */
 	bool stopping;
 	struct store *store;
@@ -168,7 +169,7 @@ unsigned aw_renderer_depth(struct aw_renderer *r)
 	unsigned n;
 
 	pthread_mutex_lock(&r->lock);
-	n = r->depth;
+	n = r->depth + r->busy;
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -256,6 +257,7 @@ static void *worker_main(void *arg)
 				r->depth--;
 			}
 		}
+		r->busy++;
 		pthread_mutex_unlock(&r->lock);
 		/* A pooled connection per task: one whose link broke is replaced by the pool. */
 		rc = store_acquire(r->store, &conn);
@@ -265,6 +267,9 @@ static void *worker_main(void *arg)
 			run_task(w, conn, t);
 		store_release(r->store, &conn);
 		task_free(t);
+		pthread_mutex_lock(&r->lock);
+		r->busy--;
+		pthread_mutex_unlock(&r->lock);
 	}
 	return NULL;
 }

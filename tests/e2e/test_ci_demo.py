@@ -159,6 +159,62 @@ def test_reference_hosts():
     eq(len(runs), 3)
 
 
+def wait_for_svg(port, path, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        r = h.request(port, "GET", path)
+        if r.status == 200:
+            check(b"<svg" in r.body[:2000], path)
+            return r.body.decode()
+        eq(r.status, 404, r)
+        check(time.time() < deadline, "%s not drawn within %d s" % (path, timeout))
+        time.sleep(0.1)
+
+
+def wait_for_renders(port, timeout=60):
+    """Until the collector's render workers have nothing left to draw."""
+    deadline = time.time() + timeout
+    while True:
+        text = h.request(port, "GET", "/metrics").body.decode()
+        gauge = [l for l in text.splitlines() if l.startswith("atomwatch_render_tasks ")]
+        eq(len(gauge), 1, text)
+        if int(gauge[0].split()[-1]) == 0:
+            return
+        check(time.time() < deadline, "render tasks pending after %d s" % timeout)
+        time.sleep(0.1)
+
+
+def test_imported_duty_rows_stay_in_their_grid():
+    """The contention paste has duty rows without a contender ("c 0, d 300") and contended rows
+    whose contender CPU it never names: they belong to a contention x duty chart, and the heat
+    map shows each op's plain row (c 0, d 0), not whichever duty row came last."""
+    port, b = int(S.env["URL"].rsplit(":", 1)[1]), S.env["COMMIT_B"]
+    wait_for_renders(port)  # the heat map is redrawn after each host's upload
+    grid = wait_for_svg(port, "/charts/commits/%s/hosts/neoverse-v2-contention/"
+                              "contention-stadd.svg" % b)
+    check("neoverse-v2-contention: stadd under contention and duty" in grid, grid[:3000])
+    heat = wait_for_svg(port, "/charts/commits/%s/heatmap.svg" % b)
+    labels = set(re.findall(r">\s*([0-9.]+)\s*<", heat))
+    check({"63.6", "63.7"} & labels, "stadd c 0 d 0 (63.65 ns): %s" % sorted(labels))
+    for duty_row in ("99", "98.9"):  # stadd and ldadd at d 300
+        check(duty_row not in labels, "a duty row in the heat map: %s" % sorted(labels))
+
+
+def test_commit_page():
+    """The report the demo prints: the hardened commit on every host, its refs, the heat map."""
+    port, b = int(S.env["URL"].rsplit(":", 1)[1]), S.env["COMMIT_B"]
+    r = h.request(port, "GET", "/commits/" + b)
+    eq(r.status, 200, r)
+    page = r.body.decode()
+    m = re.search(r"<dt>Ref</dt><dd>([^<]*)</dd>", page)
+    check(m, page[:2000])
+    eq(sorted(m.group(1).split(", ")), ["reference", "refs/heads/harden"], "both refs of the commit")
+    for host in (S.env["HOST"], "neoverse-v2-ref", "neoverse-v2-contention"):
+        check(">%s</a>" % host in page, "a section for %s" % host)
+    check("/charts/commits/%s/heatmap.svg" % b in page, "the heat map")
+    check(SUBJECT_CELL in page and "regressed" in page, "the regressed cell in the table")
+
+
 def test_compare():
     p = subprocess.run([ci_binary(), "compare", "--collector", S.env["URL"], "--project",
                         S.env["PROJECT"], "--base", S.env["COMMIT_A"], "--head",

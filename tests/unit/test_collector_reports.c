@@ -192,6 +192,28 @@ static void test_names(void **state)
 	assert_string_equal(contention[1], "stadd-far");
 	aw_arena_release(&a);
 
+	/* an imported contention paste: duty rows without a contender, contended rows whose
+	 * contender CPU is unknown: one grid, and the plain row alone is an op */
+	struct aw_result *r = run_of("palmer", SHA2, 2, 5.0);
+
+	for (size_t i = 0; i < r->n_cells; i++)
+		aw_cell_release(&r->cells[i]);
+	r->n_cells = 0;
+	add(r, "stadd", NULL, 0, AW_NONE, AW_NONE, 0, NULL, 63.65);
+	add(r, "stadd", NULL, 0, AW_NONE, AW_NONE, 300, NULL, 98.96);
+	add(r, "stadd", NULL, 0, AW_NONE, 10, 0, NULL, 115.33);
+	add(r, "llsc", NULL, 0, AW_NONE, AW_NONE, 20, NULL, 7.35);
+	seq = put(c, r);
+	aw_arena_init(&a, 1u << 20);
+	assert_int_equal(
+	    aw_run_chart_names(c, &a, seq, &groups, &n_groups, &contention, &n_contention), 0);
+	assert_int_equal(n_groups, 1);
+	assert_string_equal(groups[0], "lse");
+	assert_int_equal(n_contention, 2);
+	assert_string_equal(contention[0], "stadd");
+	assert_string_equal(contention[1], "llsc");
+	aw_arena_release(&a);
+
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_COMPARE, .commit = SHA1, .host = "grace", .base = "main"};
 	assert_int_equal(aw_chart_table_path("/d", &id, path, sizeof(path)), 0);
