@@ -96,6 +96,38 @@ static bool range_empty(const struct range *r)
 	return !positive(r->lo);
 }
 
+/* Tics between the powers of ten of a log axis spanning less than two decades, where gnuplot
+ * alone labels one power of ten or none (a series from 3.9 to 8.6 ns got a bare axis): 2 and
+ * 5 per decade, and finer steps within one decade. */
+static void put_log_tics(struct script *s, const char *axis, double lo, double hi)
+{
+	static const double coarse[] = {2, 5};
+	static const double fine[] = {1.5, 2, 3, 4, 5, 6, 7, 8};
+	const double decades = log10(hi / lo);
+	const double *m = decades < 1 ? fine : coarse;
+	const size_t n_m = decades < 1 ? sizeof(fine) / sizeof(*fine) : 2;
+	bool any = false;
+
+	if (!(decades < 2))
+		return;
+	for (double p = pow(10, floor(log10(lo))); p <= hi; p *= 10) {
+		for (size_t i = 0; i < n_m; i++) {
+			const double v = m[i] * p;
+
+			if (v < lo || v > hi)
+				continue;
+			if (any)
+				s_puts(s, ", ");
+			else
+				s_printf(s, "set %stics add (", axis);
+			s_num(s, v);
+			any = true;
+		}
+	}
+	if (any)
+		s_puts(s, ")\n");
+}
+
 /* Widens the range by a margin on the log scale and emits it for `axis` ("y", "cb"). */
 static void put_log_range(struct script *s, const char *axis, const struct range *r, double margin)
 {
@@ -104,6 +136,7 @@ static void put_log_range(struct script *s, const char *axis, const struct range
 	s_puts(s, ":");
 	s_num(s, r->hi * margin);
 	s_puts(s, "]\n");
+	put_log_tics(s, axis, r->lo / margin, r->hi * margin);
 }
 
 static void put_title(struct script *s, const char *title)
