@@ -701,7 +701,8 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 {
 	int64_t *cs = NULL, *ds = NULL;
 	size_t n_c = 0, c_cap = 0, n_d = 0, d_cap = 0;
-	int contender = AW_NONE;
+	int contender = AW_NONE, grid_cpu = AW_NONE;
+	const char *grid_op = "", *grid_reader = "";
 	bool have_contender = false;
 	char title[2 * LABEL_MAX];
 	double *p50;
@@ -715,6 +716,8 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 		/* one chart per contender: the first one seen */
 		if (!have_contender) {
 			contender = c->contender_cpu;
+			grid_op = c->op;
+			grid_reader = c->reader ? c->reader : "";
 			have_contender = true;
 		}
 		if (c->contender_cpu != contender)
@@ -747,6 +750,22 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 		di = bsearch(&c->d, ds, n_d, sizeof(*ds), cmp_i64);
 		if (ci && di)
 			p50[(size_t)(ci - cs) * n_d + (size_t)(di - ds)] = median(a, c, 0);
+		if (grid_cpu == AW_NONE)
+			grid_cpu = c->cpu;
+	}
+	/* A grid with a row of no contention and a column of no duty (a paste's "c 0, d 0") shows
+	 * the op measured alone there: the reference the other cells are read against. */
+	if (cs[0] == 0 && ds[0] == 0 && isnan(p50[0])) {
+		for (size_t i = 0; i < head->cells.n; i++) {
+			const struct cell_acc *c = &head->cells.cells[i];
+
+			if (!grid_cell(c) && c->cpu == grid_cpu && !c->subject && !c->kernel &&
+			    !strcmp(c->op, grid_op) &&
+			    !strcmp(c->reader ? c->reader : "", grid_reader)) {
+				p50[0] = median(a, c, 0);
+				break;
+			}
+		}
 	}
 	if (contender != AW_NONE)
 		snprintf(title, sizeof(title), "%.64s: %.64s with a contender on CPU %d at %.12s",

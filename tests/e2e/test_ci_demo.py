@@ -193,6 +193,10 @@ def test_imported_duty_rows_stay_in_their_grid():
     grid = wait_for_svg(port, "/charts/commits/%s/hosts/neoverse-v2-contention/"
                               "contention-stadd.svg" % b)
     check("neoverse-v2-contention: stadd under contention and duty" in grid, grid[:3000])
+    cells = set(re.findall(r">\s*([0-9.]+)\s*<", grid))
+    check({"63.6", "63.7", "68.1", "99", "115", "163"} <= cells,
+          "c 0 d 0 (63.65, the op alone), c 0 d 100/200/300, c 10 d 0, c 10 d 500: %s"
+          % sorted(cells))
     heat = wait_for_svg(port, "/charts/commits/%s/heatmap.svg" % b)
     labels = set(re.findall(r">\s*([0-9.]+)\s*<", heat))
     check({"63.6", "63.7"} & labels, "stadd c 0 d 0 (63.65 ns): %s" % sorted(labels))
