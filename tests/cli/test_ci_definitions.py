@@ -6,13 +6,17 @@ writes and keeps the JUnit report, the token from a secret and never on a comman
 every atomwatch-ci command line in them accepted by the real binary (it gets as far as
 contacting the collector, a closed port here: exit 3 "cannot reach", never a usage error)."""
 import argparse
+import http.server
 import os
 import re
 import shlex
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import unittest
+import urllib.parse
 
 try:
     import yaml
@@ -150,6 +154,68 @@ class Definitions(unittest.TestCase):
         self.assertEqual(g["artifacts"]["reports"]["junit"], "atomwatch-junit.xml")
         self.assertEqual(g["artifacts"]["when"], "always")
         self.assertIn("--junit atomwatch-junit.xml", g["script"][0])
+
+    def test_github_comment(self):
+        doc, text = load("github/atomwatch.yml")
+        if doc is None:
+            self.assertIn("gh pr comment", text)
+            return
+        g = doc["jobs"]["gate"]
+        self.assertEqual(g["permissions"]["pull-requests"], "write")
+        steps = [s for s in g["steps"] if "gh pr comment" in s.get("run", "")]
+        self.assertEqual(len(steps), 1)
+        self.assertIn("failure()", steps[0]["if"])
+        self.assertIn("pull_request", steps[0]["if"])
+        self.assertIn("--body-file atomwatch-summary.md", steps[0]["run"])
+        self.assertEqual(steps[0]["env"]["GH_TOKEN"], "${{ github.token }}")
+
+    def test_gitlab_comment(self):
+        """The gate job's after_script, run by sh against a stand-in for GitLab's API: a failed
+        gate in a merge request posts the summary as a note, token in a header; a passed gate,
+        or a pipeline without a merge request, posts nothing."""
+        doc, text = load("gitlab/atomwatch.gitlab-ci.yml")
+        self.assertIsNotNone(doc, "python3-yaml is needed (scripts/deps.sh installs it)")
+        script = "\n".join(doc["atomwatch:gate"]["after_script"])
+        self.assertNotIn("-H \"PRIVATE-TOKEN", script, "the token in curl's arguments")
+        seen = []
+
+        class Api(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                seen.append((self.path, self.headers.get("PRIVATE-TOKEN"),
+                             urllib.parse.parse_qs(body.decode())))
+                self.send_response(201)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Api)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        summary = "## atomwatch gate: FAIL\n\n| host | cell |\n|---|---|\n| a & b | x=1 |\n"
+        try:
+            with tempfile.TemporaryDirectory() as work:
+                with open(os.path.join(work, "atomwatch-summary.md"), "w") as f:
+                    f.write(summary)
+                env = {"PATH": os.environ["PATH"], "CI_MERGE_REQUEST_IID": "7",
+                       "CI_PROJECT_ID": "42", "ATOMWATCH_GITLAB_TOKEN": "glpat-secret",
+                       "CI_API_V4_URL": "http://127.0.0.1:%d/api/v4" % server.server_port}
+                for status, iid in (("success", "7"), ("failed", ""), ("failed", "7")):
+                    env.update(CI_JOB_STATUS=status, CI_MERGE_REQUEST_IID=iid)
+                    p = subprocess.run(["sh", "-ec", script], cwd=work, env=env,
+                                       capture_output=True, text=True, timeout=60)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertFalse(os.path.exists(os.path.join(work,
+                                                                 ".atomwatch-gitlab-header")))
+        finally:
+            server.shutdown()
+        self.assertEqual(len(seen), 1, "one note, for the failed gate of the merge request")
+        path, token, form = seen[0]
+        self.assertEqual(path, "/api/v4/projects/42/merge_requests/7/notes")
+        self.assertEqual(token, "glpat-secret")
+        self.assertEqual(form["body"], [summary])
 
     def test_structural_check_catches(self):
         for bad in ("a:\n\tb: 1\n", "a:\n   b: 1\n", 'a: "x\n', "a: [x, y\n"):
