@@ -240,6 +240,17 @@ static const char *fmt_pct(char *buf, size_t size, double rel)
 	return buf;
 }
 
+/* A metric's change: "+inf" when the baseline was below resolution (0 ns) and the head is not
+ * (the collector sends no relative change then: plain incq hardened into lock xadd). */
+static const char *fmt_change(char *buf, size_t size, const struct aw_ci_metric *m)
+{
+	if (!isfinite(m->change) && m->baseline == 0 && m->head > 0) {
+		snprintf(buf, size, "+inf");
+		return buf;
+	}
+	return fmt_pct(buf, size, m->change);
+}
+
 /* The evidence behind a metric's verdict as plain text: interval, p and q values, baseline
  * window, threshold, bimodality, the collector's note. */
 static void evidence(struct sink *s, const struct aw_ci_metric *m)
@@ -488,7 +499,7 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
 	putf(s, " [%s]", metric);
 	if (m) {
 		putf(s, "  %s -> %s  %s  (", fmt_ns(a, sizeof(a), m->baseline),
-		     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
 		put_evidence(s, m, put_text_plain);
 		put(s, ")");
 	}
@@ -560,7 +571,7 @@ static void md_regression(struct sink *s, const struct aw_ci_report *r, const st
 		put(s, fmt_ns(a, sizeof(a), m->baseline));
 		put(s, " | ");
 		put(s, fmt_ns(b, sizeof(b), m->head));
-		putf(s, " | **%s** | ", fmt_pct(d, sizeof(d), m->change));
+		putf(s, " | **%s** | ", fmt_change(d, sizeof(d), m));
 		put_evidence(s, m, put_md_plain);
 	} else {
 		put(s, "n/a | n/a | n/a | ");
@@ -694,8 +705,7 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				put_md(&s, c->verdict_name);
 				putf(&s, " | %s | %s | %s | %s | ", m == &c->p99 ? "p99" : "p50",
 				     fmt_ns(a, sizeof(a), m->baseline),
-				     fmt_ns(b, sizeof(b), m->head),
-				     fmt_pct(d, sizeof(d), m->change));
+				     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
 				put_md(&s, m->note);
 				put(&s, " |\n");
 			}
@@ -729,7 +739,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put_xml(s, metric);
 		if (m)
 			putf(s, " regressed: %s -&gt; %s (%s)", fmt_ns(a, sizeof(a), m->baseline),
-			     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+			     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
 		else
 			put(s, " regressed");
 		put(s, "\">");
@@ -742,7 +752,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		if (m) {
 			putf(s, "baseline: %s\nhead: %s\nchange: %s\nevidence: ",
 			     fmt_ns(a, sizeof(a), m->baseline), fmt_ns(b, sizeof(b), m->head),
-			     fmt_pct(d, sizeof(d), m->change));
+			     fmt_change(d, sizeof(d), m));
 			put_evidence(s, m, put_xml_plain);
 			put(s, "\n");
 		}
@@ -770,7 +780,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put(s, "\n      <system-out>");
 		put_xml(s, v == AW_CI_OTHER ? c->verdict_name : aw_ci_verdict_name(v));
 		putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
-		     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
 		put_evidence(s, m, put_xml_plain);
 		put(s, "</system-out>\n    </testcase>\n");
 	} else {
@@ -892,7 +902,7 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 
 	aw_buf_init(&tmp, LIMIT_SCRATCH);
 	putf(&t, "atomwatch: %s %s [%s] %s", h->name, c->key, metric,
-	     m ? fmt_pct(d, sizeof(d), m->change) : "regressed");
+	     m ? fmt_change(d, sizeof(d), m) : "regressed");
 	put(s, "::error title=");
 	put_gh(s, tmp.data, true);
 	put(s, "::");
@@ -900,7 +910,7 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 	putf(&t, "%s: %s [%s] regressed", h->name, c->key, metric);
 	if (m) {
 		putf(&t, " from %s to %s (%s; ", fmt_ns(a, sizeof(a), m->baseline),
-		     fmt_ns(b, sizeof(b), m->head), fmt_pct(d, sizeof(d), m->change));
+		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
 		evidence(&t, m);
 		put(&t, ")");
 	}

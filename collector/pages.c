@@ -99,29 +99,44 @@ struct runs {
 	size_t n, cap;
 };
 
-/* The distinct refs of a commit's runs, newest run first, joined by ", " ("harden,
- * reference"): a commit measured on a branch and imported under another ref shows both. */
+/* Whether `list` ("a, b") holds `ref` as one of its items. */
+static bool ref_listed(const char *list, const char *ref)
+{
+	const size_t len = strlen(ref);
+
+	for (const char *p = list; p && *p;) {
+		const char *end = strstr(p, ", ");
+		const size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n == len && !memcmp(p, ref, len))
+			return true;
+		p = end ? end + 2 : NULL;
+	}
+	return false;
+}
+
+/* `list` with `ref` appended unless it is there already ("harden, reference"): a commit measured
+ * on a branch and imported under another ref shows both. A list grown past a line stays as it
+ * is; the runs table names each run's ref. */
+static const char *ref_join(struct aw_arena *a, const char *list, const char *ref)
+{
+	if (!ref || ref_listed(list, ref))
+		return list;
+	if (!list)
+		return ref;
+	if (strlen(list) + strlen(ref) > 200)
+		return list;
+	return fmt(a, "%s, %s", list, ref);
+}
+
+/* The distinct refs of a commit's runs, newest run first. */
 static const char *refs_of(struct aw_arena *a, const struct runs *runs)
 {
-	char buf[256];
-	size_t len = 0;
+	const char *list = NULL;
 
-	buf[0] = '\0';
-	for (size_t i = 0; i < runs->n; i++) {
-		const char *ref = runs->v[i].ref;
-		bool seen = false;
-
-		if (!ref)
-			continue;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = runs->v[k].ref && !strcmp(runs->v[k].ref, ref);
-		if (seen)
-			continue;
-		if (len + strlen(ref) + 3 >= sizeof(buf))
-			break; /* enough to tell: the run table lists each */
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? ", " : "", ref);
-	}
-	return len ? aw_arena_strdup(a, buf) : NULL;
+	for (size_t i = 0; i < runs->n; i++)
+		list = ref_join(a, list, runs->v[i].ref);
+	return list;
 }
 
 static int on_run(const struct store_run *r, void *cls)
@@ -219,6 +234,7 @@ int aw_site_recent_commits(struct store_conn *c, struct aw_arena *a, size_t max,
 			rc_slot->time = r->commit_time ? r->commit_time : r->started_at;
 			rc = aw_strmap_put(index, r->commit, pos);
 		}
+		(*out)[pos].ref = ref_join(a, (*out)[pos].ref, r->ref);
 		snprintf(pair, sizeof(pair), "%s %s", r->commit, r->host);
 		if (!rc && aw_strmap_get(pairs, pair, &one)) {
 			(*out)[pos].hosts++;

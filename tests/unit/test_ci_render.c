@@ -403,6 +403,34 @@ static void test_compare_and_text(void **state)
 	aw_ci_report_release(&r);
 }
 
+/* plain incq measured below resolution (0 ns) at the baseline: the collector sends no relative
+ * change; every rendering says "+inf" rather than "n/a" for the worst regression there is */
+static void test_from_below_resolution(void **state)
+{
+	static const char reply[] =
+	    "{\"project\": \"libpcpu\", \"commit\": \"b7c8d9e0\", \"baseline_ref\": \"main\", "
+	    "\"status\": \"fail\", \"hosts\": [{\"host\": \"x86-ci\", \"status\": \"fail\", "
+	    "\"cells\": [{\"key\": \"subject=libpcpu op=inc cpu=0\", \"verdict\": \"regressed\", "
+	    "\"p50\": {\"verdict\": \"regressed\", \"baseline\": 0, \"head\": 24.9, \"change\": null, "
+	    "\"pvalue\": 0, \"qvalue\": 0, \"window\": 10, \"threshold\": 0.05}}]}]}";
+	struct aw_ci_report r;
+	char *err = NULL, *text;
+
+	(void)state;
+	assert_int_equal(aw_ci_report_parse(reply, strlen(reply), false, &r, &err), 0);
+	text = render(&r, aw_ci_render_markdown);
+	assert_non_null(strstr(text, "| 0.000 ns | 24.9 ns | **+inf** |"));
+	free(text);
+	text = render(&r, aw_ci_render_text);
+	assert_non_null(strstr(text, "0.000 ns -> 24.9 ns  +inf  ("));
+	free(text);
+	text = render(&r, aw_ci_render_junit);
+	assert_non_null(strstr(text, "change: +inf"));
+	assert_null(strstr(text, "n/a"));
+	free(text);
+	aw_ci_report_release(&r);
+}
+
 static char *escaped(int (*fn)(struct aw_buf *, const char *), const char *s)
 {
 	struct aw_buf b;
@@ -484,6 +512,7 @@ int main(void)
 	    cmocka_unit_test(test_junit),
 	    cmocka_unit_test(test_hostile),
 	    cmocka_unit_test(test_compare_and_text),
+	    cmocka_unit_test(test_from_below_resolution),
 	    cmocka_unit_test(test_escapes),
 	    cmocka_unit_test(test_link_url),
 	};

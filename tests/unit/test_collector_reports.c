@@ -258,12 +258,20 @@ static void test_pages(void **state)
 	put(c, run_of("grace", SHA1, 1, 5.0));
 	put(c, run_of("grace", SHA2, 2, 20.0));
 	assert_int_equal(store_verdict_put(c, &v), 0);
+	/* the same commit imported on another host under another ref */
+	struct aw_result *imported = run_of("altra", SHA2, 2, 6.0);
+
+	assert_int_equal(aw_set_str(&imported->ref, "reference"), 0);
+	put(c, imported);
 
 	aw_buf_reset(&out);
 	assert_int_equal(aw_site_overview(&site, &out), 0);
 	assert_non_null(strstr(out.data, "rack=&lt;script&gt;alert(1)&lt;/script&gt;"));
 	assert_null(strstr(out.data, "<script>"));
 	assert_non_null(strstr(out.data, "/compare?base=" SHA1 "&amp;head=" SHA2));
+	/* the commit's row names both refs, once each */
+	assert_true(strstr(out.data, "<td>reference, main</td>") ||
+	            strstr(out.data, "<td>main, reference</td>"));
 	aw_buf_reset(&out);
 	assert_int_equal(aw_site_host(&site, "grace", &out), 0);
 	/* nothing drawn: every chart pending, none linked */
@@ -272,6 +280,8 @@ static void test_pages(void **state)
 	assert_non_null(strstr(out.data, "v-fail"));
 	aw_buf_reset(&out);
 	assert_int_equal(aw_site_commit(&site, SHA2, &out), 0);
+	assert_true(strstr(out.data, "<dt>Ref</dt><dd>reference, main</dd>") ||
+	            strstr(out.data, "<dt>Ref</dt><dd>main, reference</dd>"));
 	assert_non_null(strstr(out.data, "<tr><td><code>op=llsc cpu=1</code></td>"
 	                                 "<td class=\"num\">5</td><td class=\"num\">20</td>"));
 	assert_non_null(strstr(out.data, "v-regressed"));
