@@ -182,17 +182,6 @@ int aw_refscale_parse(const char *text, size_t len, struct aw_import *imp)
 	return rc;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int aw_kmsg_feed(struct aw_refscale_parser *p, char *record)
 {
 	char *text = record, *semi, *w, *line;
@@ -213,8 +202,9 @@ int aw_kmsg_feed(struct aw_refscale_parser *p, char *record)
 	/* \xHH escapes, in place (the text only shrinks) */
 	w = text;
 	for (char *r = text; *r; r++) {
-		if (r[0] == '\\' && r[1] == 'x' && hexval(r[2]) >= 0 && hexval(r[3]) >= 0) {
-			*w++ = (char)(hexval(r[2]) * 16 + hexval(r[3]));
+		if (r[0] == '\\' && r[1] == 'x' && aw_hex_value(r[2]) >= 0 &&
+		    aw_hex_value(r[3]) >= 0) {
+			*w++ = (char)(aw_hex_value(r[2]) * 16 + aw_hex_value(r[3]));
 			r += 3;
 		} else {
 			*w++ = *r;

@@ -347,17 +347,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* Percent-decoding of paths and query values, except "%00": a NUL byte would cut a path short
  * of what its handler validates (".../a.svg%00.png" read as ".../a.svg"), so it stays as the
  * three characters, which no route or name accepts. */
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 {
 	char *w = s;
@@ -365,7 +354,8 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 	(void)cls;
 	(void)conn;
 	for (const char *r = s; *r;) {
-		int hi = r[0] == '%' ? hex_digit(r[1]) : -1, lo = hi < 0 ? -1 : hex_digit(r[2]);
+		int hi = r[0] == '%' ? aw_hex_value(r[1]) : -1,
+		    lo = hi < 0 ? -1 : aw_hex_value(r[2]);
 
 		if (lo >= 0 && (hi | lo)) {
 			*w++ = (char)(hi << 4 | lo);

@@ -399,6 +399,17 @@ bool aw_valid_uuid(const char *s)
 	return true;
 }
 
+int aw_hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 int aw_parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "aw/util.h"
+
 #define SEGMENT_MAX 200 /* longest encoded segment, well under NAME_MAX */
 
 size_t aw_utf8_seq_len(const unsigned char *p)
@@ -71,13 +73,10 @@ int aw_segment_encode(const char *s, char *out, size_t size)
 	return 0;
 }
 
+/* A digit of a "~XX" escape: uppercase only, as aw_segment_encode() writes it. */
 static int hex_value(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return c >= 'a' && c <= 'f' ? -1 : aw_hex_value(c);
 }
 
 int aw_segment_decode(const char *seg, char *out, size_t size)

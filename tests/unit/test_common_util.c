@@ -84,6 +84,12 @@ static void test_numbers(void **state)
 	uint64_t v;
 
 	(void)state;
+	assert_int_equal(aw_hex_value('0'), 0);
+	assert_int_equal(aw_hex_value('9'), 9);
+	assert_int_equal(aw_hex_value('a'), 10);
+	assert_int_equal(aw_hex_value('F'), 15);
+	assert_int_equal(aw_hex_value('g'), -1);
+	assert_int_equal(aw_hex_value('\0'), -1);
 	assert_int_equal(aw_parse_u64("42", 100, &v), 0);
 	assert_int_equal(v, 42);
 	assert_int_equal(aw_parse_u64("101", 100, &v), -ERANGE);

@@ -68,6 +68,9 @@ bool aw_valid_ref(const char *s);
 /* A canonical lowercase UUID (8-4-4-4-12 hex digits). */
 bool aw_valid_uuid(const char *s);
 
+/* The value of a hexadecimal digit (either case), or -1. */
+int aw_hex_value(char c);
+
 /* Parses a whole string as a non-negative decimal integer no greater than `max`. Returns 0 or
  * -EINVAL / -ERANGE. */
 int aw_parse_u64(const char *s, uint64_t max, uint64_t *out);
