@@ -139,14 +139,13 @@ static void report(struct aw_agent *a, json_int_t id, const char *state, const c
 	free(text);
 }
 
-/* Measures and submits one run. Its fingerprint, and for a scheduled run (`sched_at` not 0) the
- * period it covers, are remembered once it is measured, before the upload: whoever sees the run
- * on the collector also sees the state that accounts for it, and a daemon restarted during a
- * slow upload does not measure the period again. Returns 0 with *outcome and the run id, or a
- * negative errno with *err (-EINTR: stopped). */
+/* Measures and submits one run. The state (its fingerprint, and the period of a scheduled run)
+ * is saved once the run is measured, before the upload: whoever sees the run on the collector
+ * also sees the state that accounts for it, and a daemon restarted during a slow upload does
+ * not measure the period again. Returns 0 with *outcome and the run id, or a negative errno
+ * with *err (-EINTR: stopped). */
 static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_agent_run *run,
-                          int64_t sched_at, enum aw_upload_outcome *outcome, char *run_id,
-                          char **err)
+                          enum aw_upload_outcome *outcome, char *run_id, char **err)
 {
 	struct aw_result *res = NULL;
 	int rc = aw_agent_measure(a, run, &res, err);
@@ -154,8 +153,6 @@ static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_
 	if (!rc) {
 		memcpy(run_id, res->run_id, AW_UUID_LEN + 1);
 		state_set_host(st, res->host);
-		if (sched_at)
-			st->last_sched = sched_at;
 		state_save(st);
 		rc = aw_agent_submit(a, res, outcome, err);
 	}
@@ -199,7 +196,7 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	report(a, id, "running", NULL, NULL, true);
 	meta = json_pack("{s:I}", "job", id);
 	run.meta = meta;
-	rc = run_and_submit(a, st, &run, 0, &outcome, run_id, &err);
+	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
 	if (rc == -EINTR || (a->stop && *a->stop)) {
 		aw_info("job %lld: stopped before the run finished", (long long)id);
 		report(a, id, "failed", NULL, "the agent was stopped before the run finished",
@@ -251,7 +248,12 @@ static void run_scheduled(struct aw_agent *a, struct state *st, const json_t *ho
 		json_object_set(meta, "changed", changed);
 	run.meta = meta;
 	aw_info("scheduled run (%s): %s %s (%s)", why, run.project, run.commit, run.ref);
-	rc = run_and_submit(a, st, &run, now_us(), &outcome, run_id, &err);
+	/* the period is spent once a run starts, measured or not: a host whose runs fail does not
+	 * retry at every start */
+	st->last_sched = now_us();
+	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	if (rc)
+		state_save(st); /* not measured: nothing saved it */
 	if (rc && rc != -EINTR)
 		aw_error("scheduled run: %s", err);
 	json_decref(meta);
@@ -412,8 +414,6 @@ int aw_agent_daemon(struct aw_agent *a, char **err)
 				run_scheduled(a, &st, fp, NULL,
 				              st.last_sched ? "schedule" : "first scheduled run");
 			json_decref(fp);
-			st.last_sched = now_us();
-			state_save(&st);
 			next_sched = aw_monotonic_ns() + cfg->schedule_every_ms * MS;
 			continue;
 		}
