@@ -153,9 +153,7 @@ static int write_file(struct exporter *x, const char *rel, const void *data, siz
 	return aw_write_file_atomic(path, data, len, err);
 }
 
-typedef int (*page_fn)(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
-
-static int export_page(struct exporter *x, const struct aw_site *site, page_fn build,
+static int export_page(struct exporter *x, const struct aw_site *site, aw_site_page_fn build,
                        enum aw_page_kind kind, const char *a, const char *b, char **err)
 {
 	char rel[1024];
@@ -176,29 +174,6 @@ static int export_page(struct exporter *x, const struct aw_site *site, page_fn b
 		x->st->pages++;
 	aw_buf_release(&page);
 	return rc;
-}
-
-static int overview_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	(void)a, (void)b;
-	return aw_site_overview(s, out);
-}
-
-static int host_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	(void)b;
-	return aw_site_host(s, a, out);
-}
-
-static int commit_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	(void)b;
-	return aw_site_commit(s, a, out);
-}
-
-static int compare_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	return aw_site_compare(s, a, b, out);
 }
 
 struct names {
@@ -289,14 +264,15 @@ int aw_export_site(struct store_conn *c, struct aw_gnuplot *gp, const char *out_
 		aw_errorf(err, rc, "cannot list what to export: %s", strerror(-rc));
 		goto out;
 	}
-	rc = export_page(&x, &site, overview_page, AW_PAGE_OVERVIEW, NULL, NULL, err);
+	rc = export_page(&x, &site, aw_site_overview_page, AW_PAGE_OVERVIEW, NULL, NULL, err);
 	for (size_t i = 0; !rc && i < hosts.n; i++)
-		rc = export_page(&x, &site, host_page, AW_PAGE_HOST, hosts.v[i], NULL, err);
+		rc = export_page(&x, &site, aw_site_host_page, AW_PAGE_HOST, hosts.v[i], NULL, err);
 	for (size_t i = 0; !rc && i < commits.n; i++)
-		rc = export_page(&x, &site, commit_page, AW_PAGE_COMMIT, commits.v[i], NULL, err);
+		rc = export_page(&x, &site, aw_site_commit_page, AW_PAGE_COMMIT, commits.v[i], NULL,
+		                 err);
 	/* the overview links each commit to the one listed after it */
 	for (size_t i = 0; !rc && i + 1 < n_recent; i++)
-		rc = export_page(&x, &site, compare_page, AW_PAGE_COMPARE, recent[i + 1].sha,
+		rc = export_page(&x, &site, aw_site_compare, AW_PAGE_COMPARE, recent[i + 1].sha,
 		                 recent[i].sha, err);
 	icon = aw_html_favicon(&len);
 	if (!rc)

@@ -966,3 +966,21 @@ int aw_site_compare(const struct aw_site *s, const char *base, const char *head,
 	aw_arena_release(&a);
 	return rc;
 }
+
+int aw_site_overview_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
+{
+	(void)a, (void)b;
+	return aw_site_overview(s, out);
+}
+
+int aw_site_host_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
+{
+	(void)b;
+	return aw_site_host(s, a, out);
+}
+
+int aw_site_commit_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
+{
+	(void)b;
+	return aw_site_commit(s, a, out);
+}

@@ -51,4 +51,14 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 int aw_site_compare(const struct aw_site *s, const char *base, const char *head,
                     struct aw_buf *out);
 
+/* Every page under one signature, for the HTTP routes and the export: `a` and `b` are the
+ * page's parameters (a host, a commit, or base and head for aw_site_compare; NULL where the page
+ * takes none). */
+typedef int (*aw_site_page_fn)(const struct aw_site *s, const char *a, const char *b,
+                               struct aw_buf *out);
+int aw_site_overview_page(const struct aw_site *s, const char *a, const char *b,
+                          struct aw_buf *out);
+int aw_site_host_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
+int aw_site_commit_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
+
 #endif

@@ -34,9 +34,7 @@ static bool served_chart_ready(const struct aw_chart_id *id, void *cls)
 	return false;
 }
 
-typedef int (*page_fn)(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
-
-static void reply_page(struct aw_ctx *x, page_fn build, const char *a, const char *b,
+static void reply_page(struct aw_ctx *x, aw_site_page_fn build, const char *a, const char *b,
                        const char *what)
 {
 	const struct aw_links links = {AW_LINKS_SERVED, NULL};
@@ -81,32 +79,9 @@ static void reply_page(struct aw_ctx *x, page_fn build, const char *a, const cha
 	aw_buf_release(&page);
 }
 
-static int overview_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	(void)a, (void)b;
-	return aw_site_overview(s, out);
-}
-
-static int host_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	(void)b;
-	return aw_site_host(s, a, out);
-}
-
-static int commit_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	(void)b;
-	return aw_site_commit(s, a, out);
-}
-
-static int compare_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out)
-{
-	return aw_site_compare(s, a, b, out);
-}
-
 void aw_web_overview(struct aw_ctx *x)
 {
-	reply_page(x, overview_page, NULL, NULL, "page");
+	reply_page(x, aw_site_overview_page, NULL, NULL, "page");
 }
 
 void aw_web_host(struct aw_ctx *x)
@@ -119,12 +94,12 @@ void aw_web_host(struct aw_ctx *x)
 		               "host names are 1 to 64 characters from [A-Za-z0-9._-]");
 		return;
 	}
-	reply_page(x, host_page, name, NULL, "host");
+	reply_page(x, aw_site_host_page, name, NULL, "host");
 }
 
 void aw_web_commit(struct aw_ctx *x)
 {
-	reply_page(x, commit_page, x->param, NULL, "commit");
+	reply_page(x, aw_site_commit_page, x->param, NULL, "commit");
 }
 
 void aw_web_compare(struct aw_ctx *x)
@@ -137,7 +112,7 @@ void aw_web_compare(struct aw_ctx *x)
 		               "'base' and 'head' must be commit ids (7 to 64 hex digits)");
 		return;
 	}
-	reply_page(x, compare_page, base, head, "commit");
+	reply_page(x, aw_site_compare, base, head, "commit");
 }
 
 /* Reads a chart file that is a regular file reached without following a final symlink. */
