@@ -68,24 +68,13 @@ static const char *implementer_name(unsigned id)
 __attribute__((format(printf, 3, 4))) static char *read_rel(const struct fp *f, size_t limit,
                                                             const char *fmt, ...)
 {
-	struct aw_buf path;
 	va_list ap;
 	char *data = NULL;
-	size_t len;
 	int rc;
 
-	aw_buf_init(&path, PATH_MAX);
-	rc = aw_buf_puts(&path, f->root);
-	if (!rc && (!path.len || path.data[path.len - 1] != '/'))
-		rc = aw_buf_puts(&path, "/");
-	if (!rc) {
-		va_start(ap, fmt);
-		rc = aw_buf_vprintf(&path, fmt, ap);
-		va_end(ap);
-	}
-	if (!rc)
-		rc = aw_read_file(path.data, limit, &data, &len, NULL);
-	aw_buf_release(&path);
+	va_start(ap, fmt);
+	rc = aw_read_below(f->root, limit, &data, fmt, ap);
+	va_end(ap);
 	return rc ? NULL : data;
 }
 

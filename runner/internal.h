@@ -4,6 +4,7 @@
 #define AW_RUNNER_INTERNAL_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,12 @@ int aw_cpulist_parse(const char *s, struct aw_cpuset *out, char **err);
 void aw_cpulist_format(const struct aw_cpuset *s, char *buf, size_t len);
 
 /* ---- topology (topology.c) ---- */
+
+/* Reads the file root/<fmt...> (fixture trees and "/" alike) into *data (NUL-terminated; the
+ * caller frees). Returns 0 or the error of aw_read_file(): -ENOENT and the like are normal in
+ * containers and VMs, -ENOMEM is not. */
+int aw_read_below(const char *root, size_t limit, char **data, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* What sysfs says of one CPU; -1 where a field is unknown. */
 struct aw_cpu_topo {

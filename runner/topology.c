@@ -125,34 +125,42 @@ const char *aw_midr_name(unsigned implementer, unsigned part)
 	return NULL;
 }
 
+int aw_read_below(const char *root, size_t limit, char **data, const char *fmt, va_list ap)
+{
+	struct aw_buf path;
+	size_t len;
+	int rc;
+
+	*data = NULL;
+	aw_buf_init(&path, PATH_MAX);
+	rc = aw_buf_puts(&path, root);
+	if (!rc && (!path.len || path.data[path.len - 1] != '/'))
+		rc = aw_buf_puts(&path, "/");
+	if (!rc)
+		rc = aw_buf_vprintf(&path, fmt, ap);
+	if (!rc)
+		rc = aw_read_file(path.data, limit, data, &len, NULL);
+	aw_buf_release(&path);
+	return rc;
+}
+
 /* Reads root/<rel>. NULL when the file is missing or unreadable, which is normal in containers
  * and VMs; only running out of memory is recorded as fatal, in l->rc. The caller frees. */
 __attribute__((format(printf, 3, 4))) static char *read_rel(struct loader *l, size_t limit,
                                                             const char *fmt, ...)
 {
-	struct aw_buf path;
 	va_list ap;
 	char *data = NULL;
-	size_t len;
 	int rc;
 
 	if (l->rc)
 		return NULL;
-	aw_buf_init(&path, PATH_MAX);
-	rc = aw_buf_puts(&path, l->root);
-	if (!rc && (!path.len || path.data[path.len - 1] != '/'))
-		rc = aw_buf_puts(&path, "/");
-	if (!rc) {
-		va_start(ap, fmt);
-		rc = aw_buf_vprintf(&path, fmt, ap);
-		va_end(ap);
-	}
-	if (!rc)
-		rc = aw_read_file(path.data, limit, &data, &len, NULL);
+	va_start(ap, fmt);
+	rc = aw_read_below(l->root, limit, &data, fmt, ap);
+	va_end(ap);
 	if (rc == -ENOMEM)
 		l->rc = aw_errorf(&l->err, rc, "out of memory reading the topology below '%s'",
 		                  l->root);
-	aw_buf_release(&path);
 	return rc ? NULL : data;
 }
 
