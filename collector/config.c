@@ -72,34 +72,13 @@ int aw_config_finish(struct aw_collector_config *c)
 
 int aw_parse_size(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {{"", 1},           {"B", 1},           {"k", 1000},      {"kB", 1000},
-	             {"KiB", 1u << 10}, {"M", 1000000},     {"MB", 1000000},  {"MiB", 1u << 20},
-	             {"G", 1000000000}, {"GB", 1000000000}, {"GiB", 1u << 30}};
-	char num[24];
-	size_t n = 0;
-	uint64_t v;
+	static const struct aw_unit units[] = {
+	    {"", 1},           {"B", 1},           {"k", 1000},      {"kB", 1000},
+	    {"KiB", 1u << 10}, {"M", 1000000},     {"MB", 1000000},  {"MiB", 1u << 20},
+	    {"G", 1000000000}, {"GB", 1000000000}, {"GiB", 1u << 30}};
 
-	if (!s)
-		return -EINVAL;
-	while (isdigit((unsigned char)s[n]) && n < sizeof(num) - 1) {
-		num[n] = s[n];
-		n++;
-	}
-	num[n] = '\0';
-	if (!n || aw_parse_u64(num, UINT64_MAX >> 31, &v))
-		return -EINVAL;
-	while (s[n] == ' ')
-		n++;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcmp(s + n, units[i].suffix)) {
-			*out = v * units[i].mult;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	return aw_parse_scaled(s, units, sizeof(units) / sizeof(units[0]), UINT64_MAX >> 31, true,
+	                       out);
 }
 
 int aw_parse_listen(const char *s, char *host, size_t host_len, unsigned *port, char **err)

@@ -427,32 +427,40 @@ int aw_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int aw_parse_duration_ms(const char *s, uint64_t *out_ms)
+int aw_parse_scaled(const char *s, const struct aw_unit *units, size_t n, uint64_t max, bool blanks,
+                    uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t ms;
-	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}};
 	char num[32];
-	size_t n = 0;
+	size_t len = 0;
 	uint64_t v;
 
 	if (!s)
 		return -EINVAL;
-	while (isdigit((unsigned char)s[n]) && n < sizeof(num) - 1) {
-		num[n] = s[n];
-		n++;
+	while (isdigit((unsigned char)s[len]) && len < sizeof(num) - 1) {
+		num[len] = s[len];
+		len++;
 	}
-	num[n] = '\0';
-	if (!n || aw_parse_u64(num, UINT64_MAX / 3600000, &v))
+	num[len] = '\0';
+	if (!len || aw_parse_u64(num, max, &v))
 		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcmp(s + n, units[i].suffix)) {
-			*out_ms = v * units[i].ms;
+	while (blanks && s[len] == ' ')
+		len++;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(s + len, units[i].suffix)) {
+			*out = v * units[i].mult;
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+int aw_parse_duration_ms(const char *s, uint64_t *out_ms)
+{
+	static const struct aw_unit units[] = {
+	    {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}};
+
+	return aw_parse_scaled(s, units, sizeof(units) / sizeof(units[0]), UINT64_MAX / 3600000,
+	                       false, out_ms);
 }
 
 void aw_sleep_ns(uint64_t ns, volatile int *stop)

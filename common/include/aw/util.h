@@ -75,6 +75,18 @@ int aw_hex_value(char c);
  * -EINVAL / -ERANGE. */
 int aw_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/* A unit suffix and what one of it is worth. */
+struct aw_unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+/* Parses a decimal number of at most `max` followed by one of the `n` unit suffixes (exactly,
+ * after blanks when `blanks`; "" is a suffix like any other) into number x mult. Returns 0 or
+ * -EINVAL. */
+int aw_parse_scaled(const char *s, const struct aw_unit *units, size_t n, uint64_t max, bool blanks,
+                    uint64_t *out);
+
 /* Parses durations such as "30m", "90s", "2h", "1500ms" or a bare number of seconds into
  * milliseconds. Returns 0 or -EINVAL. */
 int aw_parse_duration_ms(const char *s, uint64_t *out_ms);
