@@ -471,10 +471,9 @@ static int set_chart_link(json_t *obj, const char *name, const struct aw_chart_i
 
 /* A host's "charts": its comparison chart, when the renderer draws that pair (a commit as the
  * base, or the baseline ref the collector is configured with: what runs are drawn against). */
-static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *head, const char *base,
-                            const char *ref)
+static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *host, const char *head,
+                            const char *base, const char *ref)
 {
-	const char *host = json_string_value(json_object_get(host_json, "host"));
 	struct aw_chart_id id = {.kind = AW_CHART_COMPARE, .commit = head, .host = host};
 	json_t *charts;
 
@@ -482,7 +481,7 @@ static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *hea
 		id.base = base;
 	else if (!strcmp(ref, x->col->analysis.baseline_ref))
 		id.base = ref;
-	if (!host || !id.base)
+	if (!id.base)
 		return 0;
 	charts = json_object();
 	if (!charts || json_object_set_new(host_json, "charts", charts))
@@ -529,7 +528,7 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
 		if (!j || json_array_append_new(list, j) ||
-		    host_chart_links(x, j, head, base, o->baseline_ref))
+		    host_chart_links(x, j, hosts->name[i], head, base, o->baseline_ref))
 			rc = -ENOMEM;
 	}
 	if (!rc && !hosts->n)

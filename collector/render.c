@@ -222,18 +222,18 @@ static double median(struct aw_arena *a, const struct cell_acc *c, int which)
 	return aw_quantile_sorted(v, n, 0.5);
 }
 
-static bool contended(const struct cell_acc *c)
-{
-	return c->contender_cpu != AW_NONE || c->c != AW_NONE;
-}
-
 /* A cell of a contention x duty grid rather than one of the host's ops: it has a contender, or
  * a duty cycle. The runner only measures duty beside a contender; an imported paste also has
  * duty rows with no contender (its "c 0") and contended rows whose contender CPU it never
  * names. */
+static bool in_grid(int contender_cpu, int64_t c, int64_t d)
+{
+	return contender_cpu != AW_NONE || c != AW_NONE || d > 0;
+}
+
 static bool grid_cell(const struct cell_acc *c)
 {
-	return contended(c) || c->d > 0;
+	return in_grid(c->contender_cpu, c->c, c->d);
 }
 
 /* The grid row of a grid cell: its contender's nops, 0 without a contender. */
@@ -832,7 +832,7 @@ static int scan_names(const struct aw_cell *cell, void *cls)
 	int64_t pos;
 	int rc = 0;
 
-	if (cell->contender_cpu != AW_NONE || cell->c != AW_NONE || cell->d > 0) {
+	if (in_grid(cell->contender_cpu, cell->c, cell->d)) {
 		const char **slot;
 
 		aw_cell_contention_name(cell->op, cell->reader, cell->placement, buf, sizeof(buf));
