@@ -315,6 +315,35 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30)
         conn.close()
 
 
+def wait_for_chart(port, path, timeout=60):
+    """GETs a chart until the render workers have drawn it (404 until then): an SVG served as
+    one. Returns its text."""
+    deadline = time.time() + timeout
+    while True:
+        r = request(port, "GET", path)
+        if r.status == 200:
+            check(r.headers.get("content-type", "").startswith("image/svg+xml"), r)
+            check(b"<svg" in r.body[:2000], "an SVG document: %s" % path)
+            return r.body.decode()
+        eq(r.status, 404, r)
+        check(time.time() < deadline, "%s was not drawn within %d s" % (path, timeout))
+        time.sleep(0.1)
+
+
+def wait_for_renders(port, timeout=60):
+    """Until the collector's render workers have nothing left to draw (its
+    atomwatch_render_tasks gauge reads 0)."""
+    deadline = time.time() + timeout
+    while True:
+        text = request(port, "GET", "/metrics").body.decode()
+        gauge = [l for l in text.splitlines() if l.startswith("atomwatch_render_tasks ")]
+        eq(len(gauge), 1, "the render gauge: " + text)
+        if int(gauge[0].split()[-1]) == 0:
+            return
+        check(time.time() < deadline, "render tasks pending after %d s: %s" % (timeout, gauge))
+        time.sleep(0.1)
+
+
 # ---- result documents ----
 
 AARCH64_OPS = ["plain", "llsc", "stadd", "ldadd", "ldadda", "ldaddl", "ldaddal",

@@ -128,15 +128,7 @@ def test_markdown_lists_the_regression_first():
     check("Charts: [heatmap](%s)" % heatmap in md, "the cross-host heat map:\n" + md)
     port = int(url.rsplit(":", 1)[1])
     for link in (compare, heatmap):
-        path, deadline = link[len(url):], time.time() + 60
-        while True:
-            r = h.request(port, "GET", path)
-            if r.status == 200:
-                check(r.body.startswith(b"<?xml") or b"<svg" in r.body[:400], path)
-                break
-            eq(r.status, 404, r)
-            check(time.time() < deadline, "%s not drawn within 60 s" % path)
-            time.sleep(0.1)
+        h.wait_for_chart(port, link[len(url):])
     md_a = read("gate-A.md")
     check(md_a.startswith("## atomwatch gate: pass\n") and "### Regressions" not in md_a, md_a)
 
@@ -160,45 +152,20 @@ def test_reference_hosts():
     eq(len(runs), 3)
 
 
-def wait_for_svg(port, path, timeout=60):
-    deadline = time.time() + timeout
-    while True:
-        r = h.request(port, "GET", path)
-        if r.status == 200:
-            check(b"<svg" in r.body[:2000], path)
-            return r.body.decode()
-        eq(r.status, 404, r)
-        check(time.time() < deadline, "%s not drawn within %d s" % (path, timeout))
-        time.sleep(0.1)
-
-
-def wait_for_renders(port, timeout=60):
-    """Until the collector's render workers have nothing left to draw."""
-    deadline = time.time() + timeout
-    while True:
-        text = h.request(port, "GET", "/metrics").body.decode()
-        gauge = [l for l in text.splitlines() if l.startswith("atomwatch_render_tasks ")]
-        eq(len(gauge), 1, text)
-        if int(gauge[0].split()[-1]) == 0:
-            return
-        check(time.time() < deadline, "render tasks pending after %d s" % timeout)
-        time.sleep(0.1)
-
-
 def test_imported_duty_rows_stay_in_their_grid():
     """The contention paste has duty rows without a contender ("c 0, d 300") and contended rows
     whose contender CPU it never names: they belong to a contention x duty chart, and the heat
     map shows each op's plain row (c 0, d 0), not whichever duty row came last."""
     port, b = int(S.env["URL"].rsplit(":", 1)[1]), S.env["COMMIT_B"]
-    wait_for_renders(port)  # the heat map is redrawn after each host's upload
-    grid = wait_for_svg(port, "/charts/commits/%s/hosts/neoverse-v2-contention/"
+    h.wait_for_renders(port)  # the heat map is redrawn after each host's upload
+    grid = h.wait_for_chart(port, "/charts/commits/%s/hosts/neoverse-v2-contention/"
                               "contention-stadd.svg" % b)
     check("neoverse-v2-contention: stadd under contention and duty" in grid, grid[:3000])
     cells = set(re.findall(r">\s*([0-9.]+)\s*<", grid))
     check({"63.6", "63.7", "68.1", "99", "115", "163"} <= cells,
           "c 0 d 0 (63.65, the op alone), c 0 d 100/200/300, c 10 d 0, c 10 d 500: %s"
           % sorted(cells))
-    heat = wait_for_svg(port, "/charts/commits/%s/heatmap.svg" % b)
+    heat = h.wait_for_chart(port, "/charts/commits/%s/heatmap.svg" % b)
     labels = set(re.findall(r">\s*([0-9.]+)\s*<", heat))
     check({"63.6", "63.7"} & labels, "stadd c 0 d 0 (63.65 ns): %s" % sorted(labels))
     for duty_row in ("99", "98.9"):  # stadd and ldadd at d 300

@@ -594,16 +594,7 @@ def test_metrics_count_uploads():
     check(int(count[0].split()[-1]) >= 3, count)
     created = [l for l in text.splitlines() if 'outcome="created"' in l]
     check(int(created[0].split()[-1]) >= 3, created)
-    # the render workers' tasks of those uploads drain to none
-    deadline = time.time() + 60
-    while True:
-        gauge = [l for l in get("/metrics").body.decode().splitlines()
-                 if l.startswith("atomwatch_render_tasks ")]
-        eq(len(gauge), 1, "the render gauge")
-        if int(gauge[0].split()[-1]) == 0:
-            break
-        check(time.time() < deadline, "render tasks still pending after 60 s: %s" % gauge)
-        time.sleep(0.1)
+    h.wait_for_renders(S.col.port)  # the render workers' tasks of those uploads drain to none
 
 
 def main():

@@ -9,7 +9,6 @@ usage: test_gate_api.py --backend sqlite|postgres"""
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -119,24 +118,10 @@ def test_gate_fails_on_the_regression():
     eq(g["charts"]["heatmap"], "/charts/commits/%s/heatmap.svg" % HEAD)
     eq(grace["charts"]["compare"], "/charts/commits/%s/hosts/grace/compare-main.svg" % HEAD)
     for link in (g["charts"]["heatmap"], grace["charts"]["compare"]):
-        wait_for_chart(link)
+        h.wait_for_chart(S.col.port, link)
     g = gate("project=linux&commit=%s&baseline_ref=release&hosts=grace" % HEAD).json()
     check("charts" not in host_of(g, "grace"),
           "no link to a pair the renderer never draws (a ref it is not configured with)")
-
-
-def wait_for_chart(link, timeout=60):
-    """The linked chart is served as SVG once the render workers have drawn it."""
-    deadline = time.time() + timeout
-    while True:
-        r = S.col.request("GET", link)
-        if r.status == 200:
-            check(r.headers.get("content-type", "").startswith("image/svg+xml"), r)
-            check(b"<svg" in r.body, "an SVG document")
-            return
-        eq(r.status, 404, r)
-        check(time.time() < deadline, "%s was not drawn within %d s" % (link, timeout))
-        time.sleep(0.1)
 
 
 def test_gate_all_cells_and_default_hosts():
@@ -172,7 +157,7 @@ def test_compare():
     eq(grace["cells"][0]["key"], "op=stadd cpu=0")
     eq(grace["charts"]["compare"], "/charts/commits/%s/hosts/grace/compare-%s.svg"
        % (HEAD, base_sha(8)))
-    wait_for_chart(grace["charts"]["compare"])  # a pair asked for is drawn on its first ask
+    h.wait_for_chart(S.col.port, grace["charts"]["compare"])  # a pair asked for is drawn on its first ask
     c = S.col.request("GET", "/api/v1/compare?base=%s&head=%s" % (base_sha(7), base_sha(8)))
     eq(c.status, 200, c)
     eq(c.json()["status"], "pass", c.json())
