@@ -74,15 +74,8 @@ struct aw_import_run *aw_import_new_run(struct aw_import *imp)
 {
 	struct aw_import_run *r;
 
-	if (imp->n_runs == imp->cap_runs) {
-		size_t cap = imp->cap_runs ? imp->cap_runs * 2 : 4;
-		struct aw_import_run *g = realloc(imp->runs, cap * sizeof(*g));
-
-		if (!g)
-			return NULL;
-		imp->runs = g;
-		imp->cap_runs = cap;
-	}
+	if (aw_array_reserve(&imp->runs, imp->n_runs, &imp->cap_runs, sizeof(*imp->runs), 4))
+		return NULL;
 	r = &imp->runs[imp->n_runs];
 	memset(r, 0, sizeof(*r));
 	r->keys = aw_strmap_new(KEYS_MAX);
@@ -113,15 +106,8 @@ struct aw_import_cell *aw_import_add(struct aw_import *imp, const struct aw_impo
 		if (!r)
 			return NULL;
 	}
-	if (r->n_cells == r->cap_cells) {
-		size_t cap = r->cap_cells ? r->cap_cells * 2 : 64;
-		struct aw_import_cell *g = realloc(r->cells, cap * sizeof(*g));
-
-		if (!g)
-			return NULL;
-		r->cells = g;
-		r->cap_cells = cap;
-	}
+	if (aw_array_reserve(&r->cells, r->n_cells, &r->cap_cells, sizeof(*r->cells), 64))
+		return NULL;
 	if (aw_strmap_put(r->keys, key, (int64_t)r->n_cells))
 		return NULL;
 	c = &r->cells[r->n_cells++];
@@ -133,18 +119,10 @@ struct aw_import_cell *aw_import_add(struct aw_import *imp, const struct aw_impo
 
 int aw_import_add_sample(struct aw_import_cell *c, double v)
 {
-	if (c->n_samples == c->cap_samples) {
-		size_t cap = c->cap_samples ? c->cap_samples * 2 : 32;
-		double *g;
-
-		if (cap > 1000000)
-			return -E2BIG;
-		g = realloc(c->samples, cap * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		c->samples = g;
-		c->cap_samples = cap;
-	}
+	if (c->n_samples == c->cap_samples && c->cap_samples * 2 > 1000000)
+		return -E2BIG;
+	if (aw_array_reserve(&c->samples, c->n_samples, &c->cap_samples, sizeof(*c->samples), 32))
+		return -ENOMEM;
 	c->samples[c->n_samples++] = v;
 	return 0;
 }

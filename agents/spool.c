@@ -159,17 +159,10 @@ int aw_spool_list(struct aw_spool *s, char ***paths, size_t *n, char **err)
 			free(p);
 			continue;
 		}
-		if (count == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct entry *g = realloc(v, ncap * sizeof(*g));
-
-			if (!g) {
-				free(p);
-				rc = aw_errorf(err, -ENOMEM, "out of memory");
-				goto out;
-			}
-			v = g;
-			cap = ncap;
+		if (aw_array_reserve(&v, count, &cap, sizeof(*v), 16)) {
+			free(p);
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
 		}
 		v[count].path = p;
 		v[count].mtime = st.st_mtim;

@@ -58,15 +58,8 @@ static int collect_run(const struct store_run *run, void *cls)
 		return 0;
 	if (l->n >= l->max)
 		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct run_ref *p = realloc(l->r, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		l->r = p;
-		l->cap = cap;
-	}
+	if (aw_array_reserve(&l->r, l->n, &l->cap, sizeof(*l->r), 16))
+		return -ENOMEM;
 	x = &l->r[l->n];
 	memset(x, 0, sizeof(*x));
 	x->seq = run->seq;
@@ -200,15 +193,8 @@ static struct series *series_for(struct table *t, const struct aw_cell *c, int *
 	*rc = 0;
 	if (!aw_strmap_get(t->index, c->key, &at))
 		return &t->s[at];
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct series *p = realloc(t->s, cap * sizeof(*p));
-
-		if (!p)
-			goto nomem;
-		t->s = p;
-		t->cap = cap;
-	}
+	if (aw_array_reserve(&t->s, t->n, &t->cap, sizeof(*t->s), 256))
+		goto nomem;
 	s = &t->s[t->n];
 	memset(s, 0, sizeof(*s));
 	s->cpu = c->cpu;
@@ -653,15 +639,8 @@ struct cp_set {
 
 static int cp_add(struct cp_set *s, const struct store_changepoint *p)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct store_changepoint *x = realloc(s->p, cap * sizeof(*x));
-
-		if (!x)
-			return -ENOMEM;
-		s->p = x;
-		s->cap = cap;
-	}
+	if (aw_array_reserve(&s->p, s->n, &s->cap, sizeof(*s->p), 64))
+		return -ENOMEM;
 	s->p[s->n++] = *p;
 	return 0;
 }

@@ -99,15 +99,8 @@ struct aw_cell *aw_result_add_cell(struct aw_result *r)
 {
 	struct aw_cell *c;
 
-	if (r->n_cells == r->cap_cells) {
-		size_t cap = r->cap_cells ? r->cap_cells * 2 : 64;
-		struct aw_cell *p = realloc(r->cells, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		r->cells = p;
-		r->cap_cells = cap;
-	}
+	if (aw_array_reserve(&r->cells, r->n_cells, &r->cap_cells, sizeof(*r->cells), 64))
+		return NULL;
 	c = &r->cells[r->n_cells++];
 	memset(c, 0, sizeof(*c));
 	c->cpu = AW_NONE;

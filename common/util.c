@@ -399,6 +399,25 @@ bool aw_valid_uuid(const char *s)
 	return true;
 }
 
+int aw_array_reserve(void *items, size_t n, size_t *cap, size_t size, size_t first)
+{
+	void *array, *moved;
+	size_t grown;
+
+	if (n < *cap)
+		return 0;
+	grown = *cap ? *cap * 2 : first;
+	if (grown > SIZE_MAX / size)
+		return -ENOMEM;
+	memcpy(&array, items, sizeof(array)); /* *items is some T *, not a void * */
+	moved = realloc(array, grown * size);
+	if (!moved)
+		return -ENOMEM;
+	memcpy(items, &moved, sizeof(moved));
+	*cap = grown;
+	return 0;
+}
+
 int aw_hex_value(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -174,15 +174,9 @@ static int yaml_fail(struct parser *ps, const yaml_parser_t *yp, const char *tex
 
 static int add_kid(struct ynode *parent, struct ynode *kid)
 {
-	if (parent->n_kids == parent->cap_kids) {
-		size_t cap = parent->cap_kids ? parent->cap_kids * 2 : 8;
-		struct ynode **kids = realloc(parent->kids, cap * sizeof(*kids));
-
-		if (!kids)
-			return -ENOMEM;
-		parent->kids = kids;
-		parent->cap_kids = cap;
-	}
+	if (aw_array_reserve(&parent->kids, parent->n_kids, &parent->cap_kids,
+	                     sizeof(*parent->kids), 8))
+		return -ENOMEM;
 	parent->kids[parent->n_kids++] = kid;
 	return 0;
 }

@@ -61,15 +61,8 @@ static struct aw_planned *add(struct planner *pl, const char *section, const cha
 	struct aw_planned *e;
 
 	*rc = -ENOMEM;
-	if (plan->n == plan->cap) {
-		size_t cap = plan->cap ? plan->cap * 2 : 64;
-		struct aw_planned *p = realloc(plan->cells, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		plan->cells = p;
-		plan->cap = cap;
-	}
+	if (aw_array_reserve(&plan->cells, plan->n, &plan->cap, sizeof(*plan->cells), 64))
+		return NULL;
 	e = &plan->cells[plan->n];
 	memset(e, 0, sizeof(*e));
 	e->section = section;

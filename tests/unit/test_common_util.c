@@ -84,6 +84,26 @@ static void test_numbers(void **state)
 	uint64_t v;
 
 	(void)state;
+	{
+		struct pair {
+			int a, b;
+		} *arr = NULL;
+		size_t n = 0, cap = 0;
+
+		for (int i = 0; i < 100; i++) {
+			assert_int_equal(aw_array_reserve(&arr, n, &cap, sizeof(*arr), 4), 0);
+			assert_true(n < cap);
+			arr[n++] = (struct pair){i, -i};
+		}
+		assert_int_equal(cap, 128); /* 4, doubled five times */
+		for (int i = 0; i < 100; i++)
+			assert_true(arr[i].a == i && arr[i].b == -i);
+		assert_int_equal(aw_array_reserve(&arr, 100, &cap, sizeof(*arr), 4), 0);
+		assert_int_equal(cap, 128); /* room left: unchanged */
+		assert_int_equal(aw_array_reserve(&arr, 128, &cap, SIZE_MAX / 64, 4), -ENOMEM);
+		assert_int_equal(cap, 128);
+		free(arr);
+	}
 	assert_int_equal(aw_hex_value('0'), 0);
 	assert_int_equal(aw_hex_value('9'), 9);
 	assert_int_equal(aw_hex_value('a'), 10);

@@ -68,6 +68,11 @@ bool aw_valid_ref(const char *s);
 /* A canonical lowercase UUID (8-4-4-4-12 hex digits). */
 bool aw_valid_uuid(const char *s);
 
+/* Makes room for item [n] of a growing heap array: `items` points at the array's pointer, of
+ * `*cap` items of `size` bytes; when full it is reallocated to twice its capacity (`first` for
+ * an empty one). Returns 0 or -ENOMEM (nothing changed). */
+int aw_array_reserve(void *items, size_t n, size_t *cap, size_t size, size_t first);
+
 /* The value of a hexadecimal digit (either case), or -1. */
 int aw_hex_value(char c);
 
