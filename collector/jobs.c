@@ -552,8 +552,9 @@ void aw_jobs_post(struct aw_ctx *x)
 	}
 	aw_info("job %lld queued: %s %s on %s", (long long)id, spec.project, spec.commit,
 	        spec.hosts ? "listed hosts" : "all hosts");
-	aw_jobs_kick(x->col->jobs);
+	/* the reply shows the job as created, before a waiting agent can claim it */
 	reply_job_view(x, c, id, 201);
+	aw_jobs_kick(x->col->jobs);
 out:
 	free(hosts);
 	json_decref(doc);
