@@ -375,4 +375,69 @@ int store_verdict_list(struct store_conn *c, const char *project, const char *co
 int store_verdict_statuses(struct store_conn *c, const char *project, const char *commit,
                            const char *host, unsigned limit, store_verdict_cb cb, void *cls);
 
+/* ---- post-ingest tasks: the durable queue of the work after an upload ----
+ *
+ * store_put_runs() enqueues, in the transaction that stores the runs, one task of kind "run"
+ * per (project, commit, host, ref) it created a run for. A task that is waiting (not claimed)
+ * and equal to a new one is merged with it; one that is claimed gets its generation bumped, so
+ * that the worker's store_task_done() leaves it queued for another pass. Any collector on the
+ * database may claim a task: PostgreSQL with FOR UPDATE SKIP LOCKED, SQLite in one
+ * transaction. A claim older than the lease is taken over (its collector died). */
+
+struct store_task {
+	int64_t id;
+	const char *kind; /* "run" (verdict, change points, the commit's charts) or "trends" */
+	const char *project, *commit, *host, *ref;
+	int64_t generation; /* hand it back to store_task_done() */
+	int attempts;       /* claims so far, this one included */
+	const char *enqueued_at;
+};
+
+typedef int (*store_task_cb)(const struct store_task *t, void *cls);
+
+/* Queues a task outside an upload (e.g. "trends" after a "run"); merged as above. */
+int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
+                       const char *commit, const char *host, const char *ref);
+
+/* Claims for `owner` (a collector instance's id) the oldest task that is unclaimed, or whose
+ * claim is older than `lease_us`, and that has been claimed fewer than `max_attempts` times;
+ * tasks of kind "run" before any "trends". Calls `cb` with it and returns 0, or returns -ENOENT
+ * when there is nothing to do. One task is claimed by one owner at a time. */
+int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us,
+                     int max_attempts, store_task_cb cb, void *cls);
+
+/* The task is done: deletes it when its generation is still `generation`, else releases the
+ * claim (it was enqueued again meanwhile). -ENOENT when there is no such task. */
+int store_task_done(struct store_conn *c, int64_t id, int64_t generation);
+
+/* The task failed: releases the claim and keeps `message` (may be NULL) as its last error;
+ * it is retried until max_attempts claims were made. */
+int store_task_fail(struct store_conn *c, int64_t id, const char *message);
+
+/* Tasks waiting or claimed (*pending), and those that used up their attempts (*dead). Either
+ * pointer may be NULL. */
+int store_task_count(struct store_conn *c, int64_t *pending, int64_t *dead);
+
+/* ---- charts: the drawn files, where every collector reads them ---- */
+
+struct store_chart {
+	const char *path;         /* relative to the data dir: "charts/commits/<sha>/..." */
+	const char *content_type; /* "image/svg+xml", "image/png", "application/json" */
+	const char *hash;         /* hex SHA-256 of the data it was drawn from */
+	const void *data;
+	size_t len;
+	const char *updated_at;
+};
+
+typedef int (*store_chart_cb)(const struct store_chart *ch, void *cls);
+
+/* Stores (or replaces) the chart at ch->path; updated_at is set by the store. */
+int store_chart_put(struct store_conn *c, const struct store_chart *ch);
+
+/* Calls `cb` with the chart at `path` (data included); -ENOENT when there is none. */
+int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, void *cls);
+
+/* The chart at `path` without its data (ch->data NULL, ch->len its size); -ENOENT when none. */
+int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls);
+
 #endif
