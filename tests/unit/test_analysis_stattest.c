@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "aw/changepoint.h"
-#include "aw/stattest.h"
+#include "changepoint.h"
+#include "stattest.h"
 
 #define assert_close(a, b, tol) assert_true(fabs((a) - (b)) < (tol))
 

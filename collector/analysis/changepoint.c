@@ -3,14 +3,14 @@
  *   Q(t) = m n / (m + n) * (2/(m n) B - 2/(m (m-1)) WL - 2/(n (n-1)) WR)
  * where B sums |x_i - x_j| across the split and WL, WR within each side (pairs counted once);
  * all three are updated in O(e - s) per step, so scanning a segment costs O((e - s)^2). */
-#include "aw/changepoint.h"
+#include "changepoint.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "aw/stattest.h"
+#include "stattest.h"
 
 struct segment {
 	size_t start, end;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "aw/stats.h"
-#include "aw/stattest.h"
+#include "stattest.h"
 
 #define MAD_TO_SIGMA      1.4826 /* MAD of a normal sample times this estimates sigma */
 #define MEDIAN_VAR        1.5708 /* var(median) / var(mean) for normal data: pi / 2 */

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "aw/changepoint.h"
+#include "changepoint.h"
 
 enum aw_verdict {
 	AW_VERDICT_UNCHANGED,

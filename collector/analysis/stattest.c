@@ -1,7 +1,7 @@
 /* Hypothesis tests; see stattest.h. The incomplete beta function is evaluated by its continued
  * fraction with the modified Lentz method, which converges quickly for x < (a+1)/(a+b+2); the
  * symmetry I_x(a,b) = 1 - I_{1-x}(b,a) covers the rest. */
-#include "aw/stattest.h"
+#include "stattest.h"
 
 #include <errno.h>
 #include <math.h>
