@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "aw/buf.h"
+#include "aw/verdict.h"
 
 #define AW_CI_PROG "atomwatch-ci"
 
@@ -25,33 +26,15 @@ enum aw_ci_exit {
 	AW_CI_EXIT_ERROR = 3,      /* usage, or the collector unreachable, 5xx, a bad reply */
 };
 
-enum aw_ci_status {
-	AW_CI_PASS,
-	AW_CI_FAIL,
-	AW_CI_INCOMPLETE,
-};
-
-/* The verdicts of collector/detect.h, plus OTHER for a name this client does not know (a newer
- * collector): such a cell neither fails nor passes the gate by itself. */
-enum aw_ci_verdict {
-	AW_CI_UNCHANGED,
-	AW_CI_REGRESSED,
-	AW_CI_IMPROVED,
-	AW_CI_NOISY,
-	AW_CI_NEW,
-	AW_CI_MISSING,
-	AW_CI_OTHER,
-};
-#define AW_CI_N_VERDICTS (AW_CI_OTHER + 1)
-
-const char *aw_ci_status_name(enum aw_ci_status s);
-const char *aw_ci_verdict_name(enum aw_ci_verdict v);
+/* Statuses (report, host) and verdicts (cell, metric) are the collector's words, read with
+ * aw/verdict.h. A cell word this client does not know (a newer collector) is
+ * AW_VERDICT_UNKNOWN: such a cell neither fails nor passes the gate by itself. */
 
 /* One metric (p50 or p99) of a cell on a host. Numbers the reply left null are NAN; `window`
  * is -1 when absent. */
 struct aw_ci_metric {
 	bool present;
-	enum aw_ci_verdict verdict;
+	enum aw_verdict verdict;
 	double baseline, head;                   /* ns */
 	double change, change_lo, change_hi;     /* relative: 0.25 is +25% */
 	double noise, pvalue, qvalue, threshold; /* relative noise, p and q values, threshold */
@@ -61,12 +44,12 @@ struct aw_ci_metric {
 };
 
 struct aw_ci_cell {
-	char *key;                  /* "subject=libpcpu op=inc cpu=0" */
-	char *op;                   /* or NULL */
-	char *reader, *subject;     /* or NULL */
-	int cpu;                    /* -1 when absent */
-	enum aw_ci_verdict verdict; /* the more severe of p50 and p99 */
-	char *verdict_name;         /* as the collector spelled it */
+	char *key;               /* "subject=libpcpu op=inc cpu=0" */
+	char *op;                /* or NULL */
+	char *reader, *subject;  /* or NULL */
+	int cpu;                 /* -1 when absent */
+	enum aw_verdict verdict; /* the more severe of p50 and p99 */
+	char *verdict_name;      /* as the collector spelled it */
 	struct aw_ci_metric p50, p99;
 };
 
@@ -78,11 +61,11 @@ struct aw_ci_link {
 
 struct aw_ci_host {
 	char *name;
-	enum aw_ci_status status;
-	char *reason; /* why incomplete, or NULL */
+	enum aw_verdict status; /* pass, fail or incomplete */
+	char *reason;           /* why incomplete, or NULL */
 	size_t n_head_runs;
 	long baseline_runs;            /* -1 when absent */
-	long counts[AW_CI_N_VERDICTS]; /* cells per verdict; -1 when the reply gave none */
+	long counts[AW_VERDICT_COUNT]; /* cells per cell verdict; -1 when the reply gave none */
 	struct aw_ci_cell *cells;      /* in the collector's order (regressed first) */
 	size_t n_cells;
 	struct aw_ci_link *charts; /* the host's "charts" object, in its order */
@@ -90,11 +73,11 @@ struct aw_ci_host {
 };
 
 struct aw_ci_report {
-	bool compare;   /* a compare reply (base/head) rather than a gate reply */
-	char *project;  /* or NULL (compare) */
-	char *commit;   /* the commit judged (compare: head) */
-	char *baseline; /* the baseline ref (compare: the base commit) */
-	enum aw_ci_status status;
+	bool compare;              /* a compare reply (base/head) rather than a gate reply */
+	char *project;             /* or NULL (compare) */
+	char *commit;              /* the commit judged (compare: head) */
+	char *baseline;            /* the baseline ref (compare: the base commit) */
+	enum aw_verdict status;    /* pass, fail or incomplete */
 	char *report;              /* the commit's page, e.g. "/commits/<sha>", or NULL */
 	struct aw_ci_link *charts; /* top-level "charts", e.g. the cross-host heat map */
 	size_t n_charts;

@@ -339,16 +339,16 @@ static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_
 	*metrics = *failed_hosts = *incomplete_hosts = 0;
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
-		bool failed = h->status == AW_CI_FAIL;
+		bool failed = h->status == AW_VERDICT_FAIL;
 
 		for (size_t j = 0; j < h->n_cells; j++) {
 			const struct aw_ci_cell *c = &h->cells[j];
 
-			if (c->p50.present && c->p50.verdict == AW_CI_REGRESSED)
+			if (c->p50.present && c->p50.verdict == AW_VERDICT_REGRESSED)
 				(*metrics)++;
-			if (c->p99.present && c->p99.verdict == AW_CI_REGRESSED)
+			if (c->p99.present && c->p99.verdict == AW_VERDICT_REGRESSED)
 				(*metrics)++;
-			if (c->verdict == AW_CI_REGRESSED) {
+			if (c->verdict == AW_VERDICT_REGRESSED) {
 				failed = true;
 				if (!c->p50.present && !c->p99.present)
 					(*metrics)++;
@@ -356,20 +356,21 @@ static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_
 		}
 		if (failed)
 			(*failed_hosts)++;
-		else if (h->status == AW_CI_INCOMPLETE)
+		else if (h->status == AW_VERDICT_INCOMPLETE)
 			(*incomplete_hosts)++;
 	}
 }
 
-static const char *status_word(const struct aw_ci_report *r)
+/* The status the report's exit code stands for: pass, fail or incomplete. */
+static enum aw_verdict overall(const struct aw_ci_report *r)
 {
 	switch (aw_ci_exit_for(r)) {
 	case AW_CI_EXIT_PASS:
-		return "pass";
+		return AW_VERDICT_PASS;
 	case AW_CI_EXIT_REGRESSION:
-		return "fail";
+		return AW_VERDICT_FAIL;
 	default:
-		return "incomplete";
+		return AW_VERDICT_INCOMPLETE;
 	}
 }
 
@@ -391,17 +392,17 @@ static size_t each_regression(struct sink *s, const struct aw_ci_report *r, size
 			const struct aw_ci_cell *c = &h->cells[j];
 			bool any = false;
 
-			if (c->p50.present && c->p50.verdict == AW_CI_REGRESSED) {
+			if (c->p50.present && c->p50.verdict == AW_VERDICT_REGRESSED) {
 				if (n++ < max)
 					fn(s, r, h, c, "p50", &c->p50, cls);
 				any = true;
 			}
-			if (c->p99.present && c->p99.verdict == AW_CI_REGRESSED) {
+			if (c->p99.present && c->p99.verdict == AW_VERDICT_REGRESSED) {
 				if (n++ < max)
 					fn(s, r, h, c, "p99", &c->p99, cls);
 				any = true;
 			}
-			if (!any && c->verdict == AW_CI_REGRESSED && !c->p50.present &&
+			if (!any && c->verdict == AW_VERDICT_REGRESSED && !c->p50.present &&
 			    !c->p99.present) {
 				if (n++ < max)
 					fn(s, r, h, c, "p50", NULL, cls);
@@ -513,7 +514,8 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 	char sc[SHORT_COMMIT + 1];
 
 	tally(r, &metrics, &failed, &incomplete);
-	putf(&s, "atomwatch %s: %s: commit ", r->compare ? "compare" : "gate", status_word(r));
+	putf(&s, "atomwatch %s: %s: commit ", r->compare ? "compare" : "gate",
+	     aw_verdict_name(overall(r)));
 	put_text_plain(&s, short_commit(sc, sizeof(sc), r->commit));
 	if (r->project) {
 		put(&s, " of ");
@@ -535,7 +537,7 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
-		if (h->status != AW_CI_INCOMPLETE)
+		if (h->status != AW_VERDICT_INCOMPLETE)
 			continue;
 		put(&s, "  incomplete ");
 		put_text_plain(&s, h->name);
@@ -605,13 +607,13 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 	struct sink s = {out, 0};
 	size_t metrics, failed, incomplete, n, others = 0;
 	char sc[SHORT_COMMIT + 1];
-	const char *word = status_word(r);
+	enum aw_verdict status = overall(r);
 
 	tally(r, &metrics, &failed, &incomplete);
 	putf(&s, "## atomwatch %s: %s\n\n", r->compare ? "compare" : "gate",
-	     !strcmp(word, "pass")   ? "pass"
-	     : !strcmp(word, "fail") ? "FAIL"
-	                             : "INCOMPLETE");
+	     status == AW_VERDICT_PASS   ? "pass"
+	     : status == AW_VERDICT_FAIL ? "FAIL"
+	                                 : "INCOMPLETE");
 	put(&s, "Commit ");
 	put_md(&s, short_commit(sc, sizeof(sc), r->commit));
 
@@ -654,13 +656,13 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 	put(&s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
-		static const enum aw_ci_verdict order[] = {AW_CI_REGRESSED, AW_CI_IMPROVED,
-		                                           AW_CI_NOISY,     AW_CI_NEW,
-		                                           AW_CI_MISSING,   AW_CI_UNCHANGED};
+		static const enum aw_verdict order[] = {AW_VERDICT_REGRESSED, AW_VERDICT_IMPROVED,
+		                                        AW_VERDICT_NOISY,     AW_VERDICT_NEW,
+		                                        AW_VERDICT_MISSING,   AW_VERDICT_UNCHANGED};
 
 		put(&s, "| ");
 		put_md(&s, h->name);
-		putf(&s, " | %s", aw_ci_status_name(h->status));
+		putf(&s, " | %s", aw_verdict_name(h->status));
 		if (h->reason) {
 			put(&s, ": ");
 			put_md(&s, h->reason);
@@ -673,8 +675,8 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 		put_md_links(&s, "", h->charts, h->n_charts, base_url);
 		put(&s, " |\n");
 		for (size_t j = 0; j < h->n_cells; j++)
-			if (h->cells[j].verdict != AW_CI_REGRESSED &&
-			    h->cells[j].verdict != AW_CI_UNCHANGED)
+			if (h->cells[j].verdict != AW_VERDICT_REGRESSED &&
+			    h->cells[j].verdict != AW_VERDICT_UNCHANGED)
 				others++;
 	}
 	put(&s, "\n");
@@ -694,7 +696,8 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				const struct aw_ci_metric *m = verdict_metric(c);
 				char a[32], b[32], d[32];
 
-				if (c->verdict == AW_CI_REGRESSED || c->verdict == AW_CI_UNCHANGED)
+				if (c->verdict == AW_VERDICT_REGRESSED ||
+				    c->verdict == AW_VERDICT_UNCHANGED)
 					continue;
 				rows++;
 				put(&s, "| ");
@@ -726,7 +729,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
                          const struct aw_ci_cell *c, const char *metric,
                          const struct aw_ci_metric *m, const char *base_url)
 {
-	enum aw_ci_verdict v = m ? m->verdict : c->verdict;
+	enum aw_verdict v = m ? m->verdict : c->verdict;
 	char a[32], b[32], d[32];
 
 	put(s, "    <testcase classname=\"");
@@ -734,7 +737,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 	put(s, "\" name=\"");
 	put_xml(s, c->key);
 	putf(s, " [%s]\" time=\"0\">", metric);
-	if (v == AW_CI_REGRESSED) {
+	if (v == AW_VERDICT_REGRESSED) {
 		put(s, "\n      <failure type=\"regression\" message=\"");
 		put_xml(s, metric);
 		if (m)
@@ -766,19 +769,20 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 			put_href(s, base_url, r->report, put_xml_plain);
 		}
 		put(s, "</failure>\n    </testcase>\n");
-	} else if (v == AW_CI_NEW || v == AW_CI_MISSING) {
+	} else if (v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING) {
 		put(s, "\n      <skipped message=\"");
-		put(s, v == AW_CI_NEW ? "new: no baseline for this cell"
-		                      : "missing: in the baseline but not in this run");
+		put(s, v == AW_VERDICT_NEW ? "new: no baseline for this cell"
+		                           : "missing: in the baseline but not in this run");
 		if (m && m->note) {
 			put(s, " (");
 			put_xml(s, m->note);
 			put(s, ")");
 		}
 		put(s, "\"/>\n    </testcase>\n");
-	} else if (m && (v == AW_CI_IMPROVED || v == AW_CI_NOISY || v == AW_CI_OTHER)) {
+	} else if (m &&
+	           (v == AW_VERDICT_IMPROVED || v == AW_VERDICT_NOISY || v == AW_VERDICT_UNKNOWN)) {
 		put(s, "\n      <system-out>");
-		put_xml(s, v == AW_CI_OTHER ? c->verdict_name : aw_ci_verdict_name(v));
+		put_xml(s, v == AW_VERDICT_UNKNOWN ? c->verdict_name : aw_verdict_name(v));
 		putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
 		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
 		put_evidence(s, m, put_xml_plain);
@@ -793,7 +797,7 @@ static void junit_counts(const struct aw_ci_host *h, size_t *tests, size_t *fail
                          size_t *errors, size_t *skipped)
 {
 	*tests = *failures = *errors = *skipped = 0;
-	if (h->status == AW_CI_INCOMPLETE && !h->n_cells) {
+	if (h->status == AW_VERDICT_INCOMPLETE && !h->n_cells) {
 		*tests = *errors = 1;
 		return;
 	}
@@ -803,19 +807,20 @@ static void junit_counts(const struct aw_ci_host *h, size_t *tests, size_t *fail
 		bool any = false;
 
 		for (int k = 0; k < 2; k++) {
-			enum aw_ci_verdict v = ms[k]->verdict;
+			enum aw_verdict v = ms[k]->verdict;
 
 			if (!ms[k]->present)
 				continue;
 			any = true;
 			(*tests)++;
-			*failures += v == AW_CI_REGRESSED;
-			*skipped += v == AW_CI_NEW || v == AW_CI_MISSING;
+			*failures += v == AW_VERDICT_REGRESSED;
+			*skipped += v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING;
 		}
 		if (!any) {
 			(*tests)++;
-			*failures += c->verdict == AW_CI_REGRESSED;
-			*skipped += c->verdict == AW_CI_NEW || c->verdict == AW_CI_MISSING;
+			*failures += c->verdict == AW_VERDICT_REGRESSED;
+			*skipped +=
+			    c->verdict == AW_VERDICT_NEW || c->verdict == AW_VERDICT_MISSING;
 		}
 	}
 }
@@ -835,14 +840,14 @@ static void junit_host(struct sink *s, const struct aw_ci_report *r, const struc
 	put(s, "\"/>\n      <property name=\"baseline\" value=\"");
 	put_xml(s, r->baseline);
 	putf(s, "\"/>\n      <property name=\"status\" value=\"%s\"/>\n",
-	     aw_ci_status_name(h->status));
+	     aw_verdict_name(h->status));
 	if (r->report) {
 		put(s, "      <property name=\"report\" value=\"");
 		put_href(s, base_url, r->report, put_xml_plain);
 		put(s, "\"/>\n");
 	}
 	put(s, "    </properties>\n");
-	if (h->status == AW_CI_INCOMPLETE && !h->n_cells) {
+	if (h->status == AW_VERDICT_INCOMPLETE && !h->n_cells) {
 		put(s, "    <testcase classname=\"");
 		put_xml(s, h->name);
 		put(s, "\" name=\"run of ");
@@ -902,7 +907,7 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 
 	aw_buf_init(&tmp, LIMIT_SCRATCH);
 	putf(&t, "atomwatch: %s %s [%s] %s", h->name, c->key, metric,
-	     m ? fmt_change(d, sizeof(d), m) : "regressed");
+	     m ? fmt_change(d, sizeof(d), m) : aw_verdict_name(AW_VERDICT_REGRESSED));
 	put(s, "::error title=");
 	put_gh(s, tmp.data, true);
 	put(s, "::");
@@ -934,7 +939,7 @@ int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url,
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
-		if (h->status != AW_CI_INCOMPLETE)
+		if (h->status != AW_VERDICT_INCOMPLETE)
 			continue;
 		put(&s, "::error title=");
 		put_gh(&s, "atomwatch: ", true);

@@ -12,26 +12,13 @@
 
 #define PATH_MAX_LEN 96
 
-static const char *const status_names[] = {"pass", "fail", "incomplete"};
-static const char *const verdict_names[] = {"unchanged", "regressed", "improved", "noisy",
-                                            "new",       "missing",   "other"};
-
-const char *aw_ci_status_name(enum aw_ci_status s)
+/* A cell's or a metric's verdict; a word that is no cell verdict (a newer collector's) is
+ * unknown. */
+static enum aw_verdict verdict_of(const char *name)
 {
-	return (unsigned)s < 3 ? status_names[s] : "?";
-}
+	enum aw_verdict v = aw_verdict_parse(name);
 
-const char *aw_ci_verdict_name(enum aw_ci_verdict v)
-{
-	return (unsigned)v < AW_CI_N_VERDICTS ? verdict_names[v] : "?";
-}
-
-static enum aw_ci_verdict verdict_of(const char *name)
-{
-	for (unsigned v = 0; v < AW_CI_OTHER; v++)
-		if (!strcmp(name, verdict_names[v]))
-			return (enum aw_ci_verdict)v;
-	return AW_CI_OTHER;
+	return aw_verdict_is_cell(v) ? v : AW_VERDICT_UNKNOWN;
 }
 
 static int bad(char **err, const char *path, const char *what)
@@ -74,7 +61,7 @@ static int get_num(const json_t *obj, const char *name, double *out, const char 
 	return 0;
 }
 
-static int parse_status(const json_t *obj, const char *path, enum aw_ci_status *out, char **err)
+static int parse_status(const json_t *obj, const char *path, enum aw_verdict *out, char **err)
 {
 	const json_t *v = json_object_get(obj, "status");
 	char where[PATH_MAX_LEN];
@@ -82,12 +69,9 @@ static int parse_status(const json_t *obj, const char *path, enum aw_ci_status *
 	snprintf(where, sizeof(where), "%.48sstatus", path);
 	if (!json_is_string(v))
 		return bad(err, where, "is missing or not a string");
-	for (unsigned s = 0; s < 3; s++) {
-		if (!strcmp(json_string_value(v), status_names[s])) {
-			*out = (enum aw_ci_status)s;
-			return 0;
-		}
-	}
+	*out = aw_verdict_parse(json_string_value(v));
+	if (aw_verdict_is_status(*out))
+		return 0;
 	return bad(err, where, "is none of pass, fail, incomplete");
 }
 
@@ -133,7 +117,7 @@ static int parse_metric(const json_t *cell, const char *name, struct aw_ci_metri
 	int rc;
 
 	m->present = false;
-	m->verdict = AW_CI_OTHER;
+	m->verdict = AW_VERDICT_UNKNOWN;
 	m->baseline = m->head = m->change = m->change_lo = m->change_hi = NAN;
 	m->noise = m->pvalue = m->qvalue = m->threshold = NAN;
 	m->window = -1;
@@ -203,7 +187,7 @@ static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path,
 	int rc;
 
 	h->baseline_runs = -1;
-	for (i = 0; i < AW_CI_N_VERDICTS; i++)
+	for (i = 0; i < AW_VERDICT_COUNT; i++)
 		h->counts[i] = -1;
 	if (!json_is_object(obj))
 		return bad(err, path, "is not an object");
@@ -220,8 +204,8 @@ static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path,
 		h->baseline_runs = (long)json_integer_value(v);
 	counts = json_object_get(obj, "counts");
 	if (json_is_object(counts)) {
-		for (i = 0; i < AW_CI_OTHER; i++) {
-			v = json_object_get(counts, verdict_names[i]);
+		for (i = AW_VERDICT_CELL_FIRST; i <= AW_VERDICT_CELL_LAST; i++) {
+			v = json_object_get(counts, aw_verdict_name((enum aw_verdict)i));
 			h->counts[i] = json_is_integer(v) ? (long)json_integer_value(v) : 0;
 		}
 	}
@@ -356,32 +340,32 @@ int aw_ci_report_add_missing(struct aw_ci_report *r, const char *host, const cha
 		free(h->reason);
 		return -ENOMEM;
 	}
-	h->status = AW_CI_INCOMPLETE;
+	h->status = AW_VERDICT_INCOMPLETE;
 	h->baseline_runs = -1;
-	for (size_t i = 0; i < AW_CI_N_VERDICTS; i++)
+	for (size_t i = 0; i < AW_VERDICT_COUNT; i++)
 		h->counts[i] = -1;
 	r->n_hosts++;
-	if (r->status == AW_CI_PASS)
-		r->status = AW_CI_INCOMPLETE;
+	if (r->status == AW_VERDICT_PASS)
+		r->status = AW_VERDICT_INCOMPLETE;
 	return 0;
 }
 
 enum aw_ci_exit aw_ci_exit_for(const struct aw_ci_report *r)
 {
-	bool incomplete = r->status == AW_CI_INCOMPLETE || !r->n_hosts;
+	bool incomplete = r->status == AW_VERDICT_INCOMPLETE || !r->n_hosts;
 
-	if (r->status == AW_CI_FAIL)
+	if (r->status == AW_VERDICT_FAIL)
 		return AW_CI_EXIT_REGRESSION;
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
-		if (h->status == AW_CI_FAIL)
+		if (h->status == AW_VERDICT_FAIL)
 			return AW_CI_EXIT_REGRESSION;
 		/* a regressed cell under a host said to pass: the gate errs on the safe side */
 		for (size_t j = 0; j < h->n_cells; j++)
-			if (h->cells[j].verdict == AW_CI_REGRESSED)
+			if (h->cells[j].verdict == AW_VERDICT_REGRESSED)
 				return AW_CI_EXIT_REGRESSION;
-		if (h->status == AW_CI_INCOMPLETE)
+		if (h->status == AW_VERDICT_INCOMPLETE)
 			incomplete = true;
 	}
 	return incomplete ? AW_CI_EXIT_INCOMPLETE : AW_CI_EXIT_PASS;

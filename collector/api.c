@@ -507,7 +507,7 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
                         const char *head, const char *base, const struct host_set *hosts,
                         json_t *reply)
 {
-	enum aw_gate_status overall = AW_GATE_PASS;
+	enum aw_verdict overall = AW_VERDICT_PASS;
 	bool all = aw_http_query(x->req, "all") != NULL;
 	json_t *list = json_array();
 	struct store_conn *c;
@@ -521,10 +521,10 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
 		if (rc)
 			break;
-		if (v.status == AW_GATE_FAIL)
-			overall = AW_GATE_FAIL;
-		else if (v.status == AW_GATE_INCOMPLETE && overall == AW_GATE_PASS)
-			overall = AW_GATE_INCOMPLETE;
+		if (v.status == AW_VERDICT_FAIL)
+			overall = AW_VERDICT_FAIL;
+		else if (v.status == AW_VERDICT_INCOMPLETE && overall == AW_VERDICT_PASS)
+			overall = AW_VERDICT_INCOMPLETE;
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
 		if (!j || json_array_append_new(list, j) ||
@@ -532,7 +532,7 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 			rc = -ENOMEM;
 	}
 	if (!rc && !hosts->n)
-		overall = AW_GATE_INCOMPLETE; /* nothing reported the commit at all */
+		overall = AW_VERDICT_INCOMPLETE; /* nothing reported the commit at all */
 	if (rc) {
 		if (err)
 			aw_warn("%s", err);
@@ -542,7 +542,7 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		aw_reply_store_error(x->req, rc);
 		return;
 	}
-	if (json_object_set_new(reply, "status", json_string(aw_gate_status_name(overall))) ||
+	if (json_object_set_new(reply, "status", json_string(aw_verdict_name(overall))) ||
 	    json_object_set_new(reply, "hosts", list) || commit_chart_links(reply, head)) {
 		json_decref(reply);
 		aw_reply_error(x->req, 500, "internal", "", "out of memory");

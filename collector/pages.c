@@ -75,15 +75,15 @@ static const char *fmt(struct aw_arena *a, const char *format, ...)
 }
 
 /* The gate's word for a commit over its hosts: fail beats incomplete beats pass. */
-static enum aw_report_verdict worst(enum aw_report_verdict a, enum aw_report_verdict b)
+static enum aw_verdict worst(enum aw_verdict a, enum aw_verdict b)
 {
-	static const enum aw_report_verdict order[] = {AW_REPORT_FAIL, AW_REPORT_INCOMPLETE,
-	                                               AW_REPORT_PASS};
+	static const enum aw_verdict order[] = {AW_VERDICT_FAIL, AW_VERDICT_INCOMPLETE,
+	                                        AW_VERDICT_PASS};
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
 		if (a == order[i] || b == order[i])
 			return order[i];
-	return AW_REPORT_UNKNOWN;
+	return AW_VERDICT_UNKNOWN;
 }
 
 /* ---- runs ---- */
@@ -395,7 +395,7 @@ static int on_verdict(const struct store_verdict *sv, void *cls)
 	if (l->parse && aw_verdict_view_parse(l->a, sv, &l->v[l->n - 1].view) == 0) {
 		l->v[l->n - 1].parsed = true;
 	} else {
-		l->v[l->n - 1].view.status = aw_report_verdict_parse(sv->status);
+		l->v[l->n - 1].view.status = aw_verdict_parse(sv->status);
 		l->v[l->n - 1].view.baseline_runs = -1;
 	}
 	return l->a->rc;
@@ -446,7 +446,7 @@ static int last_commit(struct store_conn *c, struct aw_arena *a, const char *hos
 }
 
 struct status_only {
-	enum aw_report_verdict v;
+	enum aw_verdict v;
 	bool any;
 };
 
@@ -454,8 +454,7 @@ static int on_status(const struct store_verdict *sv, void *cls)
 {
 	struct status_only *s = cls;
 
-	s->v = s->any ? worst(s->v, aw_report_verdict_parse(sv->status))
-	              : aw_report_verdict_parse(sv->status);
+	s->v = s->any ? worst(s->v, aw_verdict_parse(sv->status)) : aw_verdict_parse(sv->status);
 	s->any = true;
 	return 0;
 }
@@ -473,7 +472,7 @@ int aw_site_overview(const struct aw_site *s, struct aw_buf *out)
 	aw_arena_init(&a, ARENA_LIMIT);
 	rc = store_list_hosts(s->conn, on_host, &hosts);
 	for (size_t i = 0; !rc && i < hosts.n; i++) {
-		struct status_only st = {AW_REPORT_UNKNOWN, false};
+		struct status_only st = {AW_VERDICT_UNKNOWN, false};
 
 		rc = last_commit(s->conn, &a, hosts.v[i].name, &hosts.v[i].last_commit);
 		if (!rc)
@@ -486,7 +485,7 @@ int aw_site_overview(const struct aw_site *s, struct aw_buf *out)
 	if (!rc && n_recent)
 		commits = aw_arena_alloc(&a, n_recent * sizeof(*commits));
 	for (size_t i = 0; !rc && !a.rc && i < n_recent; i++) {
-		struct status_only st = {AW_REPORT_UNKNOWN, false};
+		struct status_only st = {AW_VERDICT_UNKNOWN, false};
 
 		rc = store_verdict_statuses(s->conn, NULL, recent[i].sha, NULL, VERDICTS_READ,
 		                            on_status, &st);
@@ -609,7 +608,7 @@ int aw_site_host(const struct aw_site *s, const char *host, struct aw_buf *out)
 		goto out;
 	p.host = hosts.v[0];
 	p.host.last_commit = runs.n ? runs.v[0].commit : NULL;
-	p.host.last_verdict = verdicts.n ? verdicts.v[0].view.status : AW_REPORT_UNKNOWN;
+	p.host.last_verdict = verdicts.n ? verdicts.v[0].view.status : AW_VERDICT_UNKNOWN;
 	p.fingerprints = hosts.fps;
 	p.n_fingerprints = hosts.n_fps;
 	if (runs.n)
@@ -619,7 +618,7 @@ int aw_site_host(const struct aw_site *s, const char *host, struct aw_buf *out)
 
 		page_runs[i] = (struct aw_page_run){
 		    runs.v[i].run_id,     runs.v[i].commit,  runs.v[i].ref,
-		    runs.v[i].started_at, runs.v[i].trigger, v ? v->status : AW_REPORT_UNKNOWN};
+		    runs.v[i].started_at, runs.v[i].trigger, v ? v->status : AW_VERDICT_UNKNOWN};
 	}
 	p.runs = page_runs;
 	p.n_runs = runs.n;
@@ -775,7 +774,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 		r->cell = head->v[i].key;
 		r->head_p50 = head->v[i].p50;
 		r->base_p50 = NAN;
-		r->verdict = AW_REPORT_UNKNOWN;
+		r->verdict = AW_VERDICT_UNKNOWN;
 		if (base_index && !aw_strmap_get(base_index, r->cell, &pos))
 			r->base_p50 = base->v[pos].p50;
 		if (t->index && !aw_strmap_get(t->index, r->cell, &pos)) {
@@ -792,8 +791,9 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			r->base_p50 = c->base_p50;
 			if (isfinite(c->head_p50))
 				r->head_p50 = c->head_p50; /* the median over the commit's runs */
-		} else if (v->status == AW_REPORT_PASS || v->status == AW_REPORT_FAIL) {
-			r->verdict = AW_REPORT_UNCHANGED; /* the verdict lists changed cells only */
+		} else if (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL) {
+			r->verdict =
+			    AW_VERDICT_UNCHANGED; /* the verdict lists changed cells only */
 		}
 	}
 	/* cells of the baseline the head lacks */
@@ -801,7 +801,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 		const struct aw_verdict_cell *c = &v->cells[i];
 		struct aw_page_cell_row *r;
 
-		if (c->verdict != AW_REPORT_MISSING)
+		if (c->verdict != AW_VERDICT_MISSING)
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
 		if (r)
@@ -835,7 +835,7 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 	const struct run_copy **hosts = NULL;
 	struct aw_page_host_result *results = NULL;
 	struct aw_chart_ref heatmap;
-	enum aw_report_verdict overall = AW_REPORT_UNKNOWN;
+	enum aw_verdict overall = AW_VERDICT_UNKNOWN;
 	size_t n_hosts = 0;
 	char now[AW_TIME_LEN];
 	int rc;
@@ -868,7 +868,7 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 			rc = host_rows(&a, &head, NULL, &t, v, r);
 		table_release(&t);
 		r->host = run->host;
-		r->verdict = v ? v->status : AW_REPORT_UNKNOWN;
+		r->verdict = v ? v->status : AW_VERDICT_UNKNOWN;
 		if (v && v->baseline_runs >= 0)
 			r->baseline = fmt(&a, "%s, %ld earlier run%s",
 			                  v->baseline_ref ? v->baseline_ref : s->baseline_ref,
@@ -940,7 +940,7 @@ int aw_site_compare(const struct aw_site *s, const char *base, const char *head,
 			rc = host_rows(&a, &head_cells, &base_cells, &t, NULL, r);
 		table_release(&t);
 		r->host = host;
-		r->verdict = AW_REPORT_UNKNOWN;
+		r->verdict = AW_VERDICT_UNKNOWN;
 		r->baseline = fmt(&a, "the runs of %.12s on %s", base, host);
 		n++;
 		i++;
@@ -953,7 +953,7 @@ int aw_site_compare(const struct aw_site *s, const char *base, const char *head,
 		struct aw_page_commit p = {.sha = head,
 		                           .base = base,
 		                           .ref = refs_of(&a, &head_runs),
-		                           .verdict = AW_REPORT_UNKNOWN,
+		                           .verdict = AW_VERDICT_UNKNOWN,
 		                           .hosts = results,
 		                           .n_hosts = n,
 		                           .heatmap = &heatmap,

@@ -27,20 +27,6 @@
 
 /* ---- cached verdicts ---- */
 
-enum aw_report_verdict aw_report_verdict_parse(const char *name)
-{
-	static const enum aw_report_verdict all[] = {
-	    AW_REPORT_PASS,      AW_REPORT_FAIL,      AW_REPORT_INCOMPLETE,
-	    AW_REPORT_UNCHANGED, AW_REPORT_REGRESSED, AW_REPORT_IMPROVED,
-	    AW_REPORT_NOISY,     AW_REPORT_NEW,       AW_REPORT_MISSING,
-	};
-
-	for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(name, aw_report_verdict_name(all[i])))
-			return all[i];
-	return AW_REPORT_UNKNOWN;
-}
-
 static double json_number(const json_t *j)
 {
 	return json_is_number(j) ? json_number_value(j) : NAN;
@@ -55,7 +41,7 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	out->status = aw_report_verdict_parse(v->status);
+	out->status = aw_verdict_parse(v->status);
 	out->baseline_ref = aw_arena_strdup(a, v->baseline_ref);
 	out->baseline_runs = -1;
 	if (!json_is_object(doc)) {
@@ -77,8 +63,7 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 		if (!c)
 			break;
 		c->key = aw_arena_strdup(a, key);
-		c->verdict =
-		    aw_report_verdict_parse(json_string_value(json_object_get(cell, "verdict")));
+		c->verdict = aw_verdict_parse(json_string_value(json_object_get(cell, "verdict")));
 		c->base_p50 = json_number(json_object_get(p50, "baseline"));
 		c->head_p50 = json_number(json_object_get(p50, "head"));
 	}
@@ -418,7 +403,7 @@ static int regressed_keys(struct aw_draw *d, struct aw_arena *a, const char *com
 		return -ENOMEM;
 	rc = store_verdict_list(d->conn, d->project, commit, host, 1, on_verdict, &f);
 	for (size_t i = 0; !rc && f.found && i < f.view.n_cells; i++)
-		if (f.view.cells[i].verdict == AW_REPORT_REGRESSED)
+		if (f.view.cells[i].verdict == AW_VERDICT_REGRESSED)
 			rc = aw_strmap_put(*out, f.view.cells[i].key, 1);
 	return rc;
 }
@@ -1029,7 +1014,7 @@ static int on_trend_verdict(const struct store_verdict *v, void *cls)
 	if (aw_verdict_view_parse(t->a, v, &view) == -EINVAL)
 		return 0;
 	for (size_t i = 0; i < view.n_cells && !rc; i++) {
-		if (view.cells[i].verdict != AW_REPORT_REGRESSED)
+		if (view.cells[i].verdict != AW_VERDICT_REGRESSED)
 			continue;
 		snprintf(key, sizeof(key), "%.64s %s", v->commit, view.cells[i].key);
 		rc = aw_strmap_put(t->regressed, key, 1);

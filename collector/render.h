@@ -115,19 +115,16 @@ void aw_renderer_stop(struct aw_renderer **r);
 
 /* ---- cached verdicts as the pages show them ---- */
 
-/* "pass" -> AW_REPORT_PASS, "regressed" -> AW_REPORT_REGRESSED, ...; unknown words and NULL
- * are AW_REPORT_UNKNOWN. */
-enum aw_report_verdict aw_report_verdict_parse(const char *name);
-
 struct aw_verdict_cell {
 	const char *key;
-	enum aw_report_verdict verdict;
+	enum aw_verdict verdict;
 	double base_p50, head_p50; /* NAN when absent */
 };
 
-/* A stored verdict (store_verdict_list()) read back from its JSON. */
+/* A stored verdict (store_verdict_list()) read back from its JSON, its words through
+ * aw_verdict_parse() (aw/verdict.h). */
 struct aw_verdict_view {
-	enum aw_report_verdict status; /* pass, fail, incomplete or unknown */
+	enum aw_verdict status;        /* pass, fail, incomplete or unknown */
 	const char *baseline_ref;      /* may be NULL */
 	long baseline_runs;            /* -1 when unknown */
 	struct aw_verdict_cell *cells; /* the cells the JSON lists */

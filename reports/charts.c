@@ -315,7 +315,7 @@ static int script_compare(struct script *s, const struct aw_chart_compare *c)
 		plot_next(s, &first);
 		s_puts(s,
 		       "$reg using 1:2:3:4 with yerrorbars pt 7 ps 1.1 lc rgb \"" RED "\" title ");
-		s_str(s, "regressed");
+		s_str(s, aw_verdict_name(AW_VERDICT_REGRESSED));
 	}
 	s_puts(s, "\n");
 	return 0;

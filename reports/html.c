@@ -107,33 +107,6 @@ const char *aw_html_favicon(size_t *len)
 	return favicon_svg;
 }
 
-const char *aw_report_verdict_name(enum aw_report_verdict v)
-{
-	switch (v) {
-	case AW_REPORT_PASS:
-		return "pass";
-	case AW_REPORT_FAIL:
-		return "fail";
-	case AW_REPORT_INCOMPLETE:
-		return "incomplete";
-	case AW_REPORT_UNCHANGED:
-		return "unchanged";
-	case AW_REPORT_REGRESSED:
-		return "regressed";
-	case AW_REPORT_IMPROVED:
-		return "improved";
-	case AW_REPORT_NOISY:
-		return "noisy";
-	case AW_REPORT_NEW:
-		return "new";
-	case AW_REPORT_MISSING:
-		return "missing";
-	case AW_REPORT_UNKNOWN:
-	default:
-		return "unknown";
-	}
-}
-
 int aw_html_escape(struct aw_buf *out, const char *s)
 {
 	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
@@ -352,9 +325,9 @@ static void link_commit(struct page *pg, const char *sha)
 	raw(pg, "</code>");
 }
 
-static void verdict(struct page *pg, enum aw_report_verdict v)
+static void verdict(struct page *pg, enum aw_verdict v)
 {
-	const char *name = aw_report_verdict_name(v);
+	const char *name = aw_verdict_name(v);
 
 	rawf(pg, "<span class=\"verdict v-%s\">%s</span>", name, name);
 }

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "aw/buf.h"
+#include "aw/verdict.h"
 
 /* ---- chart identity, file paths and URLs ---- */
 
@@ -236,30 +237,14 @@ int aw_page_path(enum aw_page_kind kind, const char *a, const char *b, char *out
  * (allowed by its hash), no scripts, no frames. A static string. */
 const char *aw_html_csp(void);
 
-/* What a page says about a host, a commit, a run or a cell. Cells use the regression
- * detector's words (unchanged ... missing), hosts and commits the gate's (pass, fail,
- * incomplete). Named apart from the collector's enum aw_verdict, which the caller maps. */
 /* The site's icon (SVG), which every page links at <site root>/favicon.svg: the collector serves
  * it there and a static export writes it there. Returns the static bytes and their length. */
 #define AW_HTML_FAVICON_PATH "favicon.svg"
 const char *aw_html_favicon(size_t *len);
 
-enum aw_report_verdict {
-	AW_REPORT_UNKNOWN,    /* not decided yet, or nothing to decide */
-	AW_REPORT_PASS,       /* gate: no regression */
-	AW_REPORT_FAIL,       /* gate: some cell regressed */
-	AW_REPORT_INCOMPLETE, /* gate: some expected host did not report */
-	AW_REPORT_UNCHANGED,  /* cell */
-	AW_REPORT_REGRESSED,  /* cell */
-	AW_REPORT_IMPROVED,   /* cell */
-	AW_REPORT_NOISY,      /* cell: the baseline's noise cannot tell */
-	AW_REPORT_NEW,        /* cell: no baseline */
-	AW_REPORT_MISSING,    /* cell: in the baseline, not in the head */
-};
-
-/* "unknown", "pass", "fail", "incomplete", "unchanged", "regressed", "improved", "noisy", "new",
- * "missing". */
-const char *aw_report_verdict_name(enum aw_report_verdict v);
+/* What a page says about a host, a commit, a run or a cell is an enum aw_verdict (aw/verdict.h):
+ * cells use the regression analysis' words (unchanged ... missing), hosts and commits the
+ * gate's (pass, fail, incomplete), and AW_VERDICT_UNKNOWN (0) what is not decided yet. */
 
 struct aw_kv {
 	const char *key, *value;
@@ -280,14 +265,14 @@ struct aw_page_host_summary {
 	size_t n_labels;
 	const char *last_run_at; /* NULL: never */
 	const char *last_commit; /* NULL: none */
-	enum aw_report_verdict last_verdict;
+	enum aw_verdict last_verdict;
 };
 
 struct aw_page_commit_summary {
 	const char *sha, *ref, *time; /* ref, time may be NULL */
 	unsigned hosts_reported;
 	unsigned hosts_expected; /* 0: unknown */
-	enum aw_report_verdict verdict;
+	enum aw_verdict verdict;
 };
 
 /* "/": hosts and latest commits, each commit linked to its comparison with the one after it
@@ -310,7 +295,7 @@ struct aw_page_fingerprint {
 
 struct aw_page_run {
 	const char *run_id, *commit, *ref, *started_at, *trigger; /* commit, ref may be NULL */
-	enum aw_report_verdict verdict;
+	enum aw_verdict verdict;
 };
 
 /* "/hosts/{name}". */
@@ -331,7 +316,7 @@ struct aw_page_host {
 struct aw_page_cell_row {
 	const char *cell;          /* the cell key, e.g. "op=stadd cpu=0" */
 	double base_p50, head_p50; /* NAN: none */
-	enum aw_report_verdict verdict;
+	enum aw_verdict verdict;
 };
 
 struct aw_page_host_result {
@@ -340,7 +325,7 @@ struct aw_page_host_result {
 	struct aw_chart_ref chart; /* the compare chart */
 	const struct aw_page_cell_row *rows;
 	size_t n_rows;
-	enum aw_report_verdict verdict;
+	enum aw_verdict verdict;
 };
 
 /* "/commits/{sha}" (base NULL: compared with the baseline ref) and "/compare?base=&head="
@@ -350,7 +335,7 @@ struct aw_page_commit {
 	const char *base;         /* compare page: the base commit; commit page: NULL */
 	const char *ref;          /* the head's ref; may be NULL */
 	const char *baseline_ref; /* commit page: the baseline ref; may be NULL */
-	enum aw_report_verdict verdict;
+	enum aw_verdict verdict;
 	const struct aw_page_host_result *hosts;
 	size_t n_hosts;
 	const struct aw_chart_ref *heatmap; /* NULL: none */

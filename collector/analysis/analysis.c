@@ -28,13 +28,6 @@ void aw_analysis_opts_default(struct aw_analysis_opts *o)
 	o->thresholds = NULL;
 }
 
-const char *aw_gate_status_name(enum aw_gate_status s)
-{
-	static const char *const names[] = {"pass", "fail", "incomplete"};
-
-	return names[s];
-}
-
 /* ---- reading runs ---- */
 
 struct run_ref {
@@ -306,7 +299,7 @@ static int severity(enum aw_verdict v)
 		return 2;
 	case AW_VERDICT_MISSING:
 		return 1;
-	case AW_VERDICT_UNCHANGED:
+	default:
 		break;
 	}
 	return 0;
@@ -495,7 +488,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	if (rc)
 		goto fail;
 	if (!head.n) {
-		out->status = AW_GATE_INCOMPLETE;
+		out->status = AW_VERDICT_INCOMPLETE;
 		out->reason = aw_asprintf("no run of commit %s on host %s", commit, host);
 		rc = out->reason ? 0 : -ENOMEM;
 		goto out;
@@ -547,7 +540,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	rc = judge(&t, o, out);
 	if (rc)
 		goto out;
-	out->status = out->counts[AW_VERDICT_REGRESSED] ? AW_GATE_FAIL : AW_GATE_PASS;
+	out->status = out->counts[AW_VERDICT_REGRESSED] ? AW_VERDICT_FAIL : AW_VERDICT_PASS;
 	goto out;
 fail:
 	aw_errorf(err, rc, "cannot read the runs of %s on %s: %s", commit, host, strerror(-rc));
@@ -597,7 +590,7 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 	for (size_t i = 0; i < v->n_head_runs; i++)
 		if (json_array_append_new(runs, json_string(v->head_runs[i])))
 			goto fail;
-	for (int k = 0; k <= AW_VERDICT_MISSING; k++)
+	for (int k = AW_VERDICT_CELL_FIRST; k <= AW_VERDICT_CELL_LAST; k++)
 		if (json_object_set_new(counts, aw_verdict_name((enum aw_verdict)k),
 		                        json_integer((json_int_t)v->counts[k])))
 			goto fail;
@@ -618,7 +611,7 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 			goto fail;
 	}
 	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o}", "host", v->host, "status",
-	              aw_gate_status_name(v->status), "reason",
+	              aw_verdict_name(v->status), "reason",
 	              v->reason ? json_string(v->reason) : json_null(), "head_runs", runs,
 	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "cells",
 	              cells);
@@ -775,7 +768,7 @@ int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts
 	                            .commit = commit,
 	                            .host = host,
 	                            .baseline_ref = o->baseline_ref,
-	                            .status = aw_gate_status_name(v.status),
+	                            .status = aw_verdict_name(v.status),
 	                            .json = text,
 	                            .computed_at = now,
 	                            .order_us = ord.order_us};

@@ -44,32 +44,24 @@ struct aw_cell_verdict {
 	double p50_threshold, p99_threshold;
 };
 
-enum aw_gate_status {
-	AW_GATE_PASS,
-	AW_GATE_FAIL,
-	AW_GATE_INCOMPLETE
-};
-
-const char *aw_gate_status_name(enum aw_gate_status s);
-
 /* A commit on one host. */
 struct aw_host_verdict {
 	char *host;
-	enum aw_gate_status status; /* fail: a cell regressed; incomplete: no head run */
-	char *reason;               /* why incomplete, else NULL */
-	char **head_runs;           /* run ids of the commit on this host, newest first */
+	enum aw_verdict status; /* pass; fail: a cell regressed; incomplete: no head run */
+	char *reason;           /* why incomplete, else NULL */
+	char **head_runs;       /* run ids of the commit on this host, newest first */
 	size_t n_head_runs;
 	size_t n_baseline_runs;        /* earlier runs read (baseline ref or base commit) */
 	struct aw_cell_verdict *cells; /* regressed first, then improved, noisy, new, missing,
 	                                  unchanged; the largest change first within each */
 	size_t n_cells;
-	size_t counts[AW_VERDICT_MISSING + 1]; /* cells per verdict */
+	size_t counts[AW_VERDICT_COUNT]; /* cells per verdict (cell verdicts only) */
 };
 
 /* Judges `commit` of `project` on `host`. The baseline is the last o->history runs of
  * o->baseline_ref that come before the commit in commit order, or, when `base_commit` is not
  * NULL, the runs of base_commit on that host (compare). A host without a run of the commit is
- * AW_GATE_INCOMPLETE with a reason. Returns 0 (release *out with aw_host_verdict_release()) or
+ * AW_VERDICT_INCOMPLETE with a reason. Returns 0 (release *out with aw_host_verdict_release()) or
  * a negative store errno with *err. */
 int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                      const char *commit, const char *base_commit, const char *host,

@@ -17,14 +17,6 @@
 #define UNKNOWN_NOISE     0.01   /* assumed when nothing measures the noise */
 #define MAX_CHANGE_POINTS 32
 
-const char *aw_verdict_name(enum aw_verdict v)
-{
-	static const char *const names[] = {"unchanged", "regressed", "improved",
-	                                    "noisy",     "new",       "missing"};
-
-	return names[v];
-}
-
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
 {
@@ -109,6 +101,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	int k;
 
 	memset(r, 0, sizeof(*r));
+	r->verdict = AW_VERDICT_UNCHANGED;
 	r->mw_pvalue = NAN;
 	r->pvalue = 1;
 	r->qvalue = 1;

@@ -9,18 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "aw/verdict.h"
 #include "changepoint.h"
-
-enum aw_verdict {
-	AW_VERDICT_UNCHANGED,
-	AW_VERDICT_REGRESSED,
-	AW_VERDICT_IMPROVED,
-	AW_VERDICT_NOISY,   /* the baseline's noise (or its bimodality) cannot tell */
-	AW_VERDICT_NEW,     /* no baseline for this cell */
-	AW_VERDICT_MISSING, /* in the baseline but not in the head */
-};
-
-const char *aw_verdict_name(enum aw_verdict v);
 
 struct aw_detect_opts {
 	size_t window;        /* baseline runs at most (default 10) */
@@ -69,11 +59,11 @@ struct aw_detect_input {
 };
 
 struct aw_detect_result {
-	enum aw_verdict verdict;
-	double baseline;  /* median of the window */
-	double head;      /* median of the head runs */
-	double change;    /* head / baseline - 1; INFINITY when the baseline was 0 */
-	double change_lo; /* one-sided 95% bounds of the change */
+	enum aw_verdict verdict; /* a cell's: unchanged ... missing (aw/verdict.h) */
+	double baseline;         /* median of the window */
+	double head;             /* median of the head runs */
+	double change;           /* head / baseline - 1; INFINITY when the baseline was 0 */
+	double change_lo;        /* one-sided 95% bounds of the change */
 	double change_hi;
 	double noise;        /* relative run-to-run noise used: 1.4826 MAD / median, moderated
 	                        towards the host's pooled value, floored by the runs' precision */

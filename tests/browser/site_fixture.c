@@ -226,9 +226,9 @@ static void draw_trends(size_t h)
 
 /* ---- pages ---- */
 
-static enum aw_report_verdict host_verdict(size_t h, size_t k)
+static enum aw_verdict host_verdict(size_t h, size_t k)
 {
-	return regressed(h, 1, k) ? AW_REPORT_FAIL : AW_REPORT_PASS;
+	return regressed(h, 1, k) ? AW_VERDICT_FAIL : AW_VERDICT_PASS;
 }
 
 static struct aw_page_host_summary summary(size_t h)
@@ -262,7 +262,7 @@ static void write_overview(const struct aw_links *links, struct aw_buf *b)
 
 		cs[i] = (struct aw_page_commit_summary){
 		    commits[k], "main",  commit_time[k],
-		    N_HOSTS,    N_HOSTS, k == N_COMMITS - 1 ? AW_REPORT_FAIL : AW_REPORT_PASS};
+		    N_HOSTS,    N_HOSTS, k == N_COMMITS - 1 ? AW_VERDICT_FAIL : AW_VERDICT_PASS};
 	}
 	const struct aw_page_overview p = {hosts, N_HOSTS, cs, N_COMMITS, "2026-11-29T09:31:00Z"};
 
@@ -364,9 +364,9 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 
 			rows[h][op] =
 			    (struct aw_page_cell_row){cells[op], base, head,
-			                              !isfinite(head)       ? AW_REPORT_MISSING
-			                              : regressed(h, op, k) ? AW_REPORT_REGRESSED
-			                                                    : AW_REPORT_UNCHANGED};
+			                              !isfinite(head)       ? AW_VERDICT_MISSING
+			                              : regressed(h, op, k) ? AW_VERDICT_REGRESSED
+			                                                    : AW_VERDICT_UNCHANGED};
 		}
 		results[h] = (struct aw_page_host_result){
 		    host_names[h],
@@ -385,7 +385,7 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 	                                 base_k < 0 ? NULL : commits[base_k],
 	                                 "main",
 	                                 "main",
-	                                 k == N_COMMITS - 1 ? AW_REPORT_FAIL : AW_REPORT_PASS,
+	                                 k == N_COMMITS - 1 ? AW_VERDICT_FAIL : AW_VERDICT_PASS,
 	                                 results,
 	                                 N_HOSTS,
 	                                 &heatmap,

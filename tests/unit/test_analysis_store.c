@@ -102,7 +102,7 @@ static void test_verdict_regressed_first(void **state)
 	/* the head: stadd 10x slower, the rest as before */
 	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
-	assert_int_equal(v.status, AW_GATE_FAIL);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
 	assert_int_equal(v.n_head_runs, 1);
 	assert_int_equal(v.n_baseline_runs, 12);
 	assert_int_equal(v.n_cells, 3 + FILLER);
@@ -129,7 +129,7 @@ static void test_verdict_regressed_first(void **state)
 	/* the head commit passes when it is a commit of main itself, judged against the
 	 * commits before it */
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "c0ffee12", NULL, "grace", &v, &err), 0);
-	assert_int_equal(v.status, AW_GATE_PASS);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
 	assert_int_equal(v.n_baseline_runs, 11);
 	aw_host_verdict_release(&v);
 	assert_null(err);
@@ -149,7 +149,7 @@ static void test_incomplete_and_compare(void **state)
 	aw_analysis_opts_default(&o);
 	load_main(c, "grace");
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
-	assert_int_equal(v.status, AW_GATE_INCOMPLETE);
+	assert_int_equal(v.status, AW_VERDICT_INCOMPLETE);
 	assert_non_null(strstr(v.reason, "no run of commit badc0de1 on host grace"));
 	aw_host_verdict_release(&v);
 	/* compare two commits: llsc doubled between c0ffee03 and c0ffee09 */

@@ -72,17 +72,17 @@ static void test_parse_fail(void **state)
 	assert_string_equal(r.project, "libpcpu");
 	assert_string_equal(r.commit, "b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80");
 	assert_string_equal(r.baseline, "main");
-	assert_int_equal(r.status, AW_CI_FAIL);
+	assert_int_equal(r.status, AW_VERDICT_FAIL);
 	assert_string_equal(r.report, "/commits/b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80");
 	assert_int_equal(r.n_charts, 1);
 	assert_string_equal(r.charts[0].name, "heatmap");
 	assert_int_equal(r.n_hosts, 2);
 	assert_string_equal(r.hosts[0].name, "x86-ci");
-	assert_int_equal(r.hosts[0].status, AW_CI_FAIL);
+	assert_int_equal(r.hosts[0].status, AW_VERDICT_FAIL);
 	assert_int_equal(r.hosts[0].n_head_runs, 1);
 	assert_int_equal(r.hosts[0].baseline_runs, 4);
-	assert_int_equal(r.hosts[0].counts[AW_CI_REGRESSED], 1);
-	assert_int_equal(r.hosts[0].counts[AW_CI_NEW], 1);
+	assert_int_equal(r.hosts[0].counts[AW_VERDICT_REGRESSED], 1);
+	assert_int_equal(r.hosts[0].counts[AW_VERDICT_NEW], 1);
 	assert_int_equal(r.hosts[0].n_charts, 2);
 	assert_int_equal(r.hosts[0].n_cells, 5);
 	c = &r.hosts[0].cells[0];
@@ -90,14 +90,14 @@ static void test_parse_fail(void **state)
 	assert_string_equal(c->subject, "libpcpu");
 	assert_null(c->reader);
 	assert_int_equal(c->cpu, 0);
-	assert_int_equal(c->verdict, AW_CI_REGRESSED);
+	assert_int_equal(c->verdict, AW_VERDICT_REGRESSED);
 	assert_true(c->p50.present && c->p99.present);
-	assert_int_equal(c->p50.verdict, AW_CI_REGRESSED);
+	assert_int_equal(c->p50.verdict, AW_VERDICT_REGRESSED);
 	assert_true(fabs(c->p50.head - 18.43) < 1e-9);
 	assert_int_equal(c->p50.window, 4);
 	assert_null(c->p50.note); /* "" is no note */
 	c = &r.hosts[0].cells[2];
-	assert_int_equal(c->verdict, AW_CI_NEW);
+	assert_int_equal(c->verdict, AW_VERDICT_NEW);
 	assert_true(isnan(c->p50.baseline) && isnan(c->p50.change));
 	assert_string_equal(c->p50.note, "no baseline for this cell");
 	assert_string_equal(r.hosts[0].cells[1].reader ? "x" : "null", "null");
@@ -131,7 +131,7 @@ static void test_exit_status(void **state)
 	/* a host CI expected but the reply left out makes a passing gate incomplete */
 	load("pass.json", false, &r);
 	assert_int_equal(aw_ci_report_add_missing(&r, "graviton4-a", "not in the reply"), 0);
-	assert_int_equal(r.status, AW_CI_INCOMPLETE);
+	assert_int_equal(r.status, AW_VERDICT_INCOMPLETE);
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCOMPLETE);
 	aw_ci_report_release(&r);
 
@@ -140,11 +140,11 @@ static void test_exit_status(void **state)
 	assert_int_equal(aw_ci_report_add_missing(&r, "graviton4-a", "not in the reply"), 0);
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
 	/* a regressed cell under a host said to pass still fails the gate */
-	r.status = AW_CI_PASS;
-	r.hosts[0].status = AW_CI_PASS;
-	r.hosts[2].status = AW_CI_PASS;
+	r.status = AW_VERDICT_PASS;
+	r.hosts[0].status = AW_VERDICT_PASS;
+	r.hosts[2].status = AW_VERDICT_PASS;
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
-	r.hosts[0].cells[0].verdict = AW_CI_UNCHANGED;
+	r.hosts[0].cells[0].verdict = AW_VERDICT_UNCHANGED;
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
 	r.n_hosts = 0; /* nothing judged is not a pass */
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCOMPLETE);

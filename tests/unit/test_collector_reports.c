@@ -135,20 +135,20 @@ static void test_verdict_statuses_and_view(void **state)
 
 	aw_arena_init(&a, 1u << 20);
 	assert_int_equal(aw_verdict_view_parse(&a, &v, &view), 0);
-	assert_int_equal(view.status, AW_REPORT_FAIL);
+	assert_int_equal(view.status, AW_VERDICT_FAIL);
 	assert_int_equal(view.baseline_runs, 7);
 	assert_int_equal(view.n_cells, 2);
 	assert_string_equal(view.cells[0].key, "op=llsc cpu=1");
-	assert_int_equal(view.cells[0].verdict, AW_REPORT_REGRESSED);
+	assert_int_equal(view.cells[0].verdict, AW_VERDICT_REGRESSED);
 	assert_true(view.cells[0].base_p50 == 5.0 && view.cells[0].head_p50 == 10.0);
-	assert_int_equal(view.cells[1].verdict, AW_REPORT_MISSING);
+	assert_int_equal(view.cells[1].verdict, AW_VERDICT_MISSING);
 	assert_true(isnan(view.cells[1].head_p50));
 	v.json = "[1, 2]";
 	assert_int_equal(aw_verdict_view_parse(&a, &v, &view), -EINVAL);
 	aw_arena_release(&a);
-	assert_int_equal(aw_report_verdict_parse("incomplete"), AW_REPORT_INCOMPLETE);
-	assert_int_equal(aw_report_verdict_parse("frobnicated"), AW_REPORT_UNKNOWN);
-	assert_int_equal(aw_report_verdict_parse(NULL), AW_REPORT_UNKNOWN);
+	assert_int_equal(aw_verdict_parse("incomplete"), AW_VERDICT_INCOMPLETE);
+	assert_int_equal(aw_verdict_parse("frobnicated"), AW_VERDICT_UNKNOWN);
+	assert_int_equal(aw_verdict_parse(NULL), AW_VERDICT_UNKNOWN);
 	store_disconnect(&c);
 	store_close(&s);
 }

@@ -24,14 +24,14 @@ static const struct aw_kv labels[] = {{"rack", HOSTILE}, {"role", "ci"}};
 
 static const struct aw_page_host_summary hosts[] = {
     {"graviton4", "aarch64", "Neoverse-V2 " HOSTILE, 96, 1, labels, 2, "2026-11-29T10:00:00Z",
-     "abc1234def", AW_REPORT_FAIL},
-    {ATTRY, "x86_64", NULL, -1, -1, NULL, 0, NULL, NULL, AW_REPORT_UNKNOWN},
-    {"..", "x86_64", "EPYC", 2, -1, NULL, 0, NULL, NULL, AW_REPORT_PASS},
+     "abc1234def", AW_VERDICT_FAIL},
+    {ATTRY, "x86_64", NULL, -1, -1, NULL, 0, NULL, NULL, AW_VERDICT_UNKNOWN},
+    {"..", "x86_64", "EPYC", 2, -1, NULL, 0, NULL, NULL, AW_VERDICT_PASS},
 };
 
 static const struct aw_page_commit_summary commits[] = {
-    {"abc1234def", "main", "2026-11-29T09:00:00Z", 2, 3, AW_REPORT_FAIL},
-    {"0123456789", HOSTILE, NULL, 1, 0, AW_REPORT_PASS},
+    {"abc1234def", "main", "2026-11-29T09:00:00Z", 2, 3, AW_VERDICT_FAIL},
+    {"0123456789", HOSTILE, NULL, 1, 0, AW_VERDICT_PASS},
 };
 
 static const struct aw_page_overview overview = {hosts, 3, commits, 2, "2026-11-29T10:01:00Z"};
@@ -208,9 +208,9 @@ static void test_host_page(void **state)
 	    true};
 	const struct aw_page_run runs[] = {
 	    {"0f0e0d0c-0000-4000-8000-000000000001", "abc1234def", "main", "2026-11-29T10:00:00Z",
-	     "ci", AW_REPORT_FAIL},
+	     "ci", AW_VERDICT_FAIL},
 	    {"0f0e0d0c-0000-4000-8000-000000000002", NULL, NULL, "2026-11-28T10:00:00Z", "schedule",
-	     AW_REPORT_UNKNOWN},
+	     AW_VERDICT_UNKNOWN},
 	};
 	const struct aw_page_host page = {hosts[1], fps, 2,    trends, 2,   &percpu,
 	                                  NULL,     0,   runs, 2,      NULL};
@@ -268,9 +268,9 @@ static void test_host_page(void **state)
 static void test_commit_and_compare_pages(void **state)
 {
 	const struct aw_page_cell_row rows[] = {
-	    {"op=stadd cpu=0", 5.0, 50.0, AW_REPORT_REGRESSED},
-	    {"op=ldadd cpu=0", 4.6, 4.5, AW_REPORT_UNCHANGED},
-	    {"op=" HOSTILE, NAN, 1234.5, AW_REPORT_NEW},
+	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED},
+	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED},
+	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW},
 	};
 	const struct aw_page_host_result results[] = {
 	    {"graviton4",
@@ -283,12 +283,12 @@ static void test_commit_and_compare_pages(void **state)
 	      true},
 	     rows,
 	     3,
-	     AW_REPORT_FAIL},
-	    {ATTRY, HOSTILE, {{.kind = AW_CHART_COMPARE}, NULL, false}, NULL, 0, AW_REPORT_PASS},
+	     AW_VERDICT_FAIL},
+	    {ATTRY, HOSTILE, {{.kind = AW_CHART_COMPARE}, NULL, false}, NULL, 0, AW_VERDICT_PASS},
 	};
 	const struct aw_chart_ref heatmap = {
 	    {.kind = AW_CHART_HEATMAP, .commit = "abc1234def"}, "p50 across hosts", true};
-	struct aw_page_commit page = {"abc1234def", NULL, "main",   "main", AW_REPORT_FAIL,
+	struct aw_page_commit page = {"abc1234def", NULL, "main",   "main", AW_VERDICT_FAIL,
 	                              results,      2,    &heatmap, "now"};
 	const struct aw_links served = {AW_LINKS_SERVED, ""};
 	const struct aw_links exported = {AW_LINKS_EXPORT, NULL};

@@ -1,0 +1,40 @@
+/* The verdict name table; see verdict.h. */
+#include "aw/verdict.h"
+
+#include <string.h>
+
+static const char *const names[AW_VERDICT_COUNT] = {
+    [AW_VERDICT_UNKNOWN] = "unknown",
+    [AW_VERDICT_PASS] = "pass",
+    [AW_VERDICT_FAIL] = "fail",
+    [AW_VERDICT_INCOMPLETE] = "incomplete",
+    [AW_VERDICT_UNCHANGED] = "unchanged",
+    [AW_VERDICT_REGRESSED] = "regressed",
+    [AW_VERDICT_IMPROVED] = "improved",
+    [AW_VERDICT_NOISY] = "noisy",
+    [AW_VERDICT_NEW] = "new",
+    [AW_VERDICT_MISSING] = "missing",
+};
+
+const char *aw_verdict_name(enum aw_verdict v)
+{
+	return (unsigned)v < AW_VERDICT_COUNT ? names[v] : names[AW_VERDICT_UNKNOWN];
+}
+
+enum aw_verdict aw_verdict_parse(const char *name)
+{
+	for (unsigned v = 0; name && v < AW_VERDICT_COUNT; v++)
+		if (!strcmp(name, names[v]))
+			return (enum aw_verdict)v;
+	return AW_VERDICT_UNKNOWN;
+}
+
+bool aw_verdict_is_cell(enum aw_verdict v)
+{
+	return v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST;
+}
+
+bool aw_verdict_is_status(enum aw_verdict v)
+{
+	return v == AW_VERDICT_PASS || v == AW_VERDICT_FAIL || v == AW_VERDICT_INCOMPLETE;
+}

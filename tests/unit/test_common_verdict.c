@@ -1,0 +1,101 @@
+/* The one verdict vocabulary: every verdict's word parses back to it, the words are the ones the
+ * collector's JSON, its verdict cache and its pages have always carried (they are a wire format:
+ * atomwatch-ci and stored verdicts read them), anything else is unknown, and the cell and status
+ * ranges split the enum as the gate and the counts need. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "aw/verdict.h"
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	for (int v = 0; v < AW_VERDICT_COUNT; v++) {
+		const char *name = aw_verdict_name((enum aw_verdict)v);
+
+		assert_non_null(name);
+		assert_int_equal(aw_verdict_parse(name), v);
+		for (int w = 0; w < v; w++)
+			assert_string_not_equal(name, aw_verdict_name((enum aw_verdict)w));
+	}
+}
+
+static void test_words(void **state)
+{
+	static const struct {
+		enum aw_verdict v;
+		const char *name;
+	} words[] = {
+	    {AW_VERDICT_UNKNOWN, "unknown"},
+	    {AW_VERDICT_PASS, "pass"},
+	    {AW_VERDICT_FAIL, "fail"},
+	    {AW_VERDICT_INCOMPLETE, "incomplete"},
+	    {AW_VERDICT_UNCHANGED, "unchanged"},
+	    {AW_VERDICT_REGRESSED, "regressed"},
+	    {AW_VERDICT_IMPROVED, "improved"},
+	    {AW_VERDICT_NOISY, "noisy"},
+	    {AW_VERDICT_NEW, "new"},
+	    {AW_VERDICT_MISSING, "missing"},
+	};
+
+	(void)state;
+	assert_int_equal(sizeof(words) / sizeof(words[0]), AW_VERDICT_COUNT);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		assert_string_equal(aw_verdict_name(words[i].v), words[i].name);
+		assert_int_equal(aw_verdict_parse(words[i].name), words[i].v);
+	}
+	/* zero is "nothing decided", so a zeroed struct never claims a verdict */
+	assert_int_equal(AW_VERDICT_UNKNOWN, 0);
+}
+
+static void test_unknown(void **state)
+{
+	static const char *const others[] = {"",      "other", "Regressed", "PASS", "regressed ",
+	                                     " pass", "pas",   "passed",    "?"};
+
+	(void)state;
+	assert_int_equal(aw_verdict_parse(NULL), AW_VERDICT_UNKNOWN);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		assert_int_equal(aw_verdict_parse(others[i]), AW_VERDICT_UNKNOWN);
+	assert_string_equal(aw_verdict_name((enum aw_verdict)AW_VERDICT_COUNT), "unknown");
+	assert_string_equal(aw_verdict_name((enum aw_verdict) - 1), "unknown");
+}
+
+static void test_ranges(void **state)
+{
+	(void)state;
+	/* "counts" in the gate's JSON lists the cell verdicts in enum order */
+	assert_int_equal(AW_VERDICT_CELL_FIRST, AW_VERDICT_UNCHANGED);
+	assert_int_equal(AW_VERDICT_CELL_LAST, AW_VERDICT_MISSING);
+	assert_int_equal(AW_VERDICT_CELL_LAST - AW_VERDICT_CELL_FIRST + 1, 6);
+	for (int v = 0; v < AW_VERDICT_COUNT; v++) {
+		bool cell = aw_verdict_is_cell((enum aw_verdict)v);
+		bool status = aw_verdict_is_status((enum aw_verdict)v);
+
+		assert_false(cell && status);
+		assert_int_equal(cell, v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST);
+		assert_int_equal(!cell && !status, v == AW_VERDICT_UNKNOWN);
+	}
+	assert_true(aw_verdict_is_status(AW_VERDICT_PASS));
+	assert_true(aw_verdict_is_status(AW_VERDICT_FAIL));
+	assert_true(aw_verdict_is_status(AW_VERDICT_INCOMPLETE));
+	assert_false(aw_verdict_is_cell((enum aw_verdict)AW_VERDICT_COUNT));
+	assert_false(aw_verdict_is_status((enum aw_verdict)AW_VERDICT_COUNT));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_words),
+	    cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_ranges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
