@@ -5,7 +5,6 @@
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <sys/types.h>
 
 #include "analysis.h"
 #include "auth.h"
@@ -110,9 +109,6 @@ int aw_collector_serve(const struct aw_collector_config *cfg);
 
 /* Parses a decimal id (1..INT64_MAX) from a path segment. Returns 0 or -EINVAL. */
 int aw_parse_id(const char *s, int64_t *out);
-
-/* mkdir -p `path`, creating what is missing with `mode`. Returns 0 or a negative errno. */
-int aw_make_dirs(const char *path, mode_t mode);
 
 /* A JSON string, or null for NULL. */
 json_t *aw_json_str(const char *s);

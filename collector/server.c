@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "aw/log.h"
 #include "internal.h"
@@ -306,29 +305,6 @@ static void request_done(struct aw_http_req *req, bool sent, void *cls)
 }
 
 /* ---- life cycle ---- */
-
-int aw_make_dirs(const char *path, mode_t mode)
-{
-	char *copy = strdup(path);
-	int rc = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1; !rc; p++) {
-		if (*p && *p != '/')
-			continue;
-		char saved = *p;
-
-		*p = '\0';
-		if (mkdir(copy, mode) < 0 && errno != EEXIST)
-			rc = -errno;
-		*p = saved;
-		if (!saved)
-			break;
-	}
-	free(copy);
-	return rc;
-}
 
 static int migrate(struct store *store, char **err)
 {
