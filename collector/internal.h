@@ -10,7 +10,7 @@
 #include "auth.h"
 #include "aw/result.h"
 #include "config.h"
-#include "http.h"
+#include "httpd.h"
 #include "store.h"
 
 struct aw_writer;
@@ -24,7 +24,7 @@ struct aw_collector {
 	struct aw_writer *writer;
 	struct aw_jobs *jobs;
 	struct aw_auth *auth;
-	struct aw_http_server *http;
+	struct aw_httpd_server *http;
 	struct aw_result_limits limits;
 	struct aw_renderer *render;       /* NULL when render.workers is 0 */
 	struct aw_thresholds thresholds;  /* detection.thresholds, or the defaults */
@@ -40,7 +40,7 @@ void aw_collector_analysis_release(struct aw_collector *col);
 /* One API request as a route handler sees it. */
 struct aw_ctx {
 	struct aw_collector *col;
-	struct aw_http_req *req;
+	struct aw_httpd_req *req;
 	bool authenticated;
 	struct aw_principal who; /* when authenticated */
 	const char *param;       /* the {name} or {id} segment of the path, or what "*" matched,
@@ -53,14 +53,14 @@ struct aw_ctx {
 int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out);
 
 /* Replies with `body` as JSON (the reference is stolen). */
-void aw_reply_json(struct aw_http_req *req, unsigned status, json_t *body);
+void aw_reply_json(struct aw_httpd_req *req, unsigned status, json_t *body);
 
 /* Replies {"error":{"code","message","field"}}; field "" when it is about no field. */
-void aw_reply_error(struct aw_http_req *req, unsigned status, const char *code, const char *field,
+void aw_reply_error(struct aw_httpd_req *req, unsigned status, const char *code, const char *field,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Replies to a store failure: 503 when the database is busy or unreachable, 500 otherwise. */
-void aw_reply_store_error(struct aw_http_req *req, int rc);
+void aw_reply_store_error(struct aw_httpd_req *req, int rc);
 
 /* The content hash of a validated result (hex SHA-256 into hex[65]): equal for two documents
  * exactly when they carry the same values. Returns 0, -ENOMEM or -EIO. */
@@ -92,7 +92,7 @@ void aw_web_chart(struct aw_ctx *x);
 void aw_web_favicon(struct aw_ctx *x);
 
 /* Called by the router when a request ends (jobs.c releases a claim whose reply was lost). */
-void aw_jobs_request_done(struct aw_http_req *req, bool sent);
+void aw_jobs_request_done(struct aw_httpd_req *req, bool sent);
 
 /* The long-poll service (jobs.c): a thread that hands queued jobs to waiting agents. */
 int aw_jobs_start(struct aw_collector *col, struct aw_jobs **out, char **err);

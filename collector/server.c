@@ -78,7 +78,7 @@ int aw_parse_id(const char *s, int64_t *out)
 
 /* ---- replies ---- */
 
-void aw_reply_json(struct aw_http_req *req, unsigned status, json_t *body)
+void aw_reply_json(struct aw_httpd_req *req, unsigned status, json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
@@ -88,13 +88,13 @@ void aw_reply_json(struct aw_http_req *req, unsigned status, json_t *body)
 		    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":\"\"}}";
 		char *copy = strdup(oom);
 
-		aw_http_reply(req, 500, "application/json", copy, copy ? strlen(copy) : 0);
+		aw_httpd_reply(req, 500, "application/json", copy, copy ? strlen(copy) : 0);
 		return;
 	}
-	aw_http_reply(req, status, "application/json", text, strlen(text));
+	aw_httpd_reply(req, status, "application/json", text, strlen(text));
 }
 
-void aw_reply_error(struct aw_http_req *req, unsigned status, const char *code, const char *field,
+void aw_reply_error(struct aw_httpd_req *req, unsigned status, const char *code, const char *field,
                     const char *fmt, ...)
 {
 	char message[512];
@@ -104,15 +104,15 @@ void aw_reply_error(struct aw_http_req *req, unsigned status, const char *code, 
 	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
 	if (status == 401)
-		aw_http_add_header(req, "WWW-Authenticate", "Bearer realm=\"atomwatch\"");
+		aw_httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"atomwatch\"");
 	if (status == 503)
-		aw_http_add_header(req, "Retry-After", "1");
+		aw_httpd_add_header(req, "Retry-After", "1");
 	aw_reply_json(req, status,
 	              json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", message,
 	                        "field", field ? field : ""));
 }
 
-void aw_reply_store_error(struct aw_http_req *req, int rc)
+void aw_reply_store_error(struct aw_httpd_req *req, int rc)
 {
 	if (rc == -EBUSY || rc == -EAGAIN)
 		aw_reply_error(req, 503, "database", "", "the database is busy or unreachable");
@@ -185,7 +185,7 @@ static unsigned find_route(const char *method, const char *path, char *buf, size
 	return ROUTE_OTHER;
 }
 
-static void method_not_allowed(struct aw_http_req *req, const char *path)
+static void method_not_allowed(struct aw_httpd_req *req, const char *path)
 {
 	char allow[64] = "", buf[256];
 	const char *param;
@@ -196,14 +196,14 @@ static void method_not_allowed(struct aw_http_req *req, const char *path)
 			snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
 			         *allow ? ", " : "", routes[i].method);
 	}
-	aw_http_add_header(req, "Allow", allow);
+	aw_httpd_add_header(req, "Allow", allow);
 	aw_reply_error(req, 405, "method_not_allowed", "", "use %s on '%s'", allow, path);
 }
 
 /* Applies the route's access rule. Returns 0 to go on, or non-zero once it has replied. */
 static int check_access(struct aw_ctx *x, enum access access)
 {
-	const char *header = aw_http_header(x->req, "Authorization");
+	const char *header = aw_httpd_header(x->req, "Authorization");
 	struct store_conn *c;
 	const char *token;
 	int rc;
@@ -252,17 +252,17 @@ static int check_access(struct aw_ctx *x, enum access access)
 	return -EPERM;
 }
 
-static void handle(struct aw_http_req *req, void *cls)
+static void handle(struct aw_httpd_req *req, void *cls)
 {
 	struct aw_collector *col = cls;
 	struct aw_ctx x = {.col = col, .req = req};
-	const char *path = aw_http_path(req);
-	char param[1024]; /* http.c refuses longer paths */
+	const char *path = aw_httpd_path(req);
+	char param[1024]; /* httpd.c refuses longer paths */
 	bool path_known;
 	unsigned route;
 
-	route = find_route(aw_http_method(req), path, param, sizeof(param), &x.param, &path_known);
-	aw_http_set_tag(req, (int)route);
+	route = find_route(aw_httpd_method(req), path, param, sizeof(param), &x.param, &path_known);
+	aw_httpd_set_tag(req, (int)route);
 	if (atomic_load(&refusing)) {
 		aw_reply_error(req, 503, "shutting_down", "", "the collector is shutting down");
 		return;
@@ -279,9 +279,9 @@ static void handle(struct aw_http_req *req, void *cls)
 	store_release(col->store, &x.conn);
 }
 
-static void request_done(struct aw_http_req *req, bool sent, void *cls)
+static void request_done(struct aw_httpd_req *req, bool sent, void *cls)
 {
-	int tag = aw_http_tag(req);
+	int tag = aw_httpd_tag(req);
 	unsigned route = tag < 0 ? ROUTE_OTHER : (unsigned)tag;
 
 	(void)cls;
@@ -291,15 +291,15 @@ static void request_done(struct aw_http_req *req, bool sent, void *cls)
 		const char *param;
 		bool known;
 
-		route = find_route(aw_http_method(req), aw_http_path(req), buf, sizeof(buf), &param,
-		                   &known);
+		route = find_route(aw_httpd_method(req), aw_httpd_path(req), buf, sizeof(buf),
+		                   &param, &known);
 	}
-	aw_metrics_request(route, aw_http_method(req), aw_http_status(req));
-	aw_debug("%s %s %u %.1f ms%s", aw_http_method(req), aw_http_path(req), aw_http_status(req),
-	         (double)(aw_monotonic_ns() - aw_http_started_ns(req)) / 1e6,
+	aw_metrics_request(route, aw_httpd_method(req), aw_httpd_status(req));
+	aw_debug("%s %s %u %.1f ms%s", aw_httpd_method(req), aw_httpd_path(req),
+	         aw_httpd_status(req), (double)(aw_monotonic_ns() - aw_httpd_started_ns(req)) / 1e6,
 	         sent ? "" : " (not delivered)");
 	if (route == ROUTE_INGEST)
-		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_http_started_ns(req));
+		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_httpd_started_ns(req));
 	if (route < N_ROUTES && routes[route].fn == aw_jobs_next)
 		aw_jobs_request_done(req, sent);
 }
@@ -325,7 +325,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 {
 	struct aw_collector col = {.cfg = cfg, .limits = AW_RESULT_LIMITS_DEFAULT};
 	struct store_options sopt = STORE_OPTIONS_DEFAULT;
-	struct aw_http_options hopt = {0};
+	struct aw_httpd_options hopt = {0};
 	char host[256], *err = NULL;
 	sigset_t signals;
 	int sig = 0, rc, status = 1;
@@ -400,33 +400,33 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	hopt.handle = handle;
 	hopt.done = request_done;
 	hopt.cls = &col;
-	rc = aw_http_start(&hopt, &col.http, &err);
+	rc = aw_httpd_start(&hopt, &col.http, &err);
 	if (rc)
 		goto out;
 	aw_info(
 	    "listening on http://%s%s%s:%u (database %s, schema %d)", strchr(host, ':') ? "[" : "",
-	    *host ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", aw_http_port(col.http),
+	    *host ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", aw_httpd_port(col.http),
 	    store_kind(col.store) == STORE_SQLITE ? "sqlite" : "postgres", store_schema_version());
 
 	while (sigwait(&signals, &sig) != 0)
 		;
 	aw_info("%s: no new connections; finishing %llu request(s) in flight",
 	        sig == SIGTERM ? "SIGTERM" : "SIGINT",
-	        (unsigned long long)aw_http_in_flight(col.http));
-	aw_http_quiesce(col.http);
+	        (unsigned long long)aw_httpd_in_flight(col.http));
+	aw_httpd_quiesce(col.http);
 	aw_jobs_close(col.jobs);
-	if (aw_http_drain(col.http, cfg->drain_timeout_ms))
+	if (aw_httpd_drain(col.http, cfg->drain_timeout_ms))
 		aw_warn("requests still in flight after %llu ms; closing them",
 		        (unsigned long long)cfg->drain_timeout_ms);
 	atomic_store(&refusing, true);
-	aw_http_drain(col.http, 2000);
+	aw_httpd_drain(col.http, 2000);
 	status = 0;
 out:
 	if (err) {
 		aw_error("%s", err);
 		free(err);
 	}
-	aw_http_stop(&col.http);
+	aw_httpd_stop(&col.http);
 	aw_writer_stop(&col.writer);
 	aw_renderer_stop(&col.render); /* after the writer, which queues its tasks */
 	if (col.jobs) {
