@@ -19,11 +19,6 @@
 #define SERIES_DEFAULT 500
 #define SERIES_MAX     10000
 
-json_t *aw_json_str(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
 /* A JSON object parsed from stored canonical text; null when there is none. */
 static json_t *stored_json(const char *text)
 {

@@ -1,5 +1,6 @@
-/* What the collector's modules share: the running service, the context of one API request,
- * and the JSON reply helpers. Not for use outside collector/. */
+/* What the collector's modules share: the running service, the context of one API request
+ * (the helpers handlers reply with are reply.h's), the route handlers and the router's hooks.
+ * Not for use outside collector/. */
 #ifndef AW_COLLECTOR_INTERNAL_H
 #define AW_COLLECTOR_INTERNAL_H
 
@@ -11,6 +12,7 @@
 #include "aw/result.h"
 #include "config.h"
 #include "httpd.h"
+#include "reply.h" /* every handler replies with it */
 #include "store.h"
 
 struct aw_writer;
@@ -47,20 +49,6 @@ struct aw_ctx {
 	                          * decoded */
 	struct store_conn *conn; /* taken by aw_ctx_conn(), returned by the router */
 };
-
-/* A pooled connection for this request (taken once, returned after the handler). Returns 0 or
- * a store error. */
-int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out);
-
-/* Replies with `body` as JSON (the reference is stolen). */
-void aw_reply_json(struct aw_httpd_req *req, unsigned status, json_t *body);
-
-/* Replies {"error":{"code","message","field"}}; field "" when it is about no field. */
-void aw_reply_error(struct aw_httpd_req *req, unsigned status, const char *code, const char *field,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* Replies to a store failure: 503 when the database is busy or unreachable, 500 otherwise. */
-void aw_reply_store_error(struct aw_httpd_req *req, int rc);
 
 /* The content hash of a validated result (hex SHA-256 into hex[65]): equal for two documents
  * exactly when they carry the same values. Returns 0, -ENOMEM or -EIO. */
@@ -106,11 +94,5 @@ unsigned aw_jobs_waiting(struct aw_jobs *j);
 
 /* The service: runs until SIGTERM/SIGINT, then drains. Returns a process exit status. */
 int aw_collector_serve(const struct aw_collector_config *cfg);
-
-/* Parses a decimal id (1..INT64_MAX) from a path segment. Returns 0 or -EINVAL. */
-int aw_parse_id(const char *s, int64_t *out);
-
-/* A JSON string, or null for NULL. */
-json_t *aw_json_str(const char *s);
 
 #endif
