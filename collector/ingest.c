@@ -1,7 +1,7 @@
-/* POST /api/v1/results: parse the body (jansson), validate the whole document with the rules
- * every side shares (aw_result_from_json) plus the collector's own (a commit is required; an
- * agent uploads only for its host), hash its content for idempotency, and hand it to
- * the writer; the reply is sent once the writer has committed (or failed). */
+/* POST /api/v1/runs (and /api/v1/results, the same): parse the body (jansson), validate the whole
+ * document with the rules every side shares (aw_result_from_json) plus the collector's own (a
+ * commit is required; an agent uploads only for its host), hash its content for idempotency, and
+ * hand it to the writer; the reply is sent once the writer has committed (or failed). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -30,12 +30,14 @@ struct route {
 	enum access access;
 };
 
-/* First match wins: /api/v1/jobs/next comes before /api/v1/jobs/{id}. */
+/* First match wins: /api/v1/jobs/next comes before /api/v1/jobs/{id}. An upload is a run
+ * created: POST /api/v1/runs, and /api/v1/results where agents have always sent it. */
 static const struct route routes[] = {
     {"POST", "/api/v1/results", aw_ingest_post, ACCESS_AGENT},
     {"GET", "/api/v1/hosts", aw_api_hosts, ACCESS_READ},
     {"GET", "/api/v1/hosts/{name}", aw_api_host, ACCESS_READ},
     {"GET", "/api/v1/runs", aw_api_runs, ACCESS_READ},
+    {"POST", "/api/v1/runs", aw_ingest_post, ACCESS_AGENT},
     {"GET", "/api/v1/runs/{id}", aw_api_run, ACCESS_READ},
     {"GET", "/api/v1/series", aw_api_series, ACCESS_READ},
     {"POST", "/api/v1/jobs", aw_jobs_post, ACCESS_CI},
@@ -55,9 +57,8 @@ static const struct route routes[] = {
     {"GET", "/charts/*", aw_web_chart, ACCESS_READ},
     {"GET", "/favicon.svg", aw_web_favicon, ACCESS_READ},
 };
-#define N_ROUTES     (sizeof(routes) / sizeof(routes[0]))
-#define ROUTE_INGEST 0
-#define ROUTE_OTHER  N_ROUTES /* metrics label of unmatched requests */
+#define N_ROUTES    (sizeof(routes) / sizeof(routes[0]))
+#define ROUTE_OTHER N_ROUTES /* metrics label of unmatched requests */
 
 static const char *route_names[N_ROUTES + 1];
 
@@ -233,7 +234,7 @@ static void request_done(struct aw_httpd_req *req, bool sent, void *cls)
 	aw_debug("%s %s %u %.1f ms%s", aw_httpd_method(req), aw_httpd_path(req),
 	         aw_httpd_status(req), (double)(aw_monotonic_ns() - aw_httpd_started_ns(req)) / 1e6,
 	         sent ? "" : " (not delivered)");
-	if (route == ROUTE_INGEST)
+	if (route < N_ROUTES && routes[route].fn == aw_ingest_post)
 		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_httpd_started_ns(req));
 	if (route < N_ROUTES && routes[route].fn == aw_jobs_next)
 		aw_jobs_request_done(req, sent);
