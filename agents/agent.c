@@ -25,7 +25,7 @@
 int aw_agent_open(struct aw_agent *a, const struct aw_agent_config *cfg, volatile int *stop,
                   char **err)
 {
-	struct aw_http_opts ho = {0};
+	struct aw_http_client_opts ho = {0};
 	char *token = NULL;
 	int rc;
 
@@ -46,14 +46,15 @@ int aw_agent_open(struct aw_agent *a, const struct aw_agent_config *cfg, volatil
 	ho.ca_file = cfg->ca_file;
 	ho.connect_timeout_ms = cfg->connect_timeout_ms;
 	ho.timeout_ms = cfg->timeout_ms;
-	a->http = aw_http_new(&ho, err);
+	ho.user_agent = AW_AGENT_PROG "/" AW_VERSION;
+	a->http = aw_http_client_new(&ho, err);
 	memset(token, 0, strlen(token));
 	free(token);
 	if (!a->http) {
 		rc = -EINVAL;
 		goto fail;
 	}
-	aw_http_set_stop(a->http, stop);
+	aw_http_client_set_stop(a->http, stop);
 	return 0;
 fail:
 	aw_agent_close(a);
@@ -62,7 +63,7 @@ fail:
 
 void aw_agent_close(struct aw_agent *a)
 {
-	aw_http_free(&a->http);
+	aw_http_client_free(&a->http);
 	aw_spool_close(&a->spool);
 }
 
@@ -195,7 +196,7 @@ out:
 }
 
 /* The message of an error reply, or its first bytes. */
-static void reply_message(const struct aw_http_reply *rep, char *buf, size_t len)
+static void reply_message(const struct aw_http_client_reply *rep, char *buf, size_t len)
 {
 	json_t *doc = rep->body.len ? json_loadb(rep->body.data, rep->body.len, 0, NULL) : NULL;
 	const char *msg =
@@ -219,12 +220,12 @@ static void reply_message(const struct aw_http_reply *rep, char *buf, size_t len
 static int deliver(struct aw_agent *a, const char *path, const char *text, size_t len,
                    enum aw_upload_outcome *outcome, char **err)
 {
-	struct aw_http_reply rep;
+	struct aw_http_client_reply rep;
 	char msg[512];
 	int rc = 0;
 
-	aw_http_reply_init(&rep);
-	*outcome = aw_http_post_retry(a->http, RESULTS_PATH, text, len, &a->policy, &rep);
+	aw_http_client_reply_init(&rep);
+	*outcome = aw_upload_post(a->http, RESULTS_PATH, text, len, &a->policy, &rep);
 	switch (*outcome) {
 	case AW_UPLOAD_STORED:
 		rc = aw_spool_remove(&a->spool, path, err);
@@ -261,7 +262,7 @@ static int deliver(struct aw_agent *a, const char *path, const char *text, size_
 		}
 		break;
 	}
-	aw_http_reply_release(&rep);
+	aw_http_client_reply_release(&rep);
 	return rc;
 }
 

@@ -26,7 +26,7 @@ enum {
 struct aw_agent {
 	const struct aw_agent_config *cfg; /* borrowed */
 	struct aw_spool spool;
-	struct aw_http *http;
+	struct aw_http_client *http;
 	struct aw_retry_policy policy;
 	volatile int *stop; /* raised by SIGTERM/SIGINT */
 	bool progress;      /* show progress on stderr */

@@ -284,7 +284,7 @@ static int open_agent(struct aw_agent *agent, const struct aw_agent_config *cfg)
 {
 	char *err = NULL;
 
-	if (aw_http_global_init()) {
+	if (aw_http_client_global_init()) {
 		aw_error("cannot initialise libcurl");
 		return AW_EXIT_FAILURE;
 	}
@@ -618,6 +618,6 @@ int main(int argc, char **argv)
 out:
 	aw_agent_config_release(&cfg);
 	json_decref(a.labels);
-	aw_http_global_cleanup();
+	aw_http_client_global_cleanup();
 	return status;
 }

@@ -104,7 +104,7 @@ static void report(struct aw_agent *a, json_int_t id, const char *state, const c
 {
 	char path[64], clean[MESSAGE_MAX + 1];
 	int tries = interruptible ? STATUS_TRIES : 1; /* stopping: one quick try */
-	struct aw_http_reply rep;
+	struct aw_http_client_reply rep;
 	json_t *body;
 	char *text;
 
@@ -118,24 +118,25 @@ static void report(struct aw_agent *a, json_int_t id, const char *state, const c
 		return;
 	}
 	snprintf(path, sizeof(path), "/api/v1/jobs/%lld/status", (long long)id);
-	aw_http_reply_init(&rep);
+	aw_http_client_reply_init(&rep);
 	if (!interruptible)
-		aw_http_set_stop(a->http, NULL);
+		aw_http_client_set_stop(a->http, NULL);
 	for (int i = 0; i < tries; i++) {
-		int rc = aw_http_request(a->http, "POST", path, text, strlen(text),
-		                         interruptible ? 0 : 5000, &rep);
+		int rc = aw_http_client_request(a->http, "POST", path, text, strlen(text),
+		                                interruptible ? 0 : 5000, &rep);
 
 		if (!rc && rep.status >= 200 && rep.status < 300)
 			break;
-		if (rc == -EINTR || (!rc && !aw_http_retryable(rep.status)) || i == tries - 1) {
+		if (rc == -EINTR || (!rc && !aw_http_client_retryable(rep.status)) ||
+		    i == tries - 1) {
 			aw_warn("job %lld: cannot report '%s' (%s%ld)", (long long)id, state,
 			        rc ? rep.error : "HTTP ", rc ? 0L : rep.status);
 			break;
 		}
 		aw_sleep_ns(a->cfg->backoff_ms * MS, interruptible ? a->stop : NULL);
 	}
-	aw_http_set_stop(a->http, a->stop);
-	aw_http_reply_release(&rep);
+	aw_http_client_set_stop(a->http, a->stop);
+	aw_http_client_reply_release(&rep);
 	free(text);
 }
 
@@ -304,7 +305,7 @@ static json_t *check_fingerprint(struct aw_agent *a, struct state *st, bool *ran
 static int poll_job(struct aw_agent *a, const char *host, uint64_t wait_ms, json_t **job, char *why,
                     size_t why_len)
 {
-	struct aw_http_reply rep;
+	struct aw_http_client_reply rep;
 	char path[160];
 	uint64_t wait_s = wait_ms / 1000;
 	json_t *doc;
@@ -313,9 +314,9 @@ static int poll_job(struct aw_agent *a, const char *host, uint64_t wait_ms, json
 	*job = NULL;
 	snprintf(path, sizeof(path), "/api/v1/jobs/next?host=%s&wait=%llu", host,
 	         (unsigned long long)wait_s);
-	aw_http_reply_init(&rep);
-	rc = aw_http_request(a->http, "GET", path, NULL, 0,
-	                     wait_ms + a->cfg->connect_timeout_ms + 30000, &rep);
+	aw_http_client_reply_init(&rep);
+	rc = aw_http_client_request(a->http, "GET", path, NULL, 0,
+	                            wait_ms + a->cfg->connect_timeout_ms + 30000, &rep);
 	if (rc) {
 		snprintf(why, why_len, "%s", rep.error);
 	} else if (rep.status == 204) {
@@ -334,7 +335,7 @@ static int poll_job(struct aw_agent *a, const char *host, uint64_t wait_ms, json
 		snprintf(why, why_len, "HTTP %ld", rep.status);
 		rc = -EIO;
 	}
-	aw_http_reply_release(&rep);
+	aw_http_client_reply_release(&rep);
 	return rc;
 }
 

@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "aw/http_client.h"
 #include "aw/log.h"
 #include "aw/util.h"
 #include "ci.h"
-#include "upload.h"
 
 #ifndef AW_VERSION
 #define AW_VERSION "0.0.0"
@@ -723,7 +723,7 @@ int aw_ci_main(int argc, char **argv)
 		goto out;
 	if (a.quiet)
 		aw_log_init(AW_CI_PROG, AW_LOG_WARN);
-	if (aw_http_global_init()) {
+	if (aw_http_client_global_init()) {
 		aw_error("cannot initialise libcurl");
 		rc = AW_CI_EXIT_ERROR;
 		goto out;
@@ -742,7 +742,7 @@ int aw_ci_main(int argc, char **argv)
 		rc = cmd_compare(&a, c);
 	}
 	aw_ci_client_free(&c);
-	aw_http_global_cleanup();
+	aw_http_client_global_cleanup();
 out:
 	free(err);
 	args_release(&a);

@@ -1,6 +1,6 @@
 /* The requests atomwatch-ci makes to the collector: queue a job, ask whether a host reported a
  * commit (and wait for all of them with doubling delays), fetch the gate and compare verdicts.
- * HTTP goes through the agent's client (agents/upload.h, the project's one libcurl adapter). */
+ * HTTP goes through common's client (aw/http_client.h, the project's one libcurl adapter). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 
 #include "aw/log.h"
 #include "aw/util.h"
+#include "aw/http_client.h"
 #include "ci.h"
-#include "upload.h"
 
 #define REPLY_LIMIT     (16u << 20) /* a gate reply listing every cell of many hosts */
 #define QUERY_LIMIT     4000        /* the HTTP client's URLs are at most 4 KiB */
@@ -24,13 +24,13 @@
 #define WAIT_MAX_ERRORS 5
 
 struct aw_ci_client {
-	struct aw_http *http;
+	struct aw_http_client *http;
 	char *base_url;
 };
 
 struct aw_ci_client *aw_ci_client_new(const char *base_url, const char *token, char **err)
 {
-	struct aw_http_opts o = {
+	struct aw_http_client_opts o = {
 	    .base_url = base_url,
 	    .token = token,
 	    .connect_timeout_ms = CONNECT_MS,
@@ -48,7 +48,7 @@ struct aw_ci_client *aw_ci_client_new(const char *base_url, const char *token, c
 		aw_errorf(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	c->http = aw_http_new(&o, err);
+	c->http = aw_http_client_new(&o, err);
 	if (!c->http)
 		goto fail;
 	return c;
@@ -63,20 +63,20 @@ void aw_ci_client_free(struct aw_ci_client **cp)
 
 	if (!c)
 		return;
-	aw_http_free(&c->http);
+	aw_http_client_free(&c->http);
 	free(c->base_url);
 	free(c);
 	*cp = NULL;
 }
 
-static void reply_init(struct aw_http_reply *rep)
+static void reply_init(struct aw_http_client_reply *rep)
 {
-	aw_http_reply_init(rep);
+	aw_http_client_reply_init(rep);
 	rep->body.limit = REPLY_LIMIT; /* the agent's default limit fits uploads' short replies */
 }
 
 /* The error a non-2xx reply means: the collector's own message when it sent one. */
-static int reply_error(const struct aw_http_reply *rep, const char *what, char **err)
+static int reply_error(const struct aw_http_client_reply *rep, const char *what, char **err)
 {
 	json_t *doc = rep->body.len ? json_loadb(rep->body.data, rep->body.len, 0, NULL) : NULL;
 	const json_t *e = json_object_get(json_object_get(doc, "error"), "message");
@@ -99,7 +99,7 @@ static int reply_error(const struct aw_http_reply *rep, const char *what, char *
 /* One GET, retried on transport errors and retryable statuses; a 2xx leaves the body in rep.
  * Returns 0 or a negative errno with *err. */
 static int get(struct aw_ci_client *c, const char *path, const char *what, int retries,
-               struct aw_http_reply *rep, char **err)
+               struct aw_http_client_reply *rep, char **err)
 {
 	struct aw_retry_policy policy = {
 	    .retries = (uint32_t)retries,
@@ -111,7 +111,7 @@ static int get(struct aw_ci_client *c, const char *path, const char *what, int r
 	for (uint32_t attempt = 0;; attempt++) {
 		uint64_t random = 0, delay;
 
-		rc = aw_http_request(c->http, "GET", path, NULL, 0, 0, rep);
+		rc = aw_http_client_request(c->http, "GET", path, NULL, 0, 0, rep);
 		if (!rc && rep->status >= 200 && rep->status < 300) {
 			if (rep->truncated)
 				return aw_errorf(
@@ -120,7 +120,7 @@ static int get(struct aw_ci_client *c, const char *path, const char *what, int r
 				    REPLY_LIMIT);
 			return 0;
 		}
-		if ((!rc && !aw_http_retryable(rep->status)) || attempt >= policy.retries)
+		if ((!rc && !aw_http_client_retryable(rep->status)) || attempt >= policy.retries)
 			break;
 		aw_random_bytes(&random, sizeof(random));
 		delay = aw_backoff_ms(&policy, attempt, random);
@@ -171,7 +171,7 @@ int aw_ci_trigger(struct aw_ci_client *c, const struct aw_ci_job *job, int64_t *
 	                         "ref", job->ref);
 	json_t *hosts = NULL, *doc = NULL;
 	const json_t *jid;
-	struct aw_http_reply rep;
+	struct aw_http_client_reply rep;
 	char *text = NULL;
 	int rc = -ENOMEM;
 
@@ -194,7 +194,7 @@ int aw_ci_trigger(struct aw_ci_client *c, const struct aw_ci_job *job, int64_t *
 	if (!text)
 		goto nomem;
 	/* not retried: a job the collector stored but whose reply was lost would be queued twice */
-	rc = aw_http_request(c->http, "POST", "/api/v1/jobs", text, strlen(text), 0, &rep);
+	rc = aw_http_client_request(c->http, "POST", "/api/v1/jobs", text, strlen(text), 0, &rep);
 	if (rc) {
 		rc = aw_errorf(err, rc, "cannot reach the collector at %s to queue the job: %s",
 		               c->base_url, rep.error);
@@ -219,7 +219,7 @@ out:
 	json_decref(doc);
 	json_decref(body);
 	free(text);
-	aw_http_reply_release(&rep);
+	aw_http_client_reply_release(&rep);
 	return rc;
 }
 
@@ -227,7 +227,7 @@ int aw_ci_reported(struct aw_ci_client *c, const char *project, const char *comm
                    const char *host, bool *reported, char **err)
 {
 	struct aw_buf q;
-	struct aw_http_reply rep;
+	struct aw_http_client_reply rep;
 	json_t *doc = NULL;
 	const json_t *runs;
 	int rc;
@@ -259,7 +259,7 @@ int aw_ci_reported(struct aw_ci_client *c, const char *project, const char *comm
 	*reported = json_array_size(runs) > 0;
 out:
 	json_decref(doc);
-	aw_http_reply_release(&rep);
+	aw_http_client_reply_release(&rep);
 	aw_buf_release(&q);
 	return rc;
 }
@@ -356,7 +356,7 @@ int aw_ci_wait(struct aw_ci_client *c, const char *project, const char *commit,
 static int fetch_report(struct aw_ci_client *c, const char *path, const char *what, bool compare,
                         struct aw_ci_report *out, char **err)
 {
-	struct aw_http_reply rep;
+	struct aw_http_client_reply rep;
 	int rc;
 
 	reply_init(&rep);
@@ -364,7 +364,7 @@ static int fetch_report(struct aw_ci_client *c, const char *path, const char *wh
 	if (!rc)
 		rc = aw_ci_report_parse(rep.body.data ? rep.body.data : "", rep.body.len, compare,
 		                        out, err);
-	aw_http_reply_release(&rep);
+	aw_http_client_reply_release(&rep);
 	return rc;
 }
 

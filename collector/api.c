@@ -19,11 +19,6 @@
 #define SERIES_DEFAULT 500
 #define SERIES_MAX     10000
 
-json_t *aw_json_str(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
 /* A JSON object parsed from stored canonical text; null when there is none. */
 static json_t *stored_json(const char *text)
 {
@@ -37,7 +32,7 @@ static json_t *stored_json(const char *text)
 static int query_checked(struct aw_ctx *x, const char *name, bool (*valid)(const char *),
                          const char *what, const char **out)
 {
-	const char *v = aw_http_query(x->req, name);
+	const char *v = aw_httpd_query(x->req, name);
 
 	*out = NULL;
 	if (!v)
@@ -54,7 +49,7 @@ static int query_checked(struct aw_ctx *x, const char *name, bool (*valid)(const
 static int query_limit(struct aw_ctx *x, const char *name, unsigned def, unsigned max,
                        unsigned *out)
 {
-	const char *v = aw_http_query(x->req, name);
+	const char *v = aw_httpd_query(x->req, name);
 	uint64_t n;
 
 	*out = def;
@@ -213,7 +208,7 @@ void aw_api_runs(struct aw_ctx *x)
 {
 	struct store_run_filter f = {0};
 	struct run_list l = {json_array(), 0, 0};
-	const char *cursor = aw_http_query(x->req, "cursor");
+	const char *cursor = aw_httpd_query(x->req, "cursor");
 	struct store_conn *c;
 	char next[24];
 	int rc;
@@ -289,7 +284,7 @@ static int on_point(const struct store_point *p, void *cls)
 void aw_api_series(struct aw_ctx *x)
 {
 	struct store_series_query q = {0};
-	const char *metric = aw_http_query(x->req, "metric");
+	const char *metric = aw_httpd_query(x->req, "metric");
 	json_t *points = json_array();
 	struct store_conn *c;
 	int rc;
@@ -299,7 +294,7 @@ void aw_api_series(struct aw_ctx *x)
 	    query_checked(x, "project", aw_valid_name, "a name", &q.project) ||
 	    query_limit(x, "limit", SERIES_DEFAULT, SERIES_MAX, &q.limit))
 		goto out;
-	q.cell_key = aw_http_query(x->req, "cell");
+	q.cell_key = aw_httpd_query(x->req, "cell");
 	if (!q.host) {
 		aw_reply_error(x->req, 400, "required", "host", "'host' is required");
 		goto out;
@@ -356,7 +351,7 @@ void aw_api_healthz(struct aw_ctx *x)
 void aw_api_metrics(struct aw_ctx *x)
 {
 	struct aw_metrics_gauges g = {
-	    .in_flight = aw_http_in_flight(x->col->http),
+	    .in_flight = aw_httpd_in_flight(x->col->http),
 	    .waiters = aw_jobs_waiting(x->col->jobs),
 	    .queue_depth = aw_writer_depth(x->col->writer),
 	    .render_tasks = x->col->render ? aw_renderer_depth(x->col->render) : 0,
@@ -369,7 +364,7 @@ void aw_api_metrics(struct aw_ctx *x)
 		aw_reply_error(x->req, 500, "internal", "", "cannot render the metrics");
 		return;
 	}
-	aw_http_reply(x->req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data, out.len);
+	aw_httpd_reply(x->req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data, out.len);
 }
 
 /* ---- regression verdicts ---- */
@@ -409,7 +404,7 @@ static int add_run_host(const struct store_run *run, void *cls)
 static int gate_hosts(struct aw_ctx *x, const char *project, const char *commit,
                       struct host_set *out)
 {
-	const char *list = aw_http_query(x->req, "hosts");
+	const char *list = aw_httpd_query(x->req, "hosts");
 	struct store_conn *c;
 	int rc;
 
@@ -508,7 +503,7 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
                         json_t *reply)
 {
 	enum aw_verdict overall = AW_VERDICT_PASS;
-	bool all = aw_http_query(x->req, "all") != NULL;
+	bool all = aw_httpd_query(x->req, "all") != NULL;
 	json_t *list = json_array();
 	struct store_conn *c;
 	char *err = NULL;
@@ -628,7 +623,7 @@ static int on_changepoint(const struct store_changepoint *p, void *cls)
 
 void aw_api_changepoints(struct aw_ctx *x)
 {
-	const char *host, *ref, *project, *cell = aw_http_query(x->req, "cell");
+	const char *host, *ref, *project, *cell = aw_httpd_query(x->req, "cell");
 	json_t *list = json_array();
 	struct store_conn *c;
 	int rc;

@@ -1,7 +1,7 @@
-/* POST /api/v1/results: parse the body (jansson), validate the whole document with the rules
- * every side shares (aw_result_from_json) plus the collector's own (a commit is required; an
- * agent uploads only for its host), hash its content for idempotency, and hand it to
- * the writer; the reply is sent once the writer has committed (or failed). */
+/* POST /api/v1/runs (and /api/v1/results, the same): parse the body (jansson), validate the whole
+ * document with the rules every side shares (aw_result_from_json) plus the collector's own (a
+ * commit is required; an agent uploads only for its host), hash its content for idempotency, and
+ * hand it to the writer; the reply is sent once the writer has committed (or failed). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ struct upload {
 	struct aw_write write;
 	struct aw_result *result;
 	char *host_json;
-	struct aw_http_req *req;
+	struct aw_httpd_req *req;
 	struct aw_renderer *render; /* NULL: no charts */
 };
 
@@ -40,7 +40,7 @@ static void upload_done(struct aw_write *w, void *cls)
 {
 	struct upload *u = cls;
 	const struct store_put *put = &w->put;
-	struct aw_http_req *req = u->req;
+	struct aw_httpd_req *req = u->req;
 
 	if (w->rc) {
 		aw_reply_store_error(req, w->rc);
@@ -69,7 +69,7 @@ static void upload_done(struct aw_write *w, void *cls)
 			break;
 		}
 	}
-	aw_http_resume(req);
+	aw_httpd_resume(req);
 }
 
 /* Hex SHA-256 of the canonical JSON of `j` (compact, keys sorted); *canonical receives the text
@@ -199,7 +199,7 @@ int aw_ingest_content_hash(const struct aw_result *r, char *hex)
 
 void aw_ingest_post(struct aw_ctx *x)
 {
-	struct aw_http_req *req = x->req;
+	struct aw_httpd_req *req = x->req;
 	struct upload *u = NULL;
 	struct aw_verr verr;
 	json_error_t jerr;
@@ -208,7 +208,7 @@ void aw_ingest_post(struct aw_ctx *x)
 	size_t len;
 	int rc;
 
-	body = aw_http_body(req, &len);
+	body = aw_httpd_body(req, &len);
 	if (!len) {
 		aw_reply_error(req, 400, "required", "", "the request has no body");
 		goto out;
@@ -251,7 +251,7 @@ void aw_ingest_post(struct aw_ctx *x)
 	}
 	json_decref(doc);
 	doc = NULL;
-	aw_http_body_release(req); /* the model holds everything now */
+	aw_httpd_body_release(req); /* the model holds everything now */
 
 	u->req = req;
 	u->render = x->col->render;
@@ -260,14 +260,14 @@ void aw_ingest_post(struct aw_ctx *x)
 	aw_time_now(u->write.put.received_at);
 	u->write.done = upload_done;
 	u->write.cls = u;
-	aw_http_set_data(req, u, upload_free);
-	aw_http_suspend(req);
+	aw_httpd_set_data(req, u, upload_free);
+	aw_httpd_suspend(req);
 	rc = aw_writer_submit(x->col->writer, &u->write);
 	if (rc) {
 		aw_reply_error(req, 503, rc == -EBUSY ? "busy" : "shutting_down", "",
 		               rc == -EBUSY ? "too many uploads are waiting; retry later"
 		                            : "the collector is shutting down; retry later");
-		aw_http_resume(req);
+		aw_httpd_resume(req);
 	}
 	return;
 out:

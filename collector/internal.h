@@ -1,17 +1,18 @@
-/* What the collector's modules share: the running service, the context of one API request,
- * and the JSON reply helpers. Not for use outside collector/. */
+/* What the collector's modules share: the running service, the context of one API request
+ * (the helpers handlers reply with are reply.h's), the route handlers and the router's hooks.
+ * Not for use outside collector/. */
 #ifndef AW_COLLECTOR_INTERNAL_H
 #define AW_COLLECTOR_INTERNAL_H
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <sys/types.h>
 
 #include "analysis.h"
 #include "auth.h"
 #include "aw/result.h"
 #include "config.h"
-#include "http.h"
+#include "httpd.h"
+#include "reply.h" /* every handler replies with it */
 #include "store.h"
 
 struct aw_writer;
@@ -25,7 +26,7 @@ struct aw_collector {
 	struct aw_writer *writer;
 	struct aw_jobs *jobs;
 	struct aw_auth *auth;
-	struct aw_http_server *http;
+	struct aw_httpd_server *http;
 	struct aw_result_limits limits;
 	struct aw_renderer *render;       /* NULL when render.workers is 0 */
 	struct aw_thresholds thresholds;  /* detection.thresholds, or the defaults */
@@ -41,27 +42,13 @@ void aw_collector_analysis_release(struct aw_collector *col);
 /* One API request as a route handler sees it. */
 struct aw_ctx {
 	struct aw_collector *col;
-	struct aw_http_req *req;
+	struct aw_httpd_req *req;
 	bool authenticated;
 	struct aw_principal who; /* when authenticated */
 	const char *param;       /* the {name} or {id} segment of the path, or what "*" matched,
 	                          * decoded */
 	struct store_conn *conn; /* taken by aw_ctx_conn(), returned by the router */
 };
-
-/* A pooled connection for this request (taken once, returned after the handler). Returns 0 or
- * a store error. */
-int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out);
-
-/* Replies with `body` as JSON (the reference is stolen). */
-void aw_reply_json(struct aw_http_req *req, unsigned status, json_t *body);
-
-/* Replies {"error":{"code","message","field"}}; field "" when it is about no field. */
-void aw_reply_error(struct aw_http_req *req, unsigned status, const char *code, const char *field,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* Replies to a store failure: 503 when the database is busy or unreachable, 500 otherwise. */
-void aw_reply_store_error(struct aw_http_req *req, int rc);
 
 /* The content hash of a validated result (hex SHA-256 into hex[65]): equal for two documents
  * exactly when they carry the same values. Returns 0, -ENOMEM or -EIO. */
@@ -93,7 +80,7 @@ void aw_web_chart(struct aw_ctx *x);
 void aw_web_favicon(struct aw_ctx *x);
 
 /* Called by the router when a request ends (jobs.c releases a claim whose reply was lost). */
-void aw_jobs_request_done(struct aw_http_req *req, bool sent);
+void aw_jobs_request_done(struct aw_httpd_req *req, bool sent);
 
 /* The long-poll service (jobs.c): a thread that hands queued jobs to waiting agents. */
 int aw_jobs_start(struct aw_collector *col, struct aw_jobs **out, char **err);
@@ -107,14 +94,5 @@ unsigned aw_jobs_waiting(struct aw_jobs *j);
 
 /* The service: runs until SIGTERM/SIGINT, then drains. Returns a process exit status. */
 int aw_collector_serve(const struct aw_collector_config *cfg);
-
-/* Parses a decimal id (1..INT64_MAX) from a path segment. Returns 0 or -EINVAL. */
-int aw_parse_id(const char *s, int64_t *out);
-
-/* mkdir -p `path`, creating what is missing with `mode`. Returns 0 or a negative errno. */
-int aw_make_dirs(const char *path, mode_t mode);
-
-/* A JSON string, or null for NULL. */
-json_t *aw_json_str(const char *s);
 
 #endif

@@ -18,7 +18,7 @@
 #define TARGETS_MAX    1024
 
 struct waiter {
-	struct aw_http_req *req;
+	struct aw_httpd_req *req;
 	char host[AW_NAME_MAX + 1];
 	uint64_t deadline_ns;
 	struct waiter *next;
@@ -76,9 +76,9 @@ static int try_claim(struct aw_collector *col, struct store_conn *conn, const ch
 	                       out);
 }
 
-static void reply_job(struct aw_http_req *req, struct claimed *c)
+static void reply_job(struct aw_httpd_req *req, struct claimed *c)
 {
-	struct poll_state *ps = aw_http_data(req);
+	struct poll_state *ps = aw_httpd_data(req);
 
 	if (ps)
 		ps->job_id = c->id;
@@ -138,13 +138,13 @@ static void *jobs_main(void *arg)
 			} else if (rc != -ENOENT && rc != -EBUSY && rc != -EAGAIN) {
 				aw_reply_store_error(w->req, rc);
 			} else if (closing || now >= w->deadline_ns) {
-				aw_http_reply(w->req, 204, NULL, NULL, 0);
+				aw_httpd_reply(w->req, 204, NULL, NULL, 0);
 			} else {
 				*tail = w;
 				tail = &w->next;
 				continue;
 			}
-			aw_http_resume(w->req);
+			aw_httpd_resume(w->req);
 			free(w);
 		}
 		*tail = NULL;
@@ -245,7 +245,7 @@ void aw_jobs_stop(struct aw_jobs **jp)
 }
 
 /* Registers a suspended long-poll. Returns 0, or -ESHUTDOWN when closing (nothing kept). */
-static int add_waiter(struct aw_jobs *j, struct aw_http_req *req, const char *host,
+static int add_waiter(struct aw_jobs *j, struct aw_httpd_req *req, const char *host,
                       uint64_t wait_ms)
 {
 	struct waiter *w = calloc(1, sizeof(*w));
@@ -272,12 +272,12 @@ static int add_waiter(struct aw_jobs *j, struct aw_http_req *req, const char *ho
 	return rc;
 }
 
-void aw_jobs_request_done(struct aw_http_req *req, bool sent)
+void aw_jobs_request_done(struct aw_httpd_req *req, bool sent)
 {
-	struct poll_state *ps = aw_http_data(req);
+	struct poll_state *ps = aw_httpd_data(req);
 	struct store_conn *c = NULL;
 
-	if (sent || !ps || aw_http_tag(req) < 0 || !ps->job_id || !ps->col)
+	if (sent || !ps || aw_httpd_tag(req) < 0 || !ps->job_id || !ps->col)
 		return;
 	/* The agent never got the job: let it (or its next poll) claim it again. */
 	if (!store_acquire(ps->col->store, &c)) {
@@ -290,8 +290,8 @@ void aw_jobs_request_done(struct aw_http_req *req, bool sent)
 
 void aw_jobs_next(struct aw_ctx *x)
 {
-	const char *host = aw_http_query(x->req, "host");
-	const char *wait = aw_http_query(x->req, "wait");
+	const char *host = aw_httpd_query(x->req, "host");
+	const char *wait = aw_httpd_query(x->req, "wait");
 	uint64_t wait_s = 0, max_s = x->col->cfg->jobs_max_wait_ms / 1000;
 	struct poll_state *ps;
 	struct store_conn *c;
@@ -326,7 +326,7 @@ void aw_jobs_next(struct aw_ctx *x)
 	}
 	ps->col = x->col;
 	snprintf(ps->host, sizeof(ps->host), "%s", host);
-	aw_http_set_data(x->req, ps, free);
+	aw_httpd_set_data(x->req, ps, free);
 	rc = aw_ctx_conn(x, &c);
 	if (!rc)
 		rc = try_claim(x->col, c, host, &cl);
@@ -339,17 +339,17 @@ void aw_jobs_next(struct aw_ctx *x)
 		return;
 	}
 	if (!wait_s) {
-		aw_http_reply(x->req, 204, NULL, NULL, 0);
+		aw_httpd_reply(x->req, 204, NULL, NULL, 0);
 		return;
 	}
-	aw_http_suspend(x->req);
+	aw_httpd_suspend(x->req);
 	rc = add_waiter(x->col->jobs, x->req, host, wait_s * 1000);
 	if (rc) {
 		if (rc == -ESHUTDOWN)
-			aw_http_reply(x->req, 204, NULL, NULL, 0);
+			aw_httpd_reply(x->req, 204, NULL, NULL, 0);
 		else
 			aw_reply_error(x->req, 500, "internal", "", "out of memory");
-		aw_http_resume(x->req);
+		aw_httpd_resume(x->req);
 	}
 }
 
@@ -516,7 +516,7 @@ static json_t *body_json(struct aw_ctx *x)
 {
 	json_error_t jerr;
 	size_t len;
-	const char *body = aw_http_body(x->req, &len);
+	const char *body = aw_httpd_body(x->req, &len);
 	json_t *doc;
 
 	if (!len) {
@@ -689,7 +689,7 @@ static int on_listed_job(const struct store_job *j, void *cls)
 
 void aw_jobs_list(struct aw_ctx *x)
 {
-	const char *limit = aw_http_query(x->req, "limit");
+	const char *limit = aw_httpd_query(x->req, "limit");
 	json_t *jobs = json_array();
 	struct store_conn *c;
 	uint64_t n = 50;

@@ -5,12 +5,10 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "aw/log.h"
 #include "internal.h"
@@ -32,12 +30,14 @@ struct route {
 	enum access access;
 };
 
-/* First match wins: /api/v1/jobs/next comes before /api/v1/jobs/{id}. */
+/* First match wins: /api/v1/jobs/next comes before /api/v1/jobs/{id}. An upload is a run
+ * created: POST /api/v1/runs, and /api/v1/results where agents have always sent it. */
 static const struct route routes[] = {
     {"POST", "/api/v1/results", aw_ingest_post, ACCESS_AGENT},
     {"GET", "/api/v1/hosts", aw_api_hosts, ACCESS_READ},
     {"GET", "/api/v1/hosts/{name}", aw_api_host, ACCESS_READ},
     {"GET", "/api/v1/runs", aw_api_runs, ACCESS_READ},
+    {"POST", "/api/v1/runs", aw_ingest_post, ACCESS_AGENT},
     {"GET", "/api/v1/runs/{id}", aw_api_run, ACCESS_READ},
     {"GET", "/api/v1/series", aw_api_series, ACCESS_READ},
     {"POST", "/api/v1/jobs", aw_jobs_post, ACCESS_CI},
@@ -57,79 +57,14 @@ static const struct route routes[] = {
     {"GET", "/charts/*", aw_web_chart, ACCESS_READ},
     {"GET", "/favicon.svg", aw_web_favicon, ACCESS_READ},
 };
-#define N_ROUTES     (sizeof(routes) / sizeof(routes[0]))
-#define ROUTE_INGEST 0
-#define ROUTE_OTHER  N_ROUTES /* metrics label of unmatched requests */
+#define N_ROUTES    (sizeof(routes) / sizeof(routes[0]))
+#define ROUTE_OTHER N_ROUTES /* metrics label of unmatched requests */
 
 static const char *route_names[N_ROUTES + 1];
 
 /* Set once the service has drained: late requests on kept-alive connections get 503 at once,
  * never a suspension that would outlive the HTTP server. */
 static atomic_bool refusing;
-
-int aw_parse_id(const char *s, int64_t *out)
-{
-	uint64_t v;
-
-	if (!s || aw_parse_u64(s, INT64_MAX, &v) || !v)
-		return -EINVAL;
-	*out = (int64_t)v;
-	return 0;
-}
-
-/* ---- replies ---- */
-
-void aw_reply_json(struct aw_http_req *req, unsigned status, json_t *body)
-{
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-
-	json_decref(body);
-	if (!text) {
-		static const char oom[] =
-		    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":\"\"}}";
-		char *copy = strdup(oom);
-
-		aw_http_reply(req, 500, "application/json", copy, copy ? strlen(copy) : 0);
-		return;
-	}
-	aw_http_reply(req, status, "application/json", text, strlen(text));
-}
-
-void aw_reply_error(struct aw_http_req *req, unsigned status, const char *code, const char *field,
-                    const char *fmt, ...)
-{
-	char message[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
-	va_end(ap);
-	if (status == 401)
-		aw_http_add_header(req, "WWW-Authenticate", "Bearer realm=\"atomwatch\"");
-	if (status == 503)
-		aw_http_add_header(req, "Retry-After", "1");
-	aw_reply_json(req, status,
-	              json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", message,
-	                        "field", field ? field : ""));
-}
-
-void aw_reply_store_error(struct aw_http_req *req, int rc)
-{
-	if (rc == -EBUSY || rc == -EAGAIN)
-		aw_reply_error(req, 503, "database", "", "the database is busy or unreachable");
-	else
-		aw_reply_error(req, 500, "database", "", "database error (%s)", strerror(-rc));
-}
-
-int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out)
-{
-	int rc = 0;
-
-	if (!x->conn)
-		rc = store_acquire(x->col->store, &x->conn);
-	*out = x->conn;
-	return rc;
-}
 
 /* ---- routing ---- */
 
@@ -186,7 +121,7 @@ static unsigned find_route(const char *method, const char *path, char *buf, size
 	return ROUTE_OTHER;
 }
 
-static void method_not_allowed(struct aw_http_req *req, const char *path)
+static void method_not_allowed(struct aw_httpd_req *req, const char *path)
 {
 	char allow[64] = "", buf[256];
 	const char *param;
@@ -197,14 +132,14 @@ static void method_not_allowed(struct aw_http_req *req, const char *path)
 			snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
 			         *allow ? ", " : "", routes[i].method);
 	}
-	aw_http_add_header(req, "Allow", allow);
+	aw_httpd_add_header(req, "Allow", allow);
 	aw_reply_error(req, 405, "method_not_allowed", "", "use %s on '%s'", allow, path);
 }
 
 /* Applies the route's access rule. Returns 0 to go on, or non-zero once it has replied. */
 static int check_access(struct aw_ctx *x, enum access access)
 {
-	const char *header = aw_http_header(x->req, "Authorization");
+	const char *header = aw_httpd_header(x->req, "Authorization");
 	struct store_conn *c;
 	const char *token;
 	int rc;
@@ -253,17 +188,17 @@ static int check_access(struct aw_ctx *x, enum access access)
 	return -EPERM;
 }
 
-static void handle(struct aw_http_req *req, void *cls)
+static void handle(struct aw_httpd_req *req, void *cls)
 {
 	struct aw_collector *col = cls;
 	struct aw_ctx x = {.col = col, .req = req};
-	const char *path = aw_http_path(req);
-	char param[1024]; /* http.c refuses longer paths */
+	const char *path = aw_httpd_path(req);
+	char param[1024]; /* httpd.c refuses longer paths */
 	bool path_known;
 	unsigned route;
 
-	route = find_route(aw_http_method(req), path, param, sizeof(param), &x.param, &path_known);
-	aw_http_set_tag(req, (int)route);
+	route = find_route(aw_httpd_method(req), path, param, sizeof(param), &x.param, &path_known);
+	aw_httpd_set_tag(req, (int)route);
 	if (atomic_load(&refusing)) {
 		aw_reply_error(req, 503, "shutting_down", "", "the collector is shutting down");
 		return;
@@ -280,9 +215,9 @@ static void handle(struct aw_http_req *req, void *cls)
 	store_release(col->store, &x.conn);
 }
 
-static void request_done(struct aw_http_req *req, bool sent, void *cls)
+static void request_done(struct aw_httpd_req *req, bool sent, void *cls)
 {
-	int tag = aw_http_tag(req);
+	int tag = aw_httpd_tag(req);
 	unsigned route = tag < 0 ? ROUTE_OTHER : (unsigned)tag;
 
 	(void)cls;
@@ -292,43 +227,20 @@ static void request_done(struct aw_http_req *req, bool sent, void *cls)
 		const char *param;
 		bool known;
 
-		route = find_route(aw_http_method(req), aw_http_path(req), buf, sizeof(buf), &param,
-		                   &known);
+		route = find_route(aw_httpd_method(req), aw_httpd_path(req), buf, sizeof(buf),
+		                   &param, &known);
 	}
-	aw_metrics_request(route, aw_http_method(req), aw_http_status(req));
-	aw_debug("%s %s %u %.1f ms%s", aw_http_method(req), aw_http_path(req), aw_http_status(req),
-	         (double)(aw_monotonic_ns() - aw_http_started_ns(req)) / 1e6,
+	aw_metrics_request(route, aw_httpd_method(req), aw_httpd_status(req));
+	aw_debug("%s %s %u %.1f ms%s", aw_httpd_method(req), aw_httpd_path(req),
+	         aw_httpd_status(req), (double)(aw_monotonic_ns() - aw_httpd_started_ns(req)) / 1e6,
 	         sent ? "" : " (not delivered)");
-	if (route == ROUTE_INGEST)
-		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_http_started_ns(req));
+	if (route < N_ROUTES && routes[route].fn == aw_ingest_post)
+		aw_metrics_ingest_latency(aw_monotonic_ns() - aw_httpd_started_ns(req));
 	if (route < N_ROUTES && routes[route].fn == aw_jobs_next)
 		aw_jobs_request_done(req, sent);
 }
 
 /* ---- life cycle ---- */
-
-int aw_make_dirs(const char *path, mode_t mode)
-{
-	char *copy = strdup(path);
-	int rc = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1; !rc; p++) {
-		if (*p && *p != '/')
-			continue;
-		char saved = *p;
-
-		*p = '\0';
-		if (mkdir(copy, mode) < 0 && errno != EEXIST)
-			rc = -errno;
-		*p = saved;
-		if (!saved)
-			break;
-	}
-	free(copy);
-	return rc;
-}
 
 static int migrate(struct store *store, char **err)
 {
@@ -349,7 +261,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 {
 	struct aw_collector col = {.cfg = cfg, .limits = AW_RESULT_LIMITS_DEFAULT};
 	struct store_options sopt = STORE_OPTIONS_DEFAULT;
-	struct aw_http_options hopt = {0};
+	struct aw_httpd_options hopt = {0};
 	char host[256], *err = NULL;
 	sigset_t signals;
 	int sig = 0, rc, status = 1;
@@ -424,33 +336,33 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	hopt.handle = handle;
 	hopt.done = request_done;
 	hopt.cls = &col;
-	rc = aw_http_start(&hopt, &col.http, &err);
+	rc = aw_httpd_start(&hopt, &col.http, &err);
 	if (rc)
 		goto out;
 	aw_info(
 	    "listening on http://%s%s%s:%u (database %s, schema %d)", strchr(host, ':') ? "[" : "",
-	    *host ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", aw_http_port(col.http),
+	    *host ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", aw_httpd_port(col.http),
 	    store_kind(col.store) == STORE_SQLITE ? "sqlite" : "postgres", store_schema_version());
 
 	while (sigwait(&signals, &sig) != 0)
 		;
 	aw_info("%s: no new connections; finishing %llu request(s) in flight",
 	        sig == SIGTERM ? "SIGTERM" : "SIGINT",
-	        (unsigned long long)aw_http_in_flight(col.http));
-	aw_http_quiesce(col.http);
+	        (unsigned long long)aw_httpd_in_flight(col.http));
+	aw_httpd_quiesce(col.http);
 	aw_jobs_close(col.jobs);
-	if (aw_http_drain(col.http, cfg->drain_timeout_ms))
+	if (aw_httpd_drain(col.http, cfg->drain_timeout_ms))
 		aw_warn("requests still in flight after %llu ms; closing them",
 		        (unsigned long long)cfg->drain_timeout_ms);
 	atomic_store(&refusing, true);
-	aw_http_drain(col.http, 2000);
+	aw_httpd_drain(col.http, 2000);
 	status = 0;
 out:
 	if (err) {
 		aw_error("%s", err);
 		free(err);
 	}
-	aw_http_stop(&col.http);
+	aw_httpd_stop(&col.http);
 	aw_writer_stop(&col.writer);
 	aw_renderer_stop(&col.render); /* after the writer, which queues its tasks */
 	if (col.jobs) {

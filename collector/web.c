@@ -54,10 +54,10 @@ static void reply_page(struct aw_ctx *x, aw_site_page_fn build, const char *a, c
 	switch (rc) {
 	case 0:
 		len = page.len;
-		aw_http_add_header(x->req, "Content-Security-Policy", aw_html_csp());
-		aw_http_add_header(x->req, "X-Content-Type-Options", "nosniff");
-		aw_http_add_header(x->req, "Cache-Control", "no-cache");
-		aw_http_reply(x->req, 200, "text/html; charset=utf-8", aw_buf_detach(&page), len);
+		aw_httpd_add_header(x->req, "Content-Security-Policy", aw_html_csp());
+		aw_httpd_add_header(x->req, "X-Content-Type-Options", "nosniff");
+		aw_httpd_add_header(x->req, "Cache-Control", "no-cache");
+		aw_httpd_reply(x->req, 200, "text/html; charset=utf-8", aw_buf_detach(&page), len);
 		break;
 	case -ENOENT:
 		aw_reply_error(x->req, 404, "not_found", "", "no %s '%.80s'", what, a ? a : "");
@@ -104,7 +104,7 @@ void aw_web_commit(struct aw_ctx *x)
 
 void aw_web_compare(struct aw_ctx *x)
 {
-	const char *base = aw_http_query(x->req, "base"), *head = aw_http_query(x->req, "head");
+	const char *base = aw_httpd_query(x->req, "base"), *head = aw_httpd_query(x->req, "head");
 
 	if (!base || !head || !aw_valid_commit(base) || !aw_valid_commit(head)) {
 		aw_reply_error(x->req, 400, "invalid",
@@ -192,10 +192,10 @@ void aw_web_chart(struct aw_ctx *x)
 	}
 	svg = !strcmp(rel + strlen(rel) - 4, ".svg");
 	if (svg)
-		aw_http_add_header(x->req, "Content-Security-Policy", CHART_CSP);
-	aw_http_add_header(x->req, "X-Content-Type-Options", "nosniff");
-	aw_http_add_header(x->req, "Cache-Control", "no-cache");
-	aw_http_reply(x->req, 200, svg ? "image/svg+xml" : "image/png", data, len);
+		aw_httpd_add_header(x->req, "Content-Security-Policy", CHART_CSP);
+	aw_httpd_add_header(x->req, "X-Content-Type-Options", "nosniff");
+	aw_httpd_add_header(x->req, "Cache-Control", "no-cache");
+	aw_httpd_reply(x->req, 200, svg ? "image/svg+xml" : "image/png", data, len);
 }
 
 void aw_web_favicon(struct aw_ctx *x)
@@ -209,7 +209,7 @@ void aw_web_favicon(struct aw_ctx *x)
 		return;
 	}
 	memcpy(copy, icon, len);
-	aw_http_add_header(x->req, "X-Content-Type-Options", "nosniff");
-	aw_http_add_header(x->req, "Cache-Control", "max-age=86400");
-	aw_http_reply(x->req, 200, "image/svg+xml", copy, len);
+	aw_httpd_add_header(x->req, "X-Content-Type-Options", "nosniff");
+	aw_httpd_add_header(x->req, "Cache-Control", "max-age=86400");
+	aw_httpd_reply(x->req, 200, "image/svg+xml", copy, len);
 }

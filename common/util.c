@@ -203,6 +203,30 @@ out:
 	return rc;
 }
 
+int aw_make_dirs(const char *path, mode_t mode)
+{
+	char *copy = strdup(path);
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	/* each prefix that ends before a '/' (not the root's), then the whole path */
+	for (char *p = copy + (*copy == '/'); !rc; p++) {
+		if (*p && *p != '/')
+			continue;
+		char saved = *p;
+
+		*p = '\0';
+		if (mkdir(copy, mode) < 0 && errno != EEXIST)
+			rc = -errno;
+		*p = saved;
+		if (!saved)
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
 int aw_random_bytes(void *buf, size_t len)
 {
 	unsigned char *p = buf;

@@ -662,22 +662,17 @@ static int script_percpu(struct script *s, const struct aw_chart_percpu *p)
 /* mkdir -p of the directory part of `path` (absolute). */
 static int make_parents(const char *path, char **err)
 {
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
+	const char *slash = strrchr(path, '/');
+	char *dir = aw_asprintf("%.*s", slash ? (int)(slash - path) : 0, path);
+	int rc;
 
-	if (len >= sizeof(buf))
-		return aw_errorf(err, -ENAMETOOLONG, "path too long: '%s'", path);
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return aw_errorf(err, -errno, "cannot create '%s': %s", buf,
-			                 strerror(errno));
-		*p = '/';
-	}
-	return 0;
+	if (!dir)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	rc = !*dir ? 0 : aw_make_dirs(dir, 0755);
+	if (rc)
+		aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
+	free(dir);
+	return rc;
 }
 
 /* The data dir as an absolute path (gnuplot runs in "/"), created when missing. */

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""The collector's HTTP API over real HTTP, against SQLite or a real PostgreSQL: uploads and
-their idempotency, every bad input of the ingest rules (status, field, database unchanged),
-authentication of every endpoint, the queries, jobs with long-polls, metrics, SIGTERM draining
-and the command line.
+"""The collector's HTTP API over real HTTP, against SQLite or a real PostgreSQL: uploads (through
+POST /api/v1/runs and POST /api/v1/results, one resource) and their idempotency, every bad
+input of the ingest rules (status, field, database unchanged), authentication of every
+endpoint, the queries, jobs with long-polls, metrics, SIGTERM draining and the command line.
 
 usage: test_collector_api.py --backend sqlite|postgres"""
 
@@ -25,6 +25,8 @@ from harness import check, eq  # noqa: E402
 
 HOST = "graviton4-a"
 OTHER = "altra-b"
+# The two paths of an upload: the same resource, auth, validation, replies and metrics.
+UPLOADS = ("/api/v1/results", "/api/v1/runs")
 
 
 class Suite:
@@ -50,8 +52,8 @@ def setup(backend):
     S.wrong = "awt_" + "0" * 64
 
 
-def post(doc, token=None, col=None):
-    return (col or S.col).request("POST", "/api/v1/results", doc, token=token or S.agent)
+def post(doc, token=None, col=None, path="/api/v1/results"):
+    return (col or S.col).request("POST", path, doc, token=token or S.agent)
 
 
 def get(path, token=None, col=None):
@@ -198,45 +200,110 @@ BAD = [
 
 def test_bad_inputs():
     before = S.db.counts()
-    for name, make, status, field, code in BAD:
-        body = make()
-        r = post(body if isinstance(body, bytes) else body)
-        eq(r.status, status, "%s: %r" % (name, r))
-        err = r.error()
-        eq(err["field"], field, name)
-        if code:
-            eq(err["code"], code, name)
-        check(err["message"], name + ": empty message")
+    for path in UPLOADS:
+        for name, make, status, field, code in BAD:
+            body = make()
+            r = post(body if isinstance(body, bytes) else body, path=path)
+            eq(r.status, status, "%s %s: %r" % (path, name, r))
+            err = r.error()
+            eq(err["field"], field, "%s %s" % (path, name))
+            if code:
+                eq(err["code"], code, "%s %s" % (path, name))
+            check(err["message"], "%s %s: empty message" % (path, name))
     eq(S.db.counts(), before, "database unchanged after every bad input")
 
 
 def test_wrong_host_and_limits():
     before = S.db.counts()
-    r = post(h.make_doc(host=OTHER, seed=5))
-    eq(r.status, 403, r)
-    eq(r.error()["field"], "host.name")
+    for path in UPLOADS:
+        r = post(h.make_doc(host=OTHER, seed=5), path=path)
+        eq(r.status, 403, "%s: %r" % (path, r))
+        eq(r.error()["field"], "host.name")
     # A collector with small limits: body size and cell count.
     strict = h.Collector(S.db.url, config="http:\n  max_body: 100KiB\ningest:\n  max_cells: 50\n")
     strict.start()
     try:
-        r = post(h.make_doc(seed=6), col=strict)  # ~120 KB
-        eq(r.status, 413, r)
-        eq(r.error()["code"], "too_large")
-        r = post(h.make_doc(seed=7, cells=51), col=strict)
-        eq(r.status, 400, r)
-        eq(r.error()["field"], "cells")
-        eq(r.error()["code"], "too_many")
-        # 413 comes before the body is read: the headers alone get it.
-        s = socket.create_connection(("127.0.0.1", strict.port), timeout=10)
-        s.sendall(b"POST /api/v1/results HTTP/1.1\r\nHost: t\r\nContent-Length: 9999999\r\n"
-                  b"Authorization: Bearer " + S.agent.encode() + b"\r\n\r\n")
-        eq(s.recv(4096).split(b"\r\n")[0], b"HTTP/1.1 413 Content Too Large", "early 413")
-        s.close()
-        eq(post(h.make_doc(seed=8, cells=50), col=strict).status, 201)
+        for i, path in enumerate(UPLOADS):
+            r = post(h.make_doc(seed=6), col=strict, path=path)  # ~120 KB
+            eq(r.status, 413, "%s: %r" % (path, r))
+            eq(r.error()["code"], "too_large")
+            r = post(h.make_doc(seed=7, cells=51), col=strict, path=path)
+            eq(r.status, 400, "%s: %r" % (path, r))
+            eq(r.error()["field"], "cells")
+            eq(r.error()["code"], "too_many")
+            # 413 comes before the body is read: the headers alone get it.
+            s = socket.create_connection(("127.0.0.1", strict.port), timeout=10)
+            s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: t\r\n"
+                      b"Content-Length: 9999999\r\n"
+                      b"Authorization: Bearer " + S.agent.encode() + b"\r\n\r\n")
+            eq(s.recv(4096).split(b"\r\n")[0], b"HTTP/1.1 413 Content Too Large",
+               "early 413 on " + path)
+            s.close()
+            eq(post(h.make_doc(seed=8 + 100 * i, cells=50), col=strict, path=path).status, 201)
     finally:
         strict.stop()
     after = S.db.counts()
-    eq(after["runs"], before["runs"] + 1, "only the good upload stored")
+    eq(after["runs"], before["runs"] + len(UPLOADS), "only the good uploads stored")
+
+
+def metric(text, prefix):
+    """The value of the one sample of /metrics whose line starts with `prefix`, 0 when none."""
+    lines = [l for l in text.splitlines() if l.startswith(prefix)]
+    check(len(lines) <= 1, lines)
+    return int(float(lines[0].split()[-1])) if lines else 0
+
+
+def test_runs_is_results():
+    """POST /api/v1/runs is POST /api/v1/results: a run stored through one is the same run
+    through the other (duplicate, conflict), with the same replies and the same metrics."""
+    runs, results = UPLOADS[1], UPLOADS[0]
+    ingest = "atomwatch_ingest_duration_seconds_count"
+    created = 'atomwatch_runs_stored_total{outcome="created"}'
+    by_route = 'atomwatch_http_requests_total{route="%s",method="POST",status="%s"}'
+    m0 = get("/metrics").body.decode()
+    doc = h.make_doc(seed=40, commit_time="2026-11-28T12:00:00Z")
+    before = S.db.counts()
+    r = post(doc, path=runs)
+    eq(r.status, 201, r)
+    eq(sorted(r.json()), ["run_id", "seq", "status"])
+    eq((r.json()["status"], r.json()["run_id"]), ("created", doc["run_id"]))
+    seq = r.json()["seq"]
+    check(r.headers["content-type"].startswith("application/json"), r.headers)
+    after = S.db.counts()
+    eq(after["runs"], before["runs"] + 1, "one run stored")
+    eq(after["measurements"], before["measurements"] + 300, "300 measurements")
+    stored = get("/api/v1/runs/" + doc["run_id"])
+    eq(stored.status, 200, stored)
+    eq(json.dumps(stored.json(), sort_keys=True), json.dumps(doc, sort_keys=True), "round trip")
+    # The same run through either path: a duplicate, with the seq it was stored under.
+    for path in (runs, results):
+        r = post(doc, path=path)
+        eq((r.status, r.json()["status"], r.json()["seq"]), (200, "duplicate", seq), path)
+    # Other content under that run_id, through either path: 409, nothing changes.
+    doc2 = copy.deepcopy(doc)
+    doc2["cells"][4]["p50"] += 0.001
+    for path in (runs, results):
+        r = post(doc2, path=path)
+        eq((r.status, r.error()["code"], r.error()["field"]), (409, "conflict", "run_id"), path)
+    # A run stored through /results is a duplicate through /runs.
+    doc3 = h.make_doc(seed=41)
+    eq(post(doc3, path=results).status, 201)
+    eq(post(doc3, path=runs).status, 200)
+    eq(S.db.counts()["runs"], before["runs"] + 2, "two runs in all")
+    # The same metrics: the ingest histogram and the outcomes count both paths, the requests
+    # counter each under the path the client used.
+    m1 = get("/metrics").body.decode()
+    eq(metric(m1, ingest) - metric(m0, ingest), 7, "every upload timed")
+    eq(metric(m1, created) - metric(m0, created), 2, "two runs created")
+    eq(metric(m1, by_route % (runs, 201)) - metric(m0, by_route % (runs, 201)), 1)
+    eq(metric(m1, by_route % (runs, 200)) - metric(m0, by_route % (runs, 200)), 2)
+    eq(metric(m1, by_route % (runs, 409)) - metric(m0, by_route % (runs, 409)), 1)
+    eq(metric(m1, by_route % (results, 201)) - metric(m0, by_route % (results, 201)), 1)
+    # Reading runs is unchanged, and the path now allows both methods.
+    eq(get("/api/v1/runs?limit=1").status, 200)
+    r = S.col.request("PUT", "/api/v1/runs", doc)
+    eq(r.status, 405)
+    eq(r.headers["allow"], "GET, POST")
 
 
 def test_runner_document():
@@ -272,9 +339,10 @@ def endpoints(job_id, run_id):
         "/api/v1/series?host=%s&cell=%s" % (HOST, cell), "/api/v1/jobs",
         "/api/v1/jobs/%d" % job_id, "/metrics")]
     out.append(("GET", "/healthz", None, dict(read, wrong=200, malformed=200, revoked=200)))
-    out.append(("POST", "/api/v1/results", "doc",
-                {"none": 401, "wrong": 401, "malformed": 401, "revoked": 401, "other": 403,
-                 "agent": 201, "ci": 403, "admin": 201}))
+    for path in UPLOADS:
+        out.append(("POST", path, "doc",
+                    {"none": 401, "wrong": 401, "malformed": 401, "revoked": 401, "other": 403,
+                     "agent": 201, "ci": 403, "admin": 201}))
     out.append(("POST", "/api/v1/jobs", {"project": "linux", "commit": "abcdef0",
                                           "ref": "main", "hosts": ["nobody"]},
                 {"none": 401, "wrong": 401, "malformed": 401, "revoked": 401, "other": 403,
@@ -393,7 +461,10 @@ def test_queries():
     eq((r.status, r.error()["code"]), (414, "too_long"))
     r = S.col.request("DELETE", "/api/v1/runs")
     eq(r.status, 405)
-    eq(r.headers["allow"], "GET")
+    eq(r.headers["allow"], "GET, POST")  # POST /api/v1/runs uploads (test_runs_is_results)
+    r = S.col.request("DELETE", "/api/v1/results")
+    eq(r.status, 405)
+    eq(r.headers["allow"], "POST")
 
 
 # ---- jobs ----

@@ -1,5 +1,5 @@
 /* Shared utilities: RFC 3339 times, names, commits, refs, UUIDs, durations, numbers, bounded
- * buffers and files written atomically. */
+ * buffers, files written atomically and mkdir -p. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -176,12 +176,46 @@ static void test_files(void **state)
 	rmdir(dir);
 }
 
+static void test_make_dirs(void **state)
+{
+	char dir[] = "/tmp/aw-util-XXXXXX", path[96], file[96];
+	struct stat st;
+	mode_t mask = umask(022);
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a/b//c/", dir);
+	assert_int_equal(aw_make_dirs(path, 0750), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0750);
+	assert_int_equal(aw_make_dirs(path, 0750), 0); /* all there: nothing to do */
+	snprintf(file, sizeof(file), "%s/a/f", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/a/f/g", dir);
+	assert_int_equal(aw_make_dirs(path, 0750), -ENOTDIR);
+	assert_int_equal(aw_make_dirs("", 0750), -ENOENT);
+	unlink(file);
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/a/b", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	rmdir(path);
+	assert_int_equal(rmdir(dir), 0);
+	umask(mask);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_time),      cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_uuid),      cmocka_unit_test(test_numbers),
 	    cmocka_unit_test(test_buf_limit), cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_make_dirs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define AW_UUID_LEN   36
@@ -33,6 +34,10 @@ int aw_write_file_atomic(const char *path, const void *data, size_t len, char **
 /* Reads a whole file of at most `limit` bytes into a malloc'd NUL-terminated buffer (*data,
  * *len). Returns 0, -E2BIG when larger than `limit`, or a negative errno; *err names the path. */
 int aw_read_file(const char *path, size_t limit, char **data, size_t *len, char **err);
+
+/* mkdir -p: creates `path` and each missing directory above it with `mode` (an existing one is
+ * left as it is). Returns 0 or a negative errno (-ENOMEM, or mkdir's, -ENOENT for ""). */
+int aw_make_dirs(const char *path, mode_t mode);
 
 /* Fills `buf` with `len` bytes from the kernel's CSPRNG (getrandom, EINTR retried).
  * Returns 0 or a negative errno. */

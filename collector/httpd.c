@@ -1,7 +1,7 @@
 /* libmicrohttpd adapter (the only file that includes <microhttpd.h>): epoll with a pool of
  * polling threads, bodies collected into size-limited buffers, replies queued from the access
  * handler, suspend/resume for replies that come later, and a drain on shutdown. */
-#include "http.h"
+#include "httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,9 +24,9 @@
 #define HEADERS_MAX  4
 #define PATH_MAX_LEN 1024 /* longer paths get 414 */
 
-struct aw_http_server {
+struct aw_httpd_server {
 	struct MHD_Daemon *daemon;
-	struct aw_http_options opt;
+	struct aw_httpd_options opt;
 	unsigned port;
 	atomic_bool closing;           /* quiesced: replies close their connections */
 	atomic_uint_fast64_t buffered; /* body bytes held by all requests */
@@ -35,8 +35,8 @@ struct aw_http_server {
 	uint64_t in_flight;
 };
 
-struct aw_http_req {
-	struct aw_http_server *srv;
+struct aw_httpd_req {
+	struct aw_httpd_server *srv;
 	struct MHD_Connection *conn;
 	/* Copies, so that they outlive MHD's buffers (the done callback reads them). */
 	char method[16];
@@ -66,33 +66,33 @@ struct aw_http_req {
 
 /* ---- request accessors ---- */
 
-const char *aw_http_method(const struct aw_http_req *r)
+const char *aw_httpd_method(const struct aw_httpd_req *r)
 {
 	return r->method;
 }
 
-const char *aw_http_path(const struct aw_http_req *r)
+const char *aw_httpd_path(const struct aw_httpd_req *r)
 {
 	return r->url;
 }
 
-const char *aw_http_query(const struct aw_http_req *r, const char *name)
+const char *aw_httpd_query(const struct aw_httpd_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-const char *aw_http_header(const struct aw_http_req *r, const char *name)
+const char *aw_httpd_header(const struct aw_httpd_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-const char *aw_http_body(const struct aw_http_req *r, size_t *len)
+const char *aw_httpd_body(const struct aw_httpd_req *r, size_t *len)
 {
 	*len = r->body.len;
 	return r->body.data ? r->body.data : "";
 }
 
-static void release_budget(struct aw_http_req *r)
+static void release_budget(struct aw_httpd_req *r)
 {
 	if (r->reserved) {
 		atomic_fetch_sub(&r->srv->buffered, r->reserved);
@@ -100,44 +100,44 @@ static void release_budget(struct aw_http_req *r)
 	}
 }
 
-void aw_http_body_release(struct aw_http_req *r)
+void aw_httpd_body_release(struct aw_httpd_req *r)
 {
 	aw_buf_release(&r->body);
 	release_budget(r);
 }
 
-uint64_t aw_http_started_ns(const struct aw_http_req *r)
+uint64_t aw_httpd_started_ns(const struct aw_httpd_req *r)
 {
 	return r->started_ns;
 }
 
-unsigned aw_http_status(const struct aw_http_req *r)
+unsigned aw_httpd_status(const struct aw_httpd_req *r)
 {
 	return r->has_reply ? r->status : 0;
 }
 
-void aw_http_set_data(struct aw_http_req *r, void *data, void (*free_fn)(void *))
+void aw_httpd_set_data(struct aw_httpd_req *r, void *data, void (*free_fn)(void *))
 {
 	r->data = data;
 	r->free_data = free_fn;
 }
 
-void *aw_http_data(const struct aw_http_req *r)
+void *aw_httpd_data(const struct aw_httpd_req *r)
 {
 	return r->data;
 }
 
-void aw_http_set_tag(struct aw_http_req *r, int tag)
+void aw_httpd_set_tag(struct aw_httpd_req *r, int tag)
 {
 	r->tag = tag;
 }
 
-int aw_http_tag(const struct aw_http_req *r)
+int aw_httpd_tag(const struct aw_httpd_req *r)
 {
 	return r->tag;
 }
 
-int aw_http_add_header(struct aw_http_req *r, const char *name, const char *value)
+int aw_httpd_add_header(struct aw_httpd_req *r, const char *name, const char *value)
 {
 	if (r->n_headers >= HEADERS_MAX || strlen(name) >= sizeof(r->headers[0].name) ||
 	    strlen(value) >= sizeof(r->headers[0].value))
@@ -148,8 +148,8 @@ int aw_http_add_header(struct aw_http_req *r, const char *name, const char *valu
 	return 0;
 }
 
-int aw_http_reply(struct aw_http_req *r, unsigned status, const char *content_type, char *body,
-                  size_t len)
+int aw_httpd_reply(struct aw_httpd_req *r, unsigned status, const char *content_type, char *body,
+                   size_t len)
 {
 	if (r->has_reply) {
 		free(body);
@@ -163,13 +163,13 @@ int aw_http_reply(struct aw_http_req *r, unsigned status, const char *content_ty
 	return 0;
 }
 
-void aw_http_suspend(struct aw_http_req *r)
+void aw_httpd_suspend(struct aw_httpd_req *r)
 {
 	r->suspended = true;
 	MHD_suspend_connection(r->conn);
 }
 
-void aw_http_resume(struct aw_http_req *r)
+void aw_httpd_resume(struct aw_httpd_req *r)
 {
 	MHD_resume_connection(r->conn);
 }
@@ -177,7 +177,7 @@ void aw_http_resume(struct aw_http_req *r)
 /* ---- MHD callbacks ---- */
 
 /* Queues the request's reply. Returns MHD's verdict. */
-static enum MHD_Result send_reply(struct aw_http_req *r)
+static enum MHD_Result send_reply(struct aw_httpd_req *r)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -202,19 +202,19 @@ static enum MHD_Result send_reply(struct aw_http_req *r)
 	return ret;
 }
 
-static enum MHD_Result reply_now(struct aw_http_req *r, unsigned status, const char *code,
+static enum MHD_Result reply_now(struct aw_httpd_req *r, unsigned status, const char *code,
                                  const char *message)
 {
 	char *body = aw_asprintf("{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":\"\"}}",
 	                         code, message);
 
-	aw_http_reply(r, status, "application/json", body, body ? strlen(body) : 0);
+	aw_httpd_reply(r, status, "application/json", body, body ? strlen(body) : 0);
 	return send_reply(r);
 }
 
-static struct aw_http_req *request_new(struct aw_http_server *s, struct MHD_Connection *conn)
+static struct aw_httpd_req *request_new(struct aw_httpd_server *s, struct MHD_Connection *conn)
 {
-	struct aw_http_req *r = calloc(1, sizeof(*r));
+	struct aw_httpd_req *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
@@ -230,9 +230,9 @@ static struct aw_http_req *request_new(struct aw_http_server *s, struct MHD_Conn
 }
 
 /* Takes `n` more body bytes; false when they do not fit (the request is then failed). */
-static bool take_body(struct aw_http_req *r, const char *data, size_t n)
+static bool take_body(struct aw_httpd_req *r, const char *data, size_t n)
 {
-	struct aw_http_server *s = r->srv;
+	struct aw_httpd_server *s = r->srv;
 	uint64_t total;
 
 	if (r->too_large || r->over_budget) {
@@ -243,13 +243,13 @@ static bool take_body(struct aw_http_req *r, const char *data, size_t n)
 	r->reserved += n;
 	if (total > s->opt.max_buffered) {
 		r->over_budget = true;
-		aw_http_body_release(r);
+		aw_httpd_body_release(r);
 		return true;
 	}
 	if (aw_buf_append(&r->body, data, n)) {
 		/* Past the limit (-E2BIG) or out of memory: stop holding anything. */
 		r->too_large = true;
-		aw_http_body_release(r);
+		aw_httpd_body_release(r);
 	}
 	return true;
 }
@@ -258,8 +258,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
-	struct aw_http_server *s = cls;
-	struct aw_http_req *r = *con_cls;
+	struct aw_httpd_server *s = cls;
+	struct aw_httpd_req *r = *con_cls;
 
 	(void)version;
 	if (!r) {
@@ -313,8 +313,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-	struct aw_http_server *s = cls;
-	struct aw_http_req *r = *con_cls;
+	struct aw_httpd_server *s = cls;
+	struct aw_httpd_req *r = *con_cls;
 
 	(void)conn;
 	if (!r)
@@ -324,7 +324,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		s->opt.done(r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, s->opt.cls);
 	if (r->free_data)
 		r->free_data(r->data);
-	aw_http_body_release(r);
+	aw_httpd_body_release(r);
 	free(r->reply);
 	free(r);
 	pthread_mutex_lock(&s->lock);
@@ -370,9 +370,9 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 
 /* ---- server ---- */
 
-int aw_http_start(const struct aw_http_options *o, struct aw_http_server **out, char **err)
+int aw_httpd_start(const struct aw_httpd_options *o, struct aw_httpd_server **out, char **err)
 {
-	struct aw_http_server *s = NULL;
+	struct aw_httpd_server *s = NULL;
 	struct addrinfo hints = {0}, *ai = NULL;
 	unsigned int flags =
 	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -430,12 +430,12 @@ out:
 	return rc;
 }
 
-unsigned aw_http_port(const struct aw_http_server *s)
+unsigned aw_httpd_port(const struct aw_httpd_server *s)
 {
 	return s->port;
 }
 
-void aw_http_quiesce(struct aw_http_server *s)
+void aw_httpd_quiesce(struct aw_httpd_server *s)
 {
 	MHD_socket fd;
 
@@ -446,7 +446,7 @@ void aw_http_quiesce(struct aw_http_server *s)
 		aw_warn("cannot close the listening socket: %s", strerror(errno));
 }
 
-uint64_t aw_http_in_flight(struct aw_http_server *s)
+uint64_t aw_httpd_in_flight(struct aw_httpd_server *s)
 {
 	uint64_t n;
 
@@ -456,7 +456,7 @@ uint64_t aw_http_in_flight(struct aw_http_server *s)
 	return n;
 }
 
-int aw_http_drain(struct aw_http_server *s, uint64_t timeout_ms)
+int aw_httpd_drain(struct aw_httpd_server *s, uint64_t timeout_ms)
 {
 	struct timespec deadline;
 	int rc = 0;
@@ -476,9 +476,9 @@ int aw_http_drain(struct aw_http_server *s, uint64_t timeout_ms)
 	return rc;
 }
 
-void aw_http_stop(struct aw_http_server **sp)
+void aw_httpd_stop(struct aw_httpd_server **sp)
 {
-	struct aw_http_server *s = *sp;
+	struct aw_httpd_server *s = *sp;
 
 	if (!s)
 		return;

@@ -2,95 +2,95 @@
  * that route handlers read as atomwatch and not as MHD. Bodies are collected up to a hard limit
  * (413 beyond it), replies may be given later from another thread (suspend/resume: long-polls,
  * uploads waiting for their commit), and shutdown drains in-flight requests. */
-#ifndef AW_COLLECTOR_HTTP_H
-#define AW_COLLECTOR_HTTP_H
+#ifndef AW_COLLECTOR_HTTPD_H
+#define AW_COLLECTOR_HTTPD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct aw_http_server;
-struct aw_http_req;
+struct aw_httpd_server;
+struct aw_httpd_req;
 
 /* Called once per request, on an HTTP thread, when the whole body is in. The handler must
- * either reply (aw_http_reply()) or suspend (aw_http_suspend()) before it returns. */
-typedef void (*aw_http_handler)(struct aw_http_req *req, void *cls);
+ * either reply (aw_httpd_reply()) or suspend (aw_httpd_suspend()) before it returns. */
+typedef void (*aw_httpd_handler)(struct aw_httpd_req *req, void *cls);
 
 /* Called once per request after its reply was sent (`sent`) or the connection dropped, right
  * before the request is freed: for metrics and cleanup. */
-typedef void (*aw_http_done)(struct aw_http_req *req, bool sent, void *cls);
+typedef void (*aw_httpd_done)(struct aw_httpd_req *req, bool sent, void *cls);
 
-struct aw_http_options {
+struct aw_httpd_options {
 	const char *host;      /* address to bind; "" or NULL: every IPv4 address */
-	unsigned port;         /* 0: an ephemeral port, see aw_http_port() */
+	unsigned port;         /* 0: an ephemeral port, see aw_httpd_port() */
 	unsigned threads;      /* polling threads */
 	uint64_t max_body;     /* 413 beyond this */
 	uint64_t max_buffered; /* 503 when bodies held at once would exceed this */
 	unsigned max_connections;
 	unsigned timeout_s; /* idle connection timeout */
-	aw_http_handler handle;
-	aw_http_done done;
+	aw_httpd_handler handle;
+	aw_httpd_done done;
 	void *cls;
 };
 
 /* Starts listening and serving. Returns 0 with *out set, or a negative errno with *err. */
-int aw_http_start(const struct aw_http_options *o, struct aw_http_server **out, char **err);
+int aw_httpd_start(const struct aw_httpd_options *o, struct aw_httpd_server **out, char **err);
 
 /* The bound port (useful after asking for port 0). */
-unsigned aw_http_port(const struct aw_http_server *s);
+unsigned aw_httpd_port(const struct aw_httpd_server *s);
 
 /* Stops accepting connections; requests on open connections are still served, each reply
  * then closing its connection. */
-void aw_http_quiesce(struct aw_http_server *s);
+void aw_httpd_quiesce(struct aw_httpd_server *s);
 
 /* Waits until no request is in flight or `timeout_ms` passed. Returns 0 or -ETIMEDOUT. */
-int aw_http_drain(struct aw_http_server *s, uint64_t timeout_ms);
+int aw_httpd_drain(struct aw_httpd_server *s, uint64_t timeout_ms);
 
 /* Requests being handled right now (started and not yet done). */
-uint64_t aw_http_in_flight(struct aw_http_server *s);
+uint64_t aw_httpd_in_flight(struct aw_httpd_server *s);
 
 /* Stops the server, closing every connection; every suspended request must have been resumed.
  * Sets *s to NULL. */
-void aw_http_stop(struct aw_http_server **s);
+void aw_httpd_stop(struct aw_httpd_server **s);
 
 /* ---- one request (valid from the handler call until `done`) ---- */
 
-const char *aw_http_method(const struct aw_http_req *r);
-const char *aw_http_path(const struct aw_http_req *r); /* decoded, without the query */
+const char *aw_httpd_method(const struct aw_httpd_req *r);
+const char *aw_httpd_path(const struct aw_httpd_req *r); /* decoded, without the query */
 /* A query argument or header; NULL when absent. Only from the handler's thread, during the
  * handler call. */
-const char *aw_http_query(const struct aw_http_req *r, const char *name);
-const char *aw_http_header(const struct aw_http_req *r, const char *name);
+const char *aw_httpd_query(const struct aw_httpd_req *r, const char *name);
+const char *aw_httpd_header(const struct aw_httpd_req *r, const char *name);
 /* The body (NUL-terminated; "" when none). */
-const char *aw_http_body(const struct aw_http_req *r, size_t *len);
+const char *aw_httpd_body(const struct aw_httpd_req *r, size_t *len);
 /* Frees the body early (a handler that parsed it no longer needs it). */
-void aw_http_body_release(struct aw_http_req *r);
+void aw_httpd_body_release(struct aw_httpd_req *r);
 /* When the request's headers arrived (CLOCK_MONOTONIC ns). */
-uint64_t aw_http_started_ns(const struct aw_http_req *r);
+uint64_t aw_httpd_started_ns(const struct aw_httpd_req *r);
 /* The status replied, 0 before a reply. */
-unsigned aw_http_status(const struct aw_http_req *r);
+unsigned aw_httpd_status(const struct aw_httpd_req *r);
 
 /* A value the application attaches to the request (e.g. the route); `free_fn` (may be NULL)
  * runs after `done`. */
-void aw_http_set_data(struct aw_http_req *r, void *data, void (*free_fn)(void *));
-void *aw_http_data(const struct aw_http_req *r);
-void aw_http_set_tag(struct aw_http_req *r, int tag);
-int aw_http_tag(const struct aw_http_req *r);
+void aw_httpd_set_data(struct aw_httpd_req *r, void *data, void (*free_fn)(void *));
+void *aw_httpd_data(const struct aw_httpd_req *r);
+void aw_httpd_set_tag(struct aw_httpd_req *r, int tag);
+int aw_httpd_tag(const struct aw_httpd_req *r);
 
 /* Adds a reply header (at most 4, names and values up to 31 / 511 bytes). Returns 0 or
  * -ENOSPC. */
-int aw_http_add_header(struct aw_http_req *r, const char *name, const char *value);
+int aw_httpd_add_header(struct aw_httpd_req *r, const char *name, const char *value);
 
 /* Sets the reply. Takes ownership of `body` (malloc'd, may be NULL when len is 0) in every
  * case. From the handler, or from any thread while the request is suspended (then call
- * aw_http_resume()). Returns 0, or -EALREADY when a reply was set before (body freed). */
-int aw_http_reply(struct aw_http_req *r, unsigned status, const char *content_type, char *body,
-                  size_t len);
+ * aw_httpd_resume()). Returns 0, or -EALREADY when a reply was set before (body freed). */
+int aw_httpd_reply(struct aw_httpd_req *r, unsigned status, const char *content_type, char *body,
+                   size_t len);
 
 /* From the handler: the reply comes later. The request stays valid until it is resumed. */
-void aw_http_suspend(struct aw_http_req *r);
+void aw_httpd_suspend(struct aw_httpd_req *r);
 
-/* From any thread, after aw_http_reply(): sends the reply of a suspended request. */
-void aw_http_resume(struct aw_http_req *r);
+/* From any thread, after aw_httpd_reply(): sends the reply of a suspended request. */
+void aw_httpd_resume(struct aw_httpd_req *r);
 
 #endif
