@@ -10,7 +10,7 @@
 #include "aw/log.h"
 #include "internal.h"
 #include "metrics.h"
-#include "render.h"
+#include "postingest.h"
 #include "reports.h"
 #include "writer.h"
 
@@ -359,10 +359,13 @@ void aw_api_metrics(struct aw_ctx *x)
 	    .in_flight = aw_http_in_flight(x->col->http),
 	    .waiters = aw_jobs_waiting(x->col->jobs),
 	    .queue_depth = aw_writer_depth(x->col->writer),
-	    .render_tasks = x->col->render ? aw_renderer_depth(x->col->render) : 0,
 	};
+	struct store_conn *c = NULL;
 	struct aw_buf out;
 
+	if (aw_ctx_conn(x, &c))
+		c = NULL; /* the database's task counts are left out */
+	aw_postingest_gauges(x->col->postingest, x->col->charts, c, &g);
 	aw_buf_init(&out, 1u << 20);
 	if (aw_metrics_render(&out, &g)) {
 		aw_buf_release(&out);

@@ -323,9 +323,14 @@ static int cmd_reports(const char *what, int argc, char **argv)
 	if ((o.config && aw_config_load(&cfg, o.config, &err)) ||
 	    aw_collector_analysis_setup(&col, &err))
 		goto out;
-	gp = aw_gnuplot_new(&(struct aw_gnuplot_opts){cfg.gnuplot, (unsigned)cfg.render_timeout_ms},
+	gp = aw_gnuplot_new(&(struct aw_gnuplot_opts){cfg.gnuplot, (unsigned)cfg.chart_timeout_ms},
 	                    &err);
-	if (!gp || open_db(o.db, &store, &c)) {
+	if (!gp && !render) {
+		/* the export takes the charts the workers stored; only the others need gnuplot */
+		aw_warn("%s; charts missing from the database are shown as pending", err);
+		aw_freep(&err);
+	}
+	if ((!gp && render) || open_db(o.db, &store, &c)) {
 		rc = -EIO;
 		goto out;
 	}
@@ -338,9 +343,9 @@ static int cmd_reports(const char *what, int argc, char **argv)
 		       o.commit, st.hosts, st.drawn, st.cached, st.failed);
 	} else {
 		rc = aw_export_site(c, gp, o.out, col.analysis.baseline_ref, &st, &err);
-		printf("exported %u page(s) of %u host(s) to %s: %u chart(s) drawn, %u unchanged, "
-		       "%u failed\n",
-		       st.pages, st.hosts, o.out, st.drawn, st.cached, st.failed);
+		printf("exported %u page(s) of %u host(s) to %s: %u chart(s) from the database, %u "
+		       "drawn, %u unchanged, %u failed\n",
+		       st.pages, st.hosts, o.out, st.fetched, st.drawn, st.cached, st.failed);
 	}
 out:
 	if (err)
