@@ -180,7 +180,8 @@ static const char *const migrations[] = {
     " attempts INTEGER NOT NULL,"
     " max_attempts INTEGER,"
     " owner TEXT,"
-    " lease_until_us BIGINT,"
+    " claimed_us BIGINT,"
+    " lease_us BIGINT,"
     " enqueued_at TEXT NOT NULL,"
     " last_error TEXT,"
     " UNIQUE (kind, project, commit_sha, host, ref));"
@@ -1028,10 +1029,11 @@ static int pg_task_claim(struct store_conn *base, const char *owner, int64_t lea
 	p_i64(&p, max_attempts);
 	/* one statement: the row is locked by the subquery, skipped by every other claimer */
 	res = tq_run(c,
-	             "UPDATE postingest_tasks SET owner = $1, lease_until_us = " TQ_NOW_US
-	             " + $2::bigint, attempts = attempts + 1, max_attempts = $3::integer "
-	             "WHERE id = (SELECT id FROM postingest_tasks WHERE (owner IS NULL OR "
-	             "lease_until_us < " TQ_NOW_US ") AND attempts < $3::integer ORDER BY "
+	             "UPDATE postingest_tasks SET owner = $1, claimed_us = " TQ_NOW_US
+	             ", lease_us = $2::bigint, attempts = attempts + 1, max_attempts = "
+	             "$3::integer WHERE id = (SELECT id FROM postingest_tasks WHERE (owner IS NULL "
+	             "OR claimed_us < " TQ_NOW_US
+	             " - $2::bigint) AND attempts < $3::integer ORDER BY "
 	             "kind = 'trends', id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, kind, "
 	             "project, commit_sha, host, ref, generation, attempts, enqueued_at",
 	             &p, NULL, false, &rc, "cannot claim a task");
@@ -1072,7 +1074,7 @@ static int pg_task_done(struct store_conn *base, int64_t id, int64_t generation)
 	p.n = 1;
 	/* enqueued again while it ran: it waits for another pass, with fresh attempts */
 	rc = tq_count(c,
-	              "UPDATE postingest_tasks SET owner = NULL, lease_until_us = NULL, "
+	              "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
 	              "attempts = 0 WHERE id = $1",
 	              &p, "cannot release a task");
 	return rc < 0 ? rc : rc ? 0 : -ENOENT;
@@ -1087,7 +1089,7 @@ static int pg_task_fail(struct store_conn *base, int64_t id, const char *message
 	p_i64(&p, id);
 	p_text(&p, message);
 	rc = tq_count(c,
-	              "UPDATE postingest_tasks SET owner = NULL, lease_until_us = NULL, "
+	              "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
 	              "last_error = $2 WHERE id = $1",
 	              &p, "cannot release a task");
 	return rc < 0 ? rc : rc ? 0 : -ENOENT;
@@ -1100,11 +1102,12 @@ static int pg_task_count(struct store_conn *base, int64_t *pending, int64_t *dea
 	PGresult *res;
 	int rc;
 
-	res = tq_run(c,
-	             "SELECT COUNT(*), COUNT(*) FILTER (WHERE max_attempts IS NOT NULL AND "
-	             "attempts >= max_attempts AND (owner IS NULL OR lease_until_us < " TQ_NOW_US
-	             ")) FROM postingest_tasks",
-	             &p, NULL, false, &rc, "cannot count tasks");
+	res = tq_run(
+	    c,
+	    "SELECT COUNT(*), COUNT(*) FILTER (WHERE max_attempts IS NOT NULL AND "
+	    "attempts >= max_attempts AND (owner IS NULL OR claimed_us + lease_us < " TQ_NOW_US
+	    ")) FROM postingest_tasks",
+	    &p, NULL, false, &rc, "cannot count tasks");
 	if (!res)
 		return rc;
 	*dead = v_i64(res, 0, 1);

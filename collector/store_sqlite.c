@@ -184,7 +184,8 @@ static const char *const migrations[] = {
     " attempts INTEGER NOT NULL,"
     " max_attempts INTEGER,"
     " owner TEXT,"
-    " lease_until_us INTEGER,"
+    " claimed_us INTEGER," /* when owner claimed it */
+    " lease_us INTEGER,"   /* the lease owner claimed it with (for counting the dead) */
     " enqueued_at TEXT NOT NULL,"
     " last_error TEXT,"
     " UNIQUE (kind, project, commit_sha, host, ref));"
@@ -763,7 +764,8 @@ static int sq_task_enqueue(struct store_conn *base, const char *kind, const char
 	return task_add(sq(base), kind, project, commit, host, ref);
 }
 
-#define TQ_CLAIMABLE "(owner IS NULL OR lease_until_us < ?1) AND attempts < ?2"
+/* ?1: now minus the claimer's lease */
+#define TQ_CLAIMABLE "(owner IS NULL OR claimed_us < ?1) AND attempts < ?2"
 
 static int sq_task_claim(struct store_conn *base, const char *owner, int64_t lease_us,
                          int max_attempts, store_task_cb cb, void *cls)
@@ -780,7 +782,7 @@ static int sq_task_claim(struct store_conn *base, const char *owner, int64_t lea
 	rc = tq_prepare(c, "SELECT id FROM postingest_tasks WHERE " TQ_CLAIMABLE " LIMIT 1", &s);
 	if (rc)
 		return rc;
-	b_i64(s, 1, us);
+	b_i64(s, 1, us - lease_us);
 	b_i64(s, 2, max_attempts);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
@@ -798,24 +800,26 @@ static int sq_task_claim(struct store_conn *base, const char *owner, int64_t lea
 	                &s);
 	if (rc)
 		goto fail;
-	b_i64(s, 1, us);
+	b_i64(s, 1, us - lease_us);
 	b_i64(s, 2, max_attempts);
 	rc = exec_id(c, s, "cannot look for a task", &id);
 	sqlite3_finalize(s);
 	s = NULL;
 	if (rc)
 		goto fail;
-	rc = tq_prepare(c,
-	                "UPDATE postingest_tasks SET owner = ?2, lease_until_us = ?3, attempts = "
-	                "attempts + 1, max_attempts = ?4 WHERE id = ?1 RETURNING id, kind, "
-	                "project, commit_sha, host, ref, generation, attempts, enqueued_at",
-	                &s);
+	rc = tq_prepare(
+	    c,
+	    "UPDATE postingest_tasks SET owner = ?2, claimed_us = ?3, lease_us = ?5, "
+	    "attempts = attempts + 1, max_attempts = ?4 WHERE id = ?1 RETURNING id, kind, "
+	    "project, commit_sha, host, ref, generation, attempts, enqueued_at",
+	    &s);
 	if (rc)
 		goto fail;
 	b_i64(s, 1, id);
 	b_text(s, 2, owner);
-	b_i64(s, 3, us + lease_us);
+	b_i64(s, 3, us);
 	b_i64(s, 4, max_attempts);
+	b_i64(s, 5, lease_us);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW) {
 		rc = rc == SQLITE_DONE ? -ENOENT : sq_fail(c, rc, "cannot claim a task");
@@ -873,7 +877,7 @@ static int sq_task_done(struct store_conn *base, int64_t id, int64_t generation)
 		return rc;
 	/* enqueued again while it ran: it waits for another pass, with fresh attempts */
 	rc = tq_prepare(c,
-	                "UPDATE postingest_tasks SET owner = NULL, lease_until_us = NULL, "
+	                "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
 	                "attempts = 0 WHERE id = ?1",
 	                &s);
 	if (rc)
@@ -891,7 +895,7 @@ static int sq_task_fail(struct store_conn *base, int64_t id, const char *message
 	int changes = 0, rc;
 
 	rc = tq_prepare(c,
-	                "UPDATE postingest_tasks SET owner = NULL, lease_until_us = NULL, "
+	                "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
 	                "last_error = ?2 WHERE id = ?1",
 	                &s);
 	if (rc)
@@ -913,7 +917,7 @@ static int sq_task_count(struct store_conn *base, int64_t *pending, int64_t *dea
 
 	rc = tq_prepare(c,
 	                "SELECT COUNT(*), COALESCE(SUM(max_attempts IS NOT NULL AND attempts >= "
-	                "max_attempts AND (owner IS NULL OR lease_until_us < ?1)), 0) "
+	                "max_attempts AND (owner IS NULL OR claimed_us + lease_us < ?1)), 0) "
 	                "FROM postingest_tasks",
 	                &s);
 	if (rc)

@@ -171,12 +171,13 @@ static void test_failures_and_takeover(void **state)
 	assert_int_equal(k.attempts, 1);
 	assert_int_equal(store_task_fail(c, k.id, "gnuplot died"), 0);
 	counts(c, 1, 0);
-	/* its collector died holding it: after the lease another takes it over */
-	assert_int_equal(store_task_claim(c, "b", 200000, 3, on_task, &k), 0);
+	assert_int_equal(store_task_claim(c, "b", LEASE, 3, on_task, &k), 0);
 	assert_int_equal(k.attempts, 2);
-	assert_int_equal(store_task_claim(c, "c", LEASE, 3, on_task, &k), -ENOENT);
+	/* its collector died holding it: a claim older than the claimer's lease is taken over */
+	assert_int_equal(store_task_claim(c, "c", 200000, 3, on_task, &k), -ENOENT);
 	nanosleep(&ms, NULL);
-	assert_int_equal(store_task_claim(c, "c", LEASE, 3, on_task, &k), 0);
+	assert_int_equal(store_task_claim(c, "c", LEASE, 3, on_task, &k), -ENOENT);
+	assert_int_equal(store_task_claim(c, "c", 200000, 3, on_task, &k), 0);
 	assert_int_equal(k.attempts, 3);
 	assert_int_equal(store_task_fail(c, k.id, NULL), 0);
 	/* its attempts are used up: dead, never claimed again */
