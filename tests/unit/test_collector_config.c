@@ -300,6 +300,35 @@ static void test_postingest_keys(void **state)
 	             "collector.yaml:2:11: 'postingest.charts' must be true or false, not 'maybe'");
 }
 
+/* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
+ * postingest values are the defaults it says they are. */
+static void test_shipped_file(void **state)
+{
+	struct aw_collector_config c, d;
+	const char *src = getenv("AW_SOURCE_DIR");
+	char path[4096], *err = NULL;
+
+	(void)state;
+	if (!src)
+		skip();
+	snprintf(path, sizeof(path), "%s/configs/collector.yaml", src);
+	aw_config_defaults(&c);
+	aw_config_defaults(&d);
+	assert_int_equal(aw_config_load(&c, path, &err), 0);
+	assert_null(err);
+	assert_int_equal(c.deprecated_keys, 0);
+	assert_int_equal(c.postingest_workers, d.postingest_workers);
+	assert_int_equal(c.charts, d.charts);
+	assert_int_equal(c.chart_queue_max, d.chart_queue_max);
+	assert_int_equal(c.chart_timeout_ms, d.chart_timeout_ms);
+	assert_int_equal(c.task_lease_ms, d.task_lease_ms);
+	assert_int_equal(c.task_poll_ms, d.task_poll_ms);
+	assert_int_equal(c.task_attempts, d.task_attempts);
+	assert_int_equal(c.chart_cache_bytes, d.chart_cache_bytes);
+	aw_config_release(&c);
+	aw_config_release(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +340,7 @@ int main(void)
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_render_keys),
 	    cmocka_unit_test(test_postingest_keys),
+	    cmocka_unit_test(test_shipped_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
