@@ -428,7 +428,8 @@ int aw_chart_cache_new(const char *data_dir, uint64_t max_bytes, bool scan,
 	}
 	if (scan) {
 		scan_dir(&s, rel, strlen(rel), SCAN_DEPTH);
-		qsort(s.found, s.n, sizeof(*s.found), by_mtime);
+		if (s.n)
+			qsort(s.found, s.n, sizeof(*s.found), by_mtime);
 		for (size_t i = 0; i < s.n; i++) {
 			if (!s.rc)
 				s.rc = record(cc, s.found[i]->rel, NULL, s.found[i]->size);

@@ -365,7 +365,11 @@ static int claim_and_run(struct worker *w)
 static void wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t mono_ns)
 {
 	struct timespec now, ts;
-	uint64_t left = mono_ns - aw_monotonic_ns();
+	uint64_t at = aw_monotonic_ns(), left;
+
+	if (mono_ns <= at)
+		return;
+	left = mono_ns - at;
 
 	clock_gettime(CLOCK_REALTIME, &now); /* the condition's clock */
 	ts.tv_sec = now.tv_sec + (time_t)(left / 1000000000u);
