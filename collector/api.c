@@ -472,7 +472,7 @@ static int set_chart_link(json_t *obj, const char *name, const struct aw_chart_i
 	return json_object_set_new(obj, name, json_string(path)) ? -ENOMEM : 0;
 }
 
-/* A host's "charts": its comparison chart, when the renderer draws that pair (a commit as the
+/* A host's "charts": its comparison chart, when the workers draw that pair (a commit as the
  * base, or the baseline ref the collector is configured with: what runs are drawn against). */
 static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *host, const char *head,
                             const char *base, const char *ref)

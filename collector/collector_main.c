@@ -337,7 +337,7 @@ static int cmd_reports(const char *what, int argc, char **argv)
 	if (render && (rc = aw_make_dirs(o.data_dir, 0750))) {
 		aw_errorf(&err, rc, "cannot create '%s': %s", o.data_dir, strerror(-rc));
 	} else if (render) {
-		rc = aw_export_render(c, gp, o.data_dir, &col.analysis, o.project, o.commit, &st,
+		rc = aw_export_commit(c, gp, o.data_dir, &col.analysis, o.project, o.commit, &st,
 		                      &err);
 		printf("commit %s: %u host(s), %u chart(s) drawn, %u unchanged, %u failed\n",
 		       o.commit, st.hosts, st.drawn, st.cached, st.failed);

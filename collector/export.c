@@ -57,7 +57,7 @@ static void add_counts(struct aw_export_stats *st, const struct aw_draw *d)
 	st->failed += d->failed;
 }
 
-int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *data_dir,
+int aw_export_commit(struct store_conn *c, struct aw_gnuplot *gp, const char *data_dir,
                      const struct aw_analysis_opts *analysis, const char *project,
                      const char *commit, struct aw_export_stats *st, char **err)
 {

@@ -19,7 +19,7 @@ struct aw_export_stats {
  * each such host's trends, into <data_dir>/charts/, storing each chart in the database. Returns
  * 0, -ENOENT (no run of the commit) or the first failure, with *err; *st counts what was
  * done. */
-int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *data_dir,
+int aw_export_commit(struct store_conn *c, struct aw_gnuplot *gp, const char *data_dir,
                      const struct aw_analysis_opts *analysis, const char *project,
                      const char *commit, struct aw_export_stats *st, char **err);
 
