@@ -10,7 +10,7 @@
 #include "aw/log.h"
 #include "internal.h"
 #include "metrics.h"
-#include "render.h"
+#include "postingest.h"
 #include "reports.h"
 #include "writer.h"
 
@@ -354,10 +354,13 @@ void aw_api_metrics(struct aw_ctx *x)
 	    .in_flight = aw_httpd_in_flight(x->col->http),
 	    .waiters = aw_jobs_waiting(x->col->jobs),
 	    .queue_depth = aw_writer_depth(x->col->writer),
-	    .render_tasks = x->col->render ? aw_renderer_depth(x->col->render) : 0,
 	};
+	struct store_conn *c = NULL;
 	struct aw_buf out;
 
+	if (aw_ctx_conn(x, &c))
+		c = NULL; /* the database's task counts are left out */
+	aw_postingest_gauges(x->col->postingest, x->col->charts, c, &g);
 	aw_buf_init(&out, 1u << 20);
 	if (aw_metrics_render(&out, &g)) {
 		aw_buf_release(&out);
@@ -464,7 +467,7 @@ static int set_chart_link(json_t *obj, const char *name, const struct aw_chart_i
 	return json_object_set_new(obj, name, json_string(path)) ? -ENOMEM : 0;
 }
 
-/* A host's "charts": its comparison chart, when the renderer draws that pair (a commit as the
+/* A host's "charts": its comparison chart, when the workers draw that pair (a commit as the
  * base, or the baseline ref the collector is configured with: what runs are drawn against). */
 static int host_chart_links(struct aw_ctx *x, json_t *host_json, const char *host, const char *head,
                             const char *base, const char *ref)

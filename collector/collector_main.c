@@ -323,24 +323,29 @@ static int cmd_reports(const char *what, int argc, char **argv)
 	if ((o.config && aw_config_load(&cfg, o.config, &err)) ||
 	    aw_collector_analysis_setup(&col, &err))
 		goto out;
-	gp = aw_gnuplot_new(&(struct aw_gnuplot_opts){cfg.gnuplot, (unsigned)cfg.render_timeout_ms},
+	gp = aw_gnuplot_new(&(struct aw_gnuplot_opts){cfg.gnuplot, (unsigned)cfg.chart_timeout_ms},
 	                    &err);
-	if (!gp || open_db(o.db, &store, &c)) {
+	if (!gp && !render) {
+		/* the export takes the charts the workers stored; only the others need gnuplot */
+		aw_warn("%s; charts missing from the database are shown as pending", err);
+		aw_freep(&err);
+	}
+	if ((!gp && render) || open_db(o.db, &store, &c)) {
 		rc = -EIO;
 		goto out;
 	}
 	if (render && (rc = aw_make_dirs(o.data_dir, 0750))) {
 		aw_errorf(&err, rc, "cannot create '%s': %s", o.data_dir, strerror(-rc));
 	} else if (render) {
-		rc = aw_export_render(c, gp, o.data_dir, &col.analysis, o.project, o.commit, &st,
+		rc = aw_export_commit(c, gp, o.data_dir, &col.analysis, o.project, o.commit, &st,
 		                      &err);
 		printf("commit %s: %u host(s), %u chart(s) drawn, %u unchanged, %u failed\n",
 		       o.commit, st.hosts, st.drawn, st.cached, st.failed);
 	} else {
 		rc = aw_export_site(c, gp, o.out, col.analysis.baseline_ref, &st, &err);
-		printf("exported %u page(s) of %u host(s) to %s: %u chart(s) drawn, %u unchanged, "
-		       "%u failed\n",
-		       st.pages, st.hosts, o.out, st.drawn, st.cached, st.failed);
+		printf("exported %u page(s) of %u host(s) to %s: %u chart(s) from the database, %u "
+		       "drawn, %u unchanged, %u failed\n",
+		       st.pages, st.hosts, o.out, st.fetched, st.drawn, st.cached, st.failed);
 	}
 out:
 	if (err)

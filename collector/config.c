@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "analysis.h"
+#include "aw/log.h"
 #include "aw/util.h"
 
 #define CONFIG_FILE_MAX (1u << 20)
@@ -44,9 +45,14 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
 	c->cp_min_segment = 3;
-	c->render_workers = 2;
-	c->render_queue_max = 1024;
-	c->render_timeout_ms = 20000;
+	c->postingest_workers = 2;
+	c->charts = true;
+	c->chart_queue_max = 1024;
+	c->chart_timeout_ms = 20000;
+	c->task_lease_ms = 600000;
+	c->task_poll_ms = 500;
+	c->task_attempts = 5;
+	c->chart_cache_bytes = UINT64_C(1) << 30;
 }
 
 void aw_config_release(struct aw_collector_config *c)
@@ -166,14 +172,34 @@ static const struct key keys[] = {
     {"detection", "fdr", K_RATIO, F(detect_fdr), 0, 0},
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
-    {"render", "workers", K_UINT, F(render_workers), 0, 64},
-    {"render", "queue", K_UINT, F(render_queue_max), 1, 1000000},
+    {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},
+    {"postingest", "charts", K_BOOL, F(charts), 0, 0},
+    {"postingest", "queue", K_UINT, F(chart_queue_max), 1, 1000000},
+    {"postingest", "gnuplot", K_STRING, F(gnuplot), 0, 0},
+    {"postingest", "timeout", K_DURATION, F(chart_timeout_ms), 1000, 600000},
+    {"postingest", "lease", K_DURATION, F(task_lease_ms), 1000, UINT64_C(86400000)},
+    {"postingest", "poll", K_DURATION, F(task_poll_ms), 10, 60000},
+    {"postingest", "attempts", K_UINT, F(task_attempts), 1, 100},
+    {"postingest", "chart_cache", K_SIZE, F(chart_cache_bytes), 1u << 20, UINT64_C(1) << 44},
+    /* the names of earlier releases, when the workers were the "render workers" */
+    {"render", "workers", K_UINT, F(postingest_workers), 0, 64},
+    {"render", "queue", K_UINT, F(chart_queue_max), 1, 1000000},
     {"render", "gnuplot", K_STRING, F(gnuplot), 0, 0},
-    {"render", "timeout", K_DURATION, F(render_timeout_ms), 1000, 600000},
+    {"render", "timeout", K_DURATION, F(chart_timeout_ms), 1000, 600000},
 };
 
-static const char *const sections[] = {"http",      "auth", "ingest", "store",
-                                       "detection", "jobs", "render"};
+/* Deprecated keys, still read, and the keys they are now. */
+static const struct {
+	const char *old, *now;
+} renamed[] = {
+    {"render.workers", "postingest.workers"},
+    {"render.queue", "postingest.queue"},
+    {"render.gnuplot", "postingest.gnuplot"},
+    {"render.timeout", "postingest.timeout"},
+};
+
+static const char *const sections[] = {"http",      "auth", "ingest",     "store",
+                                       "detection", "jobs", "postingest", "render"};
 
 /* Fields stored as unsigned int rather than uint64_t. */
 static bool is_uint_field(size_t offset)
@@ -182,7 +208,8 @@ static bool is_uint_field(size_t offset)
 	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
 	       offset == F(pool_size) || offset == F(detect_window) ||
 	       offset == F(detect_history) || offset == F(cp_min_segment) ||
-	       offset == F(render_workers) || offset == F(render_queue_max);
+	       offset == F(postingest_workers) || offset == F(chart_queue_max) ||
+	       offset == F(task_attempts);
 }
 
 struct loader {
@@ -339,6 +366,14 @@ static int load_mapping(struct loader *l, struct aw_collector_config *c, const y
 		rc = set_value(l, c, &keys[i], vn, path);
 		if (rc)
 			return rc;
+		for (i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++) {
+			if (strcmp(path, renamed[i].old))
+				continue;
+			aw_warn("%s:%zu:%zu: '%s' is deprecated; use '%s'", l->name,
+			        kn->start_mark.line + 1, kn->start_mark.column + 1, path,
+			        renamed[i].now);
+			c->deprecated_keys++;
+		}
 	}
 	return 0;
 }

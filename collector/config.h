@@ -51,11 +51,20 @@ struct aw_collector_config {
 	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
 
-	/* render */
-	unsigned render_workers;    /* threads drawing charts after ingest; 0: none */
-	unsigned render_queue_max;  /* tasks waiting at most (more are dropped, logged) */
-	char *gnuplot;              /* NULL: /usr/bin/gnuplot */
-	uint64_t render_timeout_ms; /* most time one chart may take */
+	/* postingest (the work after an upload; the render.* keys of earlier releases still
+	 * work, with a warning) */
+	unsigned postingest_workers; /* threads taking post-ingest tasks; 0: none here (another
+	                              * collector on the database does them) */
+	bool charts;                 /* false: verdicts and change points only */
+	unsigned chart_queue_max;    /* charts asked for by pages waiting at most (more dropped) */
+	char *gnuplot;               /* NULL: /usr/bin/gnuplot */
+	uint64_t chart_timeout_ms;   /* most time one chart may take */
+	uint64_t task_lease_ms;      /* a claimed task is taken over after this */
+	uint64_t task_poll_ms;       /* how often idle workers look for other collectors' tasks */
+	unsigned task_attempts;      /* claims of a task before it is given up */
+	uint64_t chart_cache_bytes;  /* chart files kept in the data dir */
+
+	unsigned deprecated_keys; /* keys read under a deprecated name (each warned about once) */
 };
 
 /* Fills every field with its default (no allocation can fail: strings stay NULL until set,

@@ -1,5 +1,6 @@
-/* `atomwatch-collector render` and `export` (see export.h): the page builders of pages.c with
- * export links, each chart a page shows drawn from the store before the page is written. */
+/* `atomwatch-collector render` and `export` (see export.h): the post-ingest work of one commit
+ * done on demand, and the page builders of pages.c with export links, each chart a page shows
+ * taken from the database (or drawn from the store) before the page is written. */
 #include "export.h"
 
 #include <errno.h>
@@ -13,7 +14,7 @@
 #include "aw/util.h"
 #include "internal.h"
 #include "pages.h"
-#include "render.h"
+#include "postingest.h"
 
 #define PAGE_LIMIT  (64u << 20)
 #define ARENA_LIMIT (256u << 20)
@@ -56,11 +57,12 @@ static void add_counts(struct aw_export_stats *st, const struct aw_draw *d)
 	st->failed += d->failed;
 }
 
-int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *data_dir,
+int aw_export_commit(struct store_conn *c, struct aw_gnuplot *gp, const char *data_dir,
                      const struct aw_analysis_opts *analysis, const char *project,
                      const char *commit, struct aw_export_stats *st, char **err)
 {
 	struct store_run_filter f = {.project = project, .commit = commit, .limit = RUNS_PAGE};
+	struct aw_chart_cache *cache = NULL;
 	struct aw_arena a;
 	struct commit_hosts hosts = {.a = &a};
 	char *first_err = NULL;
@@ -69,6 +71,11 @@ int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *da
 	memset(st, 0, sizeof(*st));
 	aw_arena_init(&a, ARENA_LIMIT);
 	hosts.seen = aw_strmap_new(HOSTS_MAX);
+	/* what is drawn is stored in the database for every collector, as the workers do; the
+	 * files stay in data_dir, which is no cache to bound */
+	rc = aw_chart_cache_new(data_dir, 0, false, &cache, err);
+	if (rc)
+		goto out;
 	rc = hosts.seen ? store_list_runs(c, &f, on_commit_run, &hosts) : -ENOMEM;
 	if (rc) {
 		aw_errorf(err, rc, "cannot list the runs of '%s': %s", commit, strerror(-rc));
@@ -80,12 +87,15 @@ int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *da
 		goto out;
 	}
 	for (size_t i = 0; i < hosts.n; i++) {
-		struct aw_draw d = {
-		    .conn = c, .gp = gp, .data_dir = data_dir, .analysis = analysis};
+		struct aw_draw d = {.conn = c,
+		                    .gp = gp,
+		                    .data_dir = data_dir,
+		                    .analysis = analysis,
+		                    .publish = cache};
 		char *one_err = NULL;
 
-		rc = aw_render_after_ingest(&d, hosts.v[i].project, commit, hosts.v[i].host,
-		                            hosts.v[i].ref, &one_err);
+		rc = aw_postingest_after_ingest(&d, hosts.v[i].project, commit, hosts.v[i].host,
+		                                hosts.v[i].ref, &one_err);
 		if (rc && !first) {
 			first = rc;
 			first_err = one_err;
@@ -100,6 +110,11 @@ int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *da
 			one_err = NULL;
 		}
 		free(one_err);
+		if (d.store_rc && !first) {
+			first = d.store_rc;
+			aw_errorf(&first_err, first, "cannot store the charts of '%s' on '%s': %s",
+			          commit, hosts.v[i].host, strerror(-first));
+		}
 		add_counts(st, &d);
 		st->hosts++;
 	}
@@ -108,6 +123,7 @@ int aw_export_render(struct store_conn *c, struct aw_gnuplot *gp, const char *da
 	first_err = NULL;
 out:
 	free(first_err);
+	aw_chart_cache_free(&cache);
 	aw_strmap_free(&hosts.seen);
 	aw_arena_release(&a);
 	return rc;
@@ -122,12 +138,24 @@ struct exporter {
 	struct aw_export_stats *st;
 };
 
-/* Charts are drawn into the export as its pages ask for them. */
+/* Charts come from the database, where the workers stored them, as the export's pages ask for
+ * them; one that is not there is drawn into the export. */
 static bool export_chart_ready(const struct aw_chart_id *id, void *cls)
 {
 	struct exporter *x = cls;
 	char *err = NULL;
-	int rc = aw_draw_chart(&x->draw, id, &err);
+	int rc = aw_draw_fetch_chart(x->conn, id, x->out_dir, &err);
+
+	if (!rc) {
+		x->st->fetched++;
+		return true;
+	}
+	if (rc != -ENOENT)
+		aw_warn("export: %s", err ? err : strerror(-rc));
+	aw_freep(&err);
+	if (!x->draw.gp)
+		return false; /* shown as pending */
+	rc = aw_draw_chart(&x->draw, id, &err);
 
 	if (rc < 0)
 		aw_warn("export: %s", err ? err : strerror(-rc));

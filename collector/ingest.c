@@ -13,7 +13,7 @@
 #include "aw/sha256.h"
 #include "internal.h"
 #include "metrics.h"
-#include "render.h"
+#include "postingest.h"
 #include "writer.h"
 
 struct upload {
@@ -21,7 +21,7 @@ struct upload {
 	struct aw_result *result;
 	char *host_json;
 	struct aw_httpd_req *req;
-	struct aw_renderer *render; /* NULL: no charts */
+	struct aw_postingest *postingest; /* NULL: no workers here */
 };
 
 static void upload_free(void *p)
@@ -54,13 +54,10 @@ static void upload_done(struct aw_write *w, void *cls)
 			    json_pack("{s:s, s:s, s:I}", "run_id", u->result->run_id, "status",
 			              put->outcome == STORE_CREATED ? "created" : "duplicate",
 			              "seq", (json_int_t)put->seq));
-			/* Charts and the cached verdict follow off the request path; the queue
-			 * never blocks, and u is freed once the request is resumed. */
-			if (put->outcome == STORE_CREATED && u->render)
-				aw_renderer_push_run(
-				    u->render, u->result->project, u->result->commit,
-				    json_string_value(json_object_get(u->result->host, "name")),
-				    u->result->ref);
+			/* The verdict and charts follow off the request path: the run's task was
+			 * stored with it; a worker here looks for it now (never blocks). */
+			if (put->outcome == STORE_CREATED && u->postingest)
+				aw_postingest_kick(u->postingest);
 			break;
 		case STORE_CONFLICT:
 			aw_reply_error(req, 409, "conflict", "run_id",
@@ -254,7 +251,7 @@ void aw_ingest_post(struct aw_ctx *x)
 	aw_httpd_body_release(req); /* the model holds everything now */
 
 	u->req = req;
-	u->render = x->col->render;
+	u->postingest = x->col->postingest;
 	u->write.put.result = u->result;
 	u->write.put.host_json = u->host_json;
 	aw_time_now(u->write.put.received_at);

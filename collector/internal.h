@@ -17,7 +17,8 @@
 
 struct aw_writer;
 struct aw_jobs;
-struct aw_renderer;
+struct aw_postingest;
+struct aw_chart_cache;
 
 /* The running service. */
 struct aw_collector {
@@ -28,7 +29,8 @@ struct aw_collector {
 	struct aw_auth *auth;
 	struct aw_httpd_server *http;
 	struct aw_result_limits limits;
-	struct aw_renderer *render;       /* NULL when render.workers is 0 */
+	struct aw_postingest *postingest; /* NULL when postingest.workers is 0 */
+	struct aw_chart_cache *charts;    /* the chart files served here (chart_cache.h) */
 	struct aw_thresholds thresholds;  /* detection.thresholds, or the defaults */
 	struct aw_analysis_opts analysis; /* what verdicts and change points are computed with */
 };

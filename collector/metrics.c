@@ -150,12 +150,42 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    "# HELP atomwatch_ingest_queue_depth Documents waiting for a database writer.\n"
 		    "# TYPE atomwatch_ingest_queue_depth gauge\n"
 		    "atomwatch_ingest_queue_depth %llu\n"
-		    "# HELP atomwatch_render_tasks Render tasks (verdicts and charts after an upload,"
-		    " charts asked for) waiting or being drawn.\n"
+		    "# HELP atomwatch_postingest_tasks Post-ingest tasks (verdicts, change points and "
+		    "charts after an upload) waiting or running, of every collector on the "
+		    "database, and charts asked of this collector not drawn yet.\n"
+		    "# TYPE atomwatch_postingest_tasks gauge\n"
+		    "atomwatch_postingest_tasks %llu\n"
+		    "# HELP atomwatch_render_tasks Deprecated name of atomwatch_postingest_tasks.\n"
 		    "# TYPE atomwatch_render_tasks gauge\n"
-		    "atomwatch_render_tasks %llu\n",
+		    "atomwatch_render_tasks %llu\n"
+		    "# HELP atomwatch_postingest_tasks_running Post-ingest tasks this collector's "
+		    "workers are running.\n"
+		    "# TYPE atomwatch_postingest_tasks_running gauge\n"
+		    "atomwatch_postingest_tasks_running %llu\n"
+		    "# HELP atomwatch_postingest_tasks_dead Post-ingest tasks given up after their "
+		    "last attempt failed.\n"
+		    "# TYPE atomwatch_postingest_tasks_dead gauge\n"
+		    "atomwatch_postingest_tasks_dead %llu\n"
+		    "# HELP atomwatch_postingest_tasks_total Post-ingest tasks run by this process, "
+		    "by outcome (failed: tried again later).\n"
+		    "# TYPE atomwatch_postingest_tasks_total counter\n"
+		    "atomwatch_postingest_tasks_total{outcome=\"done\"} %llu\n"
+		    "atomwatch_postingest_tasks_total{outcome=\"failed\"} %llu\n"
+		    "# HELP atomwatch_chart_cache_bytes Bytes of chart files in this collector's "
+		    "cache.\n"
+		    "# TYPE atomwatch_chart_cache_bytes gauge\n"
+		    "atomwatch_chart_cache_bytes %llu\n"
+		    "# HELP atomwatch_chart_cache_files Chart files in this collector's cache.\n"
+		    "# TYPE atomwatch_chart_cache_files gauge\n"
+		    "atomwatch_chart_cache_files %llu\n",
 		    (unsigned long long)store_errors_total(), (unsigned long long)g->in_flight,
 		    (unsigned long long)g->waiters, (unsigned long long)g->queue_depth,
-		    (unsigned long long)g->render_tasks);
+		    (unsigned long long)g->postingest_tasks,
+		    (unsigned long long)g->postingest_tasks,
+		    (unsigned long long)g->postingest_running,
+		    (unsigned long long)g->postingest_dead, (unsigned long long)g->postingest_done,
+		    (unsigned long long)g->postingest_failed,
+		    (unsigned long long)g->chart_cache_bytes,
+		    (unsigned long long)g->chart_cache_files);
 	return rc;
 }

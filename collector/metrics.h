@@ -24,10 +24,16 @@ void aw_metrics_ingest_latency(uint64_t ns);
 void aw_metrics_run(enum store_outcome outcome);
 
 struct aw_metrics_gauges {
-	uint64_t in_flight;    /* requests being handled */
-	uint64_t waiters;      /* suspended long-polls */
-	uint64_t queue_depth;  /* documents waiting for a writer */
-	uint64_t render_tasks; /* render tasks waiting or being drawn */
+	uint64_t in_flight;   /* requests being handled */
+	uint64_t waiters;     /* suspended long-polls */
+	uint64_t queue_depth; /* documents waiting for a writer */
+	/* post-ingest (postingest.h) */
+	uint64_t postingest_tasks;   /* tasks waiting or running (every collector's), and charts
+	                              * asked of this one not drawn yet */
+	uint64_t postingest_running; /* tasks this collector's workers are running */
+	uint64_t postingest_dead;    /* tasks that used up their attempts */
+	uint64_t postingest_done, postingest_failed; /* tasks run by this process */
+	uint64_t chart_cache_bytes, chart_cache_files;
 };
 
 /* Appends the exposition text. Returns 0 or the aw_buf error. */

@@ -16,7 +16,7 @@
 
 #include "aw/strmap.h"
 #include "aw/util.h"
-#include "render.h"
+#include "draw.h"
 
 #define ARENA_LIMIT     (128u << 20) /* the data of one page */
 #define HOST_RUNS_SHOWN 50           /* recent runs on a host page */

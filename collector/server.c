@@ -13,7 +13,8 @@
 #include "aw/log.h"
 #include "internal.h"
 #include "metrics.h"
-#include "render.h"
+#include "chart_cache.h"
+#include "postingest.h"
 #include "writer.h"
 
 enum access {
@@ -313,16 +314,24 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 		rc = aw_jobs_start(&col, &col.jobs, &err);
 	if (!rc)
 		rc = aw_collector_analysis_setup(&col, &err);
-	if (!rc && cfg->render_workers) {
-		const struct aw_renderer_opts ropt = {.data_dir = cfg->data_dir,
-		                                      .gnuplot = cfg->gnuplot,
-		                                      .timeout_ms =
-		                                          (unsigned)cfg->render_timeout_ms,
-		                                      .workers = cfg->render_workers,
-		                                      .queue_max = cfg->render_queue_max,
-		                                      .analysis = &col.analysis};
+	if (!rc)
+		rc = aw_chart_cache_new(cfg->data_dir, cfg->chart_cache_bytes, true, &col.charts,
+		                        &err);
+	if (!rc && cfg->postingest_workers) {
+		const struct aw_postingest_opts popt = {.data_dir = cfg->data_dir,
+		                                        .gnuplot = cfg->gnuplot,
+		                                        .timeout_ms =
+		                                            (unsigned)cfg->chart_timeout_ms,
+		                                        .workers = cfg->postingest_workers,
+		                                        .charts = cfg->charts,
+		                                        .queue_max = cfg->chart_queue_max,
+		                                        .lease_ms = cfg->task_lease_ms,
+		                                        .poll_ms = cfg->task_poll_ms,
+		                                        .attempts = cfg->task_attempts,
+		                                        .analysis = &col.analysis,
+		                                        .cache = col.charts};
 
-		rc = aw_renderer_start(col.store, &ropt, &col.render, &err);
+		rc = aw_postingest_start(col.store, &popt, &col.postingest, &err);
 	}
 	if (rc)
 		goto out;
@@ -364,7 +373,8 @@ out:
 	}
 	aw_httpd_stop(&col.http);
 	aw_writer_stop(&col.writer);
-	aw_renderer_stop(&col.render); /* after the writer, which queues its tasks */
+	aw_postingest_stop(&col.postingest); /* after the writer, which wakes it */
+	aw_chart_cache_free(&col.charts);
 	if (col.jobs) {
 		aw_jobs_close(col.jobs);
 		aw_jobs_stop(&col.jobs);

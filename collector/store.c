@@ -328,3 +328,62 @@ int store_verdict_statuses(struct store_conn *c, const char *project, const char
 		return -EINVAL;
 	return c->ops->verdict_statuses(c, project, commit, host, limit, cb, cls);
 }
+
+/* ---- tasks and charts (interim) ---- */
+
+int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
+                       const char *commit, const char *host, const char *ref)
+{
+	if (!kind || !project || !host || !ref)
+		return -EINVAL;
+	return c->ops->task_enqueue(c, kind, project, commit, host, ref);
+}
+
+int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us, int max_attempts,
+                     store_task_cb cb, void *cls)
+{
+	if (!owner || lease_us <= 0 || max_attempts < 1)
+		return -EINVAL;
+	return c->ops->task_claim(c, owner, lease_us, max_attempts, cb, cls);
+}
+
+int store_task_done(struct store_conn *c, int64_t id, int64_t generation)
+{
+	return c->ops->task_done(c, id, generation);
+}
+
+int store_task_fail(struct store_conn *c, int64_t id, const char *message)
+{
+	return c->ops->task_fail(c, id, message);
+}
+
+int store_task_count(struct store_conn *c, int64_t *pending, int64_t *dead)
+{
+	int64_t p = 0, d = 0;
+	int rc = c->ops->task_count(c, &p, &d);
+
+	if (!rc && pending)
+		*pending = p;
+	if (!rc && dead)
+		*dead = d;
+	return rc;
+}
+
+int store_chart_put(struct store_conn *c, const struct store_chart *ch)
+{
+	if (!ch->path || !ch->content_type || !ch->hash || (!ch->data && ch->len))
+		return -EINVAL;
+	return c->ops->chart_put(c, ch);
+}
+
+int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
+{
+	return c->ops->chart_get(c, path, true, cb, cls);
+}
+
+int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
+{
+	return c->ops->chart_get(c, path, false, cb, cls);
+}
+
+/* ---- end of tasks and charts (interim) ---- */

@@ -6,7 +6,7 @@
 #include "store.h"
 
 /* The schema version of this build: both backends hold this many migrations. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 /* Every backend connection starts with this. */
 struct store_conn {
@@ -62,6 +62,18 @@ struct store_ops {
 	                    const char *host, unsigned limit, store_verdict_cb cb, void *cls);
 	int (*verdict_statuses)(struct store_conn *c, const char *project, const char *commit,
 	                        const char *host, unsigned limit, store_verdict_cb cb, void *cls);
+	/* ---- tasks and charts (interim) ---- */
+	int (*task_enqueue)(struct store_conn *c, const char *kind, const char *project,
+	                    const char *commit, const char *host, const char *ref);
+	int (*task_claim)(struct store_conn *c, const char *owner, int64_t lease_us,
+	                  int max_attempts, store_task_cb cb, void *cls);
+	int (*task_done)(struct store_conn *c, int64_t id, int64_t generation);
+	int (*task_fail)(struct store_conn *c, int64_t id, const char *message);
+	int (*task_count)(struct store_conn *c, int64_t *pending, int64_t *dead);
+	int (*chart_put)(struct store_conn *c, const struct store_chart *ch);
+	int (*chart_get)(struct store_conn *c, const char *path, bool with_data, store_chart_cb cb,
+	                 void *cls);
+	/* ---- end of tasks and charts (interim) ---- */
 };
 
 extern const struct store_ops store_sqlite_ops;

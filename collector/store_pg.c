@@ -166,6 +166,33 @@ static const char *const migrations[] = {
     " PRIMARY KEY (project, commit_sha, host));"
     "CREATE INDEX verdicts_host ON verdicts (host, order_us);"
     "CREATE INDEX verdicts_order ON verdicts (order_us);",
+    /* ---- tasks and charts (interim) ---- */
+    /* 3: the durable queue of the work after an upload and the chart files every collector
+     * serves (see store_sqlite.c) */
+    "CREATE TABLE postingest_tasks ("
+    " id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " kind TEXT NOT NULL,"
+    " project TEXT NOT NULL,"
+    " commit_sha TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " ref TEXT NOT NULL,"
+    " generation BIGINT NOT NULL,"
+    " attempts INTEGER NOT NULL,"
+    " max_attempts INTEGER,"
+    " owner TEXT,"
+    " claimed_us BIGINT,"
+    " lease_us BIGINT,"
+    " enqueued_at TEXT NOT NULL,"
+    " last_error TEXT,"
+    " UNIQUE (kind, project, commit_sha, host, ref));"
+    "CREATE TABLE charts ("
+    " path TEXT PRIMARY KEY,"
+    " content_type TEXT NOT NULL,"
+    " hash TEXT NOT NULL,"
+    " size BIGINT NOT NULL,"
+    " updated_at TEXT NOT NULL,"
+    " data BYTEA NOT NULL);",
+    /* ---- end of tasks and charts (interim) ---- */
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -913,6 +940,253 @@ out:
 	return rc;
 }
 
+/* ---- tasks and charts (interim) ---- */
+
+/* Leases are timed by the database server's clock, which every collector shares. */
+#define TQ_NOW_US "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+/* Runs `sql` (parsed per call: nothing here is on a path where that shows) with text
+ * parameters, except those whose length is given in `lengths` (binary); results in text, or in
+ * binary when `binary`. Returns the result (caller PQclear()s) or NULL with *rc. */
+static PGresult *tq_run(struct pg_conn *c, const char *sql, const struct params *p,
+                        const int *lengths, bool binary, int *rc, const char *what)
+{
+	int formats[PARAMS_MAX] = {0};
+	PGresult *res;
+	ExecStatusType st;
+
+	*rc = ensure_link(c);
+	if (*rc)
+		return NULL;
+	for (int i = 0; lengths && i < p->n; i++)
+		formats[i] = lengths[i] >= 0;
+	res = PQexecParams(c->pg, sql, p->n, NULL, p->v, lengths, formats, binary ? 1 : 0);
+	st = PQresultStatus(res);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		*rc = pg_fail(c, res, what);
+		PQclear(res);
+		return NULL;
+	}
+	*rc = 0;
+	return res;
+}
+
+static int tq_count(struct pg_conn *c, const char *sql, const struct params *p, const char *what)
+{
+	int rc;
+	PGresult *res = tq_run(c, sql, p, NULL, false, &rc, what);
+
+	if (!res)
+		return rc;
+	rc = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return rc;
+}
+
+static int task_add(struct pg_conn *c, const char *kind, const char *project, const char *commit,
+                    const char *host, const char *ref)
+{
+	struct params p = {.n = 0};
+	char now[AW_TIME_LEN];
+	int64_t us;
+	int rc;
+
+	store_now(now, &us);
+	p_text(&p, kind);
+	p_text(&p, project);
+	p_text(&p, commit ? commit : "");
+	p_text(&p, host);
+	p_text(&p, ref);
+	p_text(&p, now);
+	rc = tq_count(c,
+	              "INSERT INTO postingest_tasks (kind, project, commit_sha, host, ref, "
+	              "generation, attempts, enqueued_at) VALUES ($1, $2, $3, $4, $5, 1, 0, $6) "
+	              "ON CONFLICT (kind, project, commit_sha, host, ref) DO UPDATE SET "
+	              "generation = postingest_tasks.generation + 1, attempts = CASE WHEN "
+	              "postingest_tasks.owner IS NULL THEN 0 ELSE postingest_tasks.attempts END, "
+	              "last_error = NULL",
+	              &p, "cannot queue a task");
+	return rc < 0 ? rc : 0;
+}
+
+static int pg_task_enqueue(struct store_conn *base, const char *kind, const char *project,
+                           const char *commit, const char *host, const char *ref)
+{
+	return task_add(pgc(base), kind, project, commit, host, ref);
+}
+
+static int pg_task_claim(struct store_conn *base, const char *owner, int64_t lease_us,
+                         int max_attempts, store_task_cb cb, void *cls)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	struct store_task t;
+	PGresult *res;
+	int rc;
+
+	p_text(&p, owner);
+	p_i64(&p, lease_us);
+	p_i64(&p, max_attempts);
+	/* one statement: the row is locked by the subquery, skipped by every other claimer */
+	res = tq_run(c,
+	             "UPDATE postingest_tasks SET owner = $1, claimed_us = " TQ_NOW_US
+	             ", lease_us = $2::bigint, attempts = attempts + 1, max_attempts = "
+	             "$3::integer WHERE id = (SELECT id FROM postingest_tasks WHERE (owner IS NULL "
+	             "OR claimed_us < " TQ_NOW_US
+	             " - $2::bigint) AND attempts < $3::integer ORDER BY "
+	             "kind = 'trends', id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id, kind, "
+	             "project, commit_sha, host, ref, generation, attempts, enqueued_at",
+	             &p, NULL, false, &rc, "cannot claim a task");
+	if (!res)
+		return rc;
+	if (PQntuples(res) < 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	t = (struct store_task){.id = v_i64(res, 0, 0),
+	                        .kind = v_text(res, 0, 1),
+	                        .project = v_text(res, 0, 2),
+	                        .commit = v_text(res, 0, 3),
+	                        .host = v_text(res, 0, 4),
+	                        .ref = v_text(res, 0, 5),
+	                        .generation = v_i64(res, 0, 6),
+	                        .attempts = (int)v_i64(res, 0, 7),
+	                        .enqueued_at = v_text(res, 0, 8)};
+	if (t.commit && !*t.commit)
+		t.commit = NULL;
+	rc = cb(&t, cls);
+	PQclear(res);
+	return rc;
+}
+
+static int pg_task_done(struct store_conn *base, int64_t id, int64_t generation)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	int rc;
+
+	p_i64(&p, id);
+	p_i64(&p, generation);
+	rc = tq_count(c, "DELETE FROM postingest_tasks WHERE id = $1 AND generation = $2", &p,
+	              "cannot end a task");
+	if (rc)
+		return rc < 0 ? rc : 0;
+	p.n = 1;
+	/* enqueued again while it ran: it waits for another pass, with fresh attempts */
+	rc = tq_count(c,
+	              "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
+	              "attempts = 0 WHERE id = $1",
+	              &p, "cannot release a task");
+	return rc < 0 ? rc : rc ? 0 : -ENOENT;
+}
+
+static int pg_task_fail(struct store_conn *base, int64_t id, const char *message)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	int rc;
+
+	p_i64(&p, id);
+	p_text(&p, message);
+	rc = tq_count(c,
+	              "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
+	              "last_error = $2 WHERE id = $1",
+	              &p, "cannot release a task");
+	return rc < 0 ? rc : rc ? 0 : -ENOENT;
+}
+
+static int pg_task_count(struct store_conn *base, int64_t *pending, int64_t *dead)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	PGresult *res;
+	int rc;
+
+	res = tq_run(
+	    c,
+	    "SELECT COUNT(*), COUNT(*) FILTER (WHERE max_attempts IS NOT NULL AND "
+	    "attempts >= max_attempts AND (owner IS NULL OR claimed_us + lease_us < " TQ_NOW_US
+	    ")) FROM postingest_tasks",
+	    &p, NULL, false, &rc, "cannot count tasks");
+	if (!res)
+		return rc;
+	*dead = v_i64(res, 0, 1);
+	*pending = v_i64(res, 0, 0) - *dead;
+	PQclear(res);
+	return 0;
+}
+
+static int pg_chart_put(struct store_conn *base, const struct store_chart *ch)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	int lengths[PARAMS_MAX];
+	char now[AW_TIME_LEN];
+	PGresult *res;
+	int64_t us;
+	int rc;
+
+	if (ch->len > INT32_MAX)
+		return -E2BIG;
+	store_now(now, &us);
+	p_text(&p, ch->path);
+	p_text(&p, ch->content_type);
+	p_text(&p, ch->hash);
+	p_i64(&p, (int64_t)ch->len);
+	p_text(&p, now);
+	p.v[p.n++] = ch->len ? (const char *)ch->data : "";
+	for (int i = 0; i < p.n; i++)
+		lengths[i] = -1;
+	lengths[5] = (int)ch->len; /* the data goes in binary */
+	res = tq_run(c,
+	             "INSERT INTO charts (path, content_type, hash, size, updated_at, data) VALUES "
+	             "($1, $2, $3, $4, $5, $6) ON CONFLICT (path) DO UPDATE SET content_type = "
+	             "excluded.content_type, hash = excluded.hash, size = excluded.size, "
+	             "updated_at = excluded.updated_at, data = excluded.data",
+	             &p, lengths, false, &rc, "cannot store a chart");
+	PQclear(res);
+	return rc;
+}
+
+static int pg_chart_get(struct store_conn *base, const char *path, bool with_data,
+                        store_chart_cb cb, void *cls)
+{
+	struct pg_conn *c = pgc(base);
+	struct params p = {.n = 0};
+	struct store_chart ch;
+	PGresult *res;
+	int rc;
+
+	p_text(&p, path);
+	/* in binary: the data comes as it is; the other columns are text, sent as they are */
+	res = tq_run(c,
+	             with_data ? "SELECT path, content_type, hash, size::text, updated_at, data "
+	                         "FROM charts WHERE path = $1"
+	                       : "SELECT path, content_type, hash, size::text, updated_at "
+	                         "FROM charts WHERE path = $1",
+	             &p, NULL, true, &rc, "cannot read a chart");
+	if (!res)
+		return rc;
+	if (PQntuples(res) < 1) {
+		PQclear(res);
+		return -ENOENT;
+	}
+	ch = (struct store_chart){.path = PQgetvalue(res, 0, 0),
+	                          .content_type = PQgetvalue(res, 0, 1),
+	                          .hash = PQgetvalue(res, 0, 2),
+	                          .len = (size_t)strtoull(PQgetvalue(res, 0, 3), NULL, 10),
+	                          .updated_at = PQgetvalue(res, 0, 4)};
+	if (with_data) {
+		ch.data = PQgetvalue(res, 0, 5);
+		ch.len = (size_t)PQgetlength(res, 0, 5);
+	}
+	rc = cb(&ch, cls);
+	PQclear(res);
+	return rc;
+}
+
+/* ---- end of tasks and charts (interim) ---- */
+
 static int put_one(struct pg_conn *c, struct store_put *it)
 {
 	const struct aw_result *r = it->result;
@@ -1017,6 +1291,8 @@ static int put_one(struct pg_conn *c, struct store_put *it)
 	if (rc)
 		return rc;
 	rc = put_cells(c, r, it->seq);
+	if (!rc) /* tasks (interim) */
+		rc = task_add(c, "run", r->project, r->commit, host, r->ref);
 	if (rc)
 		return rc;
 	it->outcome = STORE_CREATED;
@@ -1886,4 +2162,12 @@ const struct store_ops store_pg_ops = {
     .verdict_put = pg_verdict_put,
     .verdict_list = pg_verdict_list,
     .verdict_statuses = pg_verdict_statuses,
+    /* tasks and charts (interim) */
+    .task_enqueue = pg_task_enqueue,
+    .task_claim = pg_task_claim,
+    .task_done = pg_task_done,
+    .task_fail = pg_task_fail,
+    .task_count = pg_task_count,
+    .chart_put = pg_chart_put,
+    .chart_get = pg_chart_get,
 };

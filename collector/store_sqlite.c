@@ -170,6 +170,33 @@ static const char *const migrations[] = {
     " PRIMARY KEY (project, commit_sha, host));"
     "CREATE INDEX verdicts_host ON verdicts (host, order_us);"
     "CREATE INDEX verdicts_order ON verdicts (order_us);",
+    /* ---- tasks and charts (interim) ---- */
+    /* 3: the durable queue of the work after an upload (one row per task; commit_sha '' for
+     * none) and the chart files every collector serves */
+    "CREATE TABLE postingest_tasks ("
+    " id INTEGER PRIMARY KEY,"
+    " kind TEXT NOT NULL,"
+    " project TEXT NOT NULL,"
+    " commit_sha TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " ref TEXT NOT NULL,"
+    " generation INTEGER NOT NULL,"
+    " attempts INTEGER NOT NULL,"
+    " max_attempts INTEGER,"
+    " owner TEXT,"
+    " claimed_us INTEGER," /* when owner claimed it */
+    " lease_us INTEGER,"   /* the lease owner claimed it with (for counting the dead) */
+    " enqueued_at TEXT NOT NULL,"
+    " last_error TEXT,"
+    " UNIQUE (kind, project, commit_sha, host, ref));"
+    "CREATE TABLE charts ("
+    " path TEXT PRIMARY KEY,"
+    " content_type TEXT NOT NULL,"
+    " hash TEXT NOT NULL,"
+    " size INTEGER NOT NULL,"
+    " updated_at TEXT NOT NULL,"
+    " data BLOB NOT NULL);",
+    /* ---- end of tasks and charts (interim) ---- */
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -678,6 +705,304 @@ out:
 	return rc;
 }
 
+/* ---- tasks and charts (interim) ---- */
+
+/* Statements of this block are prepared per call: none is on a path where that shows. */
+static int tq_prepare(struct sq_conn *c, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v2(c->db, sql, -1, s, NULL);
+
+	return rc == SQLITE_OK ? 0 : sq_fail(c, rc, "cannot prepare a statement");
+}
+
+/* Steps a prepared statement to its end; returns 0 with *changes, or an errno. */
+static int tq_exec(struct sq_conn *c, sqlite3_stmt *s, const char *what, int *changes)
+{
+	int rc = sqlite3_step(s);
+
+	while (rc == SQLITE_ROW)
+		rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		return sq_fail(c, rc, what);
+	if (changes)
+		*changes = sqlite3_changes(c->db);
+	return 0;
+}
+
+static int task_add(struct sq_conn *c, const char *kind, const char *project, const char *commit,
+                    const char *host, const char *ref)
+{
+	sqlite3_stmt *s = NULL;
+	char now[AW_TIME_LEN];
+	int64_t us;
+	int rc;
+
+	rc = tq_prepare(c,
+	                "INSERT INTO postingest_tasks (kind, project, commit_sha, host, ref, "
+	                "generation, attempts, enqueued_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, 0, ?6) "
+	                "ON CONFLICT (kind, project, commit_sha, host, ref) DO UPDATE SET "
+	                "generation = generation + 1, attempts = CASE WHEN owner IS NULL THEN 0 "
+	                "ELSE attempts END, last_error = NULL",
+	                &s);
+	if (rc)
+		return rc;
+	store_now(now, &us);
+	b_text(s, 1, kind);
+	b_text(s, 2, project);
+	b_text(s, 3, commit ? commit : "");
+	b_text(s, 4, host);
+	b_text(s, 5, ref);
+	b_text(s, 6, now);
+	rc = tq_exec(c, s, "cannot queue a task", NULL);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int sq_task_enqueue(struct store_conn *base, const char *kind, const char *project,
+                           const char *commit, const char *host, const char *ref)
+{
+	return task_add(sq(base), kind, project, commit, host, ref);
+}
+
+/* ?1: now minus the claimer's lease */
+#define TQ_CLAIMABLE "(owner IS NULL OR claimed_us < ?1) AND attempts < ?2"
+
+static int sq_task_claim(struct store_conn *base, const char *owner, int64_t lease_us,
+                         int max_attempts, store_task_cb cb, void *cls)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = NULL;
+	struct store_task t;
+	char now[AW_TIME_LEN], *text[6] = {NULL};
+	int64_t us, id = 0;
+	int rc;
+
+	store_now(now, &us);
+	/* a plain read first: an idle poll must not take the write lock */
+	rc = tq_prepare(c, "SELECT id FROM postingest_tasks WHERE " TQ_CLAIMABLE " LIMIT 1", &s);
+	if (rc)
+		return rc;
+	b_i64(s, 1, us - lease_us);
+	b_i64(s, 2, max_attempts);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return sq_fail(c, rc, "cannot look for a task");
+	rc = begin(c);
+	if (rc)
+		return rc;
+	rc = tq_prepare(c,
+	                "SELECT id FROM postingest_tasks WHERE " TQ_CLAIMABLE
+	                " ORDER BY kind = 'trends', id LIMIT 1",
+	                &s);
+	if (rc)
+		goto fail;
+	b_i64(s, 1, us - lease_us);
+	b_i64(s, 2, max_attempts);
+	rc = exec_id(c, s, "cannot look for a task", &id);
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc)
+		goto fail;
+	rc = tq_prepare(
+	    c,
+	    "UPDATE postingest_tasks SET owner = ?2, claimed_us = ?3, lease_us = ?5, "
+	    "attempts = attempts + 1, max_attempts = ?4 WHERE id = ?1 RETURNING id, kind, "
+	    "project, commit_sha, host, ref, generation, attempts, enqueued_at",
+	    &s);
+	if (rc)
+		goto fail;
+	b_i64(s, 1, id);
+	b_text(s, 2, owner);
+	b_i64(s, 3, us);
+	b_i64(s, 4, max_attempts);
+	b_i64(s, 5, lease_us);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		rc = rc == SQLITE_DONE ? -ENOENT : sq_fail(c, rc, "cannot claim a task");
+		goto fail;
+	}
+	/* copied out: the transaction ends before the callback runs */
+	rc = 0;
+	for (int i = 0; i < 6; i++) {
+		static const int cols[6] = {1, 2, 3, 4, 5, 8};
+
+		text[i] = strdup(col_text(s, cols[i]) ? col_text(s, cols[i]) : "");
+		if (!text[i])
+			rc = -ENOMEM;
+	}
+	t = (struct store_task){.id = sqlite3_column_int64(s, 0),
+	                        .kind = text[0],
+	                        .project = text[1],
+	                        .commit = text[2] && *text[2] ? text[2] : NULL,
+	                        .host = text[3],
+	                        .ref = text[4],
+	                        .generation = sqlite3_column_int64(s, 6),
+	                        .attempts = sqlite3_column_int(s, 7),
+	                        .enqueued_at = text[5]};
+	sqlite3_finalize(s);
+	s = NULL;
+	if (!rc)
+		rc = commit(c);
+	if (rc)
+		goto fail;
+	rc = cb(&t, cls);
+	goto out;
+fail:
+	sqlite3_finalize(s);
+	rollback(c);
+out:
+	for (int i = 0; i < 6; i++)
+		free(text[i]);
+	return rc;
+}
+
+static int sq_task_done(struct store_conn *base, int64_t id, int64_t generation)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = NULL;
+	int changes = 0, rc;
+
+	rc = tq_prepare(c, "DELETE FROM postingest_tasks WHERE id = ?1 AND generation = ?2", &s);
+	if (rc)
+		return rc;
+	b_i64(s, 1, id);
+	b_i64(s, 2, generation);
+	rc = tq_exec(c, s, "cannot end a task", &changes);
+	sqlite3_finalize(s);
+	if (rc || changes)
+		return rc;
+	/* enqueued again while it ran: it waits for another pass, with fresh attempts */
+	rc = tq_prepare(c,
+	                "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
+	                "attempts = 0 WHERE id = ?1",
+	                &s);
+	if (rc)
+		return rc;
+	b_i64(s, 1, id);
+	rc = tq_exec(c, s, "cannot release a task", &changes);
+	sqlite3_finalize(s);
+	return rc ? rc : changes ? 0 : -ENOENT;
+}
+
+static int sq_task_fail(struct store_conn *base, int64_t id, const char *message)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = NULL;
+	int changes = 0, rc;
+
+	rc = tq_prepare(c,
+	                "UPDATE postingest_tasks SET owner = NULL, claimed_us = NULL, "
+	                "last_error = ?2 WHERE id = ?1",
+	                &s);
+	if (rc)
+		return rc;
+	b_i64(s, 1, id);
+	b_text(s, 2, message);
+	rc = tq_exec(c, s, "cannot release a task", &changes);
+	sqlite3_finalize(s);
+	return rc ? rc : changes ? 0 : -ENOENT;
+}
+
+static int sq_task_count(struct store_conn *base, int64_t *pending, int64_t *dead)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = NULL;
+	char now[AW_TIME_LEN];
+	int64_t us;
+	int rc;
+
+	rc = tq_prepare(c,
+	                "SELECT COUNT(*), COALESCE(SUM(max_attempts IS NOT NULL AND attempts >= "
+	                "max_attempts AND (owner IS NULL OR claimed_us + lease_us < ?1)), 0) "
+	                "FROM postingest_tasks",
+	                &s);
+	if (rc)
+		return rc;
+	store_now(now, &us);
+	b_i64(s, 1, us);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*dead = sqlite3_column_int64(s, 1);
+		*pending = sqlite3_column_int64(s, 0) - *dead;
+		rc = 0;
+	} else {
+		rc = sq_fail(c, rc, "cannot count tasks");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int sq_chart_put(struct store_conn *base, const struct store_chart *ch)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = NULL;
+	char now[AW_TIME_LEN];
+	int64_t us;
+	int rc;
+
+	rc = tq_prepare(c,
+	                "INSERT INTO charts (path, content_type, hash, size, updated_at, data) "
+	                "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (path) DO UPDATE SET "
+	                "content_type = excluded.content_type, hash = excluded.hash, "
+	                "size = excluded.size, updated_at = excluded.updated_at, "
+	                "data = excluded.data",
+	                &s);
+	if (rc)
+		return rc;
+	store_now(now, &us);
+	b_text(s, 1, ch->path);
+	b_text(s, 2, ch->content_type);
+	b_text(s, 3, ch->hash);
+	b_i64(s, 4, (int64_t)ch->len);
+	b_text(s, 5, now);
+	sqlite3_bind_blob64(s, 6, ch->len ? ch->data : "", ch->len, SQLITE_STATIC);
+	rc = tq_exec(c, s, "cannot store a chart", NULL);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int sq_chart_get(struct store_conn *base, const char *path, bool with_data,
+                        store_chart_cb cb, void *cls)
+{
+	struct sq_conn *c = sq(base);
+	sqlite3_stmt *s = NULL;
+	struct store_chart ch;
+	int rc;
+
+	rc = tq_prepare(c,
+	                with_data ? "SELECT path, content_type, hash, size, updated_at, data "
+	                            "FROM charts WHERE path = ?1"
+	                          : "SELECT path, content_type, hash, size, updated_at "
+	                            "FROM charts WHERE path = ?1",
+	                &s);
+	if (rc)
+		return rc;
+	b_text(s, 1, path);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		ch = (struct store_chart){.path = col_text(s, 0),
+		                          .content_type = col_text(s, 1),
+		                          .hash = col_text(s, 2),
+		                          .len = (size_t)sqlite3_column_int64(s, 3),
+		                          .updated_at = col_text(s, 4)};
+		if (with_data) {
+			ch.data = sqlite3_column_blob(s, 5);
+			ch.len = (size_t)sqlite3_column_bytes(s, 5);
+		}
+		rc = cb(&ch, cls);
+	} else {
+		rc = rc == SQLITE_DONE ? -ENOENT : sq_fail(c, rc, "cannot read a chart");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* ---- end of tasks and charts (interim) ---- */
+
 /* ---- ingest ---- */
 
 static int cell_id(struct sq_conn *c, const struct aw_cell *cell, int64_t *id)
@@ -890,6 +1215,8 @@ static int put_one(struct sq_conn *c, struct store_put *it)
 	if (rc)
 		return rc;
 	rc = put_cells(c, r, it->seq);
+	if (!rc) /* tasks (interim) */
+		rc = task_add(c, "run", r->project, r->commit, host, r->ref);
 	if (rc)
 		return rc;
 	it->outcome = STORE_CREATED;
@@ -1871,4 +2198,12 @@ const struct store_ops store_sqlite_ops = {
     .verdict_put = sq_verdict_put,
     .verdict_list = sq_verdict_list,
     .verdict_statuses = sq_verdict_statuses,
+    /* tasks and charts (interim) */
+    .task_enqueue = sq_task_enqueue,
+    .task_claim = sq_task_claim,
+    .task_done = sq_task_done,
+    .task_fail = sq_task_fail,
+    .task_count = sq_task_count,
+    .chart_put = sq_chart_put,
+    .chart_get = sq_chart_get,
 };

@@ -13,7 +13,7 @@
 #include "aw/buf.h"
 #include "internal.h"
 #include "pages.h"
-#include "render.h"
+#include "postingest.h"
 
 #define PAGE_LIMIT  (64u << 20) /* bytes of one page */
 #define CHART_LIMIT (32u << 20) /* bytes of one chart file */
@@ -24,13 +24,17 @@
 static bool served_chart_ready(const struct aw_chart_id *id, void *cls)
 {
 	struct aw_ctx *x = cls;
+	struct store_conn *c = NULL;
 
-	if (aw_site_chart_exists(x->col->cfg->data_dir, id))
+	/* drawn here or by another collector: in this one's cache, or in the database */
+	if (aw_ctx_conn(x, &c))
+		c = NULL;
+	if (aw_draw_chart_ready(x->col->charts, c, id))
 		return true;
 	/* Only the overview's pairs are drawn after ingest: a compare page asks for its own, which
 	 * shows on a reload. Queuing never blocks and merges repeated asks. */
-	if (id->kind == AW_CHART_COMPARE && x->col->render && aw_valid_commit(id->base))
-		aw_renderer_push_chart(x->col->render, id);
+	if (id->kind == AW_CHART_COMPARE && x->col->postingest && aw_valid_commit(id->base))
+		aw_postingest_push_chart(x->col->postingest, id);
 	return false;
 }
 
@@ -167,6 +171,7 @@ out:
 void aw_web_chart(struct aw_ctx *x)
 {
 	char rel[1100], path[PATH_MAX];
+	struct store_conn *c = NULL;
 	bool svg;
 	char *data = NULL;
 	size_t len = 0;
@@ -180,6 +185,9 @@ void aw_web_chart(struct aw_ctx *x)
 		aw_reply_error(x->req, 404, "not_found", "", "no such chart");
 		return;
 	}
+	/* the database's copy when this collector's cache has none, or an older one */
+	if (!aw_ctx_conn(x, &c))
+		aw_chart_cache_refresh(x->col->charts, c, rel);
 	rc = read_chart(path, &data, &len);
 	if (rc == -ENOENT || rc == -ELOOP || rc == -ENOTDIR) {
 		aw_reply_error(x->req, 404, "not_found", "", "no such chart (not drawn yet?)");

@@ -121,18 +121,19 @@ def main():
                                             raw_count, sync)
         print("raw sqlite (%s): %s" % (sync, results["raw_sqlite_" + sync]), flush=True)
 
-    # Ingest alone, without the render workers' verdicts and charts after each upload: what
-    # rendering costs the uploads (it must not slow them down).
+    # Ingest alone, without the post-ingest workers' verdicts and charts after each upload
+    # (each upload still stores its task): what that work costs the uploads (it must not slow
+    # them down).
     db = h.Database("sqlite")
     col, token, res = collector_run(
-        args.build_dir, db.url, "store:\n  sqlite_synchronous: full\nrender:\n  workers: 0\n",
+        args.build_dir, db.url, "store:\n  sqlite_synchronous: full\npostingest:\n  workers: 0\n",
         args.concurrency, args.uploads, {"synchronous": "full", "render_workers": 0})
     results["collector_sqlite_norender"] = res
     print("collector sqlite (full, no rendering): %s" % res, flush=True)
     col.stop()
 
     # The collector on SQLite, durable across power loss (full) and across crashes (normal),
-    # with its default two render workers.
+    # with its default two post-ingest workers.
     for sync in ("full", "normal"):
         db = h.Database("sqlite")
         if sync == "normal":

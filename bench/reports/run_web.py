@@ -7,7 +7,7 @@
    host the compare chart, the per-CPU chart, 12 contention maps and the compare chart against
    the previous commit), polled every 5 ms. A few commits are stored first so that there is a
    baseline and the analysis has history to read; the trends that follow are timed too.
-2. pages: one host with 1,000 runs of history (uploaded with the render workers off, then
+2. pages: one host with 1,000 runs of history (uploaded with charts off, then
    the newest commit's verdict and charts drawn by `render`); 100 requests each of
    /hosts/{name}, /commits/{sha} and / against a collector with its workers idle: p50, p95, max.
 
@@ -167,7 +167,7 @@ def bench_ready(args):
     return {"hosts": len(hosts), "cells_per_run": len(docs[0]["cells"]),
             "charts_per_commit": n_charts, "rounds": rounds,
             "ready_median_s": round(statistics.median(ready), 3), "ready_max_s": max(ready),
-            "dropped": "render queue full" in logs}
+            "dropped": "chart queue full" in logs}
 
 
 def timed(col, path, n):
@@ -189,10 +189,9 @@ def timed(col, path, n):
 def bench_pages(args):
     host = "v2-history"
     db = h.Database("sqlite")
-    # The history goes in with workers that cannot start gnuplot: they cache each commit's
-    # verdict (as the service does after every upload) but draw nothing, which would take
-    # 1,000 x 16 charts.
-    col = h.Collector(db.url, config="render:\n  gnuplot: /nonexistent/gnuplot\n").start()
+    # The history goes in with charts off: the workers cache each commit's verdict (as the
+    # service does after every upload) but draw nothing, which would take 1,000 x 16 charts.
+    col = h.Collector(db.url, config="postingest:\n  charts: off\n").start()
     token = col.token("agent", host)
     commits = ["%040x" % (0xc0000 + k) for k in range(args.history)]
     t0 = time.time()

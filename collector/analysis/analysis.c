@@ -737,6 +737,13 @@ int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts
                              const char *project, const char *commit, const char *host,
                              const char *ref, char **err)
 {
+	return aw_analysis_after_ingest_verdict(c, o, project, commit, host, ref, NULL, err);
+}
+
+int aw_analysis_after_ingest_verdict(struct store_conn *c, const struct aw_analysis_opts *o,
+                                     const char *project, const char *commit, const char *host,
+                                     const char *ref, struct aw_host_verdict *keep, char **err)
+{
 	struct aw_host_verdict v;
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = 1};
@@ -746,6 +753,8 @@ int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts
 	json_t *doc = NULL;
 	int rc;
 
+	if (keep)
+		memset(keep, 0, sizeof(*keep));
 	rc = aw_analysis_changepoints(c, o, project, host, ref, err);
 	if (rc)
 		return rc;
@@ -780,6 +789,9 @@ fail:
 out:
 	free(text);
 	json_decref(doc);
-	aw_host_verdict_release(&v);
+	if (keep && !rc)
+		*keep = v; /* handed over */
+	else
+		aw_host_verdict_release(&v);
 	return rc;
 }

@@ -92,4 +92,11 @@ int aw_analysis_after_ingest(struct store_conn *c, const struct aw_analysis_opts
                              const char *project, const char *commit, const char *host,
                              const char *ref, char **err);
 
+/* The same, handing the verdict it cached to the caller (the charts drawn next mark its
+ * regressions): *out is filled when it returns 0 and `commit` is not NULL (release it with
+ * aw_host_verdict_release()), zeroed otherwise. */
+int aw_analysis_after_ingest_verdict(struct store_conn *c, const struct aw_analysis_opts *o,
+                                     const char *project, const char *commit, const char *host,
+                                     const char *ref, struct aw_host_verdict *out, char **err);
+
 #endif

@@ -316,8 +316,8 @@ def request(port, method, path, body=None, token=None, headers=None, timeout=30)
 
 
 def wait_for_chart(port, path, timeout=60):
-    """GETs a chart until the render workers have drawn it (404 until then): an SVG served as
-    one. Returns its text."""
+    """GETs a chart until the post-ingest workers (of any collector on the database) have
+    drawn it (404 until then): an SVG served as one. Returns its text."""
     deadline = time.time() + timeout
     while True:
         r = request(port, "GET", path)
@@ -330,17 +330,31 @@ def wait_for_chart(port, path, timeout=60):
         time.sleep(0.1)
 
 
+def postingest_gauges(port):
+    """The post-ingest gauges of a collector's /metrics, by name (the prefix
+    atomwatch_postingest_ dropped): tasks (waiting or running, of every collector on the
+    database, plus the charts asked of this one), tasks_running (this one's), tasks_dead."""
+    text = request(port, "GET", "/metrics").body.decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("atomwatch_postingest_tasks"):
+            name, value = line.rsplit(" ", 1)
+            out[name[len("atomwatch_postingest_"):]] = int(value)
+    check("tasks" in out, "the post-ingest gauges: " + text)
+    return out
+
+
 def wait_for_renders(port, timeout=60):
-    """Until the collector's render workers have nothing left to draw (its
-    atomwatch_render_tasks gauge reads 0)."""
+    """Until no post-ingest task is left: none waiting or running in the database (of any
+    collector), no chart asked of this collector undrawn (its atomwatch_postingest_tasks
+    gauge reads 0)."""
     deadline = time.time() + timeout
     while True:
-        text = request(port, "GET", "/metrics").body.decode()
-        gauge = [l for l in text.splitlines() if l.startswith("atomwatch_render_tasks ")]
-        eq(len(gauge), 1, "the render gauge: " + text)
-        if int(gauge[0].split()[-1]) == 0:
+        gauges = postingest_gauges(port)
+        if gauges["tasks"] == 0:
             return
-        check(time.time() < deadline, "render tasks pending after %d s: %s" % (timeout, gauge))
+        check(time.time() < deadline, "post-ingest tasks pending after %d s: %s"
+              % (timeout, gauges))
         time.sleep(0.1)
 
 

@@ -257,11 +257,39 @@ def test_export_command():
 
 
 def test_no_workers():
-    # render.workers 0: pages still work, charts show as pending, nothing is drawn
-    col = h.Collector(S.db.url, config="render:\n  workers: 0\n").start()
+    # render.workers 0 (the name of postingest.workers before it, still read, with a warning
+    # naming file:line:col): pages still work, charts show as pending, nothing is drawn; the
+    # upload's task waits in the database for a worker. A database of its own: on S.db, the
+    # charts S.col drew are stored for every collector to serve.
+    db = h.Database(S.backend, S.pg)
+    col = h.Collector(db.url, config="render:\n  workers: 0\n").start()
+    doc = h.make_doc(host="idle-host", commit=S.site.commits[0], cells=CELLS)
+    eq(col.request("POST", "/api/v1/results", doc, token=col.token("admin")).status, 201)
     text = check_html(col.request("GET", "/commits/" + S.site.commits[0]), "no workers")
     check("chart not drawn yet" in text, "pending without workers")
+    eq(h.postingest_gauges(col.port)["tasks"], 1, "the task waits for a worker")
+    check("collector.yaml:2:3: 'render.workers' is deprecated; use 'postingest.workers'"
+          in col.logs(), col.logs())
     eq(col.stop(), 0)
+    check(not os.path.exists(os.path.join(col.dir, "data", "charts")), "nothing drawn")
+
+
+def test_charts_off_keeps_verdicts():
+    # postingest.charts off: the workers still cache each commit's verdict and the change
+    # points, and draw nothing
+    db = h.Database(S.backend, S.pg)
+    col = h.Collector(db.url, config="postingest:\n  charts: off\n").start()
+    site = rh.load(col, n_hosts=2, n_commits=3, cells=CELLS, tag=0xc4a27, hostile=False)
+    h.wait_for_renders(col.port)
+    eq(db.count("verdicts"), 2 * 3, "a verdict per commit and host")
+    newest = site.commits[-1]
+    text = check_html(col.request("GET", "/commits/" + newest), "charts off")
+    eq(row_verdict(text, site.hosts[0], rh.REGRESSED_CELL), "regressed", "the cached verdict")
+    check("v-fail" in section(text, site.hosts[0]), "the host with the regression fails")
+    check("chart not drawn yet" in text, "no charts")
+    check("charts off" in col.logs(), col.logs())
+    eq(col.stop(), 0)
+    check(not os.path.exists(os.path.join(col.dir, "data", "charts")), "nothing drawn")
 
 
 def test_shutdown():

@@ -228,22 +228,27 @@ static void test_sizes(void **state)
 	assert_int_equal(aw_parse_size("99999999999999999999", &v), -EINVAL);
 }
 
+/* The keys of earlier releases (render.*): read as the postingest.* keys they became, each
+ * counted (and warned about, naming file:line:col). */
 static void test_render_keys(void **state)
 {
 	struct aw_collector_config c;
 
 	(void)state;
 	aw_config_defaults(&c);
-	assert_int_equal(c.render_workers, 2);
-	assert_int_equal(c.render_queue_max, 1024);
+	assert_int_equal(c.postingest_workers, 2);
+	assert_int_equal(c.chart_queue_max, 1024);
 	assert_null(c.gnuplot);
-	assert_int_equal(c.render_timeout_ms, 20000);
+	assert_int_equal(c.chart_timeout_ms, 20000);
+	assert_int_equal(c.deprecated_keys, 0);
 	assert_null(parse(&c, "render:\n  workers: 0\n  queue: 10\n  gnuplot: /opt/gp\n"
 	                      "  timeout: 5s\n"));
-	assert_int_equal(c.render_workers, 0);
-	assert_int_equal(c.render_queue_max, 10);
+	assert_int_equal(c.postingest_workers, 0);
+	assert_int_equal(c.chart_queue_max, 10);
 	assert_string_equal(c.gnuplot, "/opt/gp");
-	assert_int_equal(c.render_timeout_ms, 5000);
+	assert_int_equal(c.chart_timeout_ms, 5000);
+	assert_int_equal(c.deprecated_keys, 4);
+	assert_true(c.charts); /* render.workers 0 no longer means "no verdicts" by itself */
 	aw_config_release(&c);
 	expect_error("render:\n  workers: 65\n",
 	             "collector.yaml:2:12: 'render.workers' must be between 0 and 64");
@@ -251,6 +256,77 @@ static void test_render_keys(void **state)
 	             "collector.yaml:2:10: 'render.queue' must be between 1 and 1000000");
 	expect_error("render:\n  timeout: 1ms\n",
 	             "collector.yaml:2:12: 'render.timeout' must be between 1000 and 600000 ms");
+	expect_error("render:\n  charts: off\n", "collector.yaml:2:3: unknown key 'render.charts'");
+}
+
+static void test_postingest_keys(void **state)
+{
+	struct aw_collector_config c;
+
+	(void)state;
+	aw_config_defaults(&c);
+	assert_true(c.charts);
+	assert_int_equal(c.task_lease_ms, 600000);
+	assert_int_equal(c.task_poll_ms, 500);
+	assert_int_equal(c.task_attempts, 5);
+	assert_int_equal(c.chart_cache_bytes, UINT64_C(1) << 30);
+	assert_null(parse(&c, "postingest:\n  workers: 3\n  charts: off\n  queue: 20\n"
+	                      "  gnuplot: /opt/gp\n  timeout: 7s\n  lease: 2m\n  poll: 50ms\n"
+	                      "  attempts: 2\n  chart_cache: 64MiB\n"));
+	assert_int_equal(c.postingest_workers, 3);
+	assert_false(c.charts);
+	assert_int_equal(c.chart_queue_max, 20);
+	assert_string_equal(c.gnuplot, "/opt/gp");
+	assert_int_equal(c.chart_timeout_ms, 7000);
+	assert_int_equal(c.task_lease_ms, 120000);
+	assert_int_equal(c.task_poll_ms, 50);
+	assert_int_equal(c.task_attempts, 2);
+	assert_int_equal(c.chart_cache_bytes, 64u << 20);
+	assert_int_equal(c.deprecated_keys, 0);
+	aw_config_release(&c);
+	/* an old and a new name in one file: the later wins, as for any key written twice */
+	assert_null(parse(&c, "postingest:\n  workers: 3\nrender:\n  workers: 1\n"));
+	assert_int_equal(c.postingest_workers, 1);
+	assert_int_equal(c.deprecated_keys, 1);
+	aw_config_release(&c);
+	expect_error("postingest:\n  poll: 1ms\n",
+	             "collector.yaml:2:9: 'postingest.poll' must be between 10 and 60000 ms");
+	expect_error("postingest:\n  attempts: 0\n",
+	             "collector.yaml:2:13: 'postingest.attempts' must be between 1 and 100");
+	expect_error("postingest:\n  chart_cache: 1KiB\n",
+	             "collector.yaml:2:16: 'postingest.chart_cache' must be between 1048576 and "
+	             "17592186044416 bytes");
+	expect_error("postingest:\n  charts: maybe\n",
+	             "collector.yaml:2:11: 'postingest.charts' must be true or false, not 'maybe'");
+}
+
+/* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
+ * postingest values are the defaults it says they are. */
+static void test_shipped_file(void **state)
+{
+	struct aw_collector_config c, d;
+	const char *src = getenv("AW_SOURCE_DIR");
+	char path[4096], *err = NULL;
+
+	(void)state;
+	if (!src)
+		skip();
+	snprintf(path, sizeof(path), "%s/configs/collector.yaml", src);
+	aw_config_defaults(&c);
+	aw_config_defaults(&d);
+	assert_int_equal(aw_config_load(&c, path, &err), 0);
+	assert_null(err);
+	assert_int_equal(c.deprecated_keys, 0);
+	assert_int_equal(c.postingest_workers, d.postingest_workers);
+	assert_int_equal(c.charts, d.charts);
+	assert_int_equal(c.chart_queue_max, d.chart_queue_max);
+	assert_int_equal(c.chart_timeout_ms, d.chart_timeout_ms);
+	assert_int_equal(c.task_lease_ms, d.task_lease_ms);
+	assert_int_equal(c.task_poll_ms, d.task_poll_ms);
+	assert_int_equal(c.task_attempts, d.task_attempts);
+	assert_int_equal(c.chart_cache_bytes, d.chart_cache_bytes);
+	aw_config_release(&c);
+	aw_config_release(&d);
 }
 
 int main(void)
@@ -263,6 +339,8 @@ int main(void)
 	    cmocka_unit_test(test_listen),
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_render_keys),
+	    cmocka_unit_test(test_postingest_keys),
+	    cmocka_unit_test(test_shipped_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

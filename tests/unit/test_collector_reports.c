@@ -13,7 +13,7 @@
 
 #include "collector_fixture.h"
 #include "pages.h"
-#include "render.h"
+#include "draw.h"
 
 #define SHA1 "badc0de1badc0de1badc0de1badc0de1badc0de1"
 #define SHA2 "c0ffee07c0ffee07c0ffee07c0ffee07c0ffee07"

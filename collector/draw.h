@@ -1,18 +1,19 @@
 /* The collector's charts: each chart's data gathered from the store and drawn by the reports
- * library into the data dir, the work done after each ingest (analysis, then the charts of the
- * commit and host), and the render workers that do it off the request path through a bounded,
- * coalescing queue. Pages never draw: they only look for the files (see pages.h).
+ * library into the data dir, then stored in the database (chart_cache.h) so that every
+ * collector serves it. The post-ingest workers (postingest.h) draw a commit's charts after each
+ * upload; pages never draw: they only ask whether a chart exists (see pages.h).
  *
  * Conventions: int functions return 0 or a negative errno; `char **err`, when given, receives
  * a malloc'd message the caller frees. */
-#ifndef AW_COLLECTOR_RENDER_H
-#define AW_COLLECTOR_RENDER_H
+#ifndef AW_COLLECTOR_DRAW_H
+#define AW_COLLECTOR_DRAW_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "analysis.h"
 #include "arena.h"
+#include "chart_cache.h"
 #include "reports.h"
 #include "store.h"
 
@@ -23,6 +24,13 @@
  * newest run); each commit's compare chart against the one listed after it is drawn. */
 #define AW_RECENT_RUNS 1000
 
+/* A verdict just computed, handed to the charts of its commit in memory: the compare chart
+ * against `baseline_ref` marks the cells it says regressed. */
+struct aw_draw_verdict {
+	const char *commit, *host, *baseline_ref;
+	const struct aw_host_verdict *v;
+};
+
 /* What one drawing thread works with; everything is borrowed. */
 struct aw_draw {
 	struct store_conn *conn;
@@ -31,8 +39,13 @@ struct aw_draw {
 	const struct aw_analysis_opts *analysis;
 	const char *project; /* NULL: runs of any project */
 	unsigned flags;      /* AW_RENDER_FORCE or 0 */
+	/* where each chart drawn is stored for every collector (its data_dir must be data_dir);
+	 * NULL: the files stay in data_dir only (a static export) */
+	struct aw_chart_cache *publish;
+	const struct aw_draw_verdict *verdict; /* NULL: the cached verdicts of the store */
 	/* counters, for logs and tests */
 	unsigned drawn, cached, failed;
+	int store_rc; /* the first failure to store a chart (worth another try), else 0 */
 };
 
 /* Draws the chart `id` from the stored data (a compare chart with its table, see
@@ -43,11 +56,24 @@ struct aw_draw {
 int aw_draw_chart(struct aw_draw *d, const struct aw_chart_id *id, char **err);
 
 /* Where a compare chart's table lives: <data_dir>/<its path without .svg>.cells.json, a file
- * the chart routes never serve. It holds {"cells": [[key, base_p50, head_p50], ...]}: the
- * medians the chart was drawn from for every cell of the head and the base (null: none), what
- * a page shows for cells the cached verdict does not list. Returns 0, -EINVAL or
- * -ENAMETOOLONG. */
+ * the chart routes never serve (aw_chart_table_rel(): the same, relative to the data dir). It
+ * holds {"cells": [[key, base_p50, head_p50], ...]}: the medians the chart was drawn from for
+ * every cell of the head and the base (null: none), what a page shows for cells the cached
+ * verdict does not list. Returns 0, -EINVAL or -ENAMETOOLONG. */
 int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size);
+int aw_chart_table_rel(const struct aw_chart_id *id, char *out, size_t size);
+
+/* Whether chart `id` can be shown: its SVG and PNG are in the cache or the database; a compare
+ * chart's table is brought into the cache when the database's differs (pages read it there).
+ * `c` may be NULL (the cache only). */
+bool aw_draw_chart_ready(struct aw_chart_cache *cache, struct store_conn *c,
+                         const struct aw_chart_id *id);
+
+/* Writes the database's copy of chart `id` (SVG, PNG and a compare chart's table) under `dir`.
+ * Returns 0, -ENOENT when the database lacks one of them, or another negative errno with
+ * *err. */
+int aw_draw_fetch_chart(struct store_conn *c, const struct aw_chart_id *id, const char *dir,
+                        char **err);
 
 /* The trend charts of `host` on `ref`: one per op group of the host's newest run there.
  * Returns 0 or the first failure (every group is still tried), with *err. */
@@ -68,50 +94,13 @@ const char *aw_cell_contention_name(const char *op, const char *reader, const ch
 int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, int64_t seq, const char ***groups,
                        size_t *n_groups, const char ***contention, size_t *n_contention);
 
-/* The work after a new run of (project, commit, host, ref) was stored: the analysis (change
- * points and the cached verdict, see analysis.h; skipped when d->analysis is NULL), then the
- * charts of the commit on that host (compare against the baseline ref, per CPU, contention),
- * the commit's cross-host heat map and its compare chart against the commit listed before it
- * on the overview. The host's trend charts are not drawn here (aw_draw_trends(): the workers
- * queue them behind the commits' charts). Returns 0 or the first failure, with *err. */
-int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *commit,
-                           const char *host, const char *ref, char **err);
-
-/* ---- the render workers ---- */
-
-struct aw_renderer;
-
-struct aw_renderer_opts {
-	const char *data_dir;
-	const char *gnuplot; /* NULL: /usr/bin/gnuplot */
-	unsigned timeout_ms; /* most time one chart may take; 0: the reports default */
-	unsigned workers;    /* threads, each with a gnuplot and a database connection; >= 1 */
-	unsigned queue_max;  /* tasks waiting at most; more are dropped (and logged once) */
-	const struct aw_analysis_opts *analysis; /* NULL: charts only; must outlive the workers */
-};
-
-/* Starts the workers (each connects to the database now; a gnuplot that cannot start is
- * logged and its worker only runs the analysis). Returns 0 with *out, or a negative errno with
- * *err. */
-int aw_renderer_start(struct store *store, const struct aw_renderer_opts *o,
-                      struct aw_renderer **out, char **err);
-
-/* Queues the work after a new run (aw_render_after_ingest(), then the host's trends). Never
- * blocks on the workers: a task equal to one still waiting is merged with it. Strings are
- * copied. Returns 0, -EAGAIN (the queue is full: dropped), -ESHUTDOWN or -ENOMEM. */
-int aw_renderer_push_run(struct aw_renderer *r, const char *project, const char *commit,
-                         const char *host, const char *ref);
-
-/* Queues one chart (a compare page asking for a pair nobody drew). Same returns. */
-int aw_renderer_push_chart(struct aw_renderer *r, const struct aw_chart_id *id);
-
-/* Tasks waiting or being drawn right now (0: every chart asked for so far is on disk, or
- * failed and logged). */
-unsigned aw_renderer_depth(struct aw_renderer *r);
-
-/* Lets each worker finish the task in hand, drops what is still queued (logged), stops the
- * workers and their gnuplots; sets *r to NULL. */
-void aw_renderer_stop(struct aw_renderer **r);
+/* The charts of (project, commit, host) after a new run was stored: the compare chart
+ * against the baseline ref (with d->verdict's marks when it is that commit's), per CPU and
+ * contention, the commit's cross-host heat map and its compare chart against the commit listed
+ * before it on the overview. The host's trend charts are not drawn here (aw_draw_trends(): the
+ * workers queue them behind the commits' charts). Returns 0 or the first failure, with *err. */
+int aw_draw_commit(struct aw_draw *d, const char *project, const char *commit, const char *host,
+                   char **err);
 
 /* ---- cached verdicts as the pages show them ---- */
 

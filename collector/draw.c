@@ -1,7 +1,7 @@
-/* Charts from the store (see render.h): each chart's data read with the store's queries into an
- * arena and handed to the reports library, and the work after an ingest. The workers that run
- * it are in render_queue.c. */
-#include "render.h"
+/* Charts from the store (see draw.h): each chart's data read with the store's queries into an
+ * arena and handed to the reports library, each file drawn then stored in the database, and
+ * the charts of a commit after an upload. The workers that draw them are in postingest.c. */
+#include "draw.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "aw/log.h"
+#include "aw/sha256.h"
 #include "aw/stats.h"
 #include "aw/strmap.h"
 #include "aw/util.h"
@@ -396,11 +397,20 @@ static int regressed_keys(struct aw_draw *d, struct aw_arena *a, const char *com
                           const char *host, const char *base, struct aw_strmap **out)
 {
 	struct verdict_find f = {.a = a, .baseline_ref = base};
-	int rc;
+	const struct aw_draw_verdict *dv = d->verdict;
+	int rc = 0;
 
 	*out = aw_strmap_new(CELLS_MAX);
 	if (!*out)
 		return -ENOMEM;
+	if (dv && dv->v && !strcmp(dv->commit, commit) && !strcmp(dv->host, host) &&
+	    dv->baseline_ref && !strcmp(dv->baseline_ref, base)) {
+		/* the verdict this task just computed: no round trip through its JSON */
+		for (size_t i = 0; !rc && i < dv->v->n_cells; i++)
+			if (dv->v->cells[i].verdict == AW_VERDICT_REGRESSED)
+				rc = aw_strmap_put(*out, dv->v->cells[i].key, 1);
+		return rc;
+	}
 	rc = store_verdict_list(d->conn, d->project, commit, host, 1, on_verdict, &f);
 	for (size_t i = 0; !rc && f.found && i < f.view.n_cells; i++)
 		if (f.view.cells[i].verdict == AW_VERDICT_REGRESSED)
@@ -408,7 +418,7 @@ static int regressed_keys(struct aw_draw *d, struct aw_arena *a, const char *com
 	return rc;
 }
 
-int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size)
+int aw_chart_table_rel(const struct aw_chart_id *id, char *out, size_t size)
 {
 	char rel[1024];
 	int rc = aw_chart_path(id, "svg", rel, sizeof(rel)), n;
@@ -416,8 +426,116 @@ int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char
 	if (rc)
 		return rc;
 	rel[strlen(rel) - 4] = '\0';
-	n = snprintf(out, size, "%s/%s.cells.json", data_dir, rel);
+	n = snprintf(out, size, "%s.cells.json", rel);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size)
+{
+	char rel[1100];
+	int rc = aw_chart_table_rel(id, rel, sizeof(rel)), n;
+
+	if (rc)
+		return rc;
+	n = snprintf(out, size, "%s/%s", data_dir, rel);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* ---- charts in the database ---- */
+
+#define HASH_FILE_MAX 256
+
+/* The files of chart `id` relative to the data dir: SVG, PNG and, for a compare chart, its
+ * table. Returns how many, or a negative errno. */
+static int chart_files(const struct aw_chart_id *id, char rel[3][1100])
+{
+	int rc = aw_chart_path(id, "svg", rel[0], sizeof(rel[0]));
+
+	if (!rc)
+		rc = aw_chart_path(id, "png", rel[1], sizeof(rel[1]));
+	if (!rc && id->kind == AW_CHART_COMPARE)
+		rc = aw_chart_table_rel(id, rel[2], sizeof(rel[2]));
+	return rc ? rc : id->kind == AW_CHART_COMPARE ? 3 : 2;
+}
+
+/* The hash of the data a chart's pair was drawn from (the reports library's sidecar), or of a
+ * table's text, into hex. Returns 0 or a file error. */
+static int file_hash(const char *data_dir, const char *rel, bool sidecar, char *hex)
+{
+	char path[PATH_MAX], *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (snprintf(path, sizeof(path), "%s/%s", data_dir, rel) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if (sidecar) {
+		size_t n = strlen(path);
+
+		if (n < 4)
+			return -EINVAL;
+		snprintf(path + n - 4, sizeof(path) - (n - 4), ".hash");
+	}
+	rc = aw_read_file(path, sidecar ? HASH_FILE_MAX : TABLE_MAX, &text, &len, NULL);
+	if (!rc && sidecar) {
+		len = strcspn(text, "\n");
+		rc = len == AW_SHA256_HEX_LEN ? 0 : -EINVAL;
+		if (!rc)
+			snprintf(hex, AW_SHA256_HEX_LEN + 1, "%.*s", (int)len, text);
+	} else if (!rc) {
+		rc = aw_sha256_hex(text, len, hex);
+	}
+	free(text);
+	return rc;
+}
+
+/* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
+ * AW_RENDER_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
+ * this collector's disk, but not for the others). Returns rc. */
+static int published(struct aw_draw *d, const struct aw_chart_id *id, int rc)
+{
+	char rel[3][1100], hash[AW_SHA256_HEX_LEN + 1];
+	int n, one = 0;
+
+	if (rc < 0 || !d->publish)
+		return rc;
+	n = chart_files(id, rel);
+	for (int i = 0; i < n && !one; i++) {
+		one = file_hash(d->data_dir, rel[i], i < 2, hash);
+		if (one)
+			aw_warn("cannot read the hash of '%s/%s': %s", d->data_dir, rel[i],
+			        strerror(-one));
+		else
+			one = aw_chart_cache_publish(d->publish, d->conn, rel[i], hash);
+	}
+	if (n < 0)
+		one = n;
+	if (one && !d->store_rc)
+		d->store_rc = one;
+	return rc;
+}
+
+bool aw_draw_chart_ready(struct aw_chart_cache *cache, struct store_conn *c,
+                         const struct aw_chart_id *id)
+{
+	char rel[3][1100];
+	int n = chart_files(id, rel);
+
+	if (n < 0 || !aw_chart_cache_has(cache, c, rel[0]) || !aw_chart_cache_has(cache, c, rel[1]))
+		return false;
+	if (n == 3)
+		aw_chart_cache_refresh(cache, c, rel[2]); /* read by the page being built */
+	return true;
+}
+
+int aw_draw_fetch_chart(struct store_conn *c, const struct aw_chart_id *id, const char *dir,
+                        char **err)
+{
+	char rel[3][1100];
+	int n = chart_files(id, rel), rc = n < 0 ? n : 0;
+
+	for (int i = 0; i < n && !rc; i++)
+		rc = aw_chart_fetch(c, rel[i], dir, err);
+	return rc;
 }
 
 static json_t *json_value(double v)
@@ -566,7 +684,7 @@ static int draw_compare_with(struct aw_draw *d, struct aw_arena *a, struct commi
 	if (rc >= 0) {
 		int table_rc = write_table(d->data_dir, &id, a, &head->cells, &baseline, err);
 
-		rc = table_rc ? table_rc : rc;
+		rc = published(d, &id, table_rc ? table_rc : rc);
 	}
 out:
 	aw_strmap_free(&regressed);
@@ -666,7 +784,7 @@ static int draw_percpu_with(struct aw_draw *d, struct aw_arena *a, struct commit
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_PERCPU, .commit = head->commit, .host = head->host};
 
-	rc = aw_render_percpu(d->gp, d->data_dir, &id, &chart, d->flags, err);
+	rc = published(d, &id, aw_render_percpu(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:
 	aw_strmap_free(&op_index);
 	return rc;
@@ -762,7 +880,8 @@ static int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct co
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_CONTENTION, .commit = head->commit, .host = head->host, .name = name};
 
-	return aw_render_contention(d->gp, d->data_dir, &id, &chart, d->flags, err);
+	return published(d, &id,
+	                 aw_render_contention(d->gp, d->data_dir, &id, &chart, d->flags, err));
 }
 
 /* The names of the contention charts of a commit on a host. */
@@ -981,7 +1100,7 @@ static int draw_heatmap(struct aw_draw *d, struct aw_arena *a, const char *commi
 	const struct aw_chart_heatmap chart = {title, row_names, n_rows, col_names, newest.n, p50};
 	const struct aw_chart_id id = {.kind = AW_CHART_HEATMAP, .commit = commit};
 
-	rc = aw_render_heatmap(d->gp, d->data_dir, &id, &chart, d->flags, err);
+	rc = published(d, &id, aw_render_heatmap(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:
 	aw_strmap_free(&hosts);
 	aw_strmap_free(&rows);
@@ -1197,7 +1316,8 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_TREND, .host = t->host, .ref = t->ref, .name = group};
 
-	return aw_render_trend(t->d->gp, t->d->data_dir, &id, &chart, t->d->flags, err);
+	return published(t->d, &id,
+	                 aw_render_trend(t->d->gp, t->d->data_dir, &id, &chart, t->d->flags, err));
 }
 
 /* Draws the trend of `only` (a group name) or, NULL, of every group. */
@@ -1325,8 +1445,8 @@ static const char *previous_commit(struct aw_draw *d, struct aw_arena *a, const 
 	return NULL;
 }
 
-int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *commit,
-                           const char *host, const char *ref, char **err_out)
+int aw_draw_commit(struct aw_draw *d, const char *project, const char *commit, const char *host,
+                   char **err_out)
 {
 	char *scratch = NULL, **err = &scratch; /* the steps below always report into one */
 	struct aw_draw dp = *d;
@@ -1340,19 +1460,6 @@ int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *c
 	dp.project = project;
 	memset(&head, 0, sizeof(head));
 	aw_arena_init(&a, ARENA_LIMIT);
-	if (d->analysis) {
-		uint64_t t0 = aw_monotonic_ns();
-
-		rc =
-		    aw_analysis_after_ingest(d->conn, d->analysis, project, commit, host, ref, err);
-		aw_debug("render: analysis of '%s' on '%s': %.1f ms", commit, host,
-		         (double)(aw_monotonic_ns() - t0) / 1e6);
-		if (rc) {
-			first = rc;
-			first_err = *err;
-			*err = NULL;
-		}
-	}
 	if (!d->gp)
 		goto out;
 	rc = load_commit_host(&dp, &a, commit, host, &head);
@@ -1387,8 +1494,12 @@ int aw_render_after_ingest(struct aw_draw *d, const char *project, const char *c
 		if (rc != -ENOENT)
 			count(d, rc, &pair_err, &first_err, &first);
 		free(pair_err);
+		if (!dp.store_rc)
+			dp.store_rc = pair.store_rc;
 	}
 out:
+	if (!d->store_rc)
+		d->store_rc = dp.store_rc;
 	cellset_release(&head.cells);
 	aw_arena_release(&a);
 	free(scratch);

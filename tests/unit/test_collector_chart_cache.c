@@ -1,0 +1,212 @@
+/* The chart files of the database and a collector's bounded cache of them (chart_cache.h), over
+ * a real SQLite store: a file drawn here is stored once per hash, a collector with an empty
+ * cache fetches it, one whose copy is older fetches the new one, the cache never holds more than
+ * its bound (oldest used dropped first, with the drawing sidecar), the files already there are
+ * counted at start, and the export writes the database's copy. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "chart_cache.h"
+#include "collector_fixture.h"
+#include "internal.h"
+
+#define REL(n) "charts/commits/badc0de1/hosts/grace/chart" n ".svg"
+
+/* Writes `text` to <root>/<rel>, creating directories. */
+static void put_file(const char *root, const char *rel, const char *text)
+{
+	char path[512], *slash;
+	char *err = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	assert_int_equal(aw_make_dirs(path, 0755), 0);
+	*slash = '/';
+	assert_int_equal(aw_write_file_atomic(path, text, strlen(text), &err), 0);
+}
+
+/* The file's text ("" when there is none). */
+static const char *file_text(const char *root, const char *rel)
+{
+	static char buf[256];
+	char path[512], *data = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	buf[0] = '\0';
+	if (aw_read_file(path, sizeof(buf) - 1, &data, &len, NULL) == 0)
+		snprintf(buf, sizeof(buf), "%.*s", (int)len, data);
+	free(data);
+	return buf;
+}
+
+static bool exists(const char *root, const char *rel)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return lstat(path, &st) == 0;
+}
+
+struct hash_of {
+	char hash[80];
+	size_t len;
+};
+
+static int on_chart(const struct store_chart *ch, void *cls)
+{
+	struct hash_of *h = cls;
+
+	snprintf(h->hash, sizeof(h->hash), "%s", ch->hash);
+	h->len = ch->len;
+	return 0;
+}
+
+static void test_publish_fetch_refresh(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_chart_cache *a = NULL, *b = NULL;
+	char dir_a[128], dir_b[128], dir_x[128], *err = NULL;
+	struct hash_of h = {0};
+	uint64_t bytes, files;
+
+	(void)state;
+	snprintf(dir_a, sizeof(dir_a), "%s/a", dir);
+	snprintf(dir_b, sizeof(dir_b), "%s/b", dir);
+	snprintf(dir_x, sizeof(dir_x), "%s/export", dir);
+	assert_int_equal(aw_chart_cache_new(dir_a, 0, true, &a, &err), 0);
+	assert_int_equal(aw_chart_cache_new(dir_b, 0, true, &b, &err), 0);
+	/* drawn by A, stored for every collector */
+	put_file(dir_a, REL("1"), "<svg>one</svg>");
+	assert_int_equal(aw_chart_cache_publish(a, c, REL("1"), "h1"), 0);
+	assert_int_equal(store_chart_stat(c, REL("1"), on_chart, &h), 0);
+	assert_string_equal(h.hash, "h1");
+	assert_int_equal(h.len, strlen("<svg>one</svg>"));
+	aw_chart_cache_usage(a, &bytes, &files);
+	assert_int_equal(files, 1);
+	assert_int_equal(bytes, strlen("<svg>one</svg>"));
+	/* B has none: it knows it is drawn, and fetches it to serve it */
+	assert_false(exists(dir_b, REL("1")));
+	assert_true(aw_chart_cache_has(b, c, REL("1")));
+	assert_false(aw_chart_cache_has(b, NULL, REL("1")));
+	assert_false(aw_chart_cache_has(b, c, REL("2")));
+	assert_int_equal(aw_chart_cache_refresh(b, c, REL("1")), 0);
+	assert_string_equal(file_text(dir_b, REL("1")), "<svg>one</svg>");
+	/* A redraws it: B's copy is older, B fetches the new one */
+	put_file(dir_a, REL("1"), "<svg>one, redrawn</svg>");
+	assert_int_equal(aw_chart_cache_publish(a, c, REL("1"), "h1b"), 0);
+	assert_int_equal(aw_chart_cache_refresh(b, c, REL("1")), 0);
+	assert_string_equal(file_text(dir_b, REL("1")), "<svg>one, redrawn</svg>");
+	/* the same again: nothing to fetch, nothing to store */
+	assert_int_equal(aw_chart_cache_refresh(b, c, REL("1")), 0);
+	assert_int_equal(aw_chart_cache_publish(a, c, REL("1"), "h1b"), 0);
+	/* drawn alike by B: counted, not stored again */
+	put_file(dir_b, REL("1"), "<svg>one, redrawn</svg>");
+	assert_int_equal(aw_chart_cache_publish(b, c, REL("1"), "h1b"), 0);
+	/* not in the database: what the cache holds is left alone (a planted symlink too) */
+	put_file(dir_b, REL("3"), "<svg>local</svg>");
+	assert_int_equal(aw_chart_cache_refresh(b, c, REL("3")), 0);
+	assert_string_equal(file_text(dir_b, REL("3")), "<svg>local</svg>");
+	/* a symlink where the database has a chart is replaced, never followed */
+	{
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/%s", dir_b, REL("1"));
+		unlink(path);
+		assert_int_equal(symlink("/etc/hostname", path), 0);
+		assert_int_equal(aw_chart_cache_refresh(b, c, REL("1")), 0);
+		assert_string_equal(file_text(dir_b, REL("1")), "<svg>one, redrawn</svg>");
+		assert_int_equal(access("/etc/hostname", F_OK), 0);
+	}
+	/* the export writes the database's copy */
+	assert_int_equal(aw_chart_fetch(c, REL("1"), dir_x, &err), 0);
+	assert_string_equal(file_text(dir_x, REL("1")), "<svg>one, redrawn</svg>");
+	assert_int_equal(aw_chart_fetch(c, REL("2"), dir_x, &err), -ENOENT);
+	/* publishing a file that is not there fails, and stores nothing */
+	assert_int_equal(aw_chart_cache_publish(a, c, REL("9"), "h9"), -ENOENT);
+	assert_int_equal(store_chart_stat(c, REL("9"), on_chart, &h), -ENOENT);
+	aw_chart_cache_free(&a);
+	aw_chart_cache_free(&b);
+	assert_null(a);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static void test_bound_and_scan(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_chart_cache *cc = NULL;
+	char root[128], rel[128], *err = NULL;
+	uint64_t bytes, files;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/bounded", dir);
+	/* already there at start: counted, the oldest first */
+	put_file(root, "charts/old.svg", "0123456789");
+	put_file(root, "charts/.hidden.svg", "0123456789");
+	put_file(root, "charts/notes.txt", "0123456789");
+	assert_int_equal(aw_chart_cache_new(root, 35, true, &cc, &err), 0);
+	aw_chart_cache_usage(cc, &bytes, &files);
+	assert_int_equal(files, 1);
+	assert_int_equal(bytes, 10);
+	/* each file 10 bytes, at most 35 bytes: three stay */
+	for (int i = 0; i < 5; i++) {
+		snprintf(rel, sizeof(rel), "charts/commits/c%d/heatmap.svg", i);
+		put_file(root, rel, "abcdefghij");
+		snprintf(rel, sizeof(rel), "charts/commits/c%d/heatmap.hash", i);
+		put_file(root, rel, "hash");
+		snprintf(rel, sizeof(rel), "charts/commits/c%d/heatmap.svg", i);
+		assert_int_equal(aw_chart_cache_publish(cc, c, rel, "h"), 0);
+		if (i == 3) /* c0 used since: c1 and c2 are the oldest then */
+			assert_int_equal(
+			    aw_chart_cache_refresh(cc, c, "charts/commits/c0/heatmap.svg"), 0);
+	}
+	aw_chart_cache_usage(cc, &bytes, &files);
+	assert_int_equal(files, 3);
+	assert_true(bytes <= 35);
+	assert_false(exists(root, "charts/old.svg"));
+	assert_false(exists(root, "charts/commits/c1/heatmap.svg"));
+	assert_false(exists(root, "charts/commits/c1/heatmap.hash")); /* never trusted half gone */
+	assert_false(exists(root, "charts/commits/c2/heatmap.svg"));
+	assert_true(exists(root, "charts/commits/c0/heatmap.svg"));
+	assert_true(exists(root, "charts/commits/c3/heatmap.svg"));
+	assert_true(exists(root, "charts/commits/c4/heatmap.svg"));
+	assert_true(exists(root, "charts/.hidden.svg")); /* never the cache's */
+	/* an evicted chart is still in the database: fetched back on demand */
+	assert_true(aw_chart_cache_has(cc, c, "charts/commits/c1/heatmap.svg"));
+	assert_int_equal(aw_chart_cache_refresh(cc, c, "charts/commits/c1/heatmap.svg"), 0);
+	assert_string_equal(file_text(root, "charts/commits/c1/heatmap.svg"), "abcdefghij");
+	aw_chart_cache_usage(cc, &bytes, &files);
+	assert_int_equal(files, 3);
+	aw_chart_cache_free(&cc);
+	/* a restart counts what is there */
+	assert_int_equal(aw_chart_cache_new(root, 35, true, &cc, &err), 0);
+	aw_chart_cache_usage(cc, &bytes, &files);
+	assert_int_equal(files, 3);
+	aw_chart_cache_free(&cc);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+int main(void)
+{
+	(void)put_one; /* the fixture's, for tests that store runs */
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_publish_fetch_refresh),
+	    cmocka_unit_test(test_bound_and_scan),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
