@@ -12,7 +12,6 @@
 #include "aw/log.h"
 #include "aw/strmap.h"
 #include "aw/util.h"
-#include "internal.h"
 #include "pages.h"
 #include "postingest.h"
 
