@@ -94,6 +94,11 @@ struct store_driver {
 	/* Runs the statement on the first call, then moves to its next row: STORE_ROW,
 	 * STORE_DONE, or a negative errno (logged). */
 	int (*step)(struct store_stmt *s);
+	/* Optional: runs a statement whose rows and changes are not needed. Inside a write
+	 * transaction its failure may be reported by a later call on the connection (the
+	 * commit at the latest); the statement may be reset and bound again at once. NULL:
+	 * the row layer steps it. */
+	int (*send)(struct store_stmt *s);
 	int64_t (*changes)(struct store_stmt *s); /* rows changed, once it is done */
 	bool (*col_null)(struct store_stmt *s, int i);
 	int64_t (*col_i64)(struct store_stmt *s, int i); /* booleans read as 0 or 1 */

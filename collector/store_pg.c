@@ -16,6 +16,7 @@
 
 #include "aw/buf.h"
 #include "aw/log.h"
+#include "aw/util.h"
 
 static const char *const migrations[] = {
     /* 1: the initial schema; see store_sqlite.c for the meaning of each column */
@@ -212,12 +213,24 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSIO
 /* Most bytes of formatted numbers one statement's parameters hold. */
 #define NUM_LIMIT ((size_t)64 << 20)
 
+/* A query of a pipelined transaction whose result is not read yet. */
+struct pending {
+	const char *what;
+	struct pg_stmt *parse; /* the statement it prepares, for a Parse */
+};
+
 struct pg_conn {
 	struct store_conn base;
 	PGconn *pg;
 	unsigned gen;       /* bumped at each reconnection: prepared statements are gone */
 	unsigned next_name; /* of the next named statement */
 	bool in_tx;
+	/* A write transaction runs in pipeline mode: statements whose outcome is not needed at
+	 * once (send()) go out without waiting, and their results are read at the next
+	 * statement that returns something, or at the commit. */
+	bool piped;
+	struct pending *pend;
+	size_t n_pend, cap_pend;
 };
 
 struct pg_stmt {
@@ -285,6 +298,8 @@ static int ensure_link(struct pg_conn *c)
 	}
 	PQreset(c->pg);
 	c->gen++;
+	c->piped = false;
+	c->n_pend = 0;
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		store_count_error();
 		aw_error("postgres: cannot reconnect: %.*s", first_line(PQerrorMessage(c->pg)),
@@ -304,6 +319,97 @@ static int command(struct pg_conn *c, const char *sql, const char *what)
 	return rc;
 }
 
+/* ---- pipelined transactions ---- */
+
+/* The link broke while a pipeline was being sent or read. */
+static int pipe_broken(struct pg_conn *c, const char *what)
+{
+	store_count_error();
+	aw_error("postgres: cannot %s: %.*s", what, first_line(PQerrorMessage(c->pg)),
+	         PQerrorMessage(c->pg));
+	return -EBUSY;
+}
+
+static int add_pending(struct pg_conn *c, const char *what, struct pg_stmt *parse)
+{
+	if (aw_array_reserve(&c->pend, c->n_pend, &c->cap_pend, sizeof(*c->pend), 16))
+		return -ENOMEM;
+	c->pend[c->n_pend++] = (struct pending){what, parse};
+	return 0;
+}
+
+/* The result of one query of the pipeline: *rc gets its failure unless it holds one already
+ * (later queries of a failed pipeline are aborted, not failed). Returns the result, or NULL when
+ * the link broke. */
+static PGresult *next_result(struct pg_conn *c, const char *what, int *rc)
+{
+	PGresult *res = PQgetResult(c->pg), *extra;
+
+	if (!res) {
+		if (!*rc)
+			*rc = pipe_broken(c, what);
+		return NULL;
+	}
+	if (PQresultStatus(res) == PGRES_FATAL_ERROR && !*rc)
+		*rc = pg_fail(c, res, what);
+	while ((extra = PQgetResult(c->pg))) /* the NULL that ends each query's results */
+		PQclear(extra);
+	return res;
+}
+
+/* Marks a sync point and reads every pending result up to it, then *own's (the result of the
+ * query just sent, when own is not NULL), then the sync. Returns 0 or the first failure
+ * (logged); *own is set either way (NULL if there is none). */
+static int drain(struct pg_conn *c, PGresult **own, const char *own_what)
+{
+	PGresult *res;
+	int rc = 0;
+
+	if (own)
+		*own = NULL;
+	if (!PQpipelineSync(c->pg)) {
+		c->n_pend = 0;
+		return pipe_broken(c, "send a sync point");
+	}
+	for (size_t i = 0; i < c->n_pend; i++) {
+		res = next_result(c, c->pend[i].what, &rc);
+		if (!res)
+			break;
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK && c->pend[i].parse)
+			c->pend[i].parse->prepared_gen = 0; /* not prepared after all */
+		PQclear(res);
+	}
+	c->n_pend = 0;
+	if (own && PQstatus(c->pg) == CONNECTION_OK) {
+		*own = next_result(c, own_what, &rc);
+		if (*own && PQresultStatus(*own) == PGRES_PIPELINE_ABORTED && !rc)
+			rc = -EIO; /* cannot be: an earlier failure aborted it */
+	}
+	res = PQstatus(c->pg) == CONNECTION_OK ? PQgetResult(c->pg) : NULL;
+	if (!res || PQresultStatus(res) != PGRES_PIPELINE_SYNC) {
+		if (!rc)
+			rc = pipe_broken(c, "read a sync point");
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Leaves pipeline mode, reading what is pending first. Returns 0 or its first failure. */
+static int unpipe(struct pg_conn *c)
+{
+	int rc = 0;
+
+	if (!c->piped)
+		return 0;
+	if (c->n_pend)
+		rc = drain(c, NULL, NULL);
+	if (PQstatus(c->pg) == CONNECTION_OK && !PQexitPipelineMode(c->pg) && !rc)
+		rc = pipe_broken(c, "leave pipeline mode");
+	c->piped = false;
+	return rc;
+}
+
 /* ---- connection ---- */
 
 static void notice_ignore(void *arg, const char *message)
@@ -317,6 +423,7 @@ static void pg_disconnect(struct store_conn *base)
 	struct pg_conn *c = pgc(base);
 
 	PQfinish(c->pg);
+	free(c->pend);
 	free(c);
 }
 
@@ -379,8 +486,10 @@ static int pg_exec(struct store_conn *base, const char *sql, char **err)
 	ExecStatusType st;
 	int rc = ensure_link(c);
 
+	if (!rc)
+		rc = unpipe(c); /* scripts need the simple protocol */
 	if (rc)
-		return aw_errorf(err, rc, "the connection to postgres is broken");
+		return aw_errorf(err, rc, "the connection to postgres is broken or failed");
 	res = PQexec(c->pg, sql);
 	st = PQresultStatus(res);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -416,8 +525,19 @@ static int pg_begin(struct store_conn *base, enum store_tx tx)
 	if (tx == STORE_TX_READ)
 		return 0;
 	rc = ensure_link(c);
-	if (!rc)
+	if (rc)
+		return rc;
+	c->piped = PQenterPipelineMode(c->pg) == 1;
+	if (!c->piped) {
 		rc = command(c, "BEGIN", "begin a transaction");
+	} else if (!PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0)) {
+		rc = pipe_broken(c, "begin a transaction");
+		unpipe(c);
+	} else {
+		rc = add_pending(c, "begin a transaction", NULL);
+		if (rc)
+			unpipe(c);
+	}
 	c->in_tx = !rc;
 	return rc;
 }
@@ -425,21 +545,36 @@ static int pg_begin(struct store_conn *base, enum store_tx tx)
 static int pg_commit(struct store_conn *base)
 {
 	struct pg_conn *c = pgc(base);
-	PGresult *res;
+	PGresult *res = NULL;
 	int rc = 0;
 
 	if (!c->in_tx)
 		return 0;
-	res = PQexec(c->pg, "COMMIT");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		rc = pg_fail(c, res, "commit");
-	} else if (strcmp(PQcmdStatus(res), "COMMIT")) {
+	if (!c->piped) {
+		res = PQexec(c->pg, "COMMIT");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = pg_fail(c, res, "commit");
+	} else if (!PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0)) {
+		rc = pipe_broken(c, "commit");
+	} else {
+		rc = drain(c, &res, "commit");
+	}
+	if (!rc && (!res || strcmp(PQcmdStatus(res), "COMMIT"))) {
 		/* the transaction had failed: COMMIT rolled it back */
 		store_count_error();
 		aw_error("postgres: cannot commit: the transaction was rolled back");
 		rc = -EIO;
 	}
 	PQclear(res);
+	if (rc) {
+		c->n_pend = 0;
+		unpipe(c);
+		/* a failed COMMIT leaves no transaction behind, whatever it was */
+		if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+			command(c, "ROLLBACK", "roll back");
+	} else {
+		rc = unpipe(c);
+	}
 	c->in_tx = false;
 	return rc;
 }
@@ -448,6 +583,7 @@ static void pg_rollback(struct store_conn *base)
 {
 	struct pg_conn *c = pgc(base);
 
+	unpipe(c); /* logs what failed unseen */
 	if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
 		command(c, "ROLLBACK", "roll back");
 	c->in_tx = false;
@@ -633,6 +769,36 @@ static void pg_bind_blob(struct store_stmt *base, int i, const void *p, size_t l
 	}
 }
 
+/* Sends the statement's Parse, in a pipeline, when the connection has not got it yet. */
+static int send_parse(struct pg_conn *c, struct pg_stmt *s)
+{
+	if (!s->cached || s->prepared_gen == c->gen)
+		return 0;
+	if (!PQsendPrepare(c->pg, s->name, s->sql, s->n, NULL))
+		return pipe_broken(c, s->what);
+	s->prepared_gen = c->gen;
+	return add_pending(c, "prepare a statement", s);
+}
+
+/* Sends the statement's Bind and Execute in a pipeline. */
+static int send_query(struct pg_conn *c, struct pg_stmt *s)
+{
+	int ok;
+
+	for (int i = 0; i < s->n; i++)
+		if (s->num_at[i] >= 0)
+			s->values[i] = s->num.data + s->num_at[i];
+	if (s->cached)
+		ok =
+		    PQsendQueryPrepared(c->pg, s->name, s->n, s->values, s->lengths, s->formats, 0);
+	else
+		ok = PQsendQueryParams(c->pg, s->sql, s->n, NULL, s->values, s->lengths, s->formats,
+		                       0);
+	return ok ? 0 : pipe_broken(c, s->what);
+}
+
+/* Runs the statement and keeps its result: in the transaction's pipeline (reading what is
+ * pending before it), or on its own. */
 static int run(struct pg_stmt *s)
 {
 	struct pg_conn *c = pgc(s->base.conn);
@@ -641,6 +807,21 @@ static int run(struct pg_stmt *s)
 
 	if (rc)
 		return rc;
+	if (c->piped) {
+		rc = send_parse(c, s);
+		if (!rc)
+			rc = send_query(c, s);
+		if (rc) {
+			c->n_pend = 0;
+			return rc;
+		}
+		rc = drain(c, &s->res, s->what);
+		if (rc) {
+			PQclear(s->res);
+			s->res = NULL;
+		}
+		return rc;
+	}
 	for (int i = 0; i < s->n; i++)
 		if (s->num_at[i] >= 0)
 			s->values[i] = s->num.data + s->num_at[i];
@@ -670,6 +851,24 @@ static int run(struct pg_stmt *s)
 		return rc;
 	}
 	return 0;
+}
+
+/* In a write transaction, the statement goes out now and its result is read later, with the
+ * next statement that returns something or with the commit. */
+static int pg_send(struct store_stmt *base)
+{
+	struct pg_stmt *s = pgs(base);
+	struct pg_conn *c = pgc(base->conn);
+	int rc;
+
+	if (!c->piped)
+		return run(s);
+	rc = send_parse(c, s);
+	if (!rc)
+		rc = send_query(c, s);
+	if (!rc)
+		rc = add_pending(c, s->what, NULL);
+	return rc;
 }
 
 static int pg_step(struct store_stmt *base)
@@ -773,6 +972,7 @@ const struct store_driver store_pg_driver = {
     .bind_null = pg_bind_null,
     .bind_blob = pg_bind_blob,
     .step = pg_step,
+    .send = pg_send,
     .changes = pg_changes,
     .col_null = pg_col_null,
     .col_i64 = pg_col_i64,

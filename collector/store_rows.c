@@ -453,6 +453,20 @@ static int run_done(struct store_stmt *s, int64_t *changes)
 	return rc;
 }
 
+/* Runs `s`, whose rows and changes the caller does not need: a driver may send it now and
+ * report its failure by a later call of the transaction (PostgreSQL pipelines them, which
+ * saves a round trip each). Resets it. */
+static int run_later(struct store_stmt *s)
+{
+	int rc;
+
+	if (!s->drv->send)
+		return run_done(s, NULL);
+	rc = s->drv->send(s);
+	reset(s);
+	return rc;
+}
+
 /* Runs `s`, which returns one integer (RETURNING id, SELECT id): 0 with *out, -ENOENT when
  * it returned no row. Resets it. */
 static int run_id(struct store_stmt *s, int64_t *out)
@@ -798,7 +812,7 @@ static int add_measurements(struct store_conn *c, const struct aw_result *r, int
 		b_i64(s, p + 17, cell->below_resolution);
 		b_text(s, p + 18, cell->reason);
 	}
-	return run_done(s, NULL);
+	return run_later(s);
 }
 
 static int put_cells(struct store_conn *c, const struct aw_result *r, int64_t seq)
@@ -891,7 +905,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		return rc;
 	b_i64(s, 1, host_id);
 	b_i64(s, 2, fp);
-	rc = run_done(s, NULL);
+	rc = run_later(s);
 	if (rc)
 		return rc;
 
@@ -966,7 +980,7 @@ static int task_enqueue(struct store_conn *c, const char *kind, const char *proj
 	b_text(s, 4, host);
 	b_text(s, 5, ref);
 	b_text(s, 6, now);
-	return run_done(s, NULL);
+	return run_later(s);
 }
 
 static const char *put_host(const struct store_put *p)
@@ -1537,7 +1551,7 @@ int store_job_create(struct store_conn *c, const struct store_job_spec *spec, in
 			break;
 		b_i64(s, 1, *id);
 		b_text(s, 2, spec->hosts[i]);
-		rc = run_done(s, NULL);
+		rc = run_later(s);
 	}
 	return finish(c, rc);
 }
@@ -1730,7 +1744,7 @@ int store_changepoints_replace(struct store_conn *c, const char *project, const 
 		b_text(s, 1, project);
 		b_text(s, 2, host);
 		b_text(s, 3, ref);
-		rc = run_done(s, NULL);
+		rc = run_later(s);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		const struct store_changepoint *p = &items[i];
@@ -1750,7 +1764,7 @@ int store_changepoints_replace(struct store_conn *c, const char *project, const 
 		b_real(s, 10, p->after);
 		b_real(s, 11, p->pvalue);
 		b_text(s, 12, p->computed_at);
-		rc = run_done(s, NULL);
+		rc = run_later(s);
 	}
 	return finish(c, rc);
 }

@@ -507,6 +507,7 @@ const struct store_driver store_sqlite_driver = {
     .bind_null = sq_bind_null,
     .bind_blob = sq_bind_blob,
     .step = sq_step,
+    .send = NULL, /* in-process: nothing to gain */
     .changes = sq_changes,
     .col_null = sq_col_null,
     .col_i64 = sq_col_i64,

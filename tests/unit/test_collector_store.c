@@ -999,6 +999,50 @@ static void test_task_concurrent_claims(void **state)
 	store_close(&s);
 }
 
+/* A statement whose outcome is read late (PostgreSQL pipelines them) still fails its
+ * transaction, which leaves nothing behind and the connection usable. */
+static void test_late_failures_roll_back(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct store_changepoint good = {.cell_key = "op=stadd cpu=0",
+	                                 .metric = "p50",
+	                                 .commit = "c0ffee04",
+	                                 .run_id = "00000000-0000-4000-8000-000000000401",
+	                                 .order_us = 1,
+	                                 .before = 1,
+	                                 .after = 2,
+	                                 .pvalue = 0.5,
+	                                 .computed_at = "2026-01-01T00:00:00Z"};
+	struct store_changepoint two[2] = {good, good};
+	const char *hosts[] = {"h1", NULL};
+	struct store_job_spec spec = {.project = "linux",
+	                              .commit = "abcdef0",
+	                              .ref = "main",
+	                              .hosts = hosts,
+	                              .n_hosts = 2,
+	                              .ttl_us = HOUR_US};
+	struct cp_seen seen = {0};
+	int64_t id = 0, got = 0;
+
+	(void)state;
+	assert_int_equal(store_changepoints_replace(c, "linux", "grace", "main", &good, 1), 0);
+	two[1].cell_key = NULL; /* NOT NULL */
+	assert_int_equal(store_changepoints_replace(c, "linux", "grace", "main", two, 2), -EIO);
+	assert_int_equal(store_changepoints_list(c, NULL, "grace", "main", NULL, on_cp, &seen), 0);
+	assert_int_equal(seen.n, 1); /* the old set, not cleared */
+	assert_int_equal(store_job_create(c, &spec, &id), -EIO);
+	assert_int_equal(store_job_list(c, 10, on_job, &got), 0);
+	assert_int_equal(got, 0); /* no job */
+	spec.n_hosts = 1;
+	assert_int_equal(store_job_create(c, &spec, &id), 0);
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef0", NULL, "main"), -EIO);
+	expect_tasks(c, 0, 0);
+	assert_int_equal(store_ping(c), 0);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* ---- charts ---- */
 
 struct chart_seen {
@@ -1450,6 +1494,7 @@ int main(void)
 	    cmocka_unit_test(test_task_queue),
 	    cmocka_unit_test(test_task_callback_failure),
 	    cmocka_unit_test(test_task_concurrent_claims),
+	    cmocka_unit_test(test_late_failures_roll_back),
 	    cmocka_unit_test(test_charts),
 	    cmocka_unit_test(test_migrate_release),
 	};
