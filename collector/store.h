@@ -1,6 +1,8 @@
-/* The collector's storage: one interface, two backends (SQLite in WAL mode, PostgreSQL) behind
- * a table of operations, the way redis' ae.c picks an event backend. Everything the HTTP API,
- * the reports and the regression detection read or write goes through these functions.
+/* The collector's storage: one interface, two backends (SQLite in WAL mode, PostgreSQL). The
+ * statements and the mappings of rows to these structs are written once (store_rows.c) over a
+ * small driver per backend (store_backend.h), the way redis' ae.c picks an event backend.
+ * Everything the HTTP API, the reports and the regression detection read or write goes through
+ * these functions.
  *
  * Conventions: int functions return 0 or a negative errno: -ENOENT (no such row), -EAGAIN (a
  * retryable conflict with a concurrent transaction: deadlock, serialization failure, unique
@@ -387,6 +389,7 @@ int store_verdict_statuses(struct store_conn *c, const char *project, const char
 struct store_task {
 	int64_t id;
 	const char *kind; /* "run" (verdict, change points, the commit's charts) or "trends" */
+	/* commit is NULL for runs without one */
 	const char *project, *commit, *host, *ref;
 	int64_t generation; /* hand it back to store_task_done() */
 	int attempts;       /* claims so far, this one included */
@@ -411,7 +414,7 @@ int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us,
 int store_task_done(struct store_conn *c, int64_t id, int64_t generation);
 
 /* The task failed: releases the claim and keeps `message` (may be NULL) as its last error;
- * it is retried until max_attempts claims were made. */
+ * it is retried until max_attempts claims were made. -ENOENT when there is no such task. */
 int store_task_fail(struct store_conn *c, int64_t id, const char *message);
 
 /* Tasks waiting or claimed (*pending), and those that used up their attempts (*dead). Either
