@@ -383,8 +383,12 @@ static int drain(struct pg_conn *c, PGresult **own, const char *own_what)
 	c->n_pend = 0;
 	if (own && PQstatus(c->pg) == CONNECTION_OK) {
 		*own = next_result(c, own_what, &rc);
-		if (*own && PQresultStatus(*own) == PGRES_PIPELINE_ABORTED && !rc)
-			rc = -EIO; /* cannot be: an earlier failure aborted it */
+		if (*own && PQresultStatus(*own) == PGRES_PIPELINE_ABORTED && !rc) {
+			/* an earlier failure aborts it, and that one was reported */
+			store_count_error();
+			aw_error("postgres: cannot %s: the pipeline was aborted", own_what);
+			rc = -EIO;
+		}
 	}
 	res = PQstatus(c->pg) == CONNECTION_OK ? PQgetResult(c->pg) : NULL;
 	if (!res || PQresultStatus(res) != PGRES_PIPELINE_SYNC) {
@@ -402,6 +406,11 @@ static int unpipe(struct pg_conn *c)
 
 	if (!c->piped)
 		return 0;
+	if (PQstatus(c->pg) != CONNECTION_OK) { /* failed already, and said so */
+		c->piped = false;
+		c->n_pend = 0;
+		return -EBUSY;
+	}
 	if (c->n_pend)
 		rc = drain(c, NULL, NULL);
 	if (PQstatus(c->pg) == CONNECTION_OK && !PQexitPipelineMode(c->pg) && !rc)
@@ -777,7 +786,7 @@ static int send_parse(struct pg_conn *c, struct pg_stmt *s)
 	if (!PQsendPrepare(c->pg, s->name, s->sql, s->n, NULL))
 		return pipe_broken(c, s->what);
 	s->prepared_gen = c->gen;
-	return add_pending(c, "prepare a statement", s);
+	return add_pending(c, s->what, s);
 }
 
 /* Sends the statement's Bind and Execute in a pipeline. */
