@@ -110,34 +110,14 @@ enum stmt_id {
 _Static_assert(S_N <= STORE_STMT_SLOTS, "a slot per statement");
 
 /* A statement: its text for both dialects, or PostgreSQL's own where they differ. A multi-row
- * statement (ncols > 0) is `sql`, then `rows` groups of ncols parameters, then `tail`. */
+ * statement (ncols > 0) is `sql`, then groups of ncols parameters, one a row, then `tail`. */
 struct stmt_def {
 	const char *what;
 	const char *sql;
 	const char *pg;
-	int ncols, rows;
+	int ncols;
 	const char *tail;
 };
-
-#define CELLS_ADD(i)                                                                      \
-	[S_CELLS_ADD +                                                                    \
-	    i] = {"add cells",                                                            \
-	          "INSERT INTO cells (sig, key, op, reader, subject, kernel, placement, " \
-	          "cpu, contender_cpu, c, d) VALUES ",                                    \
-	          NULL,                                                                   \
-	          CELL_NCOLS,                                                             \
-	          0,                                                                      \
-	          " ON CONFLICT (sig) DO UPDATE SET sig = excluded.sig RETURNING sig, id"}
-#define MEAS_ADD(i)                                                                          \
-	[S_MEAS_ADD +                                                                        \
-	    i] = {"add measurements",                                                        \
-	          "INSERT INTO measurements (run_seq, cell_id, ord, status, n, batch, min, " \
-	          "p50, p95, p99, max, mean, stddev, ci_lo, ci_hi, baseline_ns, "            \
-	          "below_resolution, reason) VALUES ",                                       \
-	          NULL,                                                                      \
-	          MEAS_NCOLS,                                                                \
-	          0,                                                                         \
-	          ""}
 
 static const struct stmt_def defs[S_N] = {
     [S_VERSION] = {"read the schema version",
@@ -183,17 +163,18 @@ static const struct stmt_def defs[S_N] = {
                    "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
                    "?13, ?14, ?15, ?16, ?17, ?18, ?19) RETURNING seq"},
     /* New cells are sorted, so that concurrent transactions lock them in the same order; the
-     * update of a cell stored meanwhile is what makes RETURNING give its id too. */
-    CELLS_ADD(0),
-    CELLS_ADD(1),
-    CELLS_ADD(2),
-    CELLS_ADD(3),
-    CELLS_ADD(4),
-    MEAS_ADD(0),
-    MEAS_ADD(1),
-    MEAS_ADD(2),
-    MEAS_ADD(3),
-    MEAS_ADD(4),
+     * update of a cell stored meanwhile is what makes RETURNING give its id too. Each of the
+     * N_CHUNKS statements of either kind is this text with its number of rows. */
+    [S_CELLS_ADD] = {"add cells",
+                     "INSERT INTO cells (sig, key, op, reader, subject, kernel, placement, cpu, "
+                     "contender_cpu, c, d) VALUES ",
+                     NULL, CELL_NCOLS,
+                     " ON CONFLICT (sig) DO UPDATE SET sig = excluded.sig RETURNING sig, id"},
+    [S_MEAS_ADD] = {"add measurements",
+                    "INSERT INTO measurements (run_seq, cell_id, ord, status, n, batch, min, p50, "
+                    "p95, p99, max, mean, stddev, ci_lo, ci_hi, baseline_ns, below_resolution, "
+                    "reason) VALUES ",
+                    NULL, MEAS_NCOLS, ""},
     [S_RUN_GET] = {"read a run",
                    "SELECT r.seq, r.run_id, p.name, c.sha, r.ref, r.commit_time, r.trigger, "
                    "r.started_at, r.finished_at, r.matrix_name, r.matrix_version, "
@@ -357,7 +338,10 @@ static char *rows_sql(const struct stmt_def *d, int rows)
 /* The prepared statement `id` of connection `c`, prepared on first use. */
 static int get(struct store_conn *c, enum stmt_id id, struct store_stmt **out)
 {
-	const struct stmt_def *d = &defs[id];
+	enum stmt_id base = id >= S_MEAS_ADD && id < S_MEAS_ADD + N_CHUNKS     ? S_MEAS_ADD
+	                    : id >= S_CELLS_ADD && id < S_CELLS_ADD + N_CHUNKS ? S_CELLS_ADD
+	                                                                       : id;
+	const struct stmt_def *d = &defs[base];
 	const char *sql = d->sql;
 	char *text = NULL;
 	int rc;
@@ -366,9 +350,7 @@ static int get(struct store_conn *c, enum stmt_id id, struct store_stmt **out)
 	if (*out)
 		return 0;
 	if (d->ncols) {
-		int k = (int)(id - (id >= S_MEAS_ADD ? S_MEAS_ADD : S_CELLS_ADD));
-
-		text = rows_sql(d, chunk_rows[k]);
+		text = rows_sql(d, chunk_rows[id - base]);
 		if (!text)
 			return -ENOMEM;
 		sql = text;
