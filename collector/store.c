@@ -1,18 +1,20 @@
-/* The storage interface: database URLs, the connection pool, and dispatch to the backend's
- * operations table (store_sqlite.c, store_pg.c). */
+/* The storage interface: database URLs and the connection pool (the helpers shared by the row
+ * layer and the drivers are store_common.c's, so that the drivers do not depend on this file). */
 #include "store_backend.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "aw/log.h"
 
 struct store {
-	const struct store_ops *ops;
+	const struct store_driver *drv;
 	enum store_kind kind;
 	char *target;
 	struct store_options opt;
@@ -75,7 +77,7 @@ int store_open(const char *url, const struct store_options *opt, struct store **
 		return aw_errorf(err, -ENOMEM, "out of memory");
 	}
 	s->kind = u.kind;
-	s->ops = u.kind == STORE_SQLITE ? &store_sqlite_ops : &store_pg_ops;
+	s->drv = u.kind == STORE_SQLITE ? &store_sqlite_driver : &store_pg_driver;
 	s->target = u.target;
 	s->opt = opt ? *opt : defaults;
 	if (!s->opt.pool_size)
@@ -96,7 +98,7 @@ void store_close(struct store **sp)
 		struct store_conn *c = s->idle;
 
 		s->idle = c->next_idle;
-		s->ops->disconnect(c);
+		store_conn_close(c);
 	}
 	pthread_cond_destroy(&s->idle_cond);
 	pthread_mutex_destroy(&s->lock);
@@ -110,16 +112,32 @@ enum store_kind store_kind(const struct store *s)
 	return s->kind;
 }
 
+/* A new connection with the row layer's part set up. */
+static int conn_open(struct store *s, struct store_conn **out, char **err)
+{
+	int rc = s->drv->connect(s->target, &s->opt, out, err);
+
+	if (rc)
+		return rc;
+	rc = store_conn_init(*out);
+	if (rc) {
+		store_conn_close(*out);
+		*out = NULL;
+		return aw_errorf(err, rc, "out of memory");
+	}
+	return 0;
+}
+
 int store_connect(struct store *s, struct store_conn **out, char **err)
 {
-	return s->ops->connect(s->target, &s->opt, out, err);
+	return conn_open(s, out, err);
 }
 
 void store_disconnect(struct store_conn **c)
 {
 	if (!*c)
 		return;
-	(*c)->ops->disconnect(*c);
+	store_conn_close(*c);
 	*c = NULL;
 }
 
@@ -143,7 +161,7 @@ int store_acquire(struct store *s, struct store_conn **out)
 	}
 	s->open++; /* reserve the slot, connect without holding the lock */
 	pthread_mutex_unlock(&s->lock);
-	rc = s->ops->connect(s->target, &s->opt, &c, &err);
+	rc = conn_open(s, &c, &err);
 	if (rc) {
 		aw_error("%s", err ? err : "cannot connect to the database");
 		free(err);
@@ -165,8 +183,8 @@ void store_release(struct store *s, struct store_conn **cp)
 	if (!c)
 		return;
 	*cp = NULL;
-	if (c->ops->broken(c)) {
-		c->ops->disconnect(c);
+	if (c->drv->broken(c)) {
+		store_conn_close(c);
 		pthread_mutex_lock(&s->lock);
 		s->open--;
 	} else {
@@ -177,213 +195,3 @@ void store_release(struct store *s, struct store_conn **cp)
 	pthread_cond_signal(&s->idle_cond);
 	pthread_mutex_unlock(&s->lock);
 }
-
-/* ---- dispatch ---- */
-
-int store_migrate(struct store_conn *c, int *from, int *to, char **err)
-{
-	return c->ops->migrate(c, from, to, err);
-}
-
-int store_ping(struct store_conn *c)
-{
-	return c->ops->ping(c);
-}
-
-int store_put_runs(struct store_conn *c, struct store_put *items, size_t n)
-{
-	return c->ops->put_runs(c, items, n);
-}
-
-int store_list_runs(struct store_conn *c, const struct store_run_filter *f, store_run_cb cb,
-                    void *cls)
-{
-	return c->ops->list_runs(c, f, cb, cls);
-}
-
-int store_ref_history(struct store_conn *c, const char *project, const char *host, const char *ref,
-                      int64_t before_order_us, int64_t before_seq, unsigned limit, store_run_cb cb,
-                      void *cls)
-{
-	return c->ops->ref_history(c, project, host, ref, before_order_us, before_seq, limit, cb,
-	                           cls);
-}
-
-int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **out)
-{
-	return c->ops->get_run(c, run_id, out);
-}
-
-int store_run_cells(struct store_conn *c, int64_t seq, store_cell_cb cb, void *cls)
-{
-	return c->ops->run_cells(c, seq, cb, cls);
-}
-
-int store_series(struct store_conn *c, const struct store_series_query *q, store_point_cb cb,
-                 void *cls)
-{
-	return c->ops->series(c, q, cb, cls);
-}
-
-int store_list_hosts(struct store_conn *c, store_host_cb cb, void *cls)
-{
-	return c->ops->list_hosts(c, cb, cls);
-}
-
-int store_get_host(struct store_conn *c, const char *name, store_host_cb cb,
-                   store_fingerprint_cb fcb, void *cls)
-{
-	return c->ops->get_host(c, name, cb, fcb, cls);
-}
-
-int store_token_create(struct store_conn *c, enum store_role role, const char *host,
-                       const char *hash, int64_t *id)
-{
-	return c->ops->token_create(c, role, host, hash, id);
-}
-
-int store_token_find(struct store_conn *c, const char *hash, store_token_cb cb, void *cls)
-{
-	return c->ops->token_find(c, hash, cb, cls);
-}
-
-int store_token_list(struct store_conn *c, store_token_cb cb, void *cls)
-{
-	return c->ops->token_list(c, cb, cls);
-}
-
-int store_token_revoke(struct store_conn *c, int64_t id)
-{
-	return c->ops->token_revoke(c, id);
-}
-
-int store_token_touch(struct store_conn *c, int64_t id, const char *when)
-{
-	return c->ops->token_touch(c, id, when);
-}
-
-int store_job_create(struct store_conn *c, const struct store_job_spec *spec, int64_t *id)
-{
-	return c->ops->job_create(c, spec, id);
-}
-
-int store_job_claim(struct store_conn *c, const char *host, int64_t reclaim_us, store_job_cb cb,
-                    void *cls)
-{
-	return c->ops->job_claim(c, host, reclaim_us, cb, cls);
-}
-
-int store_job_unclaim(struct store_conn *c, int64_t id, const char *host)
-{
-	return c->ops->job_unclaim(c, id, host);
-}
-
-int store_job_set_state(struct store_conn *c, int64_t id, const char *host, const char *state,
-                        const char *run_id, const char *message)
-{
-	return c->ops->job_set_state(c, id, host, state, run_id, message);
-}
-
-int store_job_get(struct store_conn *c, int64_t id, store_job_cb cb, store_job_host_cb hcb,
-                  void *cls)
-{
-	return c->ops->job_get(c, id, cb, hcb, cls);
-}
-
-int store_job_list(struct store_conn *c, unsigned limit, store_job_cb cb, void *cls)
-{
-	return c->ops->job_list(c, limit, cb, cls);
-}
-
-int store_changepoints_replace(struct store_conn *c, const char *project, const char *host,
-                               const char *ref, const struct store_changepoint *items, size_t n)
-{
-	return c->ops->changepoints_replace(c, project, host, ref, items, n);
-}
-
-int store_changepoints_list(struct store_conn *c, const char *project, const char *host,
-                            const char *ref, const char *cell_key, store_changepoint_cb cb,
-                            void *cls)
-{
-	return c->ops->changepoints_list(c, project, host, ref, cell_key, cb, cls);
-}
-
-int store_verdict_put(struct store_conn *c, const struct store_verdict *v)
-{
-	return c->ops->verdict_put(c, v);
-}
-
-int store_verdict_list(struct store_conn *c, const char *project, const char *commit,
-                       const char *host, unsigned limit, store_verdict_cb cb, void *cls)
-{
-	if (limit < 1 || limit > 10000)
-		return -EINVAL;
-	return c->ops->verdict_list(c, project, commit, host, limit, cb, cls);
-}
-
-int store_verdict_statuses(struct store_conn *c, const char *project, const char *commit,
-                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
-{
-	if (limit < 1 || limit > 10000)
-		return -EINVAL;
-	return c->ops->verdict_statuses(c, project, commit, host, limit, cb, cls);
-}
-
-/* ---- tasks and charts (interim) ---- */
-
-int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
-                       const char *commit, const char *host, const char *ref)
-{
-	if (!kind || !project || !host || !ref)
-		return -EINVAL;
-	return c->ops->task_enqueue(c, kind, project, commit, host, ref);
-}
-
-int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us, int max_attempts,
-                     store_task_cb cb, void *cls)
-{
-	if (!owner || lease_us <= 0 || max_attempts < 1)
-		return -EINVAL;
-	return c->ops->task_claim(c, owner, lease_us, max_attempts, cb, cls);
-}
-
-int store_task_done(struct store_conn *c, int64_t id, int64_t generation)
-{
-	return c->ops->task_done(c, id, generation);
-}
-
-int store_task_fail(struct store_conn *c, int64_t id, const char *message)
-{
-	return c->ops->task_fail(c, id, message);
-}
-
-int store_task_count(struct store_conn *c, int64_t *pending, int64_t *dead)
-{
-	int64_t p = 0, d = 0;
-	int rc = c->ops->task_count(c, &p, &d);
-
-	if (!rc && pending)
-		*pending = p;
-	if (!rc && dead)
-		*dead = d;
-	return rc;
-}
-
-int store_chart_put(struct store_conn *c, const struct store_chart *ch)
-{
-	if (!ch->path || !ch->content_type || !ch->hash || (!ch->data && ch->len))
-		return -EINVAL;
-	return c->ops->chart_put(c, ch);
-}
-
-int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
-{
-	return c->ops->chart_get(c, path, true, cb, cls);
-}
-
-int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
-{
-	return c->ops->chart_get(c, path, false, cb, cls);
-}
-
-/* ---- end of tasks and charts (interim) ---- */

@@ -1,6 +1,8 @@
-/* The collector's storage: one interface, two backends (SQLite in WAL mode, PostgreSQL) behind
- * a table of operations, the way redis' ae.c picks an event backend. Everything the HTTP API,
- * the reports and the regression detection read or write goes through these functions.
+/* The collector's storage: one interface, two backends (SQLite in WAL mode, PostgreSQL). The
+ * statements and the mappings of rows to these structs are written once (store_rows.c) over a
+ * small driver per backend (store_backend.h), the way redis' ae.c picks an event backend.
+ * Everything the HTTP API, the reports and the regression detection read or write goes through
+ * these functions.
  *
  * Conventions: int functions return 0 or a negative errno: -ENOENT (no such row), -EAGAIN (a
  * retryable conflict with a concurrent transaction: deadlock, serialization failure, unique
@@ -387,6 +389,7 @@ int store_verdict_statuses(struct store_conn *c, const char *project, const char
 struct store_task {
 	int64_t id;
 	const char *kind; /* "run" (verdict, change points, the commit's charts) or "trends" */
+	/* commit is NULL for runs without one */
 	const char *project, *commit, *host, *ref;
 	int64_t generation; /* hand it back to store_task_done() */
 	int attempts;       /* claims so far, this one included */
@@ -395,14 +398,16 @@ struct store_task {
 
 typedef int (*store_task_cb)(const struct store_task *t, void *cls);
 
-/* Queues a task outside an upload (e.g. "trends" after a "run"); merged as above. */
+/* Queues a task outside an upload (e.g. "trends" after a "run"); merged as above. -EINVAL
+ * for a kind other than "run" or "trends". */
 int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                        const char *commit, const char *host, const char *ref);
 
 /* Claims for `owner` (a collector instance's id) the oldest task that is unclaimed, or whose
  * claim is older than `lease_us`, and that has been claimed fewer than `max_attempts` times;
  * tasks of kind "run" before any "trends". Calls `cb` with it and returns 0, or returns -ENOENT
- * when there is nothing to do. One task is claimed by one owner at a time. */
+ * when there is nothing to do, -EINVAL for a negative lease or max_attempts < 1. One task is
+ * claimed by one owner at a time. */
 int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us,
                      int max_attempts, store_task_cb cb, void *cls);
 
@@ -411,7 +416,7 @@ int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us,
 int store_task_done(struct store_conn *c, int64_t id, int64_t generation);
 
 /* The task failed: releases the claim and keeps `message` (may be NULL) as its last error;
- * it is retried until max_attempts claims were made. */
+ * it is retried until max_attempts claims were made. -ENOENT when there is no such task. */
 int store_task_fail(struct store_conn *c, int64_t id, const char *message);
 
 /* Tasks waiting or claimed (*pending), and those that used up their attempts (*dead). Either
@@ -431,7 +436,8 @@ struct store_chart {
 
 typedef int (*store_chart_cb)(const struct store_chart *ch, void *cls);
 
-/* Stores (or replaces) the chart at ch->path; updated_at is set by the store. */
+/* Stores (or replaces) the chart at ch->path; updated_at is set by the store. -EINVAL when
+ * the path, content type or hash is NULL, or data is NULL with len > 0. */
 int store_chart_put(struct store_conn *c, const struct store_chart *ch);
 
 /* Calls `cb` with the chart at `path` (data included); -ENOENT when there is none. */

@@ -1,85 +1,123 @@
-/* What a storage backend implements: the operations table behind store.h. Only store.c and
- * the backends (store_sqlite.c, store_pg.c) include this. */
+/* The driver behind store.h: what a storage backend (store_sqlite.c, store_pg.c) gives the row
+ * layer (store_rows.c), which writes every statement and every column-to-field mapping once.
+ * A driver holds a connection, prepares, binds, steps and reads statements, runs its
+ * transactions, and knows its dialect, its migrations and its errors. Only store.c,
+ * store_rows.c and the backends include this (and the store's unit tests).
+ *
+ * Conventions: errors are the negative errnos of store.h. A driver logs a failure once, where it
+ * happens, and counts it with store_count_error(); a retryable conflict (-EAGAIN) is logged at
+ * debug level and not counted. */
 #ifndef AW_COLLECTOR_STORE_BACKEND_H
 #define AW_COLLECTOR_STORE_BACKEND_H
 
 #include "store.h"
 
-/* The schema version of this build: both backends hold this many migrations. */
+struct aw_strmap;
+
+/* The schema version of this build: every driver holds this many migrations. */
 #define STORE_SCHEMA_VERSION 3
 
-/* Every backend connection starts with this. */
+/* Most statements a connection keeps prepared (the row layer's statement ids). */
+#define STORE_STMT_SLOTS 96
+
+/* Every backend connection starts with this; the row layer owns all but `drv`. */
 struct store_conn {
-	const struct store_ops *ops;
-	struct store_conn *next_idle; /* pool list, owned by store.c */
+	const struct store_driver *drv;
+	struct store_conn *next_idle;              /* pool list, owned by store.c */
+	struct store_stmt *stmt[STORE_STMT_SLOTS]; /* prepared on first use, by statement id */
+	struct aw_strmap *cells; /* cell signature -> cells.id, committed rows only */
 };
 
-/* The contracts are those of the store_* function of the same name. */
-struct store_ops {
+/* Every backend statement starts with this. */
+struct store_stmt {
+	const struct store_driver *drv;
+	struct store_conn *conn;
+};
+
+/* What step() returns besides a negative errno. */
+enum {
+	STORE_DONE = 0, /* the statement has run to its end */
+	STORE_ROW = 1,  /* a row is ready to be read */
+};
+
+enum store_tx {
+	STORE_TX_READ,  /* reads that must agree with each other */
+	STORE_TX_WRITE, /* takes the write lock up front where the backend has one */
+};
+
+/* Statement text is written once, for both dialects: parameters are "?N" (numbered from 1, a
+ * number may repeat) or "?" (the next number); a parameter whose type the statement does not
+ * fix is written CAST(?N AS TEXT) / CAST(?N AS BIGINT). Strings and blobs bound to a statement
+ * must stay valid until it is reset; strings and blobs read from a row only until the next
+ * step or reset. */
+struct store_driver {
 	const char *name;
+	enum store_kind kind;
+
+	/* The contracts are those of store_connect() and store_disconnect(); connect() fills
+	 * only `drv` of the common part. disconnect() is called once the row layer has
+	 * finalized its statements. */
 	int (*connect)(const char *target, const struct store_options *opt, struct store_conn **out,
 	               char **err);
 	void (*disconnect)(struct store_conn *c);
 	bool (*broken)(struct store_conn *c); /* the link is gone: do not pool it */
-	int (*migrate)(struct store_conn *c, int *from, int *to, char **err);
-	int (*ping)(struct store_conn *c);
-	int (*put_runs)(struct store_conn *c, struct store_put *items, size_t n);
-	int (*list_runs)(struct store_conn *c, const struct store_run_filter *f, store_run_cb cb,
-	                 void *cls);
-	int (*ref_history)(struct store_conn *c, const char *project, const char *host,
-	                   const char *ref, int64_t before_order_us, int64_t before_seq,
-	                   unsigned limit, store_run_cb cb, void *cls);
-	int (*get_run)(struct store_conn *c, const char *run_id, struct aw_result **out);
-	int (*run_cells)(struct store_conn *c, int64_t seq, store_cell_cb cb, void *cls);
-	int (*series)(struct store_conn *c, const struct store_series_query *q, store_point_cb cb,
-	              void *cls);
-	int (*list_hosts)(struct store_conn *c, store_host_cb cb, void *cls);
-	int (*get_host)(struct store_conn *c, const char *name, store_host_cb cb,
-	                store_fingerprint_cb fcb, void *cls);
-	int (*token_create)(struct store_conn *c, enum store_role role, const char *host,
-	                    const char *hash, int64_t *id);
-	int (*token_find)(struct store_conn *c, const char *hash, store_token_cb cb, void *cls);
-	int (*token_list)(struct store_conn *c, store_token_cb cb, void *cls);
-	int (*token_revoke)(struct store_conn *c, int64_t id);
-	int (*token_touch)(struct store_conn *c, int64_t id, const char *when);
-	int (*job_create)(struct store_conn *c, const struct store_job_spec *spec, int64_t *id);
-	int (*job_claim)(struct store_conn *c, const char *host, int64_t reclaim_us,
-	                 store_job_cb cb, void *cls);
-	int (*job_unclaim)(struct store_conn *c, int64_t id, const char *host);
-	int (*job_set_state)(struct store_conn *c, int64_t id, const char *host, const char *state,
-	                     const char *run_id, const char *message);
-	int (*job_get)(struct store_conn *c, int64_t id, store_job_cb cb, store_job_host_cb hcb,
-	               void *cls);
-	int (*job_list)(struct store_conn *c, unsigned limit, store_job_cb cb, void *cls);
-	int (*changepoints_replace)(struct store_conn *c, const char *project, const char *host,
-	                            const char *ref, const struct store_changepoint *items,
-	                            size_t n);
-	int (*changepoints_list)(struct store_conn *c, const char *project, const char *host,
-	                         const char *ref, const char *cell_key, store_changepoint_cb cb,
-	                         void *cls);
-	int (*verdict_put)(struct store_conn *c, const struct store_verdict *v);
-	int (*verdict_list)(struct store_conn *c, const char *project, const char *commit,
-	                    const char *host, unsigned limit, store_verdict_cb cb, void *cls);
-	int (*verdict_statuses)(struct store_conn *c, const char *project, const char *commit,
-	                        const char *host, unsigned limit, store_verdict_cb cb, void *cls);
-	/* ---- tasks and charts (interim) ---- */
-	int (*task_enqueue)(struct store_conn *c, const char *kind, const char *project,
-	                    const char *commit, const char *host, const char *ref);
-	int (*task_claim)(struct store_conn *c, const char *owner, int64_t lease_us,
-	                  int max_attempts, store_task_cb cb, void *cls);
-	int (*task_done)(struct store_conn *c, int64_t id, int64_t generation);
-	int (*task_fail)(struct store_conn *c, int64_t id, const char *message);
-	int (*task_count)(struct store_conn *c, int64_t *pending, int64_t *dead);
-	int (*chart_put)(struct store_conn *c, const struct store_chart *ch);
-	int (*chart_get)(struct store_conn *c, const char *path, bool with_data, store_chart_cb cb,
-	                 void *cls);
-	/* ---- end of tasks and charts (interim) ---- */
+
+	/* ---- schema ---- */
+	const char *const *migrations; /* STORE_SCHEMA_VERSION scripts; N is migrations[N - 1] */
+	/* Runs a constant script of one or more statements without parameters, outside any
+	 * prepared-statement cache. Returns 0, or -EIO with *err (not logged: the caller says
+	 * what failed). */
+	int (*exec)(struct store_conn *c, const char *sql, char **err);
+	/* Serialises migrations across processes (lock true, then false); NULL when the write
+	 * transaction of STORE_TX_WRITE already does. Returns 0 or -EIO with *err. */
+	int (*schema_lock)(struct store_conn *c, bool lock, char **err);
+
+	/* ---- transactions ---- */
+	int (*begin)(struct store_conn *c, enum store_tx tx);
+	int (*commit)(struct store_conn *c);
+	void (*rollback)(struct store_conn *c); /* harmless outside a transaction */
+
+	/* ---- statements ---- */
+	/* Prepares `sql` (see above); `what` names what it does, for error messages ("add a
+	 * run"), and must outlive the statement. A `cached` statement is run many times
+	 * (server-side preparation); one that is not runs once or twice. Returns 0 with *out
+	 * (finalize it), or a negative errno (logged). */
+	int (*prepare)(struct store_conn *c, const char *sql, const char *what, bool cached,
+	               struct store_stmt **out);
+	void (*finalize)(struct store_stmt *s); /* NULL is fine */
+	void (*reset)(struct store_stmt *s);    /* ready to bind and run again, bindings cleared */
+	void (*bind_i64)(struct store_stmt *s, int i, int64_t v);
+	void (*bind_double)(struct store_stmt *s, int i, double v);    /* a finite v */
+	void (*bind_text)(struct store_stmt *s, int i, const char *v); /* NULL binds NULL */
+	void (*bind_null)(struct store_stmt *s, int i);
+	void (*bind_blob)(struct store_stmt *s, int i, const void *p, size_t len);
+	/* Runs the statement on the first call, then moves to its next row: STORE_ROW,
+	 * STORE_DONE, or a negative errno (logged). */
+	int (*step)(struct store_stmt *s);
+	/* Optional: runs a statement whose rows and changes are not needed. Inside a write
+	 * transaction its failure may be reported by a later call on the connection (the
+	 * commit at the latest); the statement may be reset and bound again at once. NULL:
+	 * the row layer steps it. */
+	int (*send)(struct store_stmt *s);
+	int64_t (*changes)(struct store_stmt *s); /* rows changed, once it is done */
+	bool (*col_null)(struct store_stmt *s, int i);
+	int64_t (*col_i64)(struct store_stmt *s, int i); /* booleans read as 0 or 1 */
+	double (*col_double)(struct store_stmt *s, int i);
+	const char *(*col_text)(struct store_stmt *s, int i);              /* NULL for NULL */
+	const void *(*col_blob)(struct store_stmt *s, int i, size_t *len); /* NULL for NULL */
 };
 
-extern const struct store_ops store_sqlite_ops;
-extern const struct store_ops store_pg_ops;
+extern const struct store_driver store_sqlite_driver;
+extern const struct store_driver store_pg_driver;
 
-/* Counts one database error for /metrics (backends call it where they log the error). */
+/* Sets up the row layer's part of a new connection (store.c calls it after connect()).
+ * Returns 0 or -ENOMEM. */
+int store_conn_init(struct store_conn *c);
+
+/* Finalizes the connection's statements and disconnects it. */
+void store_conn_close(struct store_conn *c);
+
+/* Counts one database error for /metrics (drivers call it where they log the error). */
 void store_count_error(void);
 
 /* The identity of a cell in the cells table: every field that defines it, joined with 0x1f

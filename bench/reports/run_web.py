@@ -218,7 +218,7 @@ def bench_pages(args):
           % (args.history, load_s, out.stdout.strip()), flush=True)
     col = h.Collector(db.url, args=("--data-dir", data)).start()  # the charts drawn above
     con = sqlite3.connect(db.path)
-    doc_kib = con.execute("SELECT AVG(LENGTH(doc)) / 1024 FROM verdicts").fetchone()[0]
+    doc_kib = con.execute("SELECT AVG(LENGTH(json)) / 1024 FROM verdicts").fetchone()[0]
     con.close()
     res = {"runs": db.count("runs"), "verdicts": db.count("verdicts"),
            "cells_per_run": db.count("measurements") // args.history,

@@ -80,9 +80,9 @@ def test_concurrent_uploads_through_both():
     for t in threads:
         t.join(60)
     eq(sorted(replies), [200, 201])
-    eq(S.db.count("runs", "WHERE uuid = '%s'" % doc["run_id"]), 1)
+    eq(S.db.count("runs", "WHERE run_id = '%s'" % doc["run_id"]), 1)
     eq(S.db.count("runs r", "WHERE r.n_cells <> (SELECT COUNT(*) FROM measurements m "
-                            "WHERE m.run_id = r.id)"), 0)
+                            "WHERE m.run_seq = r.seq)"), 0)
 
 
 def test_job_posted_here_claimed_there():

@@ -65,7 +65,7 @@ def run_once(backend, synchronous, pg):
     runs = db.count("runs")
     check(runs >= len(done), "%d runs stored, %d acknowledged" % (runs, len(done)))
     half = db.count("runs r", "WHERE r.n_cells <> (SELECT COUNT(*) FROM measurements m "
-                              "WHERE m.run_id = r.id)")
+                              "WHERE m.run_seq = r.seq)")
     eq(half, 0, "runs stored without all their measurements")
     # Whatever was committed without an answer is whole too, and readable.
     page = col2.request("GET", "/api/v1/runs?limit=1000").json()["runs"]

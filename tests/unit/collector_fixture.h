@@ -1,5 +1,7 @@
 /* Test fixture for collector tests that need a real database: a temp directory per test
- * group, fresh migrated SQLite stores in it, and runs put the way ingest puts them. Include it
+ * group, fresh migrated stores, and runs put the way ingest puts them. The stores are SQLite
+ * files in the temp dir, or, when AW_TEST_PG_HOST and AW_TEST_PG_PORT name a PostgreSQL server
+ * (tests/unit/with_postgres.py starts a throw-away one), a new database on it each. Include it
  * in one test file after cmocka.h; everything is static. */
 #ifndef AW_TEST_COLLECTOR_FIXTURE_H
 #define AW_TEST_COLLECTOR_FIXTURE_H
@@ -8,13 +10,69 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "aw/result.h"
 #include "aw/sha256.h"
-#include "store.h"
+#include "store_backend.h"
 
 static char dir[64];
-static char url[128];
+static char url[256];
+
+/* The PostgreSQL server of the run, or NULL: SQLite. */
+static const char *pg_host(void)
+{
+	const char *h = getenv("AW_TEST_PG_HOST");
+
+	return h && *h && getenv("AW_TEST_PG_PORT") ? h : NULL;
+}
+
+static void pg_url(char *out, size_t len, const char *db)
+{
+	snprintf(out, len, "postgres:///%s?host=%s&port=%s&user=postgres", db, pg_host(),
+	         getenv("AW_TEST_PG_PORT"));
+}
+
+/* Runs `sql` (no transaction) on the server's "postgres" database. */
+static int pg_admin(const char *sql)
+{
+	struct store *s = NULL;
+	struct store_conn *c = NULL;
+	char u[256], *err = NULL;
+	int rc;
+
+	pg_url(u, sizeof(u), "postgres");
+	rc = store_open(u, NULL, &s, &err);
+	if (!rc)
+		rc = store_connect(s, &c, &err);
+	if (!rc)
+		rc = c->drv->exec(c, sql, &err);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", sql, err ? err : "failed");
+	free(err);
+	store_disconnect(&c);
+	store_close(&s);
+	return rc;
+}
+
+/* The URL of a new, empty database (`name` names a SQLite file in the temp dir, or is part of
+ * the PostgreSQL database's name). Returns 0 or -1. */
+static int new_database(char *out, size_t len, const char *name)
+{
+	static int serial;
+	char db[64], sql[96];
+
+	if (!pg_host()) {
+		snprintf(out, len, "sqlite:%s/%s%d.db", dir, name, ++serial);
+		return 0;
+	}
+	snprintf(db, sizeof(db), "aw_%s_%d_%d", name, (int)getpid(), ++serial);
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+	if (pg_admin(sql))
+		return -1;
+	pg_url(out, len, db);
+	return 0;
+}
 
 static int setup(void **state)
 {
@@ -22,8 +80,7 @@ static int setup(void **state)
 	snprintf(dir, sizeof(dir), "/tmp/aw-store-XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
-	snprintf(url, sizeof(url), "sqlite:%s/t.db", dir);
-	return 0;
+	return new_database(url, sizeof(url), "t");
 }
 
 static int teardown(void **state)
@@ -38,11 +95,10 @@ static int teardown(void **state)
 /* A fresh migrated database and a connection to it. */
 static struct store *open_fresh(struct store_conn **c)
 {
-	static int serial;
 	struct store *s = NULL;
-	char u[160], *err = NULL;
+	char u[256], *err = NULL;
 
-	snprintf(u, sizeof(u), "sqlite:%s/t%d.db", dir, ++serial);
+	assert_int_equal(new_database(u, sizeof(u), "t"), 0);
 	assert_int_equal(store_open(u, NULL, &s, &err), 0);
 	assert_int_equal(store_connect(s, c, &err), 0);
 	assert_int_equal(store_migrate(*c, NULL, NULL, &err), 0);

@@ -1,9 +1,11 @@
-/* The store against a real SQLite database in a temp dir: URLs, migrations, a run stored and
- * rebuilt exactly, idempotency, one transaction per batch, listing and cursors, commit order,
- * series, hosts with fingerprint history, tokens and jobs. The PostgreSQL backend runs the same
- * contract in the end-to-end suite. */
+/* The store against a real database: SQLite files in a temp dir, or a throw-away PostgreSQL
+ * when run through with_postgres.py (CTest runs both). URLs, migrations (from a database an
+ * earlier release made, too), a run stored and rebuilt exactly, idempotency, one transaction per
+ * batch, listing and cursors, commit order, series, hosts with fingerprint history, tokens,
+ * jobs, change points and verdicts, the post-ingest task queue and charts. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include "aw/sha256.h"
+#include "aw/util.h"
 #include "store_backend.h"
 
 #include "collector_fixture.h"
@@ -527,6 +530,930 @@ static void test_jobs(void **state)
 	store_close(&s);
 }
 
+/* ---- change points and verdicts: real values on either backend ---- */
+
+struct cp_seen {
+	int n;
+	struct store_changepoint cp[8];
+	char text[8][8][80]; /* copies of the strings */
+};
+
+static const char *keep(char *buf, const char *s)
+{
+	if (!s)
+		return NULL;
+	snprintf(buf, 80, "%s", s);
+	return buf;
+}
+
+static int on_cp(const struct store_changepoint *p, void *cls)
+{
+	struct cp_seen *s = cls;
+	struct store_changepoint *x = &s->cp[s->n];
+	char(*t)[80] = s->text[s->n];
+
+	assert_true(s->n < 8);
+	*x = *p;
+	x->project = keep(t[0], p->project);
+	x->host = keep(t[1], p->host);
+	x->ref = keep(t[2], p->ref);
+	x->cell_key = keep(t[3], p->cell_key);
+	x->metric = keep(t[4], p->metric);
+	x->commit = keep(t[5], p->commit);
+	x->run_id = keep(t[6], p->run_id);
+	x->computed_at = keep(t[7], p->computed_at);
+	s->n++;
+	return 0;
+}
+
+static void test_changepoints(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	const struct store_changepoint items[] = {
+	    {.cell_key = "op=stadd cpu=0",
+	     .metric = "p99",
+	     .commit = "c0ffee04",
+	     .run_id = "00000000-0000-4000-8000-000000000401",
+	     .order_us = INT64_C(1791115200000000),
+	     .before = 1.0 / 3.0,
+	     .after = 48.700000000000003,
+	     .pvalue = 2.5716184144067704e-06,
+	     .computed_at = "2026-12-01T09:37:47.583388Z"},
+	    {.cell_key = "op=stadd cpu=0",
+	     .metric = "p50",
+	     .commit = "c0ffee04",
+	     .run_id = "00000000-0000-4000-8000-000000000401",
+	     .order_us = INT64_C(1791115200000000),
+	     .before = 1e-300,
+	     .after = 7.064784666666667,
+	     .pvalue = 0.00011820551607597637,
+	     .computed_at = "2026-12-01T09:37:47.583388Z"},
+	    {.cell_key = "op=ldadd cpu=1",
+	     .metric = "p50",
+	     .commit = NULL, /* a run without a commit */
+	     .run_id = "00000000-0000-4000-8000-000000000301",
+	     .order_us = INT64_C(1791028800000000),
+	     .before = 4.3819593333333335,
+	     .after = 1.7976931348623157e308,
+	     .pvalue = 0,
+	     .computed_at = "2026-12-01T09:37:47.583388Z"},
+	};
+	/* listed by position, then cell, then metric */
+	const int order[] = {2, 1, 0};
+	struct cp_seen seen = {0};
+
+	(void)state;
+	assert_int_equal(store_changepoints_replace(c, "linux", "grace", "main", items, 3), 0);
+	assert_int_equal(store_changepoints_replace(c, "linux", "altra", "main", items, 1), 0);
+	assert_int_equal(store_changepoints_list(c, NULL, "grace", "main", NULL, on_cp, &seen), 0);
+	assert_int_equal(seen.n, 3);
+	for (int i = 0; i < 3; i++) {
+		const struct store_changepoint *want = &items[order[i]], *got = &seen.cp[i];
+
+		assert_string_equal(got->project, "linux");
+		assert_string_equal(got->host, "grace");
+		assert_string_equal(got->ref, "main");
+		assert_string_equal(got->cell_key, want->cell_key);
+		assert_string_equal(got->metric, want->metric);
+		if (want->commit)
+			assert_string_equal(got->commit, want->commit);
+		else
+			assert_null(got->commit);
+		assert_string_equal(got->run_id, want->run_id);
+		assert_int_equal(got->order_us, want->order_us);
+		/* exactly the doubles that went in */
+		assert_true(got->before == want->before);
+		assert_true(got->after == want->after);
+		assert_true(got->pvalue == want->pvalue);
+		assert_string_equal(got->computed_at, want->computed_at);
+	}
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(
+	    store_changepoints_list(c, "linux", "grace", "main", "op=stadd cpu=0", on_cp, &seen),
+	    0);
+	assert_int_equal(seen.n, 2);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_changepoints_list(c, "other", "grace", "main", NULL, on_cp, &seen),
+	                 0);
+	assert_int_equal(seen.n, 0);
+	/* Replacing replaces one series set only. */
+	assert_int_equal(store_changepoints_replace(c, "linux", "grace", "main", items + 2, 1), 0);
+	assert_int_equal(store_changepoints_list(c, NULL, "grace", "main", NULL, on_cp, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_true(seen.cp[0].after == 1.7976931348623157e308);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_changepoints_list(c, NULL, "altra", "main", NULL, on_cp, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_true(seen.cp[0].before == 1.0 / 3.0);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+struct verdicts_seen {
+	int n;
+	char text[512];
+};
+
+static int on_verdict(const struct store_verdict *v, void *cls)
+{
+	struct verdicts_seen *s = cls;
+	size_t len = strlen(s->text);
+
+	snprintf(s->text + len, sizeof(s->text) - len, "%s/%s/%s/%s/%s/%lld/%s/%s ", v->project,
+	         v->commit, v->host, v->baseline_ref, v->status, (long long)v->order_us,
+	         v->json ? v->json : "-", v->computed_at ? v->computed_at : "-");
+	s->n++;
+	return 0;
+}
+
+static void test_verdicts(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct store_verdict v = {.project = "linux",
+	                          .commit = "c0ffee01",
+	                          .host = "grace",
+	                          .baseline_ref = "main",
+	                          .status = "pass",
+	                          .json = "{\"a\":1}",
+	                          .computed_at = "2026-01-01T00:00:00Z",
+	                          .order_us = 10};
+	struct verdicts_seen seen = {0};
+
+	(void)state;
+	assert_int_equal(store_verdict_put(c, &v), 0);
+	v.host = "altra";
+	v.order_us = 10;
+	assert_int_equal(store_verdict_put(c, &v), 0);
+	v.commit = "c0ffee02";
+	v.status = "fail";
+	v.json = "{\"b\":\"\\u00e9\"}";
+	v.order_us = 20;
+	assert_int_equal(store_verdict_put(c, &v), 0);
+	/* replaced, not added */
+	v.baseline_ref = "release";
+	assert_int_equal(store_verdict_put(c, &v), 0);
+	assert_int_equal(store_verdict_list(c, NULL, NULL, NULL, 10, on_verdict, &seen), 0);
+	assert_int_equal(seen.n, 3);
+	assert_string_equal(seen.text,
+	                    "linux/c0ffee02/altra/release/fail/20/{\"b\":\"\\u00e9\"}/"
+	                    "2026-01-01T00:00:00Z "
+	                    "linux/c0ffee01/altra/main/pass/10/{\"a\":1}/2026-01-01T00:00:00Z "
+	                    "linux/c0ffee01/grace/main/pass/10/{\"a\":1}/2026-01-01T00:00:00Z ");
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_verdict_statuses(c, "linux", "c0ffee01", NULL, 1, on_verdict, &seen),
+	                 0);
+	assert_string_equal(seen.text, "linux/c0ffee01/altra/main/pass/10/-/- ");
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_verdict_list(c, NULL, NULL, "grace", 10, on_verdict, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_int_equal(store_verdict_list(c, NULL, NULL, NULL, 0, on_verdict, &seen), -EINVAL);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* ---- post-ingest tasks ---- */
+
+struct task_seen {
+	int n;
+	int64_t id, generation;
+	int attempts;
+	char kind[16], project[32], commit[64], host[32], ref[32];
+	bool no_commit;
+};
+
+static int on_task(const struct store_task *t, void *cls)
+{
+	struct task_seen *s = cls;
+
+	s->n++;
+	s->id = t->id;
+	s->generation = t->generation;
+	s->attempts = t->attempts;
+	snprintf(s->kind, sizeof(s->kind), "%s", t->kind);
+	snprintf(s->project, sizeof(s->project), "%s", t->project);
+	snprintf(s->commit, sizeof(s->commit), "%s", t->commit ? t->commit : "");
+	s->no_commit = !t->commit;
+	snprintf(s->host, sizeof(s->host), "%s", t->host);
+	snprintf(s->ref, sizeof(s->ref), "%s", t->ref);
+	assert_non_null(t->enqueued_at);
+	return 0;
+}
+
+static void expect_tasks(struct store_conn *c, int64_t pending, int64_t dead)
+{
+	int64_t p = -1, d = -1;
+
+	assert_int_equal(store_task_count(c, &p, &d), 0);
+	assert_int_equal(p, pending);
+	assert_int_equal(d, dead);
+}
+
+#define HOUR_US INT64_C(3600000000)
+
+static void test_tasks_of_uploads(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_result *r = make_result("11111111-1111-4111-8111-111111111111", "h1", "abcdef0",
+	                                  "2026-01-01T00:00:00Z", 6, 1);
+	struct aw_result *good = make_result("33333333-3333-4333-8333-333333333333", "h2",
+	                                     "abcdef1", "2026-01-01T00:00:00Z", 6, 1);
+	struct aw_result *bad = make_result("44444444-4444-4444-8444-444444444444", "h1", "abcdef1",
+	                                    "2026-01-01T00:00:00Z", 6, 1);
+	struct task_seen t = {0};
+	struct store_put batch[2];
+	char *hj[2];
+
+	(void)state;
+	expect_tasks(c, 0, 0);
+	/* A created run queues its task in the same transaction; a duplicate queues nothing. */
+	put_one(c, r, STORE_CREATED, NULL);
+	expect_tasks(c, 1, 0);
+	put_one(c, r, STORE_DUPLICATE, NULL);
+	expect_tasks(c, 1, 0);
+	/* Another run of the same commit, host and ref: merged with the waiting task. */
+	snprintf(r->run_id, sizeof(r->run_id), "22222222-2222-4222-8222-222222222222");
+	put_one(c, r, STORE_CREATED, NULL);
+	expect_tasks(c, 1, 0);
+	/* A batch that fails queues nothing. */
+	free(bad->cells[1].op);
+	bad->cells[1].op = NULL;
+	make_put(&batch[0], good, &hj[0]);
+	make_put(&batch[1], bad, &hj[1]);
+	assert_int_equal(store_put_runs(c, batch, 2), -EIO);
+	expect_tasks(c, 1, 0);
+	assert_int_equal(store_put_runs(c, batch, 1), 0);
+	expect_tasks(c, 2, 0);
+	/* The oldest first, with the key of its runs. */
+	assert_int_equal(store_task_claim(c, "collector-a", HOUR_US, 3, on_task, &t), 0);
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.kind, "run");
+	assert_string_equal(t.project, "linux");
+	assert_string_equal(t.commit, "abcdef0");
+	assert_string_equal(t.host, "h1");
+	assert_string_equal(t.ref, "main");
+	assert_int_equal(t.attempts, 1);
+	assert_int_equal(store_task_done(c, t.id, t.generation), 0);
+	assert_int_equal(store_task_claim(c, "collector-a", HOUR_US, 3, on_task, &t), 0);
+	assert_string_equal(t.commit, "abcdef1");
+	assert_string_equal(t.host, "h2");
+	assert_int_equal(store_task_done(c, t.id, t.generation), 0);
+	assert_int_equal(store_task_done(c, t.id, t.generation), -ENOENT);
+	expect_tasks(c, 0, 0);
+	assert_int_equal(store_task_claim(c, "collector-a", HOUR_US, 3, on_task, &t), -ENOENT);
+	free(hj[0]);
+	free(hj[1]);
+	aw_result_free(&r);
+	aw_result_free(&good);
+	aw_result_free(&bad);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static void test_task_queue(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct task_seen t = {0}, u = {0};
+	int64_t gen;
+
+	(void)state;
+	/* "run" tasks go before "trends", even older ones; a task without a commit has none. */
+	assert_int_equal(store_task_enqueue(c, "trends", "linux", NULL, "h1", "main"), 0);
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef0", "h1", "main"), 0);
+	assert_int_equal(store_task_enqueue(c, "trends", "linux", NULL, "h1", "main"), 0);
+	expect_tasks(c, 2, 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 3, on_task, &t), 0);
+	assert_string_equal(t.kind, "run");
+	gen = t.generation;
+	assert_int_equal(store_task_claim(c, "b", HOUR_US, 3, on_task, &u), 0);
+	assert_string_equal(u.kind, "trends");
+	assert_true(u.no_commit);
+	assert_int_equal(store_task_claim(c, "b", HOUR_US, 3, on_task, &u), -ENOENT);
+	assert_int_equal(store_task_done(c, u.id, u.generation), 0);
+
+	/* Enqueued again while claimed: another generation; done with the old one leaves it
+	 * queued for another pass. */
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef0", "h1", "main"), 0);
+	assert_int_equal(store_task_done(c, t.id, gen), 0);
+	expect_tasks(c, 1, 0);
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(store_task_claim(c, "b", HOUR_US, 3, on_task, &u), 0);
+	assert_int_equal(u.id, t.id);
+	assert_int_equal(u.generation, gen + 1);
+	assert_int_equal(u.attempts, 1);
+	assert_int_equal(store_task_done(c, u.id, u.generation), 0);
+	expect_tasks(c, 0, 0);
+	assert_int_equal(store_task_done(c, u.id, u.generation), -ENOENT);
+	assert_int_equal(store_task_fail(c, u.id, "gone"), -ENOENT);
+
+	/* A waiting task is merged as it is: same id, same generation. */
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef1", "h1", "main"), 0);
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef1", "h1", "main"), 0);
+	expect_tasks(c, 1, 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 3, on_task, &t), 0);
+	assert_int_equal(t.generation, 1);
+
+	/* A claim older than the lease is taken over (its collector died). */
+	assert_int_equal(store_task_claim(c, "b", HOUR_US, 3, on_task, &u), -ENOENT);
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(store_task_claim(c, "b", 0, 3, on_task, &u), 0);
+	assert_int_equal(u.id, t.id);
+	assert_int_equal(u.attempts, 2);
+	assert_int_equal(store_task_done(c, u.id, u.generation), 0);
+
+	/* Failures are retried until max_attempts claims were made; then the task is dead. */
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef2", "h1", "main"), 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 2, on_task, &t), 0);
+	assert_int_equal(t.attempts, 1);
+	assert_int_equal(store_task_fail(c, t.id, "gnuplot died"), 0);
+	expect_tasks(c, 1, 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 2, on_task, &t), 0);
+	assert_int_equal(t.attempts, 2);
+	assert_int_equal(store_task_fail(c, t.id, NULL), 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 2, on_task, &t), -ENOENT);
+	expect_tasks(c, 0, 1);
+	/* A claim that makes the last attempt is pending until its lease runs out. */
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef3", "h1", "main"), 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 1, on_task, &u), 0);
+	expect_tasks(c, 1, 1);
+	assert_int_equal(store_task_done(c, u.id, u.generation), 0);
+	/* New work for a dead task brings it back with attempts of its own. */
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef2", "h1", "main"), 0);
+	expect_tasks(c, 1, 0);
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 2, on_task, &u), 0);
+	assert_int_equal(u.id, t.id);
+	assert_int_equal(u.attempts, 1);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static int fail_task(const struct store_task *t, void *cls)
+{
+	(void)t;
+	(void)cls;
+	return -ECANCELED;
+}
+
+static void test_task_callback_failure(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct task_seen t = {0};
+
+	(void)state;
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef0", "h1", "main"), 0);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 3, fail_task, NULL), -ECANCELED);
+	assert_int_equal(store_task_claim(c, "a", HOUR_US, 3, on_task, &t), 0);
+	assert_int_equal(t.attempts, 1);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+#define N_RACED 40
+
+struct claimer {
+	struct store *s;
+	const char *owner;
+	pthread_barrier_t *start;
+	int n;
+	int64_t ids[N_RACED];
+	int rc;
+};
+
+static int on_raced(const struct store_task *t, void *cls)
+{
+	struct claimer *k = cls;
+
+	if (k->n < N_RACED)
+		k->ids[k->n] = t->id;
+	k->n++;
+	usleep(500); /* widen the window in which the claim is not committed yet */
+	return 0;
+}
+
+static void *claim_all(void *arg)
+{
+	struct claimer *k = arg;
+	struct store_conn *c = NULL;
+	char *err = NULL;
+	int rc;
+
+	k->rc = store_connect(k->s, &c, &err);
+	free(err);
+	pthread_barrier_wait(k->start);
+	if (k->rc)
+		return NULL;
+	while (!(rc = store_task_claim(c, k->owner, HOUR_US, 3, on_raced, k)))
+		;
+	if (rc != -ENOENT)
+		k->rc = rc;
+	store_disconnect(&c);
+	return NULL;
+}
+
+static void test_task_concurrent_claims(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct claimer k[2];
+	pthread_barrier_t start;
+	pthread_t tid[2];
+	char seen[N_RACED + 1] = {0};
+
+	(void)state;
+	for (int i = 0; i < N_RACED; i++) {
+		char commit[16];
+
+		snprintf(commit, sizeof(commit), "abcdef%02d", i);
+		assert_int_equal(store_task_enqueue(c, "run", "linux", commit, "h1", "main"), 0);
+	}
+	pthread_barrier_init(&start, NULL, 2);
+	for (int i = 0; i < 2; i++) {
+		memset(&k[i], 0, sizeof(k[i]));
+		k[i].s = s;
+		k[i].owner = i ? "collector-b" : "collector-a";
+		k[i].start = &start;
+		assert_int_equal(pthread_create(&tid[i], NULL, claim_all, &k[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(tid[i], NULL);
+	pthread_barrier_destroy(&start);
+	/* Every task claimed once, by one of the two. */
+	assert_int_equal(k[0].rc, 0);
+	assert_int_equal(k[1].rc, 0);
+	assert_int_equal(k[0].n + k[1].n, N_RACED);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < k[i].n; j++) {
+			int64_t id = k[i].ids[j];
+
+			assert_true(id >= 1 && id <= N_RACED);
+			assert_int_equal(seen[id], 0);
+			seen[id] = 1;
+		}
+	expect_tasks(c, N_RACED, 0);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* A statement whose outcome is read late (PostgreSQL pipelines them) still fails its
+ * transaction, which leaves nothing behind and the connection usable. */
+static void test_late_failures_roll_back(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct store_changepoint good = {.cell_key = "op=stadd cpu=0",
+	                                 .metric = "p50",
+	                                 .commit = "c0ffee04",
+	                                 .run_id = "00000000-0000-4000-8000-000000000401",
+	                                 .order_us = 1,
+	                                 .before = 1,
+	                                 .after = 2,
+	                                 .pvalue = 0.5,
+	                                 .computed_at = "2026-01-01T00:00:00Z"};
+	struct store_changepoint two[2] = {good, good};
+	const char *hosts[] = {"h1", NULL};
+	struct store_job_spec spec = {.project = "linux",
+	                              .commit = "abcdef0",
+	                              .ref = "main",
+	                              .hosts = hosts,
+	                              .n_hosts = 2,
+	                              .ttl_us = HOUR_US};
+	struct cp_seen seen = {0};
+	int64_t id = 0, got = 0;
+
+	(void)state;
+	assert_int_equal(store_changepoints_replace(c, "linux", "grace", "main", &good, 1), 0);
+	two[1].cell_key = NULL; /* NOT NULL */
+	assert_int_equal(store_changepoints_replace(c, "linux", "grace", "main", two, 2), -EIO);
+	assert_int_equal(store_changepoints_list(c, NULL, "grace", "main", NULL, on_cp, &seen), 0);
+	assert_int_equal(seen.n, 1); /* the old set, not cleared */
+	assert_int_equal(store_job_create(c, &spec, &id), -EIO);
+	assert_int_equal(store_job_list(c, 10, on_job, &got), 0);
+	assert_int_equal(got, 0); /* no job */
+	spec.n_hosts = 1;
+	assert_int_equal(store_job_create(c, &spec, &id), 0);
+	assert_int_equal(store_task_enqueue(c, "run", "linux", "abcdef0", NULL, "main"), -EIO);
+	expect_tasks(c, 0, 0);
+	assert_int_equal(store_ping(c), 0);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* ---- charts ---- */
+
+struct chart_seen {
+	int n;
+	char path[128], type[32], hash[80], at[AW_TIME_LEN];
+	unsigned char data[64];
+	size_t len;
+	bool has_data;
+};
+
+static int on_chart(const struct store_chart *ch, void *cls)
+{
+	struct chart_seen *s = cls;
+
+	s->n++;
+	snprintf(s->path, sizeof(s->path), "%s", ch->path);
+	snprintf(s->type, sizeof(s->type), "%s", ch->content_type);
+	snprintf(s->hash, sizeof(s->hash), "%s", ch->hash);
+	snprintf(s->at, sizeof(s->at), "%s", ch->updated_at);
+	s->len = ch->len;
+	s->has_data = ch->data != NULL;
+	if (ch->data) {
+		assert_true(ch->len <= sizeof(s->data));
+		memcpy(s->data, ch->data, ch->len);
+	}
+	return 0;
+}
+
+static void test_charts(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	const char *path = "charts/commits/abcdef0/h1/compare-main.svg";
+	static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n',
+	                                    0,    0,   0,   0,   0xff, 0xfe, '\\', 'x'};
+	struct store_chart ch = {.path = path,
+	                         .content_type = "image/svg+xml",
+	                         .hash = "aa",
+	                         .data = "<svg/>",
+	                         .len = 6};
+	struct chart_seen seen = {0};
+	char first_at[AW_TIME_LEN];
+
+	(void)state;
+	assert_int_equal(store_chart_get(c, path, on_chart, &seen), -ENOENT);
+	assert_int_equal(store_chart_stat(c, path, on_chart, &seen), -ENOENT);
+	assert_int_equal(seen.n, 0);
+	assert_int_equal(store_chart_put(c, &ch), 0);
+	assert_int_equal(store_chart_get(c, path, on_chart, &seen), 0);
+	assert_int_equal(seen.n, 1);
+	assert_string_equal(seen.path, path);
+	assert_string_equal(seen.type, "image/svg+xml");
+	assert_string_equal(seen.hash, "aa");
+	assert_int_equal(seen.len, 6);
+	assert_memory_equal(seen.data, "<svg/>", 6);
+	assert_int_equal(strlen(seen.at), strlen("2026-01-01T00:00:00.000000Z"));
+	snprintf(first_at, sizeof(first_at), "%s", seen.at);
+	/* Replaced whole: binary data (NUL bytes, a backslash) comes back as it went in. */
+	ch.path = path;
+	ch.content_type = "image/png";
+	ch.hash = "bb";
+	ch.data = png;
+	ch.len = sizeof(png);
+	usleep(2000);
+	assert_int_equal(store_chart_put(c, &ch), 0);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_chart_get(c, path, on_chart, &seen), 0);
+	assert_string_equal(seen.type, "image/png");
+	assert_string_equal(seen.hash, "bb");
+	assert_int_equal(seen.len, sizeof(png));
+	assert_memory_equal(seen.data, png, sizeof(png));
+	assert_true(strcmp(seen.at, first_at) > 0);
+	/* Its size without its data. */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_chart_stat(c, path, on_chart, &seen), 0);
+	assert_false(seen.has_data);
+	assert_int_equal(seen.len, sizeof(png));
+	assert_string_equal(seen.hash, "bb");
+	/* An empty chart is data too. */
+	ch.path = "charts/empty.json";
+	ch.content_type = "application/json";
+	ch.data = NULL;
+	ch.len = 0;
+	assert_int_equal(store_chart_put(c, &ch), 0);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(store_chart_get(c, "charts/empty.json", on_chart, &seen), 0);
+	assert_int_equal(seen.len, 0);
+	assert_true(seen.has_data);
+	assert_int_equal(store_chart_get(c, "charts/none.svg", on_chart, &seen), -ENOENT);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* ---- a database made by the release before schema 3 (tests/fixtures/db/) ---- */
+
+static void fixture_path(char *out, size_t len, const char *name)
+{
+	const char *src = getenv("AW_SOURCE_DIR");
+
+	snprintf(out, len, "%s/tests/fixtures/db/%s", src ? src : ".", name);
+}
+
+/* The fixture database of this run's backend, as that release left it. */
+static struct store *open_release(struct store_conn **c)
+{
+	struct store *s = NULL;
+	char path[512], u[256], *err = NULL;
+
+	if (!pg_host()) {
+		char copy[128], *data = NULL;
+		size_t len;
+
+		/* a copy: migrating changes the file */
+		fixture_path(path, sizeof(path), "release-v2.sqlite");
+		snprintf(copy, sizeof(copy), "%s/release-v2.db", dir);
+		assert_int_equal(aw_read_file(path, (size_t)64 << 20, &data, &len, &err), 0);
+		assert_int_equal(aw_write_file_atomic(copy, data, len, &err), 0);
+		free(data);
+		snprintf(u, sizeof(u), "sqlite:%s", copy);
+	} else {
+		char db[64], sql[96], cmd[1024];
+
+		fixture_path(path, sizeof(path), "release-v2.pg.sql");
+		snprintf(db, sizeof(db), "aw_release_%d", (int)getpid());
+		snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+		assert_int_equal(pg_admin(sql), 0);
+		snprintf(cmd, sizeof(cmd),
+		         "'%s' -X -q -v ON_ERROR_STOP=1 -h '%s' -p '%s' -U postgres -d %s -f '%s' "
+		         ">/dev/null",
+		         getenv("AW_TEST_PSQL") ? getenv("AW_TEST_PSQL") : "psql", pg_host(),
+		         getenv("AW_TEST_PG_PORT"), db, path);
+		assert_int_equal(system(cmd), 0);
+		pg_url(u, sizeof(u), db);
+	}
+	assert_int_equal(store_open(u, NULL, &s, &err), 0);
+	assert_int_equal(store_connect(s, c, &err), 0);
+	assert_null(err);
+	return s;
+}
+
+/* What the release stored, read with its schema's names ("runs", "rows"). */
+static json_t *release_facts(void)
+{
+	char path[512];
+	json_error_t e;
+	json_t *facts;
+
+	fixture_path(path, sizeof(path),
+	             pg_host() ? "release-v2.pg.json" : "release-v2.sqlite.json");
+	facts = json_load_file(path, 0, &e);
+	if (!facts)
+		fail_msg("%s:%d: %s", path, e.line, e.text);
+	return facts;
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* Every field of `want` has its value in `got` (numbers as numbers: 5 and 5.0 are equal), and
+ * `got` has no other. Takes `got`. */
+static void expect_row(const json_t *want, json_t *got, const char *what)
+{
+	const char *key;
+	json_t *w;
+	bool same = json_object_size(want) == json_object_size(got);
+
+	json_object_foreach ((json_t *)want, key, w) {
+		json_t *g = json_object_get(got, key);
+
+		if (json_is_number(w))
+			same = same && json_is_number(g) &&
+			       json_number_value(w) == json_number_value(g);
+		else
+			same = same && json_equal(w, g);
+	}
+	if (!same) {
+		char *a = json_dumps(want, JSON_SORT_KEYS), *b = json_dumps(got, JSON_SORT_KEYS);
+
+		fail_msg("%s: want %s, got %s", what, a, b);
+	}
+	json_decref(got);
+}
+
+struct rows_seen {
+	json_t *rows; /* an array */
+};
+
+static int on_run_row(const struct store_run *r, void *cls)
+{
+	json_array_append_new(((struct rows_seen *)cls)->rows,
+	                      json_pack("{s:I, s:s}", "id", (json_int_t)r->seq, "uuid", r->run_id));
+	return 0;
+}
+
+static int on_token_row(const struct store_token *t, void *cls)
+{
+	json_array_append_new(((struct rows_seen *)cls)->rows,
+	                      json_pack("{s:I, s:s, s:o, s:s, s:s, s:o, s:o}", "id",
+	                                (json_int_t)t->id, "role", store_role_name(t->role), "host",
+	                                str_or_null(t->host), "hash", t->hash, "created_at",
+	                                t->created_at, "revoked_at", str_or_null(t->revoked_at),
+	                                "last_used_at", str_or_null(t->last_used_at)));
+	return 0;
+}
+
+static int on_job_row(const struct store_job *j, void *cls)
+{
+	json_array_append_new(((struct rows_seen *)cls)->rows,
+	                      json_pack("{s:I, s:s, s:s, s:s, s:o, s:i, s:s, s:s}", "id",
+	                                (json_int_t)j->id, "project", j->project, "commit_sha",
+	                                j->commit, "ref", j->ref, "subject",
+	                                str_or_null(j->subject), "all_hosts", j->all_hosts,
+	                                "created_at", j->created_at, "expires_at", j->expires_at));
+	return 0;
+}
+
+static int on_job_host_row(const struct store_job_host *h, void *cls)
+{
+	json_array_append_new(((struct rows_seen *)cls)->rows,
+	                      json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "host", h->host, "state",
+	                                h->state, "run_id", str_or_null(h->run_id), "message",
+	                                str_or_null(h->message), "claimed_at",
+	                                str_or_null(h->claimed_at), "updated_at",
+	                                str_or_null(h->updated_at)));
+	return 0;
+}
+
+static int on_verdict_row(const struct store_verdict *v, void *cls)
+{
+	char sha[AW_SHA256_HEX_LEN + 1];
+
+	assert_int_equal(aw_sha256_hex(v->json, strlen(v->json), sha), 0);
+	json_array_append_new(((struct rows_seen *)cls)->rows,
+	                      json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s}", "project",
+	                                v->project, "commit_sha", v->commit, "host", v->host,
+	                                "baseline_ref", v->baseline_ref, "status", v->status,
+	                                "doc_sha256", sha, "order_us", (json_int_t)v->order_us,
+	                                "computed_at", v->computed_at));
+	return 0;
+}
+
+static int on_cp_row(const struct store_changepoint *p, void *cls)
+{
+	json_array_append_new(
+	    ((struct rows_seen *)cls)->rows,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:f, s:f, s:f, s:s}", "project",
+	              p->project, "host", p->host, "ref", p->ref, "cell_key", p->cell_key, "metric",
+	              p->metric, "commit_sha", str_or_null(p->commit), "run_uuid", p->run_id,
+	              "order_us", (json_int_t)p->order_us, "before", p->before, "after", p->after,
+	              "pvalue", p->pvalue, "computed_at", p->computed_at));
+	return 0;
+}
+
+/* The rows of `got` are those of `want`, in order. Takes `got`. */
+static void expect_rows(const json_t *want, json_t *got, const char *what)
+{
+	size_t i;
+	json_t *w;
+
+	if (json_array_size(want) != json_array_size(got))
+		fail_msg("%s: want %zu rows, got %zu", what, json_array_size(want),
+		         json_array_size(got));
+	json_array_foreach (want, i, w) {
+		expect_row(w, json_incref(json_array_get(got, i)), what);
+	}
+	json_decref(got);
+}
+
+static void test_migrate_release(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_release(&c);
+	json_t *facts = release_facts(), *rows = json_object_get(facts, "rows");
+	json_t *doc, *want, *w;
+	struct store_run_filter f = {.limit = 1000};
+	struct rows_seen seen;
+	const char *run_id;
+	struct aw_result *r = NULL;
+	char *err = NULL;
+	int from, to;
+	size_t i;
+
+	(void)state;
+	assert_non_null(rows);
+	assert_int_equal(store_migrate(c, &from, &to, &err), 0);
+	assert_null(err);
+	assert_int_equal(from, 2);
+	assert_int_equal(to, 3);
+
+	/* Every run rebuilt as that release served it, under the same seq. */
+	json_object_foreach (json_object_get(facts, "runs"), run_id, doc) {
+		json_t *back;
+
+		assert_int_equal(store_get_run(c, run_id, &r), 0);
+		back = aw_result_to_json(r);
+		if (!json_equal(back, doc)) {
+			char *a = json_dumps(doc, JSON_SORT_KEYS),
+			     *b = json_dumps(back, JSON_SORT_KEYS);
+
+			fail_msg("run %s: want %s, got %s", run_id, a, b);
+		}
+		json_decref(back);
+		aw_result_free(&r);
+	}
+	assert_true(json_object_size(json_object_get(facts, "runs")) >= 12);
+	seen.rows = json_array();
+	assert_int_equal(store_list_runs(c, &f, on_run_row, &seen), 0);
+	want = json_array();
+	for (i = json_array_size(json_object_get(rows, "runs")); i-- > 0;) /* newest first */
+		json_array_append(want, json_array_get(json_object_get(rows, "runs"), i));
+	expect_rows(want, seen.rows, "runs");
+	json_decref(want);
+
+	seen.rows = json_array();
+	assert_int_equal(store_token_list(c, on_token_row, &seen), 0);
+	expect_rows(json_object_get(rows, "tokens"), seen.rows, "tokens");
+
+	/* Each job, and its hosts: those that claimed it, and "pending" targets. */
+	json_array_foreach (json_object_get(rows, "jobs"), i, w) {
+		int64_t id = json_integer_value(json_object_get(w, "id"));
+		json_t *hosts = json_array(), *t;
+		size_t k;
+
+		seen.rows = json_array();
+		assert_int_equal(store_job_get(c, id, on_job_row, NULL, &seen), 0);
+		want = json_pack("[O]", w);
+		expect_rows(want, seen.rows, "job");
+		json_decref(want);
+		json_array_foreach (json_object_get(rows, "job_targets"), k, t) {
+			if (json_integer_value(json_object_get(t, "job_id")) == id)
+				json_array_append_new(
+				    hosts,
+				    json_pack("{s:O, s:s, s:n, s:n, s:n, s:n}", "host",
+				              json_object_get(t, "host"), "state", "pending",
+				              "run_id", "message", "claimed_at", "updated_at"));
+		}
+		json_array_foreach (json_object_get(rows, "job_hosts"), k, t) {
+			size_t m;
+			json_t *p, *h = json_deep_copy(t);
+
+			if (json_integer_value(json_object_get(t, "job_id")) != id) {
+				json_decref(h);
+				continue;
+			}
+			json_object_del(h, "job_id");
+			json_array_foreach (hosts, m, p) {
+				if (json_equal(json_object_get(p, "host"),
+				               json_object_get(h, "host"))) {
+					json_array_remove(hosts, m);
+					break;
+				}
+			}
+			json_array_append_new(hosts, h);
+		}
+		seen.rows = json_array();
+		assert_int_equal(store_job_get(c, id, NULL, on_job_host_row, &seen), 0);
+		/* by host, as the store lists them */
+		for (size_t a = 0; a < json_array_size(hosts); a++)
+			for (size_t b = a + 1; b < json_array_size(hosts); b++) {
+				json_t *x = json_array_get(hosts, a), *y = json_array_get(hosts, b);
+
+				if (strcmp(json_string_value(json_object_get(x, "host")),
+				           json_string_value(json_object_get(y, "host"))) > 0) {
+					json_incref(x);
+					json_array_set(hosts, a, y);
+					json_array_set_new(hosts, b, x);
+				}
+			}
+		expect_rows(hosts, seen.rows, "job hosts");
+		json_decref(hosts);
+	}
+	assert_true(json_array_size(json_object_get(rows, "job_hosts")) >= 2);
+
+	seen.rows = json_array();
+	assert_int_equal(store_verdict_list(c, NULL, NULL, NULL, 10000, on_verdict_row, &seen), 0);
+	expect_rows(json_object_get(rows, "verdicts"), seen.rows, "verdicts");
+	assert_true(json_array_size(json_object_get(rows, "verdicts")) >= 12);
+
+	seen.rows = json_array();
+	for (const char *const *host = (const char *const[]){"altra", "grace", NULL}; *host; host++)
+		assert_int_equal(
+		    store_changepoints_list(c, NULL, *host, "main", NULL, on_cp_row, &seen), 0);
+	expect_rows(json_object_get(rows, "change_points"), seen.rows, "change points");
+	assert_true(json_array_size(json_object_get(rows, "change_points")) >= 2);
+
+	/* The upgraded database goes on: a new run after the old ones, with its task. */
+	{
+		struct aw_result *n = make_result("99999999-9999-4999-8999-999999999999", "grace",
+		                                  "c0ffee07", "2026-10-07T12:00:00Z", 8, 1.6);
+		json_t *last = json_array_get(json_object_get(rows, "runs"),
+		                              json_array_size(json_object_get(rows, "runs")) - 1);
+		int64_t seq, pending;
+
+		put_one(c, n, STORE_CREATED, &seq);
+		assert_true(seq > json_integer_value(json_object_get(last, "id")));
+		assert_int_equal(store_get_run(c, n->run_id, &r), 0);
+		assert_int_equal(r->n_cells, 8);
+		assert_int_equal(store_task_count(c, &pending, NULL), 0);
+		assert_int_equal(pending, 1);
+		aw_result_free(&r);
+		aw_result_free(&n);
+	}
+	assert_int_equal(store_migrate(c, &from, &to, &err), 0);
+	assert_int_equal(from, 3);
+	json_decref(facts);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 static void test_pool(void **state)
 {
 	struct store_options opt = STORE_OPTIONS_DEFAULT;
@@ -561,6 +1488,15 @@ int main(void)
 	    cmocka_unit_test(test_tokens),
 	    cmocka_unit_test(test_jobs),
 	    cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_changepoints),
+	    cmocka_unit_test(test_verdicts),
+	    cmocka_unit_test(test_tasks_of_uploads),
+	    cmocka_unit_test(test_task_queue),
+	    cmocka_unit_test(test_task_callback_failure),
+	    cmocka_unit_test(test_task_concurrent_claims),
+	    cmocka_unit_test(test_late_failures_roll_back),
+	    cmocka_unit_test(test_charts),
+	    cmocka_unit_test(test_migrate_release),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -218,7 +218,8 @@ static void test_runs_before_trends(void **state)
 	assert_int_equal(store_task_done(c, k.id, k.generation), 0);
 	counts(c, 0, 0);
 	assert_int_equal(store_task_enqueue(c, NULL, "linux", NULL, "grace", "main"), -EINVAL);
-	assert_int_equal(store_task_claim(c, "a", 0, 5, on_task, &k), -EINVAL);
+	assert_int_equal(store_task_claim(c, "a", -1, 5, on_task, &k), -EINVAL);
+	assert_int_equal(store_task_claim(c, "a", LEASE, 0, on_task, &k), -EINVAL);
 	store_disconnect(&c);
 	store_close(&s);
 }
