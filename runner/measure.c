@@ -192,7 +192,9 @@ static int reference_summary(struct cell_ctx *x, const uint64_t *ticks, uint32_t
 	for (uint32_t i = 0; i < n; i++)
 		ns[i] = (double)ticks[i] * x->p->timer->ns_per_tick / (double)iters;
 	aw_summarize(ns, n, &s);
-	x->cell->reference_ns = s.p50;
+	/* 0 would mean batches shorter than a timer tick: no measurement, not an infinitely fast
+	 * machine */
+	x->cell->reference_ns = s.p50 > 0 ? s.p50 : NAN;
 	free(ns);
 	return 0;
 }
@@ -254,8 +256,13 @@ static void *cell_main(void *arg)
 		ops += l.iters;
 	} while (aw_monotonic_ns() < t_end);
 	calibrate(job->timed, p, &l, &ops);
-	if (n_ref)
+	if (n_ref) {
+		/* one untimed batch first: a first run's cost (page faults, an emulator translating
+		 * the code) would otherwise end the calibration on a batch far too short */
+		rl.iters = START_ITERS;
+		aw_reference_timed(&rl);
 		calibrate(aw_reference_timed, p, &rl, &ref_steps);
+	}
 	/* Reference batch r goes before sample floor((2r + 1) * samples / (2 n_ref)), the middle
 	 * of its share of the samples; with fewer samples than reference batches the rest follow
 	 * the last sample. */
