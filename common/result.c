@@ -218,10 +218,16 @@ json_t *aw_cell_to_json(const struct aw_cell *c)
 }
 
 /* The run-level reference series: {kernel, unit, values}, one value per cell in cell order. */
-static json_t *reference_to_json(const struct aw_result *r)
+json_t *aw_result_reference_to_json(const struct aw_result *r)
 {
-	json_t *o = json_object(), *values = json_array();
-	int ok = o && values;
+	json_t *o, *values;
+	int ok;
+
+	if (!r->reference_kernel)
+		return NULL;
+	o = json_object();
+	values = json_array();
+	ok = o && values;
 
 	for (size_t i = 0; ok && i < r->n_cells; i++)
 		if (json_array_append_new(values, num_or_null(r->cells[i].reference_ns)))
@@ -269,7 +275,7 @@ json_t *aw_result_to_json(const struct aw_result *r)
 	if (r->meta)
 		put(o, "meta", json_incref(r->meta), &ok);
 	if (r->reference_kernel)
-		put(o, "reference", reference_to_json(r), &ok);
+		put(o, "reference", aw_result_reference_to_json(r), &ok);
 	for (size_t i = 0; ok && i < r->n_cells; i++) {
 		json_t *c = aw_cell_to_json(&r->cells[i]);
 
@@ -720,6 +726,23 @@ static int validate_reference(struct vctx *v, const json_t *ref, struct aw_resul
 		r->cells[i].reference_ns = d;
 	}
 	return 0;
+}
+
+int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct aw_verr *e)
+{
+	const struct aw_result_limits lim = AW_RESULT_LIMITS_DEFAULT;
+	struct vctx v = {.lim = &lim, .e = e, .cell = -1};
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	rc = validate_reference(&v, ref, r);
+	if (rc) {
+		free(r->reference_kernel);
+		r->reference_kernel = NULL;
+		for (size_t i = 0; i < r->n_cells; i++)
+			r->cells[i].reference_ns = NAN;
+	}
+	return rc;
 }
 
 static const char *const top_keys[] = {"schema",      "run_id",      "project", "commit",

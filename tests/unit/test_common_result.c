@@ -1,5 +1,6 @@
 /* The result document: JSON round trip of the model, canonical keys, and every validation rule
  * with the field it names. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -295,6 +296,38 @@ static void test_reference(void **state)
 	assert_null(back->reference_kernel);
 	aw_result_free(&back);
 	json_decref(doc);
+
+	/* what a store does: keep the object beside the cells, put it back on a rebuilt run */
+	{
+		json_t *ref = aw_result_reference_to_json(r), *bad;
+		struct aw_result *plain;
+
+		assert_non_null(ref);
+		doc = aw_result_to_json(r);
+		json_object_del(doc, "reference");
+		plain = aw_result_from_json(doc, NULL, &e);
+		assert_non_null(plain);
+		assert_null(aw_result_reference_to_json(plain));
+		assert_int_equal(aw_result_reference_from_json(plain, ref, &e), 0);
+		assert_string_equal(plain->reference_kernel, "mulchain-v1");
+		assert_true(plain->cells[2].reference_ns == 0.90625);
+		json_decref(doc);
+		doc = aw_result_to_json(plain);
+		values = aw_result_to_json(r);
+		assert_true(json_equal(doc, values));
+		json_decref(values);
+		json_decref(doc);
+		bad = json_deep_copy(ref);
+		json_array_remove(json_object_get(bad, "values"), 0);
+		assert_int_equal(aw_result_reference_from_json(plain, bad, &e), -EINVAL);
+		assert_string_equal(e.field, "reference.values");
+		assert_string_equal(e.code, "length");
+		assert_null(plain->reference_kernel);
+		assert_true(isnan(plain->cells[0].reference_ns));
+		json_decref(bad);
+		json_decref(ref);
+		aw_result_free(&plain);
+	}
 
 	r->cells[0].reference_ns = INFINITY;
 	r->cells[2].reference_ns = NAN;

@@ -138,4 +138,15 @@ json_t *aw_cell_to_json(const struct aw_cell *c);
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
                                       struct aw_verr *e);
 
+/* The run-level "reference" object of r ({kernel, unit, values}, one value per cell), or NULL
+ * when r has no reference series or on allocation failure. Caller owns the reference. For
+ * stores that keep the series beside the cells and rebuild the document later. */
+json_t *aw_result_reference_to_json(const struct aw_result *r);
+
+/* Validates `ref`, a "reference" object as in a document, against r's cells (which must be in
+ * place, in document order) and sets r->reference_kernel and each cell's reference_ns.
+ * Returns 0, or -EINVAL with *e naming the problem ("reference.values" for a series of the
+ * wrong length); on failure r is left without a reference series. */
+int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct aw_verr *e);
+
 #endif
