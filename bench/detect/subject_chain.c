@@ -30,22 +30,22 @@ static void chain_op(uint64_t *counter)
 	__asm__ __volatile__("lock xaddq %0, (%1)" : "+r"(x) : "r"(counter) : "memory", "cc");
 	/* the adds take k from a register: an add of an immediate might be folded at rename */
 	__asm__ __volatile__(".rept " STR(CHAIN) "\n\t"
-	                     "imulq %1, %0\n\t"
-	                     ".endr\n\t"
-	                     ".rept " STR(EXTRA) "\n\t"
-	                     "addq %1, %0\n\t"
-	                     ".endr"
+	                                         "imulq %1, %0\n\t"
+	                                         ".endr\n\t"
+	                                         ".rept " STR(EXTRA) "\n\t"
+	                                                             "addq %1, %0\n\t"
+	                                                             ".endr"
 	                     : "+r"(x)
 	                     : "r"(k)
 	                     : "cc");
 #elif defined(__aarch64__)
 	x = __atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST); /* ldaddal, or LL/SC without LSE */
 	__asm__ __volatile__(".rept " STR(CHAIN) "\n\t"
-	                     "mul %0, %0, %1\n\t"
-	                     ".endr\n\t"
-	                     ".rept " STR(EXTRA) "\n\t"
-	                     "add %0, %0, %1\n\t"
-	                     ".endr"
+	                                         "mul %0, %0, %1\n\t"
+	                                         ".endr\n\t"
+	                                         ".rept " STR(EXTRA) "\n\t"
+	                                                             "add %0, %0, %1\n\t"
+	                                                             ".endr"
 	                     : "+r"(x)
 	                     : "r"(k));
 #else
