@@ -19,6 +19,9 @@
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
+/* `n` copies of one instruction, by the assembler (.rept 0 emits nothing). */
+#define REPT(n, insn) ".rept " STR(n) "\n\t" insn "\n\t.endr\n\t"
+
 /* The reference kernel's multiplier (runner/kernels.h): odd, so the chain never reaches 0. */
 #define MUL UINT64_C(0x9e3779b97f4a7c15)
 
@@ -29,23 +32,13 @@ static void chain_op(uint64_t *counter)
 #if defined(__x86_64__)
 	__asm__ __volatile__("lock xaddq %0, (%1)" : "+r"(x) : "r"(counter) : "memory", "cc");
 	/* the adds take k from a register: an add of an immediate might be folded at rename */
-	__asm__ __volatile__(".rept " STR(CHAIN) "\n\t"
-	                                         "imulq %1, %0\n\t"
-	                                         ".endr\n\t"
-	                                         ".rept " STR(EXTRA) "\n\t"
-	                                                             "addq %1, %0\n\t"
-	                                                             ".endr"
+	__asm__ __volatile__(REPT(CHAIN, "imulq %1, %0") REPT(EXTRA, "addq %1, %0")
 	                     : "+r"(x)
 	                     : "r"(k)
 	                     : "cc");
 #elif defined(__aarch64__)
 	x = __atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST); /* ldaddal, or LL/SC without LSE */
-	__asm__ __volatile__(".rept " STR(CHAIN) "\n\t"
-	                                         "mul %0, %0, %1\n\t"
-	                                         ".endr\n\t"
-	                                         ".rept " STR(EXTRA) "\n\t"
-	                                                             "add %0, %0, %1\n\t"
-	                                                             ".endr"
+	__asm__ __volatile__(REPT(CHAIN, "mul %0, %0, %1") REPT(EXTRA, "add %0, %0, %1")
 	                     : "+r"(x)
 	                     : "r"(k));
 #else
