@@ -91,6 +91,7 @@ void aw_result_free(struct aw_result **rp)
 	free(r->matrix_profile);
 	json_decref(r->host);
 	json_decref(r->meta);
+	free(r->reference_kernel);
 	free(r);
 	*rp = NULL;
 }
@@ -107,7 +108,7 @@ struct aw_cell *aw_result_add_cell(struct aw_result *r)
 	c->contender_cpu = AW_NONE;
 	c->c = AW_NONE;
 	c->min = c->p50 = c->p95 = c->p99 = c->max = NAN;
-	c->mean = c->stddev = c->ci_lo = c->ci_hi = c->baseline_ns = NAN;
+	c->mean = c->stddev = c->ci_lo = c->ci_hi = c->baseline_ns = c->reference_ns = NAN;
 	c->status = AW_CELL_OK;
 	return c;
 }
@@ -216,6 +217,36 @@ json_t *aw_cell_to_json(const struct aw_cell *c)
 	return o;
 }
 
+/* The run-level reference series: {kernel, unit, values}, one value per cell in cell order. */
+json_t *aw_result_reference_to_json(const struct aw_result *r)
+{
+	json_t *o, *values;
+	int ok;
+
+	if (!r->reference_kernel)
+		return NULL;
+	o = json_object();
+	values = json_array();
+	ok = o && values;
+
+	for (size_t i = 0; ok && i < r->n_cells; i++)
+		if (json_array_append_new(values, num_or_null(r->cells[i].reference_ns)))
+			ok = 0;
+	if (!ok) {
+		json_decref(o);
+		json_decref(values);
+		return NULL;
+	}
+	put(o, "kernel", json_string(r->reference_kernel), &ok);
+	put(o, "unit", json_string("ns"), &ok);
+	put(o, "values", values, &ok);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *aw_result_to_json(const struct aw_result *r)
 {
 	json_t *o = json_object(), *m = json_object(), *cells = json_array();
@@ -243,6 +274,8 @@ json_t *aw_result_to_json(const struct aw_result *r)
 	m = NULL;
 	if (r->meta)
 		put(o, "meta", json_incref(r->meta), &ok);
+	if (r->reference_kernel)
+		put(o, "reference", aw_result_reference_to_json(r), &ok);
 	for (size_t i = 0; ok && i < r->n_cells; i++) {
 		json_t *c = aw_cell_to_json(&r->cells[i]);
 
@@ -645,9 +678,77 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	return 0;
 }
 
-static const char *const top_keys[] = {
-    "schema",     "run_id",      "project", "commit", "ref",  "commit_time", "trigger",
-    "started_at", "finished_at", "host",    "matrix", "meta", "cells",       NULL};
+static const char *const reference_keys[] = {"kernel", "unit", "values", NULL};
+
+/* The optional run-level reference series, read after the cells: its length must be theirs. */
+static int validate_reference(struct vctx *v, const json_t *ref, struct aw_result *r)
+{
+	const json_t *values, *x;
+	const char *s;
+	size_t i;
+	int rc;
+
+	if (!json_is_object(ref))
+		return verr(v, "type", "reference", "'reference' must be an object, not %s",
+		            json_type_name(ref));
+	if ((rc = check_keys(v, ref, reference_keys, "reference.")) ||
+	    (rc = get_str(v, ref, "kernel", "reference.kernel", true, STR_NAME, &s)) ||
+	    (rc = dup_into(v, &r->reference_kernel, s)) ||
+	    (rc = get_str(v, ref, "unit", "reference.unit", true, STR_ANY, &s)))
+		return rc;
+	if (strcmp(s, "ns"))
+		return verr(v, "invalid", "reference.unit", "'unit' must be \"ns\", got '%.16s'",
+		            s);
+	values = json_object_get(ref, "values");
+	if (!values)
+		return verr(v, "required", "reference.values", "'values' is required");
+	if (!json_is_array(values))
+		return verr(v, "type", "reference.values", "'values' must be an array, not %s",
+		            json_type_name(values));
+	if (json_array_size(values) != r->n_cells)
+		return verr(v, "length", "reference.values",
+		            "'values' holds %zu values, one per cell is %zu",
+		            json_array_size(values), r->n_cells);
+	json_array_foreach (values, i, x) {
+		char field[48];
+		double d;
+
+		if (json_is_null(x))
+			continue;
+		snprintf(field, sizeof(field), "reference.values[%zu]", i);
+		if (!json_is_number(x))
+			return verr(v, "type", field, "reference values must be numbers, not %s",
+			            json_type_name(x));
+		d = json_number_value(x);
+		if (!isfinite(d) || d <= 0)
+			return verr(v, "range", field,
+			            "reference values must be finite and positive, got %g", d);
+		r->cells[i].reference_ns = d;
+	}
+	return 0;
+}
+
+int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct aw_verr *e)
+{
+	const struct aw_result_limits lim = AW_RESULT_LIMITS_DEFAULT;
+	struct vctx v = {.lim = &lim, .e = e, .cell = -1};
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	rc = validate_reference(&v, ref, r);
+	if (rc) {
+		free(r->reference_kernel);
+		r->reference_kernel = NULL;
+		for (size_t i = 0; i < r->n_cells; i++)
+			r->cells[i].reference_ns = NAN;
+	}
+	return rc;
+}
+
+static const char *const top_keys[] = {"schema",      "run_id",      "project", "commit",
+                                       "ref",         "commit_time", "trigger", "started_at",
+                                       "finished_at", "host",        "matrix",  "meta",
+                                       "reference",   "cells",       NULL};
 static const char *const matrix_keys[] = {"name", "version", "hash", "profile", NULL};
 
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
@@ -782,6 +883,9 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 			goto fail;
 	}
 	v.cell = -1;
+	m = json_object_get(doc, "reference");
+	if (m && !json_is_null(m) && validate_reference(&v, m, r))
+		goto fail;
 	if (!r->host || (json_object_get(doc, "meta") &&
 	                 !json_is_null(json_object_get(doc, "meta")) && !r->meta)) {
 		verr(&v, "internal", "", "out of memory");

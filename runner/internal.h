@@ -192,12 +192,17 @@ int aw_matrix_hash(const struct aw_matrix *m, const struct aw_profile *p, char *
 
 /* ---- measurement engine (measure.c) ---- */
 
+/* Reference batches beside each cell (see aw_measure()): their median is precise to a fraction
+ * of a percent on a steady host, at about 32 x batch_min_ns per cell. */
+#define AW_REFERENCE_SAMPLES 32
+
 struct aw_measure_params {
 	uint32_t samples;
 	uint64_t batch_min_ns;
 	uint32_t batch_min_ticks;
 	uint64_t warmup_ns;
 	const struct aw_timer *timer;
+	uint32_t reference_samples; /* reference batches per cell; 0: no reference */
 };
 
 /* What the counter must hold after a cell. */
@@ -225,7 +230,11 @@ struct aw_job {
 /* Measures one cell in a thread pinned to job->cpu (a contender, when set, pinned to
  * job->contender_cpu and running before timing starts): warm-up, batch calibration, then
  * p->samples pairs of (empty loop, timed loop); fills cell's n, batch, statistics (net ns per op
- * after subtracting the empty loop's median), baseline_ns, below_resolution and status. Returns
+ * after subtracting the empty loop's median), baseline_ns, below_resolution and status. With
+ * p->reference_samples, the reference kernel (kernels.h) is calibrated the same way after the
+ * cell's calibration and timed that many times, spread evenly between the cell's samples, in
+ * the same thread, with the contender running; cell->reference_ns gets the median ns per step
+ * (NAN when the cell was not timed). Returns
  * 0, with cell->status failed and a reason when the cell could not be measured right (pinning
  * refused, contender not starting, wrong count), or a negative errno when memory or threads
  * are exhausted. */

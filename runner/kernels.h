@@ -93,6 +93,25 @@ uint64_t aw_call_op_empty(const struct aw_loop *l);
 uint64_t aw_call_reader_timed(const struct aw_loop *l);
 uint64_t aw_call_reader_empty(const struct aw_loop *l);
 
+/* The reference kernel: a chain of dependent 64-bit multiplies, x = x * AW_REFERENCE_MUL, that
+ * no CPU can shorten (each multiply waits for the previous one) and that touches no memory, so
+ * its time per step follows only the core's clock and how much of the core the run gets. It is
+ * independent of every op and subject under test: measured beside each cell, it tells how fast
+ * the machine was at that moment. Changing what a step is means a new name. */
+#define AW_REFERENCE_KERNEL "mulchain-v1"
+#define AW_REFERENCE_MUL    UINT64_C(0x9e3779b97f4a7c15) /* odd: an odd x never becomes 0 */
+#define AW_REFERENCE_SEED   UINT64_C(0x2545f4914f6cdd1d)
+
+/* A timed batch of l->iters steps (a multiple of AW_UNROLL) on l->slot->value, which holds the
+ * chain's value before and after; returns the elapsed timer ticks. l->duty and l->call are
+ * ignored. aw_reference_timed() is the architecture's asm (the C one where there is none);
+ * aw_reference_portable() the plain C loop every build carries. */
+uint64_t aw_reference_timed(const struct aw_loop *l);
+uint64_t aw_reference_portable(const struct aw_loop *l);
+
+/* The plain-C twin: x after `steps` steps. */
+uint64_t aw_reference_twin(uint64_t x, uint64_t steps);
+
 /* The architecture this build measures: "x86_64", "aarch64" or another uname machine. */
 const char *aw_build_arch(void);
 

@@ -260,6 +260,13 @@ const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n)
 	return readers;
 }
 
+/* ---- the reference kernel ---- */
+
+/* mul x, x, k: one multiply on the chain (plain armv8-a; neither flags nor memory). */
+#define REFERENCE_STEP(x, k) __asm__ __volatile__("mul %0, %0, %1" : "+r"(x) : "r"(k))
+
+AW_DEFINE_REFERENCE(aw_reference_timed, REFERENCE_STEP)
+
 const char *aw_build_arch(void)
 {
 	return "aarch64";

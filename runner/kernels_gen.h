@@ -145,6 +145,32 @@ _Static_assert(__builtin_offsetof(struct aw_slot, unlocks) == 2 * sizeof(uint64_
 		AW_BARRIER();                                                   \
 	} while (0)
 
+/* A timed batch of the reference kernel (kernels.h) with STEP(x, k) as one dependent multiply;
+ * the chain's value lives in a register between the two timer reads. */
+#define AW_DEFINE_REFERENCE(fname, STEP)                           \
+	uint64_t fname(const struct aw_loop *l)                    \
+	{                                                          \
+		uint64_t x = l->slot->value, k = AW_REFERENCE_MUL; \
+		uint64_t n = l->iters / AW_UNROLL, t0, t1;         \
+                                                                   \
+		t0 = aw_timer_read();                              \
+		for (; n; n--) {                                   \
+			AW_REP16(STEP(x, k);)                      \
+		}                                                  \
+		t1 = aw_timer_read();                              \
+		l->slot->value = x;                                \
+		return t1 - t0;                                    \
+	}
+
+/* The reference step in C. The empty asm makes x opaque after each multiply, so the compiler
+ * can neither fold the sixteen multiplies of an iteration into one by k^16 nor drop the chain;
+ * it emits no instruction. */
+#define AW_REFERENCE_C_STEP(x, k)                   \
+	do {                                        \
+		(x) *= (k);                         \
+		__asm__ __volatile__("" : "+r"(x)); \
+	} while (0)
+
 /* The shared baseline loop (kernels_table.c). */
 uint64_t aw_empty_loop(const struct aw_loop *l);
 

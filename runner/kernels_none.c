@@ -31,6 +31,12 @@ const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n)
 	return readers;
 }
 
+/* No asm here: the reference kernel is the C loop. */
+uint64_t aw_reference_timed(const struct aw_loop *l)
+{
+	return aw_reference_portable(l);
+}
+
 const char *aw_build_arch(void)
 {
 	static struct utsname u;

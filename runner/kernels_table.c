@@ -12,6 +12,15 @@ uint64_t aw_empty_loop(const struct aw_loop *l)
 	return empty_loop(l);
 }
 
+AW_DEFINE_REFERENCE(aw_reference_portable, AW_REFERENCE_C_STEP)
+
+uint64_t aw_reference_twin(uint64_t x, uint64_t steps)
+{
+	for (; steps; steps--)
+		x *= AW_REFERENCE_MUL;
+	return x;
+}
+
 #define MAX_KERNELS 64
 
 const struct aw_kernel *aw_kernels(unsigned *n)

@@ -83,6 +83,14 @@ const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n)
 	return readers;
 }
 
+/* ---- the reference kernel ---- */
+
+/* imul r64, r64: one multiply on the chain (3 cycles of latency on every recent x86-64 core).
+ * It writes the flags and touches no memory. */
+#define REFERENCE_STEP(x, k) __asm__ __volatile__("imulq %1, %0" : "+r"(x) : "r"(k) : "cc")
+
+AW_DEFINE_REFERENCE(aw_reference_timed, REFERENCE_STEP)
+
 const char *aw_build_arch(void)
 {
 	return "x86_64";

@@ -59,16 +59,17 @@ static int pinned_thread(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
 	return -rc;
 }
 
-/* Doubles (or more) the batch until one batch lasts batch_min_ns and batch_min_ticks. */
-static uint64_t calibrate(const struct aw_job *job, const struct aw_measure_params *p,
-                          struct aw_loop *l, uint64_t *ops)
+/* Doubles (or more) the batch of `timed` until one batch lasts batch_min_ns and
+ * batch_min_ticks; adds the steps it ran to *ops. */
+static uint64_t calibrate(aw_loop_fn timed, const struct aw_measure_params *p, struct aw_loop *l,
+                          uint64_t *ops)
 {
 	double tick_ns = p->timer->ns_per_tick;
 	double need_ns = fmax((double)p->batch_min_ns, (double)p->batch_min_ticks * tick_ns);
 
 	l->iters = START_ITERS;
 	for (;;) {
-		uint64_t ticks = job->timed(l);
+		uint64_t ticks = timed(l);
 		double ns = (double)ticks * tick_ns, grow;
 
 		*ops += l->iters;
@@ -180,6 +181,24 @@ out:
 	return rc;
 }
 
+/* The median ns per step of the reference batches. */
+static int reference_summary(struct cell_ctx *x, const uint64_t *ticks, uint32_t n, uint64_t iters)
+{
+	double *ns = malloc(n * sizeof(*ns));
+	struct aw_summary s;
+
+	if (!ns)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		ns[i] = (double)ticks[i] * x->p->timer->ns_per_tick / (double)iters;
+	aw_summarize(ns, n, &s);
+	/* 0 would mean batches shorter than a timer tick: no measurement, not an infinitely fast
+	 * machine */
+	x->cell->reference_ns = s.p50 > 0 ? s.p50 : NAN;
+	free(ns);
+	return 0;
+}
+
 static void *cell_main(void *arg)
 {
 	struct cell_ctx *x = arg;
@@ -187,7 +206,10 @@ static void *cell_main(void *arg)
 	const struct aw_measure_params *p = x->p;
 	struct contender con = {.job = job};
 	struct aw_loop l = {.call = job->call, .duty = job->duty};
-	uint64_t *timed = NULL, *empty = NULL, ops = 0, t_end;
+	struct aw_slot ref_slot = {.value = AW_REFERENCE_SEED};
+	struct aw_loop rl = {.slot = &ref_slot};
+	uint64_t *timed = NULL, *empty = NULL, *ref = NULL, ops = 0, ref_steps = 0, t_end;
+	uint32_t n_ref = p->reference_samples, r = 0;
 	pthread_t ct;
 	int rc, con_started = 0;
 
@@ -198,7 +220,9 @@ static void *cell_main(void *arg)
 	l.slot = aligned_alloc(128, sizeof(*l.slot));
 	timed = calloc(p->samples, sizeof(*timed));
 	empty = calloc(p->samples, sizeof(*empty));
-	if (!l.slot || !timed || !empty) {
+	if (n_ref)
+		ref = calloc(n_ref, sizeof(*ref));
+	if (!l.slot || !timed || !empty || (n_ref && !ref)) {
 		x->rc = -ENOMEM;
 		goto out;
 	}
@@ -231,12 +255,27 @@ static void *cell_main(void *arg)
 		job->timed(&l);
 		ops += l.iters;
 	} while (aw_monotonic_ns() < t_end);
-	calibrate(job, p, &l, &ops);
+	calibrate(job->timed, p, &l, &ops);
+	if (n_ref) {
+		/* one untimed batch first: a first run's cost (page faults, an emulator translating
+		 * the code) would otherwise end the calibration on a batch far too short */
+		rl.iters = START_ITERS;
+		aw_reference_timed(&rl);
+		calibrate(aw_reference_timed, p, &rl, &ref_steps);
+	}
+	/* Reference batch r goes before sample floor((2r + 1) * samples / (2 n_ref)), the middle
+	 * of its share of the samples; with fewer samples than reference batches the rest follow
+	 * the last sample. */
 	for (uint32_t i = 0; i < p->samples; i++) {
+		while (r < n_ref && (uint64_t)(2 * r + 1) * p->samples <=
+		                        (uint64_t)2 * i * n_ref + 2 * n_ref - 1)
+			ref[r++] = aw_reference_timed(&rl);
 		empty[i] = job->empty(&l);
 		timed[i] = job->timed(&l);
 		ops += l.iters;
 	}
+	while (r < n_ref)
+		ref[r++] = aw_reference_timed(&rl);
 	if (con_started) {
 		__atomic_store_n(&con.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(ct, NULL);
@@ -245,6 +284,8 @@ static void *cell_main(void *arg)
 	check_count(x, l.slot, ops, job->contend ? con.done : 0);
 	if (!x->reason[0])
 		x->rc = summarize(x, timed, empty, l.iters);
+	if (!x->rc && n_ref)
+		x->rc = reference_summary(x, ref, n_ref, rl.iters);
 out:
 	if (con_started) {
 		__atomic_store_n(&con.stop, 1, __ATOMIC_RELEASE);
@@ -255,6 +296,7 @@ out:
 	free(l.slot);
 	free(timed);
 	free(empty);
+	free(ref);
 	return NULL;
 }
 

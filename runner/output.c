@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "aw/buf.h"
+#include "aw/stats.h"
 #include "internal.h"
 
 /* The key without its "cpu=N" part: the table's row label under a per-CPU heading. */
@@ -46,6 +47,31 @@ static void num(struct aw_buf *b, double v, int *rc)
 {
 	if (!*rc)
 		*rc = isnan(v) ? aw_buf_printf(b, " %9s", "-") : aw_buf_printf(b, " %9.3f", v);
+}
+
+/* One line on the reference kernel: how fast the machine was beside the cells, and how much
+ * that moved during the run. */
+static int reference_line(const struct aw_result *r, struct aw_buf *out)
+{
+	double *v = malloc((r->n_cells ? r->n_cells : 1) * sizeof(*v));
+	size_t n = 0;
+	int rc = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (isfinite(r->cells[i].reference_ns))
+			v[n++] = r->cells[i].reference_ns;
+	if (n) {
+		aw_sort_doubles(v, n);
+		rc = aw_buf_printf(out,
+		                   "\nreference %s beside %zu cells: %.4f ns per step (median; "
+		                   "min %.4f, max %.4f)\n",
+		                   r->reference_kernel, n, aw_quantile_sorted(v, n, 0.5), v[0],
+		                   v[n - 1]);
+	}
+	free(v);
+	return rc;
 }
 
 int aw_output_table(const struct aw_result *r, struct aw_buf *out)
@@ -123,6 +149,8 @@ int aw_output_table(const struct aw_result *r, struct aw_buf *out)
 	if (!rc && below)
 		rc = aw_buf_puts(out, "\n* below resolution: cannot be told apart from the empty "
 		                      "loop; reported as 0\n");
+	if (!rc && r->reference_kernel)
+		rc = reference_line(r, out);
 	free(order);
 	return rc;
 }

@@ -48,6 +48,7 @@ static void usage(FILE *f)
 	    "  --commit SHA       commit measured (default: none)\n"
 	    "  --ref REF          ref measured (default: local)\n"
 	    "  --clock            time with CLOCK_MONOTONIC_RAW instead of the cycle counter\n"
+	    "  --no-reference     do not measure the reference kernel beside each cell\n"
 	    "  --quiet            no progress on stderr\n"
 	    "  --help             this text\n"
 	    "  --version          the version\n\n"
@@ -113,6 +114,7 @@ int main(int argc, char **argv)
 		O_COMMIT,
 		O_REF,
 		O_CLOCK,
+		O_NO_REFERENCE,
 		O_QUIET,
 		O_HELP,
 		O_VERSION
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
 	    {"commit", required_argument, NULL, O_COMMIT},
 	    {"ref", required_argument, NULL, O_REF},
 	    {"clock", no_argument, NULL, O_CLOCK},
+	    {"no-reference", no_argument, NULL, O_NO_REFERENCE},
 	    {"quiet", no_argument, NULL, O_QUIET},
 	    {"help", no_argument, NULL, O_HELP},
 	    {"version", no_argument, NULL, O_VERSION},
@@ -222,6 +225,9 @@ int main(int argc, char **argv)
 			break;
 		case O_CLOCK:
 			opts.force_clock = true;
+			break;
+		case O_NO_REFERENCE:
+			opts.no_reference = true;
 			break;
 		case O_QUIET:
 			quiet = 1;

@@ -102,6 +102,7 @@ struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 	r->params.batch_min_ticks = r->profile.batch_min_ticks;
 	r->params.warmup_ns = r->profile.warmup_ns;
 	r->params.timer = &r->timer;
+	r->params.reference_samples = opts->no_reference ? 0 : AW_REFERENCE_SAMPLES;
 	r->progress = opts->progress;
 	r->progress_arg = opts->progress_arg;
 	r->stop = opts->stop;
@@ -189,7 +190,9 @@ struct aw_result *aw_runner_run(struct aw_runner *r, char **err)
 	res->host = json_incref(r->host);
 	if (aw_set_str(&res->matrix_name, r->matrix.name) ||
 	    aw_set_str(&res->matrix_hash, r->matrix_hash) ||
-	    aw_set_str(&res->matrix_profile, r->profile.name)) {
+	    aw_set_str(&res->matrix_profile, r->profile.name) ||
+	    aw_set_str(&res->reference_kernel,
+	               r->params.reference_samples ? AW_REFERENCE_KERNEL : NULL)) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """atomwatch-run end to end: the quick profile's JSON validates against docs/result-schema.json
-and holds every op of this architecture; table and CSV forms; --list; every bad input exits 2
+and holds every op of this architecture and the reference kernel beside every measured cell
+(none with --no-reference); table and CSV forms; --list; every bad input exits 2
 with a one-line error and writes nothing; SIGTERM stops between cells without output. Under
 qemu without LSE the LSE cells are skipped with the reason and nothing crashes."""
 import argparse
@@ -117,6 +118,16 @@ class QuickProfile(unittest.TestCase):
         atomic = "lock_xadd" if ARGS.arch == "x86_64" else "llsc"
         self.assertGreater(cells["op=%s cpu=%d" % (atomic, cpu)]["p50"], 0)
 
+    def test_reference_beside_every_cell(self):
+        ref = self.doc["reference"]
+        self.assertEqual((ref["kernel"], ref["unit"]), ("mulchain-v1", "ns"))
+        self.assertEqual(len(ref["values"]), len(self.doc["cells"]))
+        for c, v in zip(self.doc["cells"], ref["values"]):
+            if c["status"] == "ok":
+                self.assertGreater(v, 0, c["key"])
+            else:
+                self.assertIsNone(v, c["key"])
+
     def test_progress_lines_when_not_a_tty(self):
         self.assertIn("measuring ops", self.stderr)
 
@@ -128,6 +139,7 @@ class Formats(unittest.TestCase):
         self.assertIn("CPU: ", p.stdout)
         self.assertIn("Latency Percentiles", p.stdout)
         self.assertIn("op=c11_relaxed", p.stdout)
+        self.assertIn("reference mulchain-v1 beside ", p.stdout)
         self.assertEqual(p.stderr, "")
         p = run("--profile", "quick", "--ops", "c11_relaxed", "--samples", "20", "--quiet",
                 "--format", "csv")
@@ -137,6 +149,18 @@ class Formats(unittest.TestCase):
         self.assertIn("op=c11_relaxed cpu=0", [r["key"] for r in rows])
         for r in rows:
             self.assertIn(r["status"], ("ok", "skipped"))
+
+    def test_no_reference(self):
+        args = ("--profile", "quick", "--ops", "c11_relaxed", "--samples", "20", "--quiet",
+                "--format", "json")
+        p = run(*args, "--no-reference")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertNotIn("reference", doc)
+        self.assertTrue(doc["cells"])
+        p = run(*args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)["reference"]["values"]), len(doc["cells"]))
 
     def test_list(self):
         p = run("--list", "--profile", "default")
@@ -152,6 +176,7 @@ class Formats(unittest.TestCase):
         p = run("--help")
         self.assertEqual(p.returncode, 0)
         self.assertIn("--profile", p.stdout)
+        self.assertIn("--no-reference", p.stdout)
         p = run("--version")
         self.assertEqual(p.returncode, 0)
         self.assertRegex(p.stdout, r"^atomwatch-run \d+\.\d+\.\d+")

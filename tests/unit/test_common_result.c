@@ -1,5 +1,6 @@
 /* The result document: JSON round trip of the model, canonical keys, and every validation rule
  * with the field it names. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -69,6 +70,11 @@ static struct aw_result *sample_result(void)
 	c->p50 = 0;
 	c->below_resolution = true;
 	assert_int_equal(aw_cell_make_key(c), 0);
+
+	/* the reference kernel beside the two measured cells; none beside the skipped one */
+	assert_int_equal(aw_set_str(&r->reference_kernel, "mulchain-v1"), 0);
+	r->cells[0].reference_ns = 0.875;
+	r->cells[2].reference_ns = 0.90625;
 	return r;
 }
 
@@ -125,6 +131,10 @@ static void test_round_trip(void **state)
 	assert_int_equal(back->cells[2].contender_cpu, 1);
 	assert_true(back->cells[2].below_resolution);
 	assert_int_equal(back->trigger, AW_TRIGGER_CI);
+	assert_string_equal(back->reference_kernel, "mulchain-v1");
+	assert_true(back->cells[0].reference_ns == 0.875);
+	assert_true(isnan(back->cells[1].reference_ns));
+	assert_true(back->cells[2].reference_ns == 0.90625);
 	/* the text form parses back to the same document too */
 	{
 		char *text = json_dumps(j1, JSON_COMPACT);
@@ -229,6 +239,108 @@ static void test_rejections(void **state)
 	expect_reject("cells[1].reason", NULL, "required", "cells[1].reason");
 	expect_reject("cells[2].placement", "\"middle\"", "invalid", "cells[2].placement");
 	expect_reject("meta", "[]", "type", "meta");
+	expect_reject("reference", "[]", "type", "reference");
+	expect_reject("reference.kernel", NULL, "required", "reference.kernel");
+	expect_reject("reference.kernel", "\"mul chain\"", "invalid", "reference.kernel");
+	expect_reject("reference.unit", "\"cycles\"", "invalid", "reference.unit");
+	expect_reject("reference.unit", NULL, "required", "reference.unit");
+	expect_reject("reference.colour", "1", "unknown_field", "reference.colour");
+	expect_reject("reference.values", NULL, "required", "reference.values");
+	expect_reject("reference.values", "{}", "type", "reference.values");
+	expect_reject("reference.values", "[1, 2]", "length", "reference.values");
+	expect_reject("reference.values", "[1, 2, 3, 4]", "length", "reference.values");
+	expect_reject("reference.values", "[]", "length", "reference.values");
+	expect_reject("reference.values", "[1, null, -0.5]", "range", "reference.values[2]");
+	expect_reject("reference.values", "[0, null, 1]", "range", "reference.values[0]");
+	expect_reject("reference.values", "[1, \"fast\", 1]", "type", "reference.values[1]");
+	expect_reject("reference.values", "[1, 1, true]", "type", "reference.values[2]");
+}
+
+/* The reference series: documents without it (every one before it existed) stay valid and
+ * gain none; its JSON form is one value per cell, null where none was measured, and the
+ * model's non-finite values never reach the JSON as numbers. */
+static void test_reference(void **state)
+{
+	struct aw_result *r = sample_result(), *back;
+	json_t *doc, *values;
+	struct aw_verr e;
+
+	(void)state;
+	doc = aw_result_to_json(r);
+	assert_non_null(doc);
+	values = json_object_get(json_object_get(doc, "reference"), "values");
+	assert_int_equal(json_array_size(values), 3);
+	assert_true(json_real_value(json_array_get(values, 0)) == 0.875);
+	assert_true(json_is_null(json_array_get(values, 1)));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(doc, "reference"), "unit")), "ns");
+
+	json_object_del(doc, "reference");
+	back = aw_result_from_json(doc, NULL, &e);
+	if (!back)
+		fail_msg("%s: %s: %s", e.code, e.field, e.message);
+	assert_null(back->reference_kernel);
+	for (size_t i = 0; i < back->n_cells; i++)
+		assert_true(isnan(back->cells[i].reference_ns));
+	json_decref(doc);
+	doc = aw_result_to_json(back);
+	assert_null(json_object_get(doc, "reference"));
+	json_decref(doc);
+	aw_result_free(&back);
+
+	/* "reference": null is the same as none */
+	doc = aw_result_to_json(r);
+	json_object_set_new(doc, "reference", json_null());
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_null(back->reference_kernel);
+	aw_result_free(&back);
+	json_decref(doc);
+
+	/* what a store does: keep the object beside the cells, put it back on a rebuilt run */
+	{
+		json_t *ref = aw_result_reference_to_json(r), *bad;
+		struct aw_result *plain;
+
+		assert_non_null(ref);
+		doc = aw_result_to_json(r);
+		json_object_del(doc, "reference");
+		plain = aw_result_from_json(doc, NULL, &e);
+		assert_non_null(plain);
+		assert_null(aw_result_reference_to_json(plain));
+		assert_int_equal(aw_result_reference_from_json(plain, ref, &e), 0);
+		assert_string_equal(plain->reference_kernel, "mulchain-v1");
+		assert_true(plain->cells[2].reference_ns == 0.90625);
+		json_decref(doc);
+		doc = aw_result_to_json(plain);
+		values = aw_result_to_json(r);
+		assert_true(json_equal(doc, values));
+		json_decref(values);
+		json_decref(doc);
+		bad = json_deep_copy(ref);
+		json_array_remove(json_object_get(bad, "values"), 0);
+		assert_int_equal(aw_result_reference_from_json(plain, bad, &e), -EINVAL);
+		assert_string_equal(e.field, "reference.values");
+		assert_string_equal(e.code, "length");
+		assert_null(plain->reference_kernel);
+		assert_true(isnan(plain->cells[0].reference_ns));
+		json_decref(bad);
+		json_decref(ref);
+		aw_result_free(&plain);
+	}
+
+	r->cells[0].reference_ns = INFINITY;
+	r->cells[2].reference_ns = NAN;
+	doc = aw_result_to_json(r);
+	values = json_object_get(json_object_get(doc, "reference"), "values");
+	for (size_t i = 0; i < 3; i++)
+		assert_true(json_is_null(json_array_get(values, i)));
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_true(isnan(back->cells[0].reference_ns));
+	aw_result_free(&back);
+	json_decref(doc);
+	aw_result_free(&r);
 }
 
 static void test_limits(void **state)
@@ -264,10 +376,9 @@ static void test_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_keys),
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_rejections),
-	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_keys),       cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_rejections), cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* Each kernel against its plain-C twin: after N ops (untimed, in the timed loop, with duty, and
  * from a contender thread) the counter holds exactly what the twin computes. Built twice, with
  * the kernels at -O0 and at -O2. On aarch64 without LSE the LSE kernels must not be called:
- * they are counted as skipped, and AW_EXPECT_LSE=0/1 pins what the CPU must report. */
+ * they are counted as skipped, and AW_EXPECT_LSE=0/1 pins what the CPU must report. The
+ * reference kernel's chain, asm and C, against its twin. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -217,12 +218,43 @@ static void test_call_loops(void **state)
 	free(s);
 }
 
+/* The reference kernel, asm and C, computes exactly the twin's chain, batch after batch (the
+ * value carries over), and never degenerates to a constant. */
+static void test_reference_matches_twin(void **state)
+{
+	aw_loop_fn loops[] = {aw_reference_timed, aw_reference_portable};
+	const char *names[] = {"aw_reference_timed", "aw_reference_portable"};
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		struct aw_slot *s = new_slot();
+		struct aw_loop l = {.slot = s, .iters = 64 * AW_UNROLL, .duty = 7};
+		uint64_t want = aw_reference_twin(AW_REFERENCE_SEED, 64 * AW_UNROLL);
+
+		s->value = AW_REFERENCE_SEED;
+		loops[i](&l);
+		if (s->value != want)
+			fail_msg("%s: chain gives %#llx, twin %#llx", names[i],
+			         (unsigned long long)s->value, (unsigned long long)want);
+		l.iters = 3 * AW_UNROLL;
+		loops[i](&l);
+		assert_int_equal(s->value, aw_reference_twin(want, 3 * AW_UNROLL));
+		assert_true(s->value & 1);
+		assert_int_equal(s->pair_hi, 0);
+		assert_int_equal(s->unlocks, 0);
+		free(s);
+	}
+	assert_int_equal(aw_reference_twin(AW_REFERENCE_SEED, 0), AW_REFERENCE_SEED);
+	assert_int_equal(aw_reference_twin(1, 2), AW_REFERENCE_MUL * AW_REFERENCE_MUL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lse_expectation),   cmocka_unit_test(test_ops_match_twins),
-	    cmocka_unit_test(test_timed_loops_count), cmocka_unit_test(test_contenders_count),
-	    cmocka_unit_test(test_readers_count),     cmocka_unit_test(test_call_loops),
+	    cmocka_unit_test(test_lse_expectation),        cmocka_unit_test(test_ops_match_twins),
+	    cmocka_unit_test(test_timed_loops_count),      cmocka_unit_test(test_contenders_count),
+	    cmocka_unit_test(test_readers_count),          cmocka_unit_test(test_call_loops),
+	    cmocka_unit_test(test_reference_matches_twin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,10 @@ struct aw_cell {
 	uint64_t batch;    /* ops per sample; 0 when unknown */
 	double min, p50, p95, p99, max, mean, stddev, ci_lo, ci_hi;
 	double baseline_ns; /* the empty loop's ns per op that was subtracted */
+	/* the run's reference kernel measured beside this cell (ns per step, see
+	 * aw_result.reference_kernel); NAN when none was. Not part of the cell's JSON: it travels
+	 * as the run-level "reference" series. */
+	double reference_ns;
 	bool below_resolution;
 	enum aw_cell_status status;
 	char *reason; /* why skipped or failed; NULL when ok */
@@ -64,6 +68,10 @@ struct aw_result {
 	char *matrix_hash;
 	char *matrix_profile; /* optional */
 	json_t *meta; /* optional free-form object (owned), e.g. what changed, importer notes */
+	/* The reference kernel measured beside the cells (e.g. "mulchain-v1"); NULL: the run has
+	 * no reference series. When set, the document carries "reference": {kernel, unit,
+	 * values} with one value per cell, each cell's reference_ns (null where NAN). */
+	char *reference_kernel;
 	struct aw_cell *cells;
 	size_t n_cells, cap_cells;
 };
@@ -94,9 +102,9 @@ struct aw_result *aw_result_new(void);
 /* Frees the result and everything it owns; sets *r to NULL. */
 void aw_result_free(struct aw_result **r);
 
-/* Appends a cell with every statistic NAN, cpu/contender_cpu/c AW_NONE, d 0, status ok. The
- * cell is owned by the result; the pointer is valid until the next add. NULL on allocation
- * failure. */
+/* Appends a cell with every statistic (reference_ns too) NAN, cpu/contender_cpu/c AW_NONE, d 0,
+ * status ok. The cell is owned by the result; the pointer is valid until the next add. NULL on
+ * allocation failure. */
 struct aw_cell *aw_result_add_cell(struct aw_result *r);
 
 /* Frees the strings a cell owns and zeroes it. */
@@ -123,10 +131,22 @@ json_t *aw_result_to_json(const struct aw_result *r);
 json_t *aw_cell_to_json(const struct aw_cell *c);
 
 /* Validates `doc` against every rule of the schema (types, required fields, finite
- * non-negative times, min <= p50 <= p95 <= p99 <= max, names, commit ids, limits) and builds
+ * non-negative times, min <= p50 <= p95 <= p99 <= max, names, commit ids, limits, a reference
+ * series of one finite positive value or null per cell) and builds
  * the model. Returns a new result (caller frees) or NULL with *e naming the first problem;
  * an allocation failure is reported as code "internal". */
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
                                       struct aw_verr *e);
+
+/* The run-level "reference" object of r ({kernel, unit, values}, one value per cell), or NULL
+ * when r has no reference series or on allocation failure. Caller owns the reference. For
+ * stores that keep the series beside the cells and rebuild the document later. */
+json_t *aw_result_reference_to_json(const struct aw_result *r);
+
+/* Validates `ref`, a "reference" object as in a document, against r's cells (which must be in
+ * place, in document order) and sets r->reference_kernel and each cell's reference_ns.
+ * Returns 0, or -EINVAL with *e naming the problem ("reference.values" for a series of the
+ * wrong length); on failure r is left without a reference series. */
+int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct aw_verr *e);
 
 #endif

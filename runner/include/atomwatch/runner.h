@@ -25,6 +25,7 @@ struct aw_runner_opts {
 	const json_t *labels;    /* host labels (object of strings) or NULL */
 	const char *sysroot;     /* NULL: "/" (tests point it at fixture trees) */
 	bool force_clock;        /* time with CLOCK_MONOTONIC_RAW, not the cycle counter */
+	bool no_reference;       /* measure no reference kernel beside the cells (benchmarks) */
 	aw_progress_fn progress;
 	void *progress_arg;
 	volatile int *stop; /* when non-zero, aw_runner_run() stops between cells */
@@ -57,9 +58,11 @@ void aw_runner_matrix(const struct aw_runner *r, const char **name, int64_t *ver
                       const char **profile, const char **hash);
 
 /* Measures every planned cell and returns a result whose project/commit/ref are unset (the
- * caller fills them). Returns NULL with *err on failure, or with -EINTR semantics when *stop was
- * raised (then *err says "interrupted"). Never SIGILLs: LSE cells on CPUs without LSE are
- * skipped at plan time. */
+ * caller fills them). Unless opts.no_reference, the reference kernel is measured beside every
+ * cell (result->reference_kernel names it, each cell's reference_ns holds it), and beside each
+ * aw_runner_measure_call() cell too. Returns NULL with *err on failure, or with -EINTR semantics
+ * when *stop was raised (then *err says "interrupted"). Never SIGILLs: LSE cells on CPUs without
+ * LSE are skipped at plan time. */
 struct aw_result *aw_runner_run(struct aw_runner *r, char **err);
 
 /* An extra cell timed through function pointers (subject libraries): `op` is called `iters`
