@@ -160,8 +160,8 @@ static const struct stmt_def defs[S_N] = {
                    "INSERT INTO runs (run_id, project_id, host_id, fingerprint_id, commit_id, ref, "
                    "commit_time, trigger, started_at, started_us, finished_at, matrix_name, "
                    "matrix_version, matrix_hash, matrix_profile, meta, n_cells, content_hash, "
-                   "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                   "?13, ?14, ?15, ?16, ?17, ?18, ?19) RETURNING seq"},
+                   "received_at, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                   "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) RETURNING seq"},
     /* New cells are sorted, so that concurrent transactions lock them in the same order; the
      * update of a cell stored meanwhile is what makes RETURNING give its id too. Each of the
      * N_CHUNKS statements of either kind is this text with its number of rows. */
@@ -178,7 +178,7 @@ static const struct stmt_def defs[S_N] = {
     [S_RUN_GET] = {"read a run",
                    "SELECT r.seq, r.run_id, p.name, c.sha, r.ref, r.commit_time, r.trigger, "
                    "r.started_at, r.finished_at, r.matrix_name, r.matrix_version, "
-                   "r.matrix_hash, r.matrix_profile, r.meta, f.doc" RUN_FROM
+                   "r.matrix_hash, r.matrix_profile, r.meta, f.doc, r.reference" RUN_FROM
                    " WHERE r.run_id = ?1"},
     [S_RUN_CELLS] = {"read a run's cells",
                      "SELECT " CELL_COLS " FROM measurements m JOIN cells k ON k.id = m.cell_id "
@@ -824,7 +824,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	const char *platform = json_string_value(json_object_get(r->host, "platform_hash"));
 	int64_t project, host_id, fp, commit_id = AW_NONE, started_us = 0, ct_us = AW_NONE;
 	struct store_stmt *s;
-	char *meta = NULL;
+	char *meta = NULL, *reference = NULL;
 	int rc;
 
 	rc = get(c, S_RUN_FIND, &s);
@@ -913,9 +913,21 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		if (!meta)
 			return -ENOMEM;
 	}
+	if (r->reference_kernel) {
+		/* the reference series as the document had it; rebuilt over the cells on read */
+		json_t *ref = aw_result_reference_to_json(r);
+
+		reference = ref ? json_dumps(ref, JSON_COMPACT) : NULL;
+		json_decref(ref);
+		if (!reference) {
+			free(meta);
+			return -ENOMEM;
+		}
+	}
 	rc = get(c, S_RUN_ADD, &s);
 	if (rc) {
 		free(meta);
+		free(reference);
 		return rc;
 	}
 	b_text(s, 1, r->run_id);
@@ -937,8 +949,10 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	b_i64(s, 17, (int64_t)r->n_cells);
 	b_text(s, 18, it->content_hash);
 	b_text(s, 19, it->received_at);
+	b_text(s, 20, reference);
 	rc = run_id(s, &it->seq);
 	free(meta);
+	free(reference);
 	if (rc)
 		return rc;
 	rc = put_cells(c, r, it->seq);
@@ -1225,11 +1239,30 @@ static int fill_header(struct store_stmt *s, struct aw_result *r)
 	return r->host ? 0 : -EIO;
 }
 
+/* The stored reference series (column 15 of S_RUN_GET, text kept) over r's cells, once they are
+ * in place. Returns 0, or -ENOMEM/-EIO (a stored series that does not fit its cells). */
+static int fill_reference(const char *text, struct aw_result *r)
+{
+	struct aw_verr e;
+	json_t *ref;
+	int rc;
+
+	if (!text)
+		return 0;
+	ref = json_loads(text, 0, NULL);
+	if (!ref)
+		return -EIO;
+	rc = aw_result_reference_from_json(r, ref, &e) ? -EIO : 0;
+	json_decref(ref);
+	return rc;
+}
+
 int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **out)
 {
 	struct cell_rows cr = {NULL, NULL, NULL};
 	struct aw_result *r = NULL;
 	struct store_stmt *s;
+	char *reference = NULL;
 	int64_t seq = 0;
 	int rc;
 
@@ -1247,6 +1280,8 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 		seq = c_i64(s, 0);
 		r = aw_result_new();
 		rc = r ? fill_header(s, r) : -ENOMEM;
+		if (!rc && c_text(s, 15) && !(reference = strdup(c_text(s, 15))))
+			rc = -ENOMEM;
 	} else if (rc == STORE_DONE) {
 		rc = -ENOENT;
 	}
@@ -1258,12 +1293,15 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 		b_i64(s, 1, seq);
 		rc = each_row(s, cell_row, &cr);
 	}
+	if (!rc)
+		rc = fill_reference(reference, r);
 	if (!rc) {
 		*out = r;
 		r = NULL;
 	}
 	commit(c); /* ends the read */
 	aw_result_free(&r);
+	free(reference);
 	return rc;
 }
 

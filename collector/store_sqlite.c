@@ -203,6 +203,8 @@ static const char *const migrations[] = {
     " hash TEXT NOT NULL,"
     " updated_at TEXT NOT NULL,"
     " data BLOB NOT NULL);",
+    /* 4: the run's reference series (a document's "reference" object; NULL: none) */
+    "ALTER TABLE runs ADD COLUMN reference TEXT;",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

@@ -1332,7 +1332,7 @@ static void test_migrate_release(void **state)
 	assert_int_equal(store_migrate(c, &from, &to, &err), 0);
 	assert_null(err);
 	assert_int_equal(from, 2);
-	assert_int_equal(to, 3);
+	assert_int_equal(to, store_schema_version()); /* 3 and every later one */
 
 	/* Every run rebuilt as that release served it, under the same seq. */
 	json_object_foreach (json_object_get(facts, "runs"), run_id, doc) {
@@ -1448,7 +1448,7 @@ static void test_migrate_release(void **state)
 		aw_result_free(&n);
 	}
 	assert_int_equal(store_migrate(c, &from, &to, &err), 0);
-	assert_int_equal(from, 3);
+	assert_int_equal(from, store_schema_version());
 	json_decref(facts);
 	store_disconnect(&c);
 	store_close(&s);
