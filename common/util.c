@@ -21,6 +21,9 @@ void aw_freep(void *pp)
 	*p = NULL;
 }
 
+/* format(printf, 1, 0): fmt is checked at the callers, which take the variadic arguments. */
+static char *vasprintf_alloc(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 static char *vasprintf_alloc(const char *fmt, va_list ap)
 {
 	va_list copy;

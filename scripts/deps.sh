@@ -11,7 +11,7 @@ build_pkgs="build-essential cmake pkg-config git ca-certificates
 	libsqlite3-dev libpq-dev libcmocka-dev liburcu-dev gnuplot-nox curl"
 test_pkgs="$build_pkgs g++ python3 python3-jsonschema python3-yaml postgresql chromium chromium-driver
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libbenchmark-dev openssl
-	clang-format podman runc debootstrap"
+	clang clang-format podman runc debootstrap"
 arm64_pkgs="libjansson-dev:arm64 libyaml-dev:arm64 libssl-dev:arm64 libcmocka-dev:arm64
 	liburcu-dev:arm64"
 

@@ -136,7 +136,7 @@ static void put_uuid(char *at, unsigned u, unsigned long n)
 	char id[AW_UUID_LEN + 1];
 
 	snprintf(id, sizeof(id), "%08x-%04x-4%03x-8%03x-%012lx", 0xbe5c0000u | u,
-	         (unsigned)getpid() & 0xffff, 0u, 0u, n);
+	         (unsigned)getpid() & 0xffff, 0u, 0u, n & 0xffffffffffffUL); /* 12 digits */
 	memcpy(at, id, AW_UUID_LEN);
 }
 
