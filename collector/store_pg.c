@@ -539,7 +539,7 @@ static int run_count(struct pg_conn *c, enum pg_stmt i, const struct params *p, 
 
 	if (!res)
 		return rc;
-	rc = atoi(PQcmdTuples(res));
+	rc = (int)strtol(PQcmdTuples(res), NULL, 10); /* "" for no count: 0 */
 	PQclear(res);
 	return rc;
 }
@@ -667,7 +667,7 @@ static int pg_migrate(struct store_conn *base, int *from, int *to, char **err)
 			               PQresultErrorMessage(res));
 			break;
 		}
-		version = atoi(PQgetvalue(res, 0, 0));
+		version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
 		PQclear(res);
 		res = NULL;
 		if (first < 0)
