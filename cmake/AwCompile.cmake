@@ -23,6 +23,15 @@ if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND NOT AW_SANITIZE)
 	list(APPEND AW_HARDENING -D_FORTIFY_SOURCE=2)
 endif()
 
+# The compiler flags a result reports (runner: the fingerprint's "cflags"), without the
+# -ffile-prefix-map=<build path>=. that distribution builds add: the binary must not name the
+# directory it was built in (reproducible builds).
+string(TOUPPER "${CMAKE_BUILD_TYPE}" aw_build_type)
+string(STRIP "${CMAKE_C_FLAGS} ${CMAKE_C_FLAGS_${aw_build_type}}" AW_CFLAGS_REPORTED)
+string(REGEX REPLACE "-f(file|debug|macro)-prefix-map=[^ ]*" "" AW_CFLAGS_REPORTED
+	"${AW_CFLAGS_REPORTED}")
+string(REGEX REPLACE "  +" " " AW_CFLAGS_REPORTED "${AW_CFLAGS_REPORTED}")
+
 set(AW_SANITIZE_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
 
 # aw_target(<target>): warnings, hardening, _GNU_SOURCE and, in the sanitizer configuration,
