@@ -2,6 +2,7 @@
  * operations table (store_sqlite.c, store_pg.c). */
 #include "store_backend.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -103,6 +104,7 @@ int store_open(const char *url, const struct store_options *opt, struct store **
 void store_close(struct store **sp)
 {
 	struct store *s = *sp;
+	unsigned closed = 0;
 
 	if (!s)
 		return;
@@ -111,7 +113,11 @@ void store_close(struct store **sp)
 
 		s->idle = c->next_idle;
 		s->ops->disconnect(c);
+		closed++;
 	}
+	/* store.h: every connection taken with store_acquire() was released first */
+	assert(closed == s->open);
+	(void)closed;
 	pthread_cond_destroy(&s->idle_cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s->target);
@@ -182,6 +188,7 @@ void store_release(struct store *s, struct store_conn **cp)
 	if (c->ops->broken(c)) {
 		c->ops->disconnect(c);
 		pthread_mutex_lock(&s->lock);
+		assert(s->open > 0); /* c came from this store's store_acquire() */
 		s->open--;
 	} else {
 		pthread_mutex_lock(&s->lock);
