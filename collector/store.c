@@ -2,6 +2,7 @@
  * layer and the drivers are store_common.c's, so that the drivers do not depend on this file). */
 #include "store_backend.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -91,6 +92,7 @@ int store_open(const char *url, const struct store_options *opt, struct store **
 void store_close(struct store **sp)
 {
 	struct store *s = *sp;
+	unsigned closed = 0;
 
 	if (!s)
 		return;
@@ -99,7 +101,11 @@ void store_close(struct store **sp)
 
 		s->idle = c->next_idle;
 		store_conn_close(c);
+		closed++;
 	}
+	/* store.h: every connection taken with store_acquire() was released first */
+	assert(closed == s->open);
+	(void)closed;
 	pthread_cond_destroy(&s->idle_cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s->target);
@@ -186,6 +192,7 @@ void store_release(struct store *s, struct store_conn **cp)
 	if (c->drv->broken(c)) {
 		store_conn_close(c);
 		pthread_mutex_lock(&s->lock);
+		assert(s->open > 0); /* c came from this store's store_acquire() */
 		s->open--;
 	} else {
 		pthread_mutex_lock(&s->lock);

@@ -408,8 +408,8 @@ int store_task_enqueue(struct store_conn *c, const char *kind, const char *proje
  * tasks of kind "run" before any "trends". Calls `cb` with it and returns 0, or returns -ENOENT
  * when there is nothing to do, -EINVAL for a negative lease or max_attempts < 1. One task is
  * claimed by one owner at a time. */
-int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us,
-                     int max_attempts, store_task_cb cb, void *cls);
+int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us, int max_attempts,
+                     store_task_cb cb, void *cls);
 
 /* The task is done: deletes it when its generation is still `generation`, else releases the
  * claim (it was enqueued again meanwhile). -ENOENT when there is no such task. */

@@ -1,6 +1,7 @@
 /* Size-limited growable buffers; see buf.h. */
 #include "aw/buf.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,7 +56,12 @@ static int reserve(struct aw_buf *b, size_t extra)
 
 int aw_buf_append(struct aw_buf *b, const void *p, size_t n)
 {
-	int rc = reserve(b, n);
+	int rc;
+
+	/* an initialised buffer (aw_buf_init) that never outgrew its limit */
+	assert(b->len <= b->limit && (!b->data || b->len < b->cap));
+	assert(p || !n);
+	rc = reserve(b, n);
 
 	if (rc)
 		return rc;

@@ -1,6 +1,7 @@
 /* Statistics of one cell; see stats.h. */
 #include "aw/stats.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ double aw_quantile_sorted(const double *sorted, size_t n, double q)
 	double h, lo;
 	size_t i;
 
+	assert(n > 0);            /* sorted[0] is read */
+	assert(q >= 0 && q <= 1); /* and not NaN, which would index anywhere */
 	if (n == 1 || q <= 0)
 		return sorted[0];
 	if (q >= 1)
@@ -95,6 +98,7 @@ double aw_mad_sorted(const double *sorted, size_t n, double *scratch)
 {
 	double med = aw_quantile_sorted(sorted, n, 0.5);
 
+	assert(scratch && scratch != sorted);
 	for (size_t i = 0; i < n; i++)
 		scratch[i] = fabs(sorted[i] - med);
 	aw_sort_doubles(scratch, n);

@@ -1,6 +1,7 @@
 /* Shared utilities; see util.h for the contract of each function. */
 #include "aw/util.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,9 @@ void aw_freep(void *pp)
 	free(*p);
 	*p = NULL;
 }
+
+/* format(printf, 1, 0): fmt is checked at the callers, which take the variadic arguments. */
+static char *vasprintf_alloc(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 static char *vasprintf_alloc(const char *fmt, va_list ap)
 {
@@ -428,6 +432,9 @@ int aw_array_reserve(void *items, size_t n, size_t *cap, size_t size, size_t fir
 	void *array, *moved;
 	size_t grown;
 
+	/* items are added one at a time: doubling past [n] would not reach a later index */
+	assert(n <= *cap);
+	assert(size > 0 && (*cap || first > 0));
 	if (n < *cap)
 		return 0;
 	grown = *cap ? *cap * 2 : first;

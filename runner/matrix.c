@@ -116,6 +116,7 @@ static const char *show(struct parser *ps, const char *s)
 static const char *describe(struct parser *ps, const struct ynode *n)
 {
 	char *out;
+	size_t len;
 
 	switch (n->kind) {
 	case Y_SCALAR:
@@ -123,9 +124,10 @@ static const char *describe(struct parser *ps, const struct ynode *n)
 			return "nothing";
 		out = ps->shown[ps->next_shown % 4];
 		show(ps, n->text);
-		memmove(out + 1, out, strlen(out) + 1);
+		len = strlen(out);
+		memmove(out + 1, out, len);
 		out[0] = '\'';
-		strcat(out, "'");
+		memcpy(out + 1 + len, "'", 2); /* shown[] has room for both quotes */
 		return out;
 	case Y_SEQ:
 		return "a sequence";

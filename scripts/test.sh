@@ -1,14 +1,16 @@
 #!/bin/sh
 # Runs every test of atomwatch on a fresh Debian 12 machine (as root): installs what the tests
-# need, then the native build's suite, the same suite under ASan/UBSan, and the aarch64 build's
-# suite under qemu-aarch64 with LSE (-cpu max) and without (-cpu cortex-a57).
-# Usage: scripts/test.sh [native|asan|aarch64 ...]   (default: all of them)
+# need, then the native build's suite (with the style checks and the Debian packages), the same
+# suite under ASan/UBSan, the aarch64 build's suite under qemu-aarch64 with LSE (-cpu max) and
+# without (-cpu cortex-a57), and the unit and CLI tests of a clang Release build.
+# Every configuration builds with warnings as errors (scripts/build.sh).
+# Usage: scripts/test.sh [native|asan|aarch64|clang ...]   (default: all of them)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 sh scripts/deps.sh test
 
-confs=${*:-native asan aarch64}
+confs=${*:-native asan aarch64 clang}
 failed=""
 jobs=$(nproc)
 for conf in $confs; do
@@ -30,8 +32,14 @@ for conf in $confs; do
 	asan)
 		echo "=== asan: tests"
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-			ctest --test-dir build/asan -j "$jobs" --output-on-failure -LE 'perf|container' ||
-			failed="$failed asan"
+			ctest --test-dir build/asan -j "$jobs" --output-on-failure \
+				-LE 'perf|container|package|style|install' || failed="$failed asan"
+		;;
+	clang)
+		# the other configurations run the rest; this one proves the clang build works
+		echo "=== clang: unit and CLI tests"
+		ctest --test-dir build/clang -j "$jobs" --output-on-failure -L 'unit|cli' ||
+			failed="$failed clang"
 		;;
 	*)
 		echo "=== $conf: tests"

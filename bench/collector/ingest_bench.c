@@ -5,6 +5,7 @@
  * it and writes the table of docs/benchmarks.md. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,7 +137,7 @@ static void put_uuid(char *at, unsigned u, unsigned long n)
 	char id[AW_UUID_LEN + 1];
 
 	snprintf(id, sizeof(id), "%08x-%04x-4%03x-8%03x-%012lx", 0xbe5c0000u | u,
-	         (unsigned)getpid() & 0xffff, 0u, 0u, n);
+	         (unsigned)getpid() & 0xffff, 0u, 0u, n & 0xffffffffffffUL); /* 12 digits */
 	memcpy(at, id, AW_UUID_LEN);
 }
 
@@ -380,6 +381,18 @@ static int mode_stages(const char *db, unsigned long count, int cells)
 	return 0;
 }
 
+/* A command-line count, or exit 2: a typo must not run a bench of 0 uploads. */
+static unsigned long arg_count(const char *s)
+{
+	uint64_t v;
+
+	if (aw_parse_u64(s, INT_MAX, &v)) {
+		fprintf(stderr, "ingest_bench: not a count: '%s'\n", s);
+		exit(2);
+	}
+	return (unsigned long)v;
+}
+
 int main(int argc, char **argv)
 {
 	const char *usage = "usage: ingest_bench load URL TOKEN CONCURRENCY COUNT [CELLS [HOSTS]]\n"
@@ -389,18 +402,19 @@ int main(int argc, char **argv)
 
 	if (argc >= 6 && !strcmp(argv[1], "load")) {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		rc =
-		    mode_load(argv[2], argv[3], (unsigned)atoi(argv[4]), strtoul(argv[5], NULL, 10),
-		              argc > 6 ? atoi(argv[6]) : 300, argc > 7 ? atoi(argv[7]) : 16);
+		rc = mode_load(argv[2], argv[3], (unsigned)arg_count(argv[4]), arg_count(argv[5]),
+		               argc > 6 ? (int)arg_count(argv[6]) : 300,
+		               argc > 7 ? (int)arg_count(argv[7]) : 16);
 		curl_global_cleanup();
 		return rc;
 	}
 	if (argc >= 4 && !strcmp(argv[1], "raw"))
-		return mode_raw(argv[2], strtoul(argv[3], NULL, 10), argc > 4 ? atoi(argv[4]) : 300,
+		return mode_raw(argv[2], arg_count(argv[3]),
+		                argc > 4 ? (int)arg_count(argv[4]) : 300,
 		                argc > 5 ? strcmp(argv[5], "normal") != 0 : true);
 	if (argc >= 4 && !strcmp(argv[1], "stages"))
-		return mode_stages(argv[2], strtoul(argv[3], NULL, 10),
-		                   argc > 4 ? atoi(argv[4]) : 300);
+		return mode_stages(argv[2], arg_count(argv[3]),
+		                   argc > 4 ? (int)arg_count(argv[4]) : 300);
 	fputs(usage, stderr);
 	return 2;
 }

@@ -375,7 +375,7 @@ int main(int argc, char **argv)
 {
 	static struct fixture fix;
 	char root[] = "/tmp/aw-bench-reports-XXXXXX";
-	int rounds = argc > 1 ? atoi(argv[1]) : 5;
+	int rounds = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 5; /* 1..64, checked below */
 	double t_persistent[64], t_process[64], t_one[64], t_two[64], t_cached[64];
 	double c_persistent[64], c_process[64];
 	int pids[3];

@@ -3,6 +3,7 @@
  * symmetry I_x(a,b) = 1 - I_{1-x}(b,a) covers the rest. */
 #include "stattest.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ double aw_betainc(double a, double b, double x)
 {
 	double front;
 
+	assert(a > 0 && b > 0);
 	if (x <= 0)
 		return 0;
 	if (x >= 1)
@@ -68,6 +70,7 @@ double aw_t_sf(double t, double df)
 {
 	double tail;
 
+	assert(df > 0);
 	if (isinf(t))
 		return t > 0 ? 0 : 1;
 	tail = 0.5 * aw_betainc(df / 2, 0.5, df / (df + t * t));
@@ -78,6 +81,7 @@ double aw_digamma(double x)
 {
 	double r = 0, f;
 
+	assert(x > 0); /* -inf would never reach 12 */
 	/* recurrence up to where the asymptotic series is accurate */
 	while (x < 12) {
 		r -= 1 / x;
@@ -92,6 +96,7 @@ double aw_trigamma(double x)
 {
 	double r = 0, f;
 
+	assert(x > 0);
 	while (x < 12) {
 		r += 1 / (x * x);
 		x += 1;

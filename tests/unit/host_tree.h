@@ -50,8 +50,7 @@ static inline void host_mkdirs(const char *path)
 {
 	char buf[PATH_MAX];
 
-	assert_true(strlen(path) < sizeof(buf));
-	strcpy(buf, path);
+	assert_true(snprintf(buf, sizeof(buf), "%s", path) < (int)sizeof(buf));
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;

@@ -23,8 +23,8 @@ static struct aw_result *sample_result(void)
 	assert_int_equal(aw_set_str(&r->commit, "0123abcd"), 0);
 	assert_int_equal(aw_set_str(&r->ref, "refs/heads/main"), 0);
 	r->trigger = AW_TRIGGER_CI;
-	strcpy(r->started_at, "2026-11-29T10:00:00.000000Z");
-	strcpy(r->finished_at, "2026-11-29T10:00:05.500000Z");
+	snprintf(r->started_at, sizeof(r->started_at), "2026-11-29T10:00:00.000000Z");
+	snprintf(r->finished_at, sizeof(r->finished_at), "2026-11-29T10:00:05.500000Z");
 	r->host = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s}", "name", "grace-1", "arch", "aarch64",
 	                    "cpu_model", "Neoverse-V2", "labels", "team", "kernel", "platform_hash",
 	                    "0123456789abcdef");
@@ -160,14 +160,15 @@ static void expect_reject(const char *path, const char *value_json, const char *
 	struct aw_verr e;
 	struct aw_result *back;
 
-	strcpy(buf, path);
+	assert_true(snprintf(buf, sizeof(buf), "%s", path) < (int)sizeof(buf));
 	tok = strtok_r(buf, ".", &save);
 	while ((next = strtok_r(NULL, ".", &save))) {
 		char *br = strchr(tok, '[');
 
 		if (br) {
 			*br = '\0';
-			target = json_array_get(json_object_get(target, tok), (size_t)atoi(br + 1));
+			target =
+			    json_array_get(json_object_get(target, tok), strtoul(br + 1, NULL, 10));
 		} else {
 			target = json_object_get(target, tok);
 		}
