@@ -205,9 +205,7 @@ static const char *content_type(const char *rel)
 	return "application/json";
 }
 
-/* Reads a regular file reached without following a final symlink, of at most
- * AW_CHART_FILE_MAX bytes. */
-static int read_regular(const char *path, char **data, size_t *len)
+int aw_chart_read_file(const char *path, char **data, size_t *len)
 {
 	struct aw_buf b;
 	struct stat st;
@@ -216,16 +214,17 @@ static int read_regular(const char *path, char **data, size_t *len)
 
 	*data = NULL;
 	*len = 0;
+	/* O_NONBLOCK: a FIFO planted there must not hang the request before the check below */
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-	else if (!S_ISREG(st.st_mode))
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		rc = -ENOENT;
-	if (rc) {
-		close(fd);
-		return rc;
+		goto out;
 	}
 	aw_buf_init(&b, AW_CHART_FILE_MAX);
 	for (;;) {
@@ -233,24 +232,24 @@ static int read_regular(const char *path, char **data, size_t *len)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : 0;
+		if (n < 0) {
+			rc = -errno;
 			break;
 		}
+		if (n == 0)
+			break;
 		rc = aw_buf_append(&b, chunk, (size_t)n);
 		if (rc)
 			break;
 	}
-	close(fd);
 	if (!rc) {
 		*len = b.len;
 		*data = aw_buf_detach(&b);
-		if (!*data)
-			rc = b.len ? -ENOMEM : 0;
+		rc = *data || !*len ? 0 : -ENOMEM;
 	}
 	aw_buf_release(&b);
-	if (!rc && !*data && !(*data = malloc(1)))
-		rc = -ENOMEM;
+out:
+	close(fd);
 	return rc;
 }
 
@@ -523,7 +522,7 @@ int aw_chart_cache_publish(struct aw_chart_cache *cc, struct store_conn *c, cons
 		remember(cc, rel, hash, d.len);
 		return 0;
 	}
-	rc = read_regular(path, &data, &len);
+	rc = aw_chart_read_file(path, &data, &len);
 	if (rc) {
 		aw_warn("chart cache: cannot read '%s' to store it: %s", path, strerror(-rc));
 		return rc;

@@ -19,6 +19,12 @@
 /* Bytes of one chart file read or fetched at most. */
 #define AW_CHART_FILE_MAX (32u << 20)
 
+/* Reads the file at `path` into *data (malloc'd, caller frees; *len its size) when it is a
+ * regular file of at most AW_CHART_FILE_MAX bytes reached without following a final symlink
+ * (a FIFO planted there does not block). Returns 0, -ENOENT (not a regular file), -ELOOP (a
+ * symlink), -E2BIG (too large), -ENOMEM or the open/read errno. */
+int aw_chart_read_file(const char *path, char **data, size_t *len);
+
 struct aw_chart_cache;
 
 /* A cache of at most `max_bytes` of chart files (0: no bound) under <data_dir>/charts. With

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "aw/buf.h"
+#include "chart_cache.h"
 #include "internal.h"
 #include "pages.h"
 #include "postingest.h"
 
-#define PAGE_LIMIT  (64u << 20) /* bytes of one page */
-#define CHART_LIMIT (32u << 20) /* bytes of one chart file */
+#define PAGE_LIMIT (64u << 20) /* bytes of one page */
 
 /* Images only, no script, no style sheet: an SVG opened on its own renders and runs nothing. */
 #define CHART_CSP "default-src 'none'; style-src 'unsafe-inline'; sandbox"
@@ -119,55 +119,6 @@ void aw_web_compare(struct aw_ctx *x)
 	reply_page(x, aw_site_compare, base, head, "commit");
 }
 
-/* Reads a chart file that is a regular file reached without following a final symlink. */
-static int read_chart(const char *path, char **data, size_t *len)
-{
-	struct aw_buf b;
-	struct stat st;
-	char chunk[65536];
-	int fd, rc = 0;
-
-	*data = NULL;
-	*len = 0;
-	/* O_NONBLOCK: a FIFO planted there must not hang the request before the check below */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -ENOENT;
-		goto out;
-	}
-	aw_buf_init(&b, CHART_LIMIT);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		rc = aw_buf_append(&b, chunk, (size_t)n);
-		if (rc)
-			break;
-	}
-	if (!rc) {
-		*len = b.len;
-		*data = aw_buf_detach(&b);
-		rc = *data || !*len ? 0 : -ENOMEM;
-	}
-	aw_buf_release(&b);
-out:
-	close(fd);
-	return rc;
-}
-
 void aw_web_chart(struct aw_ctx *x)
 {
 	char rel[1100], path[PATH_MAX];
@@ -188,7 +139,7 @@ void aw_web_chart(struct aw_ctx *x)
 	/* the database's copy when this collector's cache has none, or an older one */
 	if (!aw_ctx_conn(x, &c))
 		aw_chart_cache_refresh(x->col->charts, c, rel);
-	rc = read_chart(path, &data, &len);
+	rc = aw_chart_read_file(path, &data, &len);
 	if (rc == -ENOENT || rc == -ELOOP || rc == -ENOTDIR) {
 		aw_reply_error(x->req, 404, "not_found", "", "no such chart (not drawn yet?)");
 		return;

@@ -8,6 +8,7 @@ usage: test_collector_durability.py --backend sqlite|postgres [--synchronous ful
 import argparse
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -47,8 +48,14 @@ def run_once(backend, synchronous, pg):
                for i in range(UPLOADERS)]
     for th in threads:
         th.start()
-    # Kill in the middle of the stream, at a moment that is not aligned to anything.
-    time.sleep(1.5)
+    # Kill in the middle of the stream, at a moment that is not aligned to anything: once ten
+    # uploads were acknowledged (however slow this build and machine are), plus a random delay.
+    deadline = time.monotonic() + 60
+    while sum(len(per) for per in acked) < 10 and time.monotonic() < deadline:
+        if not any(th.is_alive() for th in threads):
+            break
+        time.sleep(0.05)
+    time.sleep(random.uniform(0.0, 0.5))
     col.kill9()
     stop.set()
     for th in threads:
