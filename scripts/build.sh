@@ -1,6 +1,6 @@
 #!/bin/sh
 # Configures and builds one configuration of atomwatch into build/<name>.
-# Usage: scripts/build.sh [native|asan|aarch64] (default native).
+# Usage: scripts/build.sh [native|asan|aarch64|aarch64-agent] (default native).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 conf=${1:-native}
@@ -8,7 +8,10 @@ case "$conf" in
 native) set -- -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
 asan) set -- -DCMAKE_BUILD_TYPE=Debug -DAW_SANITIZE=ON -DAW_BUILD_BENCH=OFF ;;
 aarch64) set -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE="$top/cmake/toolchain-aarch64.cmake" ;;
-*) echo "usage: $0 [native|asan|aarch64]" >&2; exit 2 ;;
+# the agent alone for arm64, which the kernel tests run in arm64 guests (tests/kernel/)
+aarch64-agent) set -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE="$top/cmake/toolchain-aarch64.cmake" \
+	-DAW_CROSS_AGENT=ON -DAW_BUILD_TESTS=OFF -DAW_BUILD_BENCH=OFF ;;
+*) echo "usage: $0 [native|asan|aarch64|aarch64-agent]" >&2; exit 2 ;;
 esac
 cmake -S "$top" -B "$top/build/$conf" "$@" >/dev/null
 cmake --build "$top/build/$conf" -j "$(nproc)"

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages atomwatch needs, only those missing (so a second run is
 # quick). Usage: scripts/deps.sh [build|test]   (default: build; test adds what the tests use:
 # PostgreSQL, Chromium, Node.js and npm when no `node` exists, the aarch64 cross toolchain with
-# qemu, Google Benchmark, ...).
+# qemu, Google Benchmark, QEMU system emulators and busybox for the kernel tests, ...).
 set -eu
 
 group=${1:-build}
@@ -11,9 +11,10 @@ build_pkgs="build-essential cmake pkg-config git ca-certificates
 	libsqlite3-dev libpq-dev libcmocka-dev liburcu-dev gnuplot-nox curl"
 test_pkgs="$build_pkgs g++ python3 python3-jsonschema python3-yaml postgresql chromium chromium-driver
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libbenchmark-dev openssl
-	clang-format podman runc debootstrap"
+	clang-format podman runc debootstrap
+	qemu-system-x86 qemu-system-arm busybox-static"
 arm64_pkgs="libjansson-dev:arm64 libyaml-dev:arm64 libssl-dev:arm64 libcmocka-dev:arm64
-	liburcu-dev:arm64"
+	liburcu-dev:arm64 libcurl4-openssl-dev:arm64"
 
 case "$group" in
 build) want="$build_pkgs" ;;
