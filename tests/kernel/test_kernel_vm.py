@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -187,23 +188,59 @@ def figures(doc, label):
           flush=True)
 
 
-def boot_and_check(k, arch, cpu, lse, label):
+def boot_and_check(k, arch, cpu, lse, label, boots):
     b = kh.Boot(k, cpu=cpu)
-    ok = False
-    try:
-        write_configs(b, k, "guest-" + label)
-        b.run(guest_steps(b, kh.agent(arch)))
-        doc = check_boot(b, k, arch, lse)
-        print("%s: booted, measured and powered off in %.0f s (the agent's run: %s s)"
-              % (label, b.seconds, b.read("good.seconds", "?").strip()), flush=True)
-        figures(doc, label)
-        ok = True
-        return doc
-    finally:
-        if ok or os.environ.get("AW_KEEP") is None:
-            b.cleanup()
-        else:
-            print("kept %s" % b.share)
+    boots.append(b)
+    write_configs(b, k, "guest-" + label)
+    b.run(guest_steps(b, kh.agent(arch)))
+    doc = check_boot(b, k, arch, lse)
+    print("%s: booted, measured and powered off in %.0f s (the agent's run: %s s)"
+          % (label, b.seconds, b.read("good.seconds", "?").strip()), flush=True)
+    figures(doc, label)
+    b.doc = doc
+    return doc
+
+
+def check_reports(boots):
+    """The guests' documents, flushed from their spools to a real collector by the agent:
+    the module's cells get their own trend groups and their rows in the cross-host heat map,
+    labelled by primitive."""
+    sys.path.insert(0, os.path.join(kh.SRC, "tests", "e2e"))
+    import harness as h
+    path = os.environ.get("AW_COLLECTOR") or os.path.join(kh.BUILD, "collector",
+                                                          "atomwatch-collector")
+    if not os.access(path, os.X_OK):
+        print("(no collector in this build: the reports are left out)")
+        return
+    os.environ["AW_COLLECTOR"] = path
+    col = h.Collector(h.Database("sqlite").url).start()
+    for b in boots:
+        host = b.doc["host"]["name"]
+        b.write("collector.token", col.token("agent", host) + "\n", 0o600)
+        b.write("flush.yaml", "collector: {url: 'http://127.0.0.1:%d', token_file: "
+                "collector.token, retries: 0}\nspool: {dir: spool-good}\n" % col.port)
+        p = subprocess.run([kh.agent("x86_64" if os.uname().machine == "x86_64" else "arm64"),
+                            "flush", "--config", b.path("flush.yaml")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        check(p.returncode == 0, "flush of %s: %s" % (host, p.stdout.decode()))
+    heat = h.wait_for_chart(col.port, "/charts/commits/%s/heatmap.svg" % COMMIT, timeout=120)
+    measured = [p for p in prims() if p not in MISSING_61]
+    for p in measured:
+        check(">%s<" % p in heat, "heat map row %s" % p)
+    for b in boots:
+        host = b.doc["host"]["name"]
+        check(">%s<" % host in heat, "heat map column %s" % host)
+        for group, members in (("kernel-percpu", ["this_cpu_inc", "this_cpu_inc_dec"]),
+                               ("kernel-srcu", ["srcu_read_lock"]),
+                               ("kernel-sync", ["atomic_long_inc", "preempt_disable_inc"]),
+                               ("kernel", REFSCALE)):
+            trend = h.wait_for_chart(col.port, "/charts/hosts/%s/refs/master/trend-%s.svg"
+                                     % (host, group), timeout=120)
+            for m in members:
+                check(">%s<" % m in trend, "trend %s of %s names %s" % (group, host, m))
+    print("reports: the heat map has a row per measured primitive across %s; each host has "
+          "the trends kernel-percpu, kernel-srcu, kernel-sync and kernel"
+          % ", ".join(b.doc["host"]["name"] for b in boots), flush=True)
 
 
 def main():
@@ -213,11 +250,27 @@ def main():
     t0 = time.time()
     k = kh.Kernel(args.arch).prepare()
     kh.agent(args.arch)  # a Skip (no cross libcurl) before any boot
-    if args.arch == "x86_64":
-        boot_and_check(k, args.arch, None, None, "x86_64")
+    boots = []
+    try:
+        run_arch(k, args.arch, boots)
+        check_reports(boots)
+    except BaseException:
+        if os.environ.get("AW_KEEP"):
+            print("kept " + " ".join(b.share for b in boots))
+            boots = []
+        raise
+    finally:
+        for b in boots:
+            b.cleanup()
+    print("kernel test %s passed in %.0f s" % (args.arch, time.time() - t0))
+
+
+def run_arch(k, arch, boots):
+    if arch == "x86_64":
+        boot_and_check(k, arch, None, None, "x86_64", boots)
     else:
-        a57 = boot_and_check(k, args.arch, "cortex-a57", False, "arm64-cortex-a57")
-        mx = boot_and_check(k, args.arch, "max,pauth-impdef=on", True, "arm64-max")
+        a57 = boot_and_check(k, arch, "cortex-a57", False, "arm64-cortex-a57", boots)
+        mx = boot_and_check(k, arch, "max,pauth-impdef=on", True, "arm64-max", boots)
         ka, km = a57["meta"]["kernel"], mx["meta"]["kernel"]
         check(ka["lse"] is False and km["lse"] is True, "LSE flags %r %r" % (ka["lse"],
                                                                          km["lse"]))
@@ -230,7 +283,6 @@ def main():
         check(keys[0] == keys[1], "both CPUs have the same kernel cells")
         status = [{c["key"]: c["status"] for c in d["cells"]} for d in (a57, mx)]
         check(status[0] == status[1], "every cell measured (or skipped) alike on both")
-    print("kernel test %s passed in %.0f s" % (args.arch, time.time() - t0))
 
 
 if __name__ == "__main__":
