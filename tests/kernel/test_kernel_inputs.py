@@ -195,10 +195,60 @@ def test_skips_with_reason():
     check("SKIPPED: qemu-system-x86_64 is missing" in out, out)
 
 
+def test_ci_kernel_files():
+    """ci/kernel/: the script parses and answers --help, names the commit as setlocalversion
+    does, its gate command line reaches atomwatch-ci (which cannot reach a closed port: exit 3,
+    never a usage error); the pipeline is YAML; the unit passes systemd-analyze."""
+    ci = os.path.join(kh.SRC, "ci", "kernel")
+    script = os.path.join(ci, "atomwatch-kernel.sh")
+    subprocess.run(["sh", "-n", script], check=True)
+    p = subprocess.run([script, "--help"], stdout=subprocess.PIPE, timeout=30)
+    check(p.returncode == 0 and b"kexec OUT SSH_HOST HOST" in p.stdout, p.stdout)
+    p = subprocess.run([script, "nonsense"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 2, "unknown step: exit %d" % p.returncode)
+    repo = tempfile.mkdtemp(prefix="aw-kgit-")
+    try:
+        git = ["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run(git[:3] + ["init", "-q"], check=True)
+        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "x"], check=True)
+        want = subprocess.run(git[:3] + ["rev-parse", "HEAD"], stdout=subprocess.PIPE,
+                              check=True).stdout.decode().strip()
+        got = subprocess.run([script, "commit", repo], stdout=subprocess.PIPE,
+                             check=True).stdout.decode().strip()
+        check(len(got) == 12 and want.startswith(got), "commit %r of %r" % (got, want))
+        ci_bin = os.path.join(kh.BUILD, "ci")
+        if os.path.exists(os.path.join(ci_bin, "atomwatch-ci")):
+            tok = os.path.join(repo, "tok")
+            with open(tok, "w") as f:
+                f.write("t\n")
+            env = dict(os.environ, PATH=ci_bin + ":" + os.environ["PATH"],
+                       ATOMWATCH_COLLECTOR="http://127.0.0.1:1", ATOMWATCH_TOKEN=tok)
+            p = subprocess.run([script, "gate", repo, "h1,h2"], env=env, cwd=repo,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+            out = p.stdout.decode()
+            check(p.returncode == 3 and "usage" not in out and "--help" not in out,
+                  "gate: exit %d: %s" % (p.returncode, out))
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
+    try:
+        import yaml
+        with open(os.path.join(ci, "linux.gitlab-ci.yml")) as f:
+            doc = yaml.safe_load(f)
+        check("atomwatch:gate" in doc and doc["atomwatch:gate"]["needs"], "the gate job")
+    except ImportError:
+        pass
+    if shutil.which("systemd-analyze"):
+        p = subprocess.run(["systemd-analyze", "verify",
+                            os.path.join(ci, "atomwatch-kernel-run.service")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        check(p.returncode == 0 and not p.stdout.strip(), p.stdout.decode())
+
+
 def main():
     tests = [("no_headers", test_no_headers), ("not_root", test_not_root),
              ("commit_kernel", test_commit_kernel), ("kernel_build_usage", test_kernel_build_usage),
-             ("skips_with_reason", test_skips_with_reason)]
+             ("skips_with_reason", test_skips_with_reason),
+             ("ci_kernel_files", test_ci_kernel_files)]
     k = None
     try:
         k = kh.Kernel("x86_64" if os.uname().machine == "x86_64" else "arm64").prepare()
