@@ -15,7 +15,6 @@
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/irqflags.h>
-#include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/kthread.h>
 #include <linux/math64.h>
@@ -217,7 +216,8 @@ AW_LOOP(this_cpu_cmpxchg, unsigned long k = l->k,
 #define AW_DWORD_CALLS "this_cpu_cmpxchg128"
 AW_LOOP(this_cpu_cmpxchg128, AW_DWORD_SETUP,
 	{
-		u128 o = ((u128)k << 64) | k, n = ((u128)(k + 1) << 64) | (k + 1);
+		u128 o = ((u128)k << 64) | k;
+		u128 n = ((u128)(k + 1) << 64) | (k + 1);
 
 		this_cpu_cmpxchg128(pp->dword, o, n);
 		k++;
@@ -347,33 +347,53 @@ static const char *aw_arch(void)
 #endif
 }
 
+#ifdef CONFIG_ARM64
+/*
+ * Whether the kernel runs its atomics as LSE: the same alternative its own atomics and
+ * per-CPU ops are patched with (system_uses_lse_atomics() in older kernels, alternative_has_cap_*()
+ * in newer ones: this asks the alternatives themselves, whatever the version calls them).
+ */
+static bool aw_lse_in_use(void)
+{
+	unsigned long lse;
+
+	asm volatile(ARM64_LSE_ATOMIC_INSN("mov %0, #0", "mov %0, #1") : "=r"(lse));
+	return lse;
+}
+#endif
+
 /* "yes"/"no" on arm64 (the alternatives chose LSE atomics), "n/a" elsewhere. */
 static const char *aw_lse(void)
 {
 #ifdef CONFIG_ARM64
-	return system_uses_lse_atomics() ? "yes" : "no";
+	return aw_lse_in_use() ? "yes" : "no";
 #else
 	return "n/a";
 #endif
 }
 
 #ifdef CONFIG_ARM64
-/* The size of the function at `fn` from kallsyms ("name+0x0/0x1a4 [atomwatch]"), or 0. */
+/*
+ * The size of the function at `fn` as the compiler wrote it in this module's symbol table
+ * (st_size), or 0. Not kallsyms' "name+off/size": that is the distance to the next symbol it
+ * knows, which spans other functions when the compiler placed them in between.
+ */
 static size_t fn_size(const void *fn)
 {
-	char buf[KSYM_SYMBOL_LEN];
-	const char *slash;
-	unsigned long size;
+	size_t size = 0;
+#ifdef CONFIG_KALLSYMS
+	struct mod_kallsyms *ks;
 
-	if (!IS_ENABLED(CONFIG_KALLSYMS))
-		return 0;
-	sprint_symbol(buf, (unsigned long)fn);
-	slash = strchr(buf, '/');
-	if (!slash)
-		return 0;
-	buf[strcspn(buf, " ")] = '\0';
-	if (kstrtoul(slash + 1, 0, &size))
-		return 0;
+	preempt_disable();
+	ks = rcu_dereference_sched(THIS_MODULE->kallsyms);
+	for (unsigned int i = 0; ks && i < ks->num_symtab; i++) {
+		if (ks->symtab[i].st_value == (unsigned long)fn && ks->symtab[i].st_size) {
+			size = ks->symtab[i].st_size;
+			break;
+		}
+	}
+	preempt_enable();
+#endif
 	return size;
 }
 
@@ -418,7 +438,7 @@ static void scan_insns(const void *fn, char *out, size_t len)
 	 * the code: keep the one the branch takes.
 	 */
 	if ((seen & lse) && (seen & llsc))
-		seen &= system_uses_lse_atomics() ? lse : llsc;
+		seen &= aw_lse_in_use() ? lse : llsc;
 	out[0] = '\0';
 	for (size_t b = 0; b < ARRAY_SIZE(names); b++)
 		if (seen & (1u << b))
@@ -441,7 +461,7 @@ static void aw_decide(char *family, size_t len)
 		else if (aw_prims[i].timed)
 			scan_insns(aw_prims[i].timed, aw_prims[i].insn, AW_INSN_LEN);
 	}
-	scnprintf(family, len, "%s-%s", system_uses_lse_atomics() ? "lse" : "llsc",
+	scnprintf(family, len, "%s-%s", aw_lse_in_use() ? "lse" : "llsc",
 		  aw_prims[0].insn);
 #elif defined(CONFIG_X86_64)
 	static const char *const x86[] = {

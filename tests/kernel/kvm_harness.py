@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import io
 import json
+import lzma
 import os
 import re
 import shutil
@@ -89,15 +90,17 @@ def apt_show(pkg):
     return m.group(1).decode()
 
 
-def image_abi(deb):
-    """The release Debian's meta package points at, e.g. 6.1.0-57-amd64."""
-    pkg = "linux-image-%s" % deb + ("" if deb == "amd64" else ":" + deb)
+def image_abi(deb, series=None):
+    """The release Debian's meta package points at, e.g. 6.1.0-57-amd64 (linux-image-amd64),
+    or 6.12.117+deb12-amd64 for series 6.12 (linux-image-6.12-amd64)."""
+    pkg = "linux-image-%s%s" % (series + "-" if series else "", deb) + \
+        ("" if deb == "amd64" else ":" + deb)
     out = subprocess.run(["apt-cache", "depends", pkg], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, timeout=60).stdout.decode()
     m = re.search(r"Depends: linux-image-(\S+?-%s)(:\S+)?$" % deb, out, re.M)
     if not m:
-        raise Skip("apt cannot name the kernel behind linux-image-%s (is the %s architecture "
-                   "added? scripts/deps.sh test adds it)" % (deb, deb))
+        raise Skip("apt cannot name the kernel behind %s (is the %s architecture added? "
+                   "scripts/deps.sh test adds it)" % (pkg, deb))
     return m.group(1)
 
 
@@ -153,15 +156,17 @@ def modinfo_depends(data):
 
 
 class Kernel:
-    """One architecture's Debian kernel in the cache, ready to boot and build against."""
+    """One architecture's Debian kernel in the cache, ready to boot and build against: the
+    current bookworm kernel, or the newest of another series Debian ships (series="6.12")."""
 
-    def __init__(self, arch):
+    def __init__(self, arch, series=None):
         self.arch = arch
+        self.series = series
         self.a = ARCHES[arch]
         self.deb = self.a["deb"]
 
     def _resolve(self):
-        self.release = image_abi(self.deb)              # 6.1.0-57-amd64
+        self.release = image_abi(self.deb, self.series)  # 6.1.0-57-amd64
         abi = self.release[: -len(self.deb) - 1]        # 6.1.0-57
         q = "" if self.deb == "amd64" else ":" + self.deb
         self.pkgs = {
@@ -173,9 +178,15 @@ class Kernel:
             "busybox": ("busybox-static%s" % q, None),
         }
         version = apt_show(self.pkgs["image"][0])
-        series = ".".join(abi.split(".")[:2])           # 6.1
-        self.pkgs["kbuild"] = ("linux-kbuild-%s" % series, None)  # the host's tools
+        series = ".".join(re.split(r"[.+-]", abi)[:2])  # 6.1
+        # the host's build tools, as the headers name them (linux-kbuild-6.1,
+        # linux-kbuild-6.12.117+deb12)
+        out = subprocess.run(["apt-cache", "show", "--no-all-versions", self.pkgs["headers"][0]],
+                             stdout=subprocess.PIPE, timeout=60).stdout.decode()
+        m = re.search(r"\b(linux-kbuild-[^\s,:(]+)", out)
+        self.pkgs["kbuild"] = (m.group(1) if m else "linux-kbuild-%s" % series, None)
         self.pkgs["source"] = ("linux-source-%s" % series, None)
+        self.version_tuple = tuple(int(x) for x in series.split("."))
         self.pkgs = {k: (n, version if k in ("image", "headers", "common", "kbuild", "source")
                          else apt_show(n)) for k, (n, _) in self.pkgs.items()}
         self.version = version
@@ -222,12 +233,15 @@ class Kernel:
                 debs[self.pkgs["image"][0]],
                 lambda n: n in ("boot/vmlinuz-" + self.release, "boot/config-" + self.release)
                 or (n.startswith(prefix) and n[len(prefix):].startswith(MODULE_DIRS)
-                    and n.endswith(".ko")) or n == prefix + "modules.builtin"):
+                    and n.endswith((".ko", ".ko.xz"))) or n == prefix + "modules.builtin"):
             if name.startswith("boot/"):
                 out = os.path.join(boot, os.path.basename(name).split("-")[0])
             elif name.endswith("modules.builtin"):
                 out = os.path.join(mods, "modules.builtin")
             else:
+                if name.endswith(".xz"):  # 6.12 ships them compressed; busybox insmod wants .ko
+                    data = lzma.decompress(data)
+                    name = name[:-3]
                 mod = os.path.basename(name)[:-3].replace("-", "_")
                 names[mod] = modinfo_depends(data)
                 out = os.path.join(mods, mod + ".ko")
@@ -289,11 +303,15 @@ class Kernel:
         shutil.rmtree(self.kmod, ignore_errors=True)
         os.makedirs(self.kmod)
         cfg = os.path.join(self.kmod, "build.yaml")
-        cross = ""
+        make_vars = []
         if self.arch == "arm64" and os.uname().machine != "aarch64":
             if not shutil.which("aarch64-linux-gnu-gcc"):
                 raise Skip("aarch64-linux-gnu-gcc is missing (scripts/deps.sh test)")
-            cross = "  make_vars: {ARCH: arm64, CROSS_COMPILE: aarch64-linux-gnu-}\n"
+            make_vars += ["ARCH: arm64", "CROSS_COMPILE: aarch64-linux-gnu-"]
+        if not shutil.which("pahole"):
+            # kernels with BTF for modules (6.12) want pahole for it; the tests need no BTF
+            make_vars.append("CONFIG_DEBUG_INFO_BTF_MODULES: ''")
+        cross = "  make_vars: {%s}\n" % ", ".join(make_vars) if make_vars else ""
         with open(cfg, "w") as f:
             f.write("collector: {url: http://127.0.0.1:9, token_file: /dev/null}\n"
                     "spool: {dir: %s/spool}\nkernel:\n  build: %s\n  source: %s\n%s"
@@ -362,7 +380,10 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in %(modules)s; do insmod /lib/modules/$m.ko || echo "guest: insmod $m failed"; done
 opts=trans=virtio,version=9p2000.L,msize=512000
-mount -t 9p -o $opts share /share || echo "guest: cannot mount the share"
+if ! mount -t 9p -o $opts share /share; then
+	echo "guest: cannot mount the share"
+	poweroff -f
+fi
 mount -t 9p -o $opts,ro hostroot /host || echo "guest: cannot mount the host's root"
 R=/host
 mount -t proc proc $R/proc
