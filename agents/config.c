@@ -576,10 +576,11 @@ static int read_value(const struct parser *p, const yaml_node_t *kn, const char 
 		return set_string(p, (char **)(base + key->off), s);
 	case K_COMMIT:
 		if (!aw_valid_commit(s) && strcmp(s, "kernel"))
-			return fail_at(p, vn, -EINVAL,
-			               "'%s' must be a commit id of 7 to 64 hex digits, got '%.64s' "
-			               "(or 'kernel': the running kernel's)",
-			               k, s);
+			return fail_at(
+			    p, vn, -EINVAL,
+			    "'%s' must be a commit id of 7 to 64 hex digits, got '%.64s' "
+			    "(or 'kernel': the running kernel's)",
+			    k, s);
 		return set_string(p, (char **)(base + key->off), s);
 	case K_OPS: {
 		struct names nm = {.what = k, .ops = true, .joined = (char **)(base + key->off)};
