@@ -13,6 +13,7 @@
 #include "aw/log.h"
 #include "aw/sha256.h"
 #include "aw/util.h"
+#include "kmod.h"
 #include "refscale.h"
 #include "subjects.h"
 
@@ -107,6 +108,7 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	struct aw_progress prog = {0}, extra = {0};
 	struct aw_runner *runner = NULL;
 	struct aw_result *res = NULL;
+	json_t *kernel = NULL;
 	char *log_path = NULL;
 	int rc = 0;
 
@@ -165,12 +167,24 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 		if (rc)
 			goto out;
 	}
+	if (cfg->kmod) {
+		if (a->progress)
+			fprintf(stderr,
+			        AW_AGENT_PROG ": measuring the kernel's own ops (the %s "
+			                      "module)\n",
+			        AW_KMOD_NAME);
+		kernel = json_object();
+		rc = kernel ? aw_kmod_run(cfg, runner, a->spool.log_dir, res, kernel, a->stop, err)
+		            : aw_errorf(err, -ENOMEM, "out of memory");
+		if (rc)
+			goto out;
+	}
 	if (cfg->n_refscale_types) {
 		if (a->progress)
 			fprintf(stderr,
 			        AW_AGENT_PROG ": measuring kernel readers (refscale: %zu types)\n",
 			        cfg->n_refscale_types);
-		rc = aw_refscale_run(cfg, res, a->stop, err);
+		rc = aw_refscale_run(cfg, a->spool.log_dir, res, a->stop, err);
 		if (rc)
 			goto out;
 	}
@@ -179,7 +193,8 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	json_decref(res->meta);
 	res->meta = run_meta(run, subject, log_path);
 	if (!res->meta || aw_set_str(&res->project, run->project) ||
-	    aw_set_str(&res->commit, run->commit) || aw_set_str(&res->ref, run->ref)) {
+	    aw_set_str(&res->commit, run->commit) || aw_set_str(&res->ref, run->ref) ||
+	    (kernel && json_object_set(res->meta, "kernel", kernel))) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -189,6 +204,7 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	*out = res;
 	res = NULL;
 out:
+	json_decref(kernel);
 	aw_result_free(&res);
 	aw_runner_free(&runner);
 	free(log_path);

@@ -18,6 +18,8 @@
 #include "aw/util.h"
 #include "config.h"
 #include "import.h"
+#include "kernel.h"
+#include "kmod.h"
 
 #ifndef AW_VERSION
 #define AW_VERSION "0.0.0"
@@ -52,7 +54,8 @@ static const char usage_text[] =
     "  run --project P --commit SHA --ref REF [--subject NAME] [--profile NAME] [--quiet]\n"
     "        fingerprint this host, measure the matrix (and the subject's library, and the\n"
     "        kernel's refscale readers when configured), keep the result in the spool, upload\n"
-    "        it; the run id is printed on stdout\n"
+    "        it; the run id is printed on stdout. --commit kernel files the run under the\n"
+    "        running kernel's commit (the -g<sha> of uname -r or /proc/version)\n"
     "  daemon\n"
     "        wait for jobs from the collector, run on the config's schedule and when the host\n"
     "        fingerprint changes, flush the spool; SIGTERM stops between cells\n"
@@ -60,6 +63,10 @@ static const char usage_text[] =
     "        upload every result waiting in the spool\n"
     "  fingerprint\n"
     "        print this host's fingerprint as JSON\n"
+    "  kernel-build --out DIR\n"
+    "        build the atomwatch kernel module (and refscale, with kernel.refscale.source)\n"
+    "        against the config's kernel.build tree into DIR, for hosts that load them\n"
+    "        prebuilt (kernel.module_file, kernel.refscale.modules)\n"
     "  import percpu-bench|refscale FILE --host NAME --project P --commit SHA [--ref REF]\n"
     "        [--arch ARCH] [--cpu-model MODEL] [--label KEY=VALUE]... [--out FILE] [--upload]\n"
     "        turn pasted percpu_bench output or a refscale kernel log (FILE, or - for stdin)\n"
@@ -165,6 +172,8 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_PROFILE:
 	case O_QUIET:
 		return !strcmp(cmd, "run");
+	case O_OUT:
+		return !strcmp(cmd, "import") || !strcmp(cmd, "kernel-build");
 	default:
 		return !strcmp(cmd, "import");
 	}
@@ -191,8 +200,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		if (!a->command)
 			return usage_error(
-			    "a command comes first: run, daemon, flush, fingerprint or "
-			    "import");
+			    "a command comes first: run, daemon, flush, fingerprint, "
+			    "kernel-build or import");
 		if (!option_allowed(a->command, opt))
 			return usage_error("'%s' does not take %s", a->command, argv[optind - 1]);
 		switch (opt) {
@@ -207,8 +216,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->project = optarg;
 			break;
 		case O_COMMIT:
-			if (!aw_valid_commit(optarg))
-				return usage_error("bad commit '%s' (7 to 64 hex digits)", optarg);
+			if (!aw_valid_commit(optarg) && strcmp(optarg, AW_KERNEL_COMMIT))
+				return usage_error("bad commit '%s' (7 to 64 hex digits, or "
+				                   "'kernel')",
+				                   optarg);
+			if (!strcmp(optarg, AW_KERNEL_COMMIT) && strcmp(a->command, "run"))
+				return usage_error("--commit kernel is for 'run' only");
 			a->commit = optarg;
 			break;
 		case O_REF:
@@ -314,13 +327,37 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	                           a->profile, AW_TRIGGER_CI, NULL};
 	struct aw_agent agent;
 	struct aw_result *res = NULL;
+	struct aw_kernel_id kid;
 	enum aw_upload_outcome outcome;
+	json_t *meta = NULL;
 	char *err = NULL;
 	bool loaded;
 	int status, rc;
 
 	if (!a->project || !a->commit || !a->ref)
 		return usage_error("run needs --project, --commit and --ref");
+	if (!strcmp(a->commit, AW_KERNEL_COMMIT)) {
+		/* before the config and the spool: a kernel that names no commit measures nothing
+		 */
+		if (aw_kernel_commit(&kid, &err)) {
+			aw_error("--commit kernel: %s", err);
+			free(err);
+			return AW_EXIT_USAGE;
+		}
+		if (kid.dirty)
+			aw_warn(
+			    "the running kernel was built from a tree with local changes; filed "
+			    "under its commit %s all the same",
+			    kid.commit);
+		run.commit = kid.commit;
+		meta = json_pack("{s:{s:s, s:s, s:b}}", "kernel_commit", "commit", kid.commit,
+		                 "from", kid.from, "dirty", kid.dirty);
+		if (!meta) {
+			aw_error("out of memory");
+			return AW_EXIT_FAILURE;
+		}
+		run.meta = meta;
+	}
 	status = load_config(a, cfg, false, &loaded);
 	if (status)
 		return status;
@@ -349,6 +386,34 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 out:
 	aw_result_free(&res);
 	aw_agent_close(&agent);
+	json_decref(meta);
+	free(err);
+	return status;
+}
+
+static int cmd_kernel_build(const struct args *a, struct aw_agent_config *cfg)
+{
+	char *err = NULL, *out = NULL;
+	bool loaded;
+	int status;
+
+	if (!a->out)
+		return usage_error("kernel-build needs --out DIR");
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	if (aw_make_dirs(a->out, 0755) || !(out = realpath(a->out, NULL))) {
+		aw_error("cannot create '%s': %s", a->out, strerror(errno));
+		return AW_EXIT_FAILURE;
+	}
+	if (aw_kmod_build_all(cfg, out, &stop_requested, &err)) {
+		aw_error("%s", err);
+		status = AW_EXIT_FAILURE;
+	} else {
+		aw_info("built %s/atomwatch/atomwatch.ko%s", out,
+		        cfg->refscale_source ? " and refscale/{torture,refscale}.ko" : "");
+	}
+	free(out);
 	free(err);
 	return status;
 }
@@ -611,9 +676,11 @@ int main(int argc, char **argv)
 		status = cmd_fingerprint(&a, &cfg);
 	else if (!strcmp(a.command, "import"))
 		status = cmd_import(&a, &cfg);
+	else if (!strcmp(a.command, "kernel-build"))
+		status = cmd_kernel_build(&a, &cfg);
 	else
-		status = usage_error("unknown command '%s' (run, daemon, flush, fingerprint or "
-		                     "import)",
+		status = usage_error("unknown command '%s' (run, daemon, flush, fingerprint, "
+		                     "kernel-build or import)",
 		                     a.command);
 out:
 	aw_agent_config_release(&cfg);

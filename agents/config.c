@@ -124,11 +124,24 @@ static const struct key refscale_keys[] = {
     STR("modprobe", modprobe),
     STR("rmmod", rmmod),
     STR("modinfo", modinfo),
+    PATH("source", refscale_source),
+    PATH("modules", refscale_modules),
     KEY_END,
 };
 
 static const struct key kernel_keys[] = {
     {"refscale", K_SECTION, 0, 0, 0, 0, refscale_keys, false},
+    {"module", K_BOOL, CF(kmod), 0, 0, 0, NULL, false},
+    PATH("build", kmod_tree),
+    PATH("source", kmod_source),
+    PATH("module_file", kmod_file),
+    STR("make", kmod_make),
+    {"make_vars", K_ENV, CF(kmod_make_vars), CF(n_kmod_make_vars), 0, 0, NULL, false},
+    STR("cpus", kmod_cpus),
+    {"samples", K_U32, CF(kmod_samples), 0, 1, 100000, NULL, false},
+    {"build_timeout", K_DURATION, CF(kmod_build_timeout_ms), 0, MS(1), DAY_MS, NULL, false},
+    {"timeout", K_DURATION, CF(kmod_timeout_ms), 0, MS(1), DAY_MS, NULL, false},
+    PATH("debugfs", debugfs),
     KEY_END,
 };
 
@@ -562,10 +575,12 @@ static int read_value(const struct parser *p, const yaml_node_t *kn, const char 
 			               k, s);
 		return set_string(p, (char **)(base + key->off), s);
 	case K_COMMIT:
-		if (!aw_valid_commit(s))
+		if (!aw_valid_commit(s) && strcmp(s, "kernel"))
 			return fail_at(
 			    p, vn, -EINVAL,
-			    "'%s' must be a commit id of 7 to 64 hex digits, got '%.64s'", k, s);
+			    "'%s' must be a commit id of 7 to 64 hex digits, got '%.64s' "
+			    "(or 'kernel': the running kernel's)",
+			    k, s);
 		return set_string(p, (char **)(base + key->off), s);
 	case K_OPS: {
 		struct names nm = {.what = k, .ops = true, .joined = (char **)(base + key->off)};
@@ -658,6 +673,8 @@ static void set_defaults(struct aw_agent_config *cfg)
 	cfg->refscale_loops = 10000;
 	cfg->refscale_nruns = 30;
 	cfg->refscale_timeout_ms = MS(600);
+	cfg->kmod_build_timeout_ms = MS(600);
+	cfg->kmod_timeout_ms = MS(600);
 }
 
 /* Defaults that are strings (allocated, so that release frees uniformly). */
@@ -668,7 +685,8 @@ static int set_string_defaults(const struct parser *p, struct aw_agent_config *c
 	    set_string(p, &cfg->schedule_ref, "schedule") ||
 	    set_string(p, &cfg->kmsg_path, "/dev/kmsg") ||
 	    set_string(p, &cfg->modprobe, "modprobe") || set_string(p, &cfg->rmmod, "rmmod") ||
-	    set_string(p, &cfg->modinfo, "modinfo"))
+	    set_string(p, &cfg->modinfo, "modinfo") || set_string(p, &cfg->kmod_make, "make") ||
+	    set_string(p, &cfg->debugfs, "/sys/kernel/debug"))
 		return nomem(p);
 	return 0;
 }
@@ -783,6 +801,15 @@ void aw_agent_config_release(struct aw_agent_config *cfg)
 	free(cfg->modprobe);
 	free(cfg->rmmod);
 	free(cfg->modinfo);
+	free(cfg->refscale_source);
+	free(cfg->refscale_modules);
+	free(cfg->kmod_tree);
+	free(cfg->kmod_source);
+	free(cfg->kmod_file);
+	free(cfg->kmod_make);
+	free_strv(&cfg->kmod_make_vars, &cfg->n_kmod_make_vars);
+	free(cfg->kmod_cpus);
+	free(cfg->debugfs);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

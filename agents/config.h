@@ -1,6 +1,7 @@
 /* The agent's configuration (configs/agent.yaml): where the collector is and how to reach it,
  * who this host is, where results wait (the spool), what to measure and when, the subjects
- * (local builds of a library under test) and the in-kernel refscale readers. */
+ * (local builds of a library under test), the in-kernel refscale readers and the atomwatch
+ * kernel module. */
 #ifndef AW_AGENT_CONFIG_H
 #define AW_AGENT_CONFIG_H
 
@@ -67,6 +68,22 @@ struct aw_agent_config {
 	size_t n_refscale_types;
 	uint64_t refscale_loops, refscale_nruns, refscale_timeout_ms;
 	char *kmsg_path, *modprobe, *rmmod, *modinfo;
+	char *refscale_source;  /* a kernel source tree to build refscale and torture from when
+	                         * the running kernel lacks them; NULL: modprobe only */
+	char *refscale_modules; /* a folder with prebuilt torture.ko and refscale.ko, or NULL */
+
+	/* the atomwatch kernel module (agents/kmod.c) */
+	bool kmod;             /* kernel.module: measure the kernel's own ops */
+	char *kmod_tree;       /* build tree; NULL: /lib/modules/$(uname -r)/build */
+	char *kmod_source;     /* runner/kmod sources; NULL: the installed ones */
+	char *kmod_file;       /* a prebuilt atomwatch.ko (nothing is built), or NULL */
+	char *kmod_make;       /* the make program */
+	char **kmod_make_vars; /* "KEY=VALUE" make variables (ARCH, CROSS_COMPILE...) */
+	size_t n_kmod_make_vars;
+	char *kmod_cpus;       /* the module's cpus= (NULL: every online CPU) */
+	uint32_t kmod_samples; /* the module's samples= (0: its default, 200) */
+	uint64_t kmod_build_timeout_ms, kmod_timeout_ms;
+	char *debugfs; /* where debugfs is (mounted there when it is not) */
 };
 
 /* Reads and validates a config file. Relative paths in it are resolved against the file's

@@ -14,6 +14,7 @@
 #include "atomwatch/runner.h"
 #include "aw/log.h"
 #include "aw/util.h"
+#include "kernel.h"
 
 #define STATE_LIMIT  (1u << 20)
 #define MESSAGE_MAX  500 /* the collector takes 512 printable bytes */
@@ -237,6 +238,21 @@ static void run_scheduled(struct aw_agent *a, struct state *st, const json_t *ho
 	char *err = NULL;
 	int rc;
 
+	if (run.commit && !strcmp(run.commit, AW_KERNEL_COMMIT)) {
+		struct aw_kernel_id kid;
+
+		/* the kernel's own commit where it names one, else the platform state's */
+		run.commit = NULL;
+		if (!aw_kernel_commit(&kid, &err)) {
+			snprintf(commit, sizeof(commit), "%.40s", kid.commit);
+			run.commit = commit;
+		} else {
+			aw_warn(
+			    "schedule.commit is 'kernel', but %s; filed under the platform commit",
+			    err);
+			aw_freep(&err);
+		}
+	}
 	if (!run.commit) {
 		if (aw_platform_commit(host, commit)) {
 			aw_error("cannot derive the platform commit: out of memory");

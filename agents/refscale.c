@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "aw/log.h"
 #include "aw/util.h"
+#include "kmod.h"
 #include "proc.h"
 
 #define LINE_MAX_LEN 4096
@@ -332,9 +335,11 @@ static int set_reason(struct aw_cell *c, enum aw_cell_status st, const char *fmt
 	return aw_set_str(&c->reason, msg);
 }
 
-/* One scale_type: fills `cell` (identity already set). Returns 0, -EINTR or -ENOMEM. */
-static int run_type(const struct aw_agent_config *cfg, const char *type, struct aw_cell *cell,
-                    struct aw_buf *out, volatile int *stop)
+/* One scale_type: fills `cell` (identity already set). `ko_dir`: where refscale.ko built out of
+ * tree is (torture is loaded), or NULL to modprobe the kernel's own. Returns 0, -EINTR or
+ * -ENOMEM. */
+static int run_type(const struct aw_agent_config *cfg, const char *type, const char *ko_dir,
+                    struct aw_cell *cell, struct aw_buf *out, volatile int *stop)
 {
 	char arg_type[AW_NAME_MAX + 16], arg_loops[48], arg_nruns[48];
 	const char *modinfo[] = {cfg->modinfo, "refscale", NULL};
@@ -361,10 +366,10 @@ static int run_type(const struct aw_agent_config *cfg, const char *type, struct 
 		                "the refscale module is already loaded; the agent leaves it alone");
 		goto out;
 	}
-	rc = run_helper(modinfo, out, stop, &code, &err);
+	rc = ko_dir ? 0 : run_helper(modinfo, out, stop, &code, &err);
 	if (rc == -EINTR)
 		goto out;
-	if (rc || code) {
+	if (!ko_dir && (rc || code)) {
 		rc = set_reason(cell, AW_CELL_SKIPPED, "module missing: %s refscale: %s",
 		                cfg->modinfo, rc ? err : output_tail(out));
 		goto out;
@@ -383,13 +388,27 @@ static int run_type(const struct aw_agent_config *cfg, const char *type, struct 
 	         (unsigned long long)cfg->refscale_loops);
 	snprintf(arg_nruns, sizeof(arg_nruns), "nruns=%llu",
 	         (unsigned long long)cfg->refscale_nruns);
-	rc = run_helper(modprobe, out, stop, &code, &err);
-	if (rc == -EINTR)
-		goto out;
-	if (rc || code) {
-		rc = set_reason(cell, AW_CELL_SKIPPED, "modprobe failed: %s",
-		                rc ? err : output_tail(out));
-		goto out;
+	if (ko_dir) {
+		char *ko = aw_asprintf("%s/refscale.ko", ko_dir), params[sizeof(arg_type) + 100];
+
+		snprintf(params, sizeof(params), "%s %s %s", arg_type, arg_loops, arg_nruns);
+		rc = ko ? aw_kmod_load(ko, "refscale", params, 0, stop, NULL, &err) : -ENOMEM;
+		free(ko);
+		if (rc == -EINTR || rc == -ENOMEM)
+			goto out;
+		if (rc) {
+			rc = set_reason(cell, AW_CELL_SKIPPED, "insmod failed: %s", err);
+			goto out;
+		}
+	} else {
+		rc = run_helper(modprobe, out, stop, &code, &err);
+		if (rc == -EINTR)
+			goto out;
+		if (rc || code) {
+			rc = set_reason(cell, AW_CELL_SKIPPED, "modprobe failed: %s",
+			                rc ? err : output_tail(out));
+			goto out;
+		}
 	}
 	deadline = aw_monotonic_ns() + cfg->refscale_timeout_ms * 1000000;
 	while (!done && !(stop && *stop) && aw_monotonic_ns() < deadline) {
@@ -419,9 +438,10 @@ static int run_type(const struct aw_agent_config *cfg, const char *type, struct 
 		                (unsigned long long)(cfg->refscale_timeout_ms / 1000));
 	}
 unload : {
-	int urc = run_helper(rmmod, out, NULL, &code, &err);
+	int urc =
+	    ko_dir ? aw_kmod_unload("refscale", &err) : run_helper(rmmod, out, NULL, &code, &err);
 
-	if (!rc && (urc || code) && cell->status == AW_CELL_OK)
+	if (!rc && (urc || (!ko_dir && code)) && cell->status == AW_CELL_OK)
 		rc = set_reason(cell, AW_CELL_FAILED, "measured, but rmmod refscale failed: %s",
 		                urc ? err : output_tail(out));
 }
@@ -433,13 +453,98 @@ out:
 	return rc;
 }
 
-int aw_refscale_run(const struct aw_agent_config *cfg, struct aw_result *res, volatile int *stop,
-                    char **err)
+/* Whether the running kernel has refscale of its own (modinfo finds it). */
+static bool in_kernel(const struct aw_agent_config *cfg, struct aw_buf *out, volatile int *stop)
 {
+	const char *modinfo[] = {cfg->modinfo, "refscale", NULL};
+	char *err = NULL;
+	int code = 0, rc = run_helper(modinfo, out, stop, &code, &err);
+
+	free(err);
+	return !rc && !code;
+}
+
+/* refscale out of tree: prebuilt (kernel.refscale.modules) or built now from the source tree
+ * into *build_dir; torture is loaded (*torture set when by us). Returns 0 with *ko_dir, or a
+ * negative errno with *err (the run fails: a module that does not build is no skipped cell). */
+static int prepare_out_of_tree(const struct aw_agent_config *cfg, const char *log_dir,
+                               char **ko_dir, char **build_dir, bool *torture, volatile int *stop,
+                               char **err)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *tree = NULL, *log = NULL, *ko = NULL, stamp[AW_TIME_LEN];
+	int rc = 0;
+
+	if (cfg->refscale_modules) {
+		*ko_dir = strdup(cfg->refscale_modules);
+		if (!*ko_dir)
+			return aw_errorf(err, -ENOMEM, "out of memory");
+	} else {
+		aw_time_now(stamp);
+		for (char *c = stamp; *c; c++)
+			if (*c == ':')
+				*c = '-';
+		tree = aw_kmod_tree(cfg);
+		log = aw_asprintf("%s/refscale-%s.log", log_dir, stamp);
+		*build_dir =
+		    aw_asprintf("%s/atomwatch-refscale.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!tree || !log || !*build_dir) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		if (!mkdtemp(*build_dir)) {
+			rc = aw_errorf(err, -errno, "cannot create '%s': %s", *build_dir,
+			               strerror(errno));
+			aw_freep(build_dir);
+			goto out;
+		}
+		aw_info("building refscale and torture from %s against %s (log: %s)",
+		        cfg->refscale_source, tree, log);
+		rc = aw_refscale_build(cfg, cfg->refscale_source, tree, *build_dir, log, stop, err);
+		if (rc)
+			goto out;
+		*ko_dir = strdup(*build_dir);
+		if (!*ko_dir) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if (access("/sys/module/torture", F_OK)) {
+		ko = aw_asprintf("%s/torture.ko", *ko_dir);
+		rc = ko ? aw_kmod_load(ko, "torture", "", 0, stop, cfg->kmsg_path, err)
+		        : aw_errorf(err, -ENOMEM, "out of memory");
+		*torture = !rc;
+	}
+out:
+	free(tree);
+	free(log);
+	free(ko);
+	return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int aw_refscale_run(const struct aw_agent_config *cfg, const char *log_dir, struct aw_result *res,
+                    volatile int *stop, char **err)
+{
+	char *ko_dir = NULL, *build_dir = NULL, *why = NULL;
+	bool torture = false;
 	struct aw_buf out;
 	int rc = 0;
 
 	aw_buf_init(&out, OUTPUT_LIMIT);
+	if ((cfg->refscale_source || cfg->refscale_modules) && geteuid() == 0 &&
+	    access("/sys/module/refscale", F_OK) && !in_kernel(cfg, &out, stop)) {
+		rc = prepare_out_of_tree(cfg, log_dir, &ko_dir, &build_dir, &torture, stop, err);
+		if (rc)
+			goto out;
+	}
 	for (size_t i = 0; i < cfg->n_refscale_types && !rc; i++) {
 		struct aw_cell *c = aw_result_add_cell(res);
 
@@ -448,12 +553,20 @@ int aw_refscale_run(const struct aw_agent_config *cfg, struct aw_result *res, vo
 			rc = aw_errorf(err, -ENOMEM, "out of memory");
 			break;
 		}
-		rc = run_type(cfg, cfg->refscale_types[i], c, &out, stop);
+		rc = run_type(cfg, cfg->refscale_types[i], ko_dir, c, &out, stop);
 		if (rc == -EINTR)
 			aw_errorf(err, rc, "interrupted while refscale ran");
 		else if (rc)
 			aw_errorf(err, rc, "refscale: %s", strerror(-rc));
 	}
+out:
+	if (torture && aw_kmod_unload("torture", &why))
+		aw_error("%s", why);
+	if (build_dir && nftw(build_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS))
+		aw_warn("cannot remove '%s': %s", build_dir, strerror(errno));
+	free(build_dir);
+	free(ko_dir);
+	free(why);
 	aw_buf_release(&out);
 	return rc;
 }

@@ -16,6 +16,10 @@ set(man ${PROJECT_SOURCE_DIR}/man)
 install(FILES ${man}/atomwatch-run.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 if(TARGET atomwatch-agent)
 	install(FILES ${man}/atomwatch-agent.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+	# the atomwatch kernel module's sources: the agent builds them against the running kernel
+	install(FILES ${PROJECT_SOURCE_DIR}/runner/kmod/atomwatch.c ${PROJECT_SOURCE_DIR}/runner/kmod/Kbuild
+		${PROJECT_SOURCE_DIR}/runner/kmod/Makefile ${PROJECT_SOURCE_DIR}/runner/kmod/README.md
+		DESTINATION ${CMAKE_INSTALL_DATADIR}/atomwatch/kmod)
 endif()
 if(TARGET atomwatch-ci)
 	install(FILES ${man}/atomwatch-ci.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

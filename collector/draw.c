@@ -280,7 +280,15 @@ const char *aw_cell_group(const char *op, const char *reader, const char *subjec
 	    {"x86", {"lock_inc", "lock_xadd", "xchg"}},
 	};
 
-	if (kernel)
+	/* the atomwatch module's cells by the question they answer: the per-CPU ops themselves,
+	 * the SRCU readers built on them, the atomic and the interrupt/preemption workarounds;
+	 * refscale's scale types stay "kernel" */
+	if (kernel && op && !strcmp(op, "kmod"))
+		snprintf(buf, size, "kernel-%s",
+		         !strncmp(kernel, "this_cpu_", 9) ? "percpu"
+		         : !strncmp(kernel, "srcu", 4)    ? "srcu"
+		                                          : "sync");
+	else if (kernel)
 		snprintf(buf, size, "kernel");
 	else if (reader)
 		snprintf(buf, size, "reader-%s", reader);

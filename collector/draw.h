@@ -79,7 +79,8 @@ int aw_draw_fetch_chart(struct store_conn *c, const struct aw_chart_id *id, cons
  * Returns 0 or the first failure (every group is still tried), with *err. */
 int aw_draw_trends(struct aw_draw *d, const char *host, const char *ref, char **err);
 
-/* The op group a cell's trend is drawn in ("lse", "llsc", "reader-srcu", ...), into buf.
+/* The op group a cell's trend is drawn in ("lse", "llsc", "reader-srcu", "kernel-percpu" for the
+ * atomwatch module's this_cpu_* cells, "kernel" for refscale's, ...), into buf.
  * Returns buf. */
 const char *aw_cell_group(const char *op, const char *reader, const char *subject,
                           const char *kernel, char *buf, size_t size);

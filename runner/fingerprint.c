@@ -34,6 +34,7 @@
 
 #define SYSFS_LIMIT       (64 * 1024)
 #define CPUINFO_LIMIT     (64 * 1024 * 1024)
+#define CONFIG_LIMIT      (16 * 1024 * 1024)
 #define PLATFORM_HASH_LEN 16
 #define LIST_LEN          (AW_MAX_CPUS * 6) /* "4095," per CPU at worst */
 
@@ -353,13 +354,37 @@ static json_t *stable_json(const struct fp *f, const struct aw_fp_source *src,
 	return ok ? o : NULL;
 }
 
+/* The first 16 hex digits of the SHA-256 of the running kernel's config, from
+ * boot/config-<release> (the distributions' place) or else proc/config.gz (CONFIG_IKCONFIG_PROC,
+ * hashed as it is); "" when neither is readable. Two builds of one release with other options
+ * differ here. */
+static void kernel_config_hash(const struct fp *f, const char *kernel, char out[17])
+{
+	char hex[AW_SHA256_HEX_LEN + 1];
+	const char *sep = f->root[strlen(f->root) - 1] == '/' ? "" : "/";
+
+	out[0] = '\0';
+	for (int i = 0; kernel && i < 2 && !out[0]; i++) {
+		char *path = i ? aw_asprintf("%s%sproc/config.gz", f->root, sep)
+		               : aw_asprintf("%s%sboot/config-%s", f->root, sep, kernel);
+		char *data = NULL;
+		size_t len = 0;
+
+		if (path && !aw_read_file(path, CONFIG_LIMIT, &data, &len, NULL) &&
+		    !aw_sha256_hex(data, len, hex))
+			snprintf(out, 17, "%.16s", hex);
+		free(data);
+		free(path);
+	}
+}
+
 static json_t *changing_json(const struct fp *f, const struct aw_fp_source *src,
                              const struct aw_topology *t, const char *arch, const char *kernel,
                              const char *kernel_version)
 {
 	json_t *o = json_object();
 	bool ok = o != NULL;
-	char microcode[64] = "", governor[64] = "", cflags[1024];
+	char microcode[64] = "", governor[64] = "", cflags[1024], config_hash[17];
 	long max_khz = -1;
 
 	if (!ok)
@@ -380,6 +405,8 @@ static json_t *changing_json(const struct fp *f, const struct aw_fp_source *src,
 	tidy_copy(cflags, sizeof(cflags), AW_CFLAGS, sizeof(AW_CFLAGS));
 	put(o, "kernel", str_or_null(kernel), &ok);
 	put(o, "kernel_version", str_or_null(kernel_version), &ok);
+	kernel_config_hash(f, kernel, config_hash);
+	put(o, "kernel_config_hash", str_or_null(config_hash), &ok);
 	put(o, "microcode", str_or_null(microcode), &ok);
 	put(o, "governor", str_or_null(governor), &ok);
 	put(o, "cpufreq_max_khz", int_or_null(max_khz), &ok);

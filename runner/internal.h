@@ -125,8 +125,8 @@ struct aw_fp_source {
  * stable: arch, vendor, cpu_model, implementer/part/variant/revision (aarch64) or
  *   family/model/stepping/brand (x86), cpus (possible), cores, packages, numa_nodes, core_types
  *   [{model, implementer, part, cpus, count}], smt, cache_line, lse;
- * changing: kernel, kernel_version, microcode, governor, cpufreq_max_khz, online_cpus,
- *   compiler, cflags, timer, timer_hz.
+ * changing: kernel, kernel_version, kernel_config_hash, microcode, governor, cpufreq_max_khz,
+ *   online_cpus, compiler, cflags, timer, timer_hz.
  * platform_hash is the SHA-256 (first 16 hex digits) of the canonical JSON of `stable` only.
  * `labels` may be NULL. Returns a new object or NULL with *err. */
 json_t *aw_fingerprint(const struct aw_fp_source *src, const char *host_name, const json_t *labels,

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages atomwatch needs, only those missing (so a second run is
 # quick). Usage: scripts/deps.sh [build|test]   (default: build; test adds what the tests use:
 # PostgreSQL, Chromium, Node.js and npm when no `node` exists, the aarch64 cross toolchain with
-# qemu, Google Benchmark, clang, debhelper and lintian, ...).
+# qemu, Google Benchmark, clang, debhelper and lintian, QEMU system emulators and busybox for
+# the kernel tests, ...).
 set -eu
 
 group=${1:-build}
@@ -11,13 +12,15 @@ build_pkgs="build-essential cmake pkg-config git ca-certificates
 	libsqlite3-dev libpq-dev libcmocka-dev liburcu-dev gnuplot-nox curl"
 test_pkgs="$build_pkgs g++ python3 python3-jsonschema python3-yaml postgresql chromium chromium-driver
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libbenchmark-dev openssl
-	clang clang-format podman runc debootstrap debhelper lintian man-db"
+	clang clang-format podman runc debootstrap debhelper lintian man-db
+	qemu-system-x86 qemu-system-arm busybox-static"
 # The runner's cross build links these; the arm64 packages' binaries (tests/package) run under
 # qemu-aarch64 with the runtime libraries. The packages themselves are cross-built in a
 # container (tests/package/Containerfile.cross): libpq-dev is not Multi-Arch: same in Debian 12,
 # so libpq-dev:arm64 cannot be installed beside the native build's libpq-dev.
 arm64_pkgs="libjansson-dev:arm64 libyaml-dev:arm64 libssl-dev:arm64 libcmocka-dev:arm64
-	liburcu-dev:arm64 libcurl4:arm64 libmicrohttpd12:arm64 libsqlite3-0:arm64 libpq5:arm64"
+	liburcu-dev:arm64 libcurl4:arm64 libmicrohttpd12:arm64 libsqlite3-0:arm64 libpq5:arm64
+	libcurl4-openssl-dev:arm64"
 
 case "$group" in
 build) want="$build_pkgs" ;;

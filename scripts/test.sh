@@ -4,7 +4,9 @@
 # suite under ASan/UBSan, the aarch64 build's suite under qemu-aarch64 with LSE (-cpu max) and
 # without (-cpu cortex-a57), and the unit and CLI tests of a clang Release build.
 # Every configuration builds with warnings as errors (scripts/build.sh).
-# Usage: scripts/test.sh [native|asan|aarch64|clang ...]   (default: all of them)
+# The native suite holds the kernel tests (label kernel: real Debian kernels booted under
+# QEMU); `kernel` runs only those, on the native build.
+# Usage: scripts/test.sh [native|asan|aarch64|clang|kernel ...]   (default: native asan aarch64 clang)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -15,7 +17,9 @@ failed=""
 jobs=$(nproc)
 for conf in $confs; do
 	echo "=== $conf: build"
-	if ! sh scripts/build.sh "$conf"; then
+	build=$conf
+	[ "$conf" != kernel ] || build=native
+	if ! sh scripts/build.sh "$build"; then
 		failed="$failed $conf(build)"
 		continue
 	fi
@@ -33,13 +37,18 @@ for conf in $confs; do
 		echo "=== asan: tests"
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 			ctest --test-dir build/asan -j "$jobs" --output-on-failure \
-				-LE 'perf|container|package|style|install' || failed="$failed asan"
+				-LE 'perf|container|package|style|install|kernel' || failed="$failed asan"
 		;;
 	clang)
 		# the other configurations run the rest; this one proves the clang build works
 		echo "=== clang: unit and CLI tests"
 		ctest --test-dir build/clang -j "$jobs" --output-on-failure -L 'unit|cli' ||
 			failed="$failed clang"
+		;;
+	kernel)
+		echo "=== kernel: tests (QEMU; the first run fetches and builds, then it is cached)"
+		ctest --test-dir build/native -j "$jobs" --output-on-failure -L kernel ||
+			failed="$failed kernel"
 		;;
 	*)
 		echo "=== $conf: tests"

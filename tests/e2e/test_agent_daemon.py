@@ -13,6 +13,7 @@ usage: test_agent_daemon.py [--backend sqlite|postgres]"""
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -215,6 +216,30 @@ def test_schedule():
     try:
         time.sleep(2)
         eq(len(a.runs_of(S.col, S.ci, host)), 1, "the period survives a restart")
+        eq(stop_daemon(proc), 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_schedule_kernel_commit():
+    """schedule.commit: kernel files scheduled runs under the kernel's commit where it names
+    one, else (this host's kernel, most likely) under the platform commit, with a warning."""
+    host = "daemon-kcommit"
+    sched = "schedule:\n  every: 1h\n  check_every: 1h\n  project: linux\n  commit: kernel\n"
+    ag = a.Agent(S.url, S.col.token("agent", host), host, extra=sched, collector_extra=DAEMON)
+    proc = start_daemon(ag)
+    try:
+        runs = a.wait_for(lambda: a.runs_of(S.col, S.ci, host), 120, "the first scheduled run")
+        doc = a.get_run(S.col, S.ci, runs[0]["run_id"])
+        eq((doc["trigger"], doc["project"]), ("schedule", "linux"))
+        m = re.search(r"-g([0-9a-f]{7,40})(?![0-9a-zA-Z])", os.uname().release)
+        if m:
+            eq(doc["commit"], m.group(1))
+        else:
+            check(len(doc["commit"]) == 40, doc["commit"])
+            check("schedule.commit is 'kernel', but the running kernel" in ag.logs(),
+                  ag.logs())
         eq(stop_daemon(proc), 0)
     finally:
         if proc.poll() is None:

@@ -173,6 +173,16 @@ static void test_names(void **state)
 	assert_string_equal(aw_cell_group("nop", NULL, NULL, "srcu-fast", buf, sizeof(buf)),
 	                    "kernel");
 	assert_string_equal(aw_cell_group("frob", NULL, NULL, NULL, buf, sizeof(buf)), "other");
+	/* the atomwatch module's cells: a group per question, refscale's stay "kernel" */
+	assert_string_equal(aw_cell_group("kmod", NULL, NULL, "this_cpu_inc_dec", buf, sizeof(buf)),
+	                    "kernel-percpu");
+	assert_string_equal(aw_cell_group("kmod", NULL, NULL, "srcu_read_lock", buf, sizeof(buf)),
+	                    "kernel-srcu");
+	assert_string_equal(
+	    aw_cell_group("kmod", NULL, NULL, "local_irq_save_inc", buf, sizeof(buf)),
+	    "kernel-sync");
+	assert_string_equal(aw_cell_group("refscale", NULL, NULL, "srcu", buf, sizeof(buf)),
+	                    "kernel");
 	assert_string_equal(aw_cell_contention_name("stadd", NULL, "far", buf, sizeof(buf)),
 	                    "stadd-far");
 	assert_string_equal(aw_cell_contention_name("llsc", "srcu", NULL, buf, sizeof(buf)),
@@ -212,6 +222,43 @@ static void test_names(void **state)
 	assert_int_equal(n_contention, 2);
 	assert_string_equal(contention[0], "stadd");
 	assert_string_equal(contention[1], "llsc");
+	aw_arena_release(&a);
+
+	/* a kernel run: the module's cells on both CPUs and refscale's on none; the trends are
+	 * the first CPU's, in their own groups */
+	r = run_of("kvm-arm64", SHA2, 3, 5.0);
+	for (size_t i = 0; i < r->n_cells; i++)
+		aw_cell_release(&r->cells[i]);
+	r->n_cells = 0;
+	{
+		static const char *const kprims[] = {"this_cpu_inc", "this_cpu_inc_dec",
+		                                     "srcu_read_lock", "atomic_long_inc"};
+
+		for (int cpu = 0; cpu <= 1; cpu++)
+			for (size_t i = 0; i < 4; i++) {
+				struct aw_cell *kc = add(r, "kmod", NULL, cpu, AW_NONE, AW_NONE, 0,
+				                         NULL, 10.0 + (double)i);
+
+				assert_int_equal(aw_set_str(&kc->kernel, kprims[i]), 0);
+				assert_int_equal(aw_cell_make_key(kc), 0);
+			}
+		struct aw_cell *rc_cell =
+		    add(r, "refscale", NULL, AW_NONE, AW_NONE, AW_NONE, 0, NULL, 42.0);
+
+		assert_int_equal(aw_set_str(&rc_cell->kernel, "srcu"), 0);
+		assert_int_equal(aw_cell_make_key(rc_cell), 0);
+		assert_string_equal(r->cells[1].key, "kernel=this_cpu_inc_dec cpu=0");
+	}
+	seq = put(c, r);
+	aw_arena_init(&a, 1u << 20);
+	assert_int_equal(
+	    aw_run_chart_names(c, &a, seq, &groups, &n_groups, &contention, &n_contention), 0);
+	assert_int_equal(n_groups, 4);
+	assert_string_equal(groups[0], "kernel-percpu");
+	assert_string_equal(groups[1], "kernel-srcu");
+	assert_string_equal(groups[2], "kernel-sync");
+	assert_string_equal(groups[3], "kernel");
+	assert_int_equal(n_contention, 0);
 	aw_arena_release(&a);
 
 	const struct aw_chart_id id = {

@@ -166,6 +166,34 @@ static void assert_common(const json_t *host)
 	assert_hash_of_stable(host);
 }
 
+/* The kernel's config is a changing field: another config of one release is another platform
+ * state (the daemon runs on it), never another platform. */
+static void test_kernel_config_hash(void **state)
+{
+	char *dir = host_copy_fixture("neoverse-n1"), hex[AW_SHA256_HEX_LEN + 1];
+	static const char config[] = "CONFIG_ARM64_LSE_ATOMICS=y\n";
+	json_t *without, *with, *other;
+
+	(void)state;
+	without = fp_dir(dir, "aarch64", -1);
+	assert_null_field(without, "changing.kernel_config_hash");
+	host_write(dir, "boot/config-6.12.0-test", config);
+	with = fp_dir(dir, "aarch64", -1);
+	assert_int_equal(aw_sha256_hex(config, strlen(config), hex), 0);
+	hex[16] = '\0';
+	assert_str(with, "changing.kernel_config_hash", hex);
+	host_write(dir, "boot/config-6.12.0-test", "# CONFIG_ARM64_LSE_ATOMICS is not set\n");
+	other = fp_dir(dir, "aarch64", -1);
+	assert_string_not_equal(json_string_value(get(other, "changing.kernel_config_hash")), hex);
+	assert_string_equal(hash_of(with), hash_of(other));
+	assert_string_equal(hash_of(with), hash_of(without));
+	json_decref(without);
+	json_decref(with);
+	json_decref(other);
+	host_rmtree(dir);
+	free(dir);
+}
+
 static void test_neoverse_n1(void **state)
 {
 	json_t *h = fp_fixture("neoverse-n1", "aarch64");
@@ -540,6 +568,7 @@ static void test_live(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_kernel_config_hash),
 	    cmocka_unit_test(test_neoverse_n1),
 	    cmocka_unit_test(test_neoverse_v2),
 	    cmocka_unit_test(test_big_little),
