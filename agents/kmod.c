@@ -68,7 +68,9 @@ static const char *kmod_source(const struct aw_agent_config *cfg)
 {
 	if (cfg->kmod_source)
 		return cfg->kmod_source;
-	if (access(AW_KMOD_SOURCE "/atomwatch.c", R_OK) && *AW_KMOD_SOURCE_TREE &&
+	static const char tree[] = AW_KMOD_SOURCE_TREE;
+
+	if (access(AW_KMOD_SOURCE "/atomwatch.c", R_OK) && tree[0] &&
 	    !access(AW_KMOD_SOURCE_TREE "/atomwatch.c", R_OK))
 		return AW_KMOD_SOURCE_TREE; /* an agent run from its build tree */
 	return AW_KMOD_SOURCE;

@@ -18,7 +18,7 @@ if(TARGET atomwatch-agent)
 	install(FILES ${man}/atomwatch-agent.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 	# the atomwatch kernel module's sources: the agent builds them against the running kernel
 	install(FILES ${PROJECT_SOURCE_DIR}/runner/kmod/atomwatch.c ${PROJECT_SOURCE_DIR}/runner/kmod/Kbuild
-		${PROJECT_SOURCE_DIR}/runner/kmod/Makefile ${PROJECT_SOURCE_DIR}/runner/kmod/README.md
+		${PROJECT_SOURCE_DIR}/runner/kmod/Makefile
 		DESTINATION ${CMAKE_INSTALL_DATADIR}/atomwatch/kmod)
 endif()
 if(TARGET atomwatch-ci)
