@@ -567,42 +567,6 @@ static int find_samples(const struct sindex *ix, const char *name, int cpu, uint
 	return -ENOENT;
 }
 
-/* The runner's statistics (runner/measure.c): the empty loop's median subtracted from every
- * timed sample, "below resolution" when the two medians' intervals overlap. */
-static int fill_stats(struct aw_cell *c, double *gross, double *base, size_t n, uint64_t batch)
-{
-	double *net = malloc(n * sizeof(*net));
-	struct aw_summary g, b, s;
-
-	if (!net)
-		return -ENOMEM;
-	aw_summarize(base, n, &b);
-	for (size_t i = 0; i < n; i++)
-		net[i] = fmax(0, gross[i] - b.p50);
-	aw_summarize(gross, n, &g);
-	aw_summarize(net, n, &s);
-	free(net);
-	c->n = n;
-	c->batch = batch;
-	c->min = s.min;
-	c->p50 = s.p50;
-	c->p95 = s.p95;
-	c->p99 = s.p99;
-	c->max = s.max;
-	c->mean = s.mean;
-	c->stddev = s.stddev;
-	c->ci_lo = s.ci_lo;
-	c->ci_hi = s.ci_hi;
-	c->baseline_ns = b.p50;
-	c->below_resolution = g.ci_lo <= b.ci_hi;
-	if (c->below_resolution) {
-		c->min = 0;
-		c->p50 = 0;
-		c->ci_lo = 0;
-	}
-	return 0;
-}
-
 static const struct {
 	const char *key;
 	bool number;
@@ -689,7 +653,7 @@ static int cell_line(struct lines *l, const struct sindex *ix, struct aw_result 
 			c->status = AW_CELL_FAILED;
 			rc = aw_set_str(&c->reason, "the module reported no samples for this cell");
 		} else if (!rc) {
-			rc = fill_stats(c, timed, empty, n, batch);
+			rc = aw_cell_set_stats(c, timed, empty, n, batch, NULL, NULL);
 			c->status = AW_CELL_OK;
 		}
 		if (rc == -ENOMEM)

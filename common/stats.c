@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "aw/result.h"
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -103,4 +105,48 @@ double aw_mad_sorted(const double *sorted, size_t n, double *scratch)
 		scratch[i] = fabs(sorted[i] - med);
 	aw_sort_doubles(scratch, n);
 	return aw_quantile_sorted(scratch, n, 0.5);
+}
+
+int aw_cell_set_stats(struct aw_cell *c, double *gross, double *base, size_t n, uint64_t batch,
+                      struct aw_summary *gross_out, struct aw_summary *base_out)
+{
+	double *net;
+	struct aw_summary g, b, s;
+
+	if (!n)
+		return -EINVAL;
+	net = malloc(n * sizeof(*net));
+	if (!net)
+		return -ENOMEM;
+	aw_summarize(base, n, &b);
+	for (size_t i = 0; i < n; i++)
+		net[i] = fmax(0, gross[i] - b.p50);
+	aw_summarize(gross, n, &g);
+	aw_summarize(net, n, &s);
+	free(net);
+	c->n = n;
+	c->batch = batch;
+	c->min = s.min;
+	c->p50 = s.p50;
+	c->p95 = s.p95;
+	c->p99 = s.p99;
+	c->max = s.max;
+	c->mean = s.mean;
+	c->stddev = s.stddev;
+	c->ci_lo = s.ci_lo;
+	c->ci_hi = s.ci_hi;
+	c->baseline_ns = b.p50;
+	/* Below resolution: the op's median cannot be told apart from the empty loop's, i.e. the
+	 * two 95% intervals of the median overlap. Report 0 rather than noise. */
+	c->below_resolution = g.ci_lo <= b.ci_hi;
+	if (c->below_resolution) {
+		c->min = 0;
+		c->p50 = 0;
+		c->ci_lo = 0;
+	}
+	if (gross_out)
+		*gross_out = g;
+	if (base_out)
+		*base_out = b;
+	return 0;
 }

@@ -132,52 +132,28 @@ static int summarize(struct cell_ctx *x, const uint64_t *timed, const uint64_t *
 	size_t n = x->p->samples;
 	double tick_ns = x->p->timer->ns_per_tick;
 	double *gross = malloc(n * sizeof(*gross)), *base = malloc(n * sizeof(*base));
-	double *net = malloc(n * sizeof(*net));
-	struct aw_summary g, b, s;
+	struct aw_summary g, b;
 	struct aw_cell *c = x->cell;
 	int rc = -ENOMEM;
 
-	if (!gross || !base || !net)
+	if (!gross || !base)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		gross[i] = (double)timed[i] * tick_ns / (double)iters;
 		base[i] = (double)empty[i] * tick_ns / (double)iters;
 	}
-	aw_summarize(base, n, &b);
-	for (size_t i = 0; i < n; i++)
-		net[i] = fmax(0, gross[i] - b.p50);
-	aw_summarize(gross, n, &g);
-	aw_summarize(net, n, &s);
-	c->n = n;
-	c->batch = iters;
-	c->min = s.min;
-	c->p50 = s.p50;
-	c->p95 = s.p95;
-	c->p99 = s.p99;
-	c->max = s.max;
-	c->mean = s.mean;
-	c->stddev = s.stddev;
-	c->ci_lo = s.ci_lo;
-	c->ci_hi = s.ci_hi;
-	c->baseline_ns = b.p50;
+	rc = aw_cell_set_stats(c, gross, base, n, iters, &g, &b);
+	if (rc)
+		goto out;
 	if (x->detail) {
 		x->detail->gross_p50 = g.p50;
 		x->detail->gross_mean = g.mean;
 		x->detail->baseline_p50 = b.p50;
 	}
-	/* Below resolution: the op's median cannot be told apart from the empty loop's, i.e. the
-	 * two 95% intervals of the median overlap. Report 0 rather than noise. */
-	c->below_resolution = g.ci_lo <= b.ci_hi;
-	if (c->below_resolution) {
-		c->min = 0;
-		c->p50 = 0;
-		c->ci_lo = 0;
-	}
 	rc = 0;
 out:
 	free(gross);
 	free(base);
-	free(net);
 	return rc;
 }
 

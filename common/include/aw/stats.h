@@ -4,6 +4,9 @@
 #define AW_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+struct aw_cell;
 
 struct aw_summary {
 	size_t n;
@@ -14,6 +17,15 @@ struct aw_summary {
 
 /* Sorts `v` (n values) in place and fills `out`. Returns 0, or -EINVAL when n == 0. */
 int aw_summarize(double *v, size_t n, struct aw_summary *out);
+
+/* A cell's statistics the runner's way from the same samples of the timed loop (`gross`) and
+ * the empty loop (`base`), in ns per op, n of each: the empty loop's median is subtracted from
+ * every timed sample (never below 0), and the cell is below resolution (min, p50 and ci_lo 0)
+ * when the two medians' 95% intervals overlap. Sorts both arrays. Fills c's n, batch, the
+ * statistics, baseline_ns and below_resolution, and *gross_out / *base_out when not NULL.
+ * Returns 0, -EINVAL (n == 0) or -ENOMEM. */
+int aw_cell_set_stats(struct aw_cell *c, double *gross, double *base, size_t n, uint64_t batch,
+                      struct aw_summary *gross_out, struct aw_summary *base_out);
 
 /* The q-quantile (0 <= q <= 1) of sorted values by linear interpolation between order
  * statistics (Hyndman & Fan type 7, the default of R and NumPy). n must be > 0. */
