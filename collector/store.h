@@ -137,6 +137,8 @@ struct store_run {
 	int64_t order_us; /* the commit's position on its ref: commit_time, else the first run's
 	                   * started_at; the run's own started_at when it has no commit */
 	const char *platform_hash; /* of the host fingerprint this run was measured with */
+	const char *reference;     /* the run's reference series as stored ({kernel, unit,
+	                              values}, JSON), NULL when it has none */
 };
 
 typedef int (*store_run_cb)(const struct store_run *run, void *cls);

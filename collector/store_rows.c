@@ -20,7 +20,8 @@
 #define RUN_COLS                                                                                  \
 	"r.seq, r.run_id, p.name, h.name, c.sha, r.ref, r.commit_time, r.trigger, r.started_at, " \
 	"r.finished_at, r.received_at, r.matrix_name, r.matrix_version, r.matrix_hash, "          \
-	"r.matrix_profile, r.n_cells, COALESCE(c.order_us, r.started_us), f.platform_hash"
+	"r.matrix_profile, r.n_cells, COALESCE(c.order_us, r.started_us), f.platform_hash, "      \
+	"r.reference"
 #define RUN_FROM                                                                               \
 	" FROM runs r JOIN projects p ON p.id = r.project_id JOIN hosts h ON h.id = r.host_id" \
 	" JOIN fingerprints f ON f.id = r.fingerprint_id"                                      \
@@ -1072,6 +1073,7 @@ static void fill_run(struct store_stmt *s, struct store_run *run)
 	run->n_cells = c_i64(s, 15);
 	run->order_us = c_i64(s, 16);
 	run->platform_hash = c_text(s, 17);
+	run->reference = c_text(s, 18);
 }
 
 struct run_rows {

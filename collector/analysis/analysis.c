@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "aw/log.h"
+#include "aw/stats.h"
 #include "aw/strmap.h"
 #include "aw/util.h"
 
@@ -34,7 +35,47 @@ struct run_ref {
 	int64_t seq;
 	int64_t order_us;
 	char *run_id, *commit, *matrix_hash, *platform_hash;
+	double *ref; /* the reference kernel beside each cell, document order (NAN: none) */
+	size_t n_ref;
 };
+
+static void run_ref_release(struct run_ref *x)
+{
+	free(x->run_id);
+	free(x->commit);
+	free(x->matrix_hash);
+	free(x->platform_hash);
+	free(x->ref);
+}
+
+/* The values of a stored reference series ({kernel, unit, values}); a series that does not
+ * parse is no series (the run is judged without it). */
+static int parse_reference(const char *text, struct run_ref *x)
+{
+	json_t *doc, *values;
+	size_t i;
+	json_t *v;
+
+	if (!text)
+		return 0;
+	doc = json_loads(text, 0, NULL);
+	values = doc ? json_object_get(doc, "values") : NULL;
+	if (json_is_array(values) && json_array_size(values)) {
+		x->ref = malloc(json_array_size(values) * sizeof(double));
+		if (!x->ref) {
+			json_decref(doc);
+			return -ENOMEM;
+		}
+		json_array_foreach (values, i, v) {
+			double d = json_is_number(v) ? json_number_value(v) : NAN;
+
+			x->ref[i] = d > 0 ? d : NAN;
+		}
+		x->n_ref = json_array_size(values);
+	}
+	json_decref(doc);
+	return 0;
+}
 
 struct run_list {
 	struct run_ref *r;
@@ -59,11 +100,9 @@ static int collect_run(const struct store_run *run, void *cls)
 	x->order_us = run->order_us;
 	if (aw_set_str(&x->run_id, run->run_id) || aw_set_str(&x->commit, run->commit) ||
 	    aw_set_str(&x->matrix_hash, run->matrix_hash) ||
-	    aw_set_str(&x->platform_hash, run->platform_hash)) {
-		free(x->run_id);
-		free(x->commit);
-		free(x->matrix_hash);
-		free(x->platform_hash);
+	    aw_set_str(&x->platform_hash, run->platform_hash) ||
+	    parse_reference(run->reference, x)) {
+		run_ref_release(x);
 		return -ENOMEM;
 	}
 	l->n++;
@@ -72,12 +111,8 @@ static int collect_run(const struct store_run *run, void *cls)
 
 static void run_list_release(struct run_list *l)
 {
-	for (size_t i = 0; i < l->n; i++) {
-		free(l->r[i].run_id);
-		free(l->r[i].commit);
-		free(l->r[i].matrix_hash);
-		free(l->r[i].platform_hash);
-	}
+	for (size_t i = 0; i < l->n; i++)
+		run_ref_release(&l->r[i]);
 	free(l->r);
 	memset(l, 0, sizeof(*l));
 }
@@ -96,14 +131,10 @@ static void keep_comparable(struct run_list *l, const struct run_ref *like)
 		            (!like->platform_hash || !x->platform_hash ||
 		             !strcmp(like->platform_hash, x->platform_hash));
 
-		if (same || !like) {
+		if (same || !like)
 			l->r[k++] = *x;
-		} else {
-			free(x->run_id);
-			free(x->commit);
-			free(x->matrix_hash);
-			free(x->platform_hash);
-		}
+		else
+			run_ref_release(x);
 	}
 	l->n = k;
 	for (size_t i = 0; i < k / 2; i++) {
@@ -120,8 +151,12 @@ struct series {
 	char *key, *op, *reader, *subject;
 	int cpu;
 	int kind; /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
+	bool duty;
 	double *p50, *p99, *se50;
+	double *rf; /* log of the reference kernel beside the cell, per baseline run */
 	double head50[MAX_HEAD_RUNS], head99[MAX_HEAD_RUNS], headse[MAX_HEAD_RUNS];
+	double headrf[MAX_HEAD_RUNS];
+	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
 	size_t n_head;
 	double ref50[MAX_HEAD_RUNS], ref99[MAX_HEAD_RUNS]; /* a base commit's runs (compare) */
 	size_t n_ref;
@@ -135,8 +170,13 @@ struct table {
 	size_t n, cap;
 	size_t n_runs; /* baseline runs: the length of p50/p99/se50 */
 	const struct aw_detect_opts *detect;
+	/* the common mode of each baseline and head run (log), NAN where too few cells */
+	double *cm_hist, cm_head[MAX_HEAD_RUNS];
+	size_t n_head_runs;
 	/* while reading one run */
 	size_t run;
+	size_t ord;                /* the cell's position in its document */
+	const struct run_ref *ref; /* the run being read */
 	enum {
 		READ_HISTORY,
 		READ_HEAD,
@@ -153,6 +193,7 @@ static void series_release(struct series *s)
 	free(s->p50);
 	free(s->p99);
 	free(s->se50);
+	free(s->rf);
 	free(s->failed);
 }
 
@@ -161,6 +202,7 @@ static void table_release(struct table *t)
 	for (size_t i = 0; i < t->n; i++)
 		series_release(&t->s[i]);
 	free(t->s);
+	free(t->cm_hist);
 	aw_strmap_free(&t->index);
 	memset(t, 0, sizeof(*t));
 }
@@ -192,6 +234,7 @@ static struct series *series_for(struct table *t, const struct aw_cell *c, int *
 	memset(s, 0, sizeof(*s));
 	s->cpu = c->cpu;
 	s->kind = cell_kind(c);
+	s->duty = c->d > 0;
 	if (aw_set_str(&s->key, c->key) || aw_set_str(&s->op, c->op) ||
 	    aw_set_str(&s->reader, c->reader) || aw_set_str(&s->subject, c->subject))
 		goto fail;
@@ -199,10 +242,11 @@ static struct series *series_for(struct table *t, const struct aw_cell *c, int *
 		s->p50 = malloc(t->n_runs * sizeof(double));
 		s->p99 = malloc(t->n_runs * sizeof(double));
 		s->se50 = malloc(t->n_runs * sizeof(double));
-		if (!s->p50 || !s->p99 || !s->se50)
+		s->rf = malloc(t->n_runs * sizeof(double));
+		if (!s->p50 || !s->p99 || !s->se50 || !s->rf)
 			goto fail;
 		for (size_t i = 0; i < t->n_runs; i++)
-			s->p50[i] = s->p99[i] = s->se50[i] = NAN;
+			s->p50[i] = s->p99[i] = s->se50[i] = s->rf[i] = NAN;
 	}
 	*rc = aw_strmap_put(t->index, c->key, (int64_t)t->n);
 	if (*rc) {
@@ -230,6 +274,8 @@ static int read_cell(const struct aw_cell *c, void *cls)
 {
 	struct table *t = cls;
 	struct series *s;
+	size_t ord = t->ord++;
+	double rf = t->ref && ord < t->ref->n_ref ? log(t->ref->ref[ord]) : NAN;
 	int rc;
 
 	if (c->status == AW_CELL_SKIPPED)
@@ -250,6 +296,8 @@ static int read_cell(const struct aw_cell *c, void *cls)
 			s->head50[s->n_head] = c->p50;
 			s->head99[s->n_head] = c->p99;
 			s->headse[s->n_head] = se_of(c);
+			s->headrf[s->n_head] = rf;
+			s->head_run[s->n_head] = t->run;
 			s->n_head++;
 		}
 		s->in_head = true;
@@ -265,6 +313,7 @@ static int read_cell(const struct aw_cell *c, void *cls)
 		s->p50[t->run] = c->p50;
 		s->p99[t->run] = c->p99;
 		s->se50[t->run] = se_of(c);
+		s->rf[t->run] = rf;
 		break;
 	}
 	if (isfinite(c->p99) && isfinite(c->p50) && c->p50 > 0 &&
@@ -328,8 +377,10 @@ static int cmp_cells(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-/* Compacts one cell's baseline values (and their errors) into dense arrays. */
-static size_t dense(const double *v, const double *se, size_t n, double *out, double *out_se)
+/* Compacts one cell's baseline values (and their errors and run factors, each optional) into
+ * dense arrays. */
+static size_t dense(const double *v, const double *se, size_t n, double *out, double *out_se,
+                    const double *rf, double *out_rf, const double *cm, double *out_cm)
 {
 	size_t k = 0;
 
@@ -339,6 +390,10 @@ static size_t dense(const double *v, const double *se, size_t n, double *out, do
 		out[k] = v[i];
 		if (out_se)
 			out_se[k] = se ? se[i] : NAN;
+		if (out_rf)
+			out_rf[k] = rf ? rf[i] : NAN;
+		if (out_cm)
+			out_cm[k] = cm ? cm[i] : NAN;
 		k++;
 	}
 	return k;
@@ -360,9 +415,166 @@ void aw_host_verdict_release(struct aw_host_verdict *v)
 	for (size_t i = 0; i < v->n_head_runs; i++)
 		free(v->head_runs[i]);
 	free(v->head_runs);
+	free(v->runs);
 	free(v->host);
 	free(v->reason);
 	memset(v, 0, sizeof(*v));
+}
+
+/* ---- run factors ---- */
+
+#define CM_MIN_CELLS 3 /* uncontended matrix cells a run needs for a common mode */
+
+/* Whether a series takes part in the common mode: an uncontended, duty-free op or reader of
+ * the matrix (never a subject's or the kernel's cell: a library change must not move the
+ * factor its own cells are judged against). */
+static bool in_common_mode(const struct series *s)
+{
+	return (s->kind == 0 || s->kind == 1) && !s->duty;
+}
+
+static double median_of(double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	aw_sort_doubles(v, n);
+	return aw_quantile_sorted(v, n, 0.5);
+}
+
+/* Each run's common mode: a median polish of log(p50) over the baseline runs and the
+ * uncontended matrix cells (row effect = the run's factor, column effect = the cell's level),
+ * two rounds; head runs take their factor against the levels the baseline gave. A run with
+ * fewer than CM_MIN_CELLS such cells (a confirmation run) has none. */
+static int common_mode(struct table *t)
+{
+	size_t nr = t->n_runs, most = t->n > nr ? t->n : nr;
+	double *lvl = NULL, *v = NULL;
+	int rc = -ENOMEM;
+
+	for (size_t h = 0; h < MAX_HEAD_RUNS; h++)
+		t->cm_head[h] = NAN;
+	if (nr) {
+		t->cm_hist = malloc(nr * sizeof(double));
+		if (!t->cm_hist)
+			goto out;
+	}
+	lvl = malloc((t->n ? t->n : 1) * sizeof(double));
+	v = malloc((most ? most : 1) * sizeof(double));
+	if (!lvl || !v)
+		goto out;
+	for (size_t j = 0; j < nr; j++)
+		t->cm_hist[j] = 0;
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < t->n; i++) {
+			const struct series *s = &t->s[i];
+			size_t k = 0;
+
+			lvl[i] = NAN;
+			if (!in_common_mode(s))
+				continue;
+			for (size_t j = 0; j < nr; j++)
+				if (s->p50[j] > 0 && isfinite(t->cm_hist[j]))
+					v[k++] = log(s->p50[j]) - t->cm_hist[j];
+			lvl[i] = k >= 3 ? median_of(v, k) : NAN;
+		}
+		for (size_t j = 0; j < nr; j++) {
+			size_t k = 0;
+
+			for (size_t i = 0; i < t->n; i++)
+				if (isfinite(lvl[i]) && t->s[i].p50[j] > 0)
+					v[k++] = log(t->s[i].p50[j]) - lvl[i];
+			t->cm_hist[j] = k >= CM_MIN_CELLS ? median_of(v, k) : NAN;
+			if (round == 0 && !isfinite(t->cm_hist[j]))
+				t->cm_hist[j] = 0; /* (kept in the first round's levels) */
+		}
+	}
+	for (size_t h = 0; h < t->n_head_runs && h < MAX_HEAD_RUNS; h++) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < t->n; i++) {
+			const struct series *s = &t->s[i];
+
+			if (!isfinite(lvl[i]))
+				continue;
+			for (size_t x = 0; x < s->n_head; x++)
+				if (s->head_run[x] == h && s->head50[x] > 0)
+					v[k++] = log(s->head50[x]) - lvl[i];
+		}
+		t->cm_head[h] = k >= CM_MIN_CELLS ? median_of(v, k) : NAN;
+	}
+	rc = 0;
+out:
+	free(lvl);
+	free(v);
+	return rc;
+}
+
+/* The host's head runs against its baseline: each head run's common mode and reference kernel
+ * (the median over its cells) over the median of the last `window` baseline runs, and whether
+ * either moved beyond what those runs show (the rule of aw_detect()). */
+static void run_states(const struct table *t, const struct run_list *base,
+                       const struct run_list *head, const struct aw_detect_opts *o,
+                       struct aw_host_verdict *v)
+{
+	double f[2][64], hf[2][MAX_HEAD_RUNS];
+	size_t from = base->n > o->window ? base->n - o->window : 0;
+
+	for (int k = 0; k < 2; k++) {
+		double buf[64], center, spread, d;
+		size_t n = 0;
+
+		for (size_t j = from; j < base->n && n < 64; j++) {
+			const struct run_ref *r = &base->r[j];
+			double x = NAN;
+
+			if (k == 0) {
+				x = t->cm_hist ? t->cm_hist[j] : NAN;
+			} else if (r->n_ref) {
+				size_t m = 0;
+
+				for (size_t i = 0; i < r->n_ref && m < 64; i++)
+					if (isfinite(r->ref[i]))
+						buf[m++] = log(r->ref[i]);
+				x = median_of(buf, m);
+			}
+			if (isfinite(x))
+				f[k][n++] = x;
+		}
+		for (size_t h = 0; h < head->n && h < MAX_HEAD_RUNS; h++) {
+			const struct run_ref *r = &head->r[h];
+
+			hf[k][h] = NAN;
+			if (k == 0) {
+				hf[k][h] = t->cm_head[h];
+			} else if (r->n_ref) {
+				size_t m = 0;
+
+				for (size_t i = 0; i < r->n_ref && m < 64; i++)
+					if (isfinite(r->ref[i]))
+						buf[m++] = log(r->ref[i]);
+				hf[k][h] = median_of(buf, m);
+			}
+		}
+		if (n < 3)
+			continue;
+		memcpy(buf, f[k], n * sizeof(double));
+		aw_sort_doubles(buf, n);
+		center = aw_quantile_sorted(buf, n, 0.5);
+		spread = 1.4826 * aw_mad_sorted(buf, n, f[k]);
+		for (size_t h = 0; h < v->n_runs; h++) {
+			d = hf[k][h] - center;
+			if (!isfinite(d))
+				continue;
+			if (k == 0)
+				v->runs[h].common = exp(d);
+			else
+				v->runs[h].reference = exp(d);
+			if (fabs(d) > o->disturb_min && fabs(d) > o->disturb_k * spread)
+				v->runs[h].disturbed = true;
+		}
+	}
+	for (size_t h = 0; h < v->n_runs; h++)
+		v->disturbed = v->disturbed || v->runs[h].disturbed;
 }
 
 /* Judges every series of the table (p50 and p99 as one family). */
@@ -378,16 +590,32 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		return 0;
 	in = calloc(2 * n, sizeof(*in));
 	out = calloc(2 * n, sizeof(*out));
-	buf = malloc(4 * n * w * sizeof(double)); /* p50, se50, p99 dense per series */
+	/* p50, se50, p99, and the reference and common-mode factors of p50's and p99's runs,
+	 * dense per series; then the head's factors */
+	buf = malloc((8 * w + 4 * MAX_HEAD_RUNS) * n * sizeof(double));
 	v->cells = calloc(n, sizeof(*v->cells));
 	if (!in || !out || !buf || !v->cells)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct series *s = &t->s[i];
-		double *h50 = buf + 4 * i * w, *hse = h50 + w, *h99 = hse + w;
-		size_t n50 = t->n_runs ? dense(s->p50, s->se50, t->n_runs, h50, hse) : 0;
-		size_t n99 = t->n_runs ? dense(s->p99, NULL, t->n_runs, h99, NULL) : 0;
+		double *h50 = buf + (8 * w + 4 * MAX_HEAD_RUNS) * i, *hse = h50 + w, *h99 = hse + w;
+		double *rf50 = h99 + w, *cm50 = rf50 + w, *rf99 = cm50 + w, *cm99 = rf99 + w;
+		double *xrf = cm99 + w, *xcm = xrf + MAX_HEAD_RUNS, *xrf99 = xcm + MAX_HEAD_RUNS,
+		       *xcm99 = xrf99 + MAX_HEAD_RUNS;
+		size_t n50 = t->n_runs ? dense(s->p50, s->se50, t->n_runs, h50, hse, s->rf, rf50,
+		                               t->cm_hist, cm50)
+		                       : 0;
+		size_t n99 = t->n_runs ? dense(s->p99, NULL, t->n_runs, h99, NULL, s->rf, rf99,
+		                               t->cm_hist, cm99)
+		                       : 0;
 		size_t nh99 = 0;
+		bool strict =
+		    (s->kind == 0 || s->kind == 1 || s->kind == 3 || s->kind == 4) && !s->duty;
+
+		for (size_t k = 0; k < s->n_head; k++) {
+			xrf[k] = xrf99[k] = s->headrf[k];
+			xcm[k] = xcm99[k] = t->cm_head[s->head_run[k]];
+		}
 
 		/* heads without a p99 (imports) leave that metric out */
 		for (size_t k = 0; k < s->n_head; k++)
@@ -401,6 +629,9 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		                             .n_head = s->n_head,
 		                             .reference = s->ref50,
 		                             .n_reference = s->n_ref,
+		                             .history_factor = {rf50, cm50},
+		                             .head_factor = {xrf, xcm},
+		                             .strict_resolution = strict,
 		                             .threshold = threshold_for(o->thresholds, 0, s),
 		                             .tail_bimodal = s->tail_bimodal,
 		                             .group = 2 * s->kind};
@@ -411,6 +642,9 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		                             .n_head = nh99 == s->n_head ? s->n_head : 0,
 		                             .reference = s->ref99,
 		                             .n_reference = s->n_ref,
+		                             .history_factor = {rf99, cm99},
+		                             .head_factor = {xrf99, xcm99},
+		                             .strict_resolution = strict,
 		                             .threshold = threshold_for(o->thresholds, 1, s),
 		                             .tail_bimodal = s->tail_bimodal,
 		                             .group = 2 * s->kind + 1};
@@ -463,8 +697,13 @@ static int read_runs(struct store_conn *c, struct table *t, const struct run_lis
 	t->reading = reading;
 	for (size_t i = 0; !rc && i < l->n; i++) {
 		t->run = i;
+		t->ord = 0;
+		t->ref = &l->r[i];
 		rc = store_run_cells(c, l->r[i].seq, read_cell, t);
 	}
+	t->ref = NULL;
+	if (reading == READ_HEAD)
+		t->n_head_runs = l->n;
 	return rc;
 }
 
@@ -537,6 +776,19 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		rc = read_runs(c, &t, &head, READ_HEAD);
 	if (rc)
 		goto fail;
+	rc = common_mode(&t);
+	if (rc)
+		goto out;
+	out->runs = calloc(head.n, sizeof(*out->runs));
+	if (!out->runs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	out->n_runs = head.n;
+	for (size_t i = 0; i < head.n; i++)
+		out->runs[i].common = out->runs[i].reference = NAN;
+	if (!base_commit)
+		run_states(&t, &base, &head, &o->detect, out);
 	rc = judge(&t, o, out);
 	if (rc)
 		goto out;
@@ -574,8 +826,43 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	    num(r->qvalue), "mw_pvalue", num(r->mw_pvalue), "window", (json_int_t)r->window_n,
 	    "bimodal", r->bimodal, "seen_before", r->seen_before, "note",
 	    r->note[0] ? json_string(r->note) : json_null(), "threshold", num(threshold));
+	const char *adj = aw_factor_name(r->adjusted), *by = aw_factor_name(r->disturbed_by);
 
+	/* what the judgement rested on: regimes, ns, a run factor, a disturbance */
+	if (o && json_object_update_new(
+	             o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:b, s:o, s:b}", "regimes", r->regimes,
+	                          "absolute", r->absolute, "change_ns", num(r->change_ns),
+	                          "relative_to", adj ? json_string(adj) : json_null(), "head_n",
+	                          (json_int_t)r->head_n, "disturbed", r->disturbed, "disturb",
+	                          r->disturbed ? num(r->disturb) : json_null(), "explained",
+	                          r->explained))) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && by && json_object_set_new(o, "disturbed_by", json_string(by))) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
+}
+
+/* The head runs' states: [{run_id, common, reference, disturbed}]. */
+static json_t *runs_json(const struct aw_host_verdict *v)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < v->n_runs && i < v->n_head_runs; i++) {
+		const struct aw_run_state *r = &v->runs[i];
+
+		if (json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:b}", "run_id",
+		                                       v->head_runs[i], "common", num(r->common),
+		                                       "reference", num(r->reference), "disturbed",
+		                                       r->disturbed))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
 }
 
 json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
@@ -610,11 +897,11 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 		if (!cj || json_array_append_new(cells, cj))
 			goto fail;
 	}
-	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o}", "host", v->host, "status",
+	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o, s:b, s:o}", "host", v->host, "status",
 	              aw_verdict_name(v->status), "reason",
 	              v->reason ? json_string(v->reason) : json_null(), "head_runs", runs,
 	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "cells",
-	              cells);
+	              cells, "disturbed", v->disturbed, "runs", runs_json(v));
 	return o;
 fail:
 	json_decref(cells);

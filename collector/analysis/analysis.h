@@ -44,6 +44,14 @@ struct aw_cell_verdict {
 	double p50_threshold, p99_threshold;
 };
 
+/* One head run's state against the baseline's runs: its common mode and reference kernel over
+ * their usual values (1 = as usual, NAN: unknown), and whether either moved beyond the spread
+ * those runs show. */
+struct aw_run_state {
+	double common, reference;
+	bool disturbed;
+};
+
 /* A commit on one host. */
 struct aw_host_verdict {
 	char *host;
@@ -51,6 +59,9 @@ struct aw_host_verdict {
 	char *reason;           /* why incomplete, else NULL */
 	char **head_runs;       /* run ids of the commit on this host, newest first */
 	size_t n_head_runs;
+	struct aw_run_state *runs; /* one per head run, in head_runs order */
+	size_t n_runs;
+	bool disturbed;                /* some head run was disturbed */
 	size_t n_baseline_runs;        /* earlier runs read (baseline ref or base commit) */
 	struct aw_cell_verdict *cells; /* regressed first, then improved, noisy, new, missing,
 	                                  unchanged; the largest change first within each */

@@ -86,18 +86,236 @@ struct work {
 struct cell_state {
 	double between; /* own relative run-to-run noise (MAD), NAN with < 3 baseline runs */
 	double within;  /* the runs' own relative precision, NAN when unknown */
-	int zero_base;  /* the baseline was below resolution */
+	int zero_base;  /* the baseline was below resolution: an unbounded regression if the
+	                   head clears it */
 	int pooled;     /* its group's prior is estimated and the cell tested */
+	double *base;   /* the baseline values judged: the window (or the base commit's runs),
+	                   normalised to a factor or cut to one regime */
+	size_t n_base;
+	double *head; /* the head values judged */
+	size_t n_head;
+	double noise_ns; /* absolute: the noise in ns */
+	double level;    /* absolute: the ns a relative change is expressed against */
 };
 
-/* Phase 1: window, medians, the cell's own noise, bimodality and excursions. */
+const char *aw_factor_name(enum aw_factor f)
+{
+	switch (f) {
+	case AW_FACTOR_REFERENCE:
+		return "reference";
+	case AW_FACTOR_COMMON:
+		return "common";
+	default:
+		break;
+	}
+	return NULL;
+}
+
+/* Median and robust spread (1.4826 MAD) of the finite values of v[0..n); the count in *k. */
+static double finite_center(const double *v, size_t n, double *spread, size_t *k, double *scratch,
+                            double *scratch2)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; v && i < n; i++)
+		if (isfinite(v[i]))
+			scratch[m++] = v[i];
+	*k = m;
+	*spread = NAN;
+	if (!m)
+		return NAN;
+	aw_sort_doubles(scratch, m);
+	*spread = MAD_TO_SIGMA * aw_mad_sorted(scratch, m, scratch2);
+	return aw_quantile_sorted(scratch, m, 0.5);
+}
+
+/* Robust spread of log(v[i]) - f[i] (f NULL: of log(v[i])); every v > 0 and f finite. */
+static double log_spread(const double *v, const double *f, size_t n, double *scratch,
+                         double *scratch2)
+{
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = log(v[i]) - (f ? f[i] : 0);
+	aw_sort_doubles(scratch, n);
+	return MAD_TO_SIGMA * aw_mad_sorted(scratch, n, scratch2);
+}
+
+/* The run factors: which head runs were disturbed, and whether the cell is judged relative to
+ * one of them. Fills st->base (the window) and st->head, normalised when a factor is used. */
+static void factors(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                    struct aw_detect_result *r, struct cell_state *st, struct work *w)
+{
+	const double *win = in->history + r->window_start;
+	double center[AW_FACTOR_COUNT], spread[AW_FACTOR_COUNT], best = NAN;
+	unsigned char disturbed[64] = {0}; /* per head run, which factors (bit f) */
+	double dev[64][AW_FACTOR_COUNT] = {{0}};
+	size_t n_win = r->window_n, k, kept = 0;
+	enum aw_factor use = AW_FACTOR_NONE;
+	bool positive = true;
+
+	memcpy(st->base, win, n_win * sizeof(*win));
+	st->n_base = n_win;
+	memcpy(st->head, in->head, in->n_head * sizeof(*in->head));
+	st->n_head = in->n_head;
+	for (size_t i = 0; i < n_win; i++)
+		positive = positive && win[i] > 0;
+	for (size_t h = 0; h < in->n_head; h++)
+		positive = positive && in->head[h] > 0;
+	for (int f = 0; f < AW_FACTOR_COUNT; f++) {
+		const double *hf =
+		    in->history_factor[f] ? in->history_factor[f] + r->window_start : NULL;
+
+		center[f] = finite_center(hf, n_win, &spread[f], &k, w->a, w->b);
+		if (k < 3 || !in->head_factor[f]) {
+			center[f] = NAN;
+			continue;
+		}
+		for (size_t h = 0; h < in->n_head && h < 64; h++) {
+			double d = in->head_factor[f][h] - center[f];
+
+			dev[h][f] = d;
+			if (isfinite(d) && fabs(d) > o->disturb_min &&
+			    fabs(d) > o->disturb_k * spread[f])
+				disturbed[h] |= 1u << f;
+		}
+		/* Judged relative to this factor when the cell's history follows it: every run of
+		 * the window and of the head has it, and it explains most of the spread. */
+		if (!positive || k != n_win || n_win < 6)
+			continue;
+		for (size_t h = 0; h < in->n_head; h++)
+			if (!isfinite(in->head_factor[f][h]))
+				k = 0;
+		if (!k)
+			continue;
+		{
+			double raw = log_spread(win, NULL, n_win, w->a, w->b);
+			double adj = log_spread(win, hf, n_win, w->a, w->b);
+
+			if (adj <= o->adjust_gain * raw && raw - adj > 0.002 && !(adj >= best)) {
+				best = adj;
+				use = (enum aw_factor)f;
+			}
+		}
+	}
+	r->adjusted = use;
+	if (use != AW_FACTOR_NONE) {
+		const double *hf = in->history_factor[use] + r->window_start;
+
+		for (size_t i = 0; i < n_win; i++)
+			st->base[i] = exp(log(win[i]) - hf[i] + center[use]);
+		for (size_t h = 0; h < in->n_head; h++) {
+			st->head[h] = exp(log(in->head[h]) - in->head_factor[use][h] + center[use]);
+			if (h < 64)
+				disturbed[h] &= (unsigned char)~(1u << use); /* absorbed */
+		}
+	}
+	/* Disturbed head runs are set aside while others are not. */
+	for (size_t h = 0; h < st->n_head; h++)
+		if (h >= 64 || !disturbed[h])
+			st->head[kept++] = st->head[h];
+	if (kept) {
+		st->n_head = kept;
+	} else if (st->n_head) {
+		/* every head run was disturbed: say by how much (the median over head runs of the
+		 * factor that moved most) */
+		double most = 0;
+
+		r->disturbed = true;
+		r->disturbed_by = AW_FACTOR_NONE;
+		for (int f = 0; f < AW_FACTOR_COUNT; f++) {
+			size_t m = 0;
+			double med;
+
+			for (size_t h = 0; h < in->n_head && h < 64; h++)
+				if (disturbed[h] & (1u << f))
+					w->a[m++] = dev[h][f];
+			if (!m)
+				continue;
+			aw_sort_doubles(w->a, m);
+			med = aw_quantile_sorted(w->a, m, 0.5);
+			if (fabs(med) > fabs(most)) {
+				most = med;
+				r->disturbed_by = (enum aw_factor)f;
+			}
+		}
+		r->disturb = exp(most);
+	}
+	r->head_n = st->n_head;
+}
+
+/* Whether the values flip between the resolution and clearly above it. */
+static bool flips(const double *v, size_t n, double res)
+{
+	bool low = false, high = false;
+
+	for (size_t i = 0; i < n; i++) {
+		low = low || v[i] < res;
+		high = high || v[i] >= 2 * res;
+	}
+	return low && high;
+}
+
+/* Two regimes in the (sorted) baseline: keep the one nearest the head. Whole runs that land in
+ * one of two levels (a host's fast and slow regimes) are each steady, so the head is compared
+ * with the level of its own regime. A cell whose runs' tails are bimodal (some run's p99 is a
+ * multiple of its p50) is different: which mode a run's p99 lands in is chance, so a head in
+ * either mode is one the history has shown. */
+static void regimes(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                    struct aw_detect_result *r, struct cell_state *st, double *scratch)
+{
+	double *v = st->base, lo_med, hi_med;
+	size_t n = st->n_base, split = cluster_split(v, n, o->bimodal_gap);
+	bool low;
+
+	if (!split)
+		return;
+	r->bimodal = true;
+	if (in->n_reference) /* a compare: the history only measures the noise */
+		return;
+	if (in->tail_bimodal || split < 3 || n - split < 3) {
+		double spread =
+		    MAD_TO_SIGMA * aw_mad_sorted(v, n, scratch) / aw_quantile_sorted(v, n, 0.5);
+		bool in_low =
+		    r->head >= v[0] * (1 - spread) && r->head <= v[split - 1] * (1 + spread);
+		bool in_high =
+		    r->head >= v[split] * (1 - spread) && r->head <= v[n - 1] * (1 + spread);
+
+		if (in_low || in_high) {
+			r->seen_before = true;
+			snprintf(
+			    r->note, sizeof(r->note),
+			    "bimodal baseline (%.4g..%.4g and %.4g..%.4g ns); the head falls in "
+			    "one of its modes",
+			    v[0], v[split - 1], v[split], v[n - 1]);
+		}
+		return;
+	}
+	lo_med = aw_quantile_sorted(v, split, 0.5);
+	hi_med = aw_quantile_sorted(v + split, n - split, 0.5);
+	low = fabs(log(r->head / lo_med)) <= fabs(log(r->head / hi_med));
+	r->regimes = true;
+	snprintf(r->note, sizeof(r->note),
+	         "two regimes (%.4g..%.4g and %.4g..%.4g ns): judged against the %zu runs of the "
+	         "%s one",
+	         v[0], v[split - 1], v[split], v[n - 1], low ? split : n - split,
+	         low ? "lower" : "upper");
+	if (low) {
+		st->n_base = split;
+	} else {
+		memmove(v, v + split, (n - split) * sizeof(*v));
+		st->n_base = n - split;
+	}
+	if (r->head >= st->base[0] && r->head <= st->base[st->n_base - 1])
+		r->seen_before = true; /* inside a regime the history has shown */
+	r->window_n = st->n_base;
+}
+
+/* Phase 1: window, run factors, medians, the cell's own noise, regimes and excursions. */
 static void observe(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                     struct aw_detect_result *r, struct cell_state *st, struct work *w)
 {
 	struct aw_changepoint cps[MAX_CHANGE_POINTS];
-	const double *win;
 	double head_within, exc_lo = INFINITY, exc_hi = 0, center;
-	size_t n_win, split, n_exc = 0;
+	size_t n_win, n_exc = 0;
 	int k;
 
 	memset(r, 0, sizeof(*r));
@@ -105,11 +323,15 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->mw_pvalue = NAN;
 	r->pvalue = 1;
 	r->qvalue = 1;
-	r->change = r->change_lo = r->change_hi = NAN;
+	r->change = r->change_lo = r->change_hi = r->change_ns = NAN;
 	r->baseline = r->head = r->noise = NAN;
 	r->bimodal = in->tail_bimodal;
-	st->between = st->within = NAN;
+	r->adjusted = r->disturbed_by = AW_FACTOR_NONE;
+	r->disturb = 1;
+	r->head_n = in->n_head;
+	st->between = st->within = st->noise_ns = st->level = NAN;
 	st->zero_base = 0;
+	st->n_head = st->n_base = 0;
 	if (in->n_head)
 		r->head = median_copy(in->head, in->n_head, w->b);
 	if (!in->n_head) {
@@ -132,44 +354,82 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 			r->window_start = in->n_history - o->window;
 	}
 	r->window_n = n_win = in->n_history - r->window_start;
-	win = in->history + r->window_start;
-	center = n_win ? median_copy(win, n_win, w->a) : NAN;
-	r->baseline = in->n_reference ? median_copy(in->reference, in->n_reference, w->a) : center;
+	if (in->n_reference) {
+		/* a compare: the base commit's runs are the baseline, the window the noise */
+		memcpy(st->base, in->reference, in->n_reference * sizeof(double));
+		st->n_base = in->n_reference;
+		memcpy(st->head, in->head, in->n_head * sizeof(double));
+		st->n_head = in->n_head;
+	} else {
+		factors(in, o, r, st, w);
+	}
+	if (st->n_head)
+		r->head = median_copy(st->head, st->n_head, w->b);
+	r->baseline = st->n_base ? median_copy(st->base, st->n_base, w->a) : NAN;
 	if (r->verdict == AW_VERDICT_MISSING)
 		return;
-	if (r->baseline <= 0) {
-		st->zero_base = 1;
-		return;
-	}
-	if (n_win >= 3 && center > 0) {
-		memcpy(w->a, win, n_win * sizeof(*win));
-		aw_sort_doubles(w->a, n_win);
-		st->between = MAD_TO_SIGMA * aw_mad_sorted(w->a, n_win, w->b) / center;
-		split = cluster_split(w->a, n_win, o->bimodal_gap);
-		if (split) {
-			r->bimodal = true;
-			/* a head inside either cluster is a mode the baseline has seen */
-			bool in_low = r->head >= w->a[0] * (1 - st->between) &&
-			              r->head <= w->a[split - 1] * (1 + st->between);
-			bool in_high = r->head >= w->a[split] * (1 - st->between) &&
-			               r->head <= w->a[n_win - 1] * (1 + st->between);
+	if (!(r->baseline > 0) || flips(st->base, st->n_base, o->min_abs_ns)) {
+		bool clears = true;
 
-			if (!in->n_reference && (in_low || in_high)) {
-				r->seen_before = true;
-				snprintf(
-				    r->note, sizeof(r->note),
-				    "bimodal baseline (%.4g..%.4g and %.4g..%.4g ns); the head "
-				    "falls in one of its modes",
-				    w->a[0], w->a[split - 1], w->a[split], w->a[n_win - 1]);
-			}
+		for (size_t h = 0; h < st->n_head; h++)
+			clears = clears && st->head[h] >= o->min_abs_ns;
+		if (!(r->baseline > 0) && in->strict_resolution &&
+		    (clears || r->head < o->min_abs_ns)) {
+			st->zero_base = 1;
+			return;
 		}
+		r->absolute = true;
+	}
+	center = r->baseline;
+	if (!r->absolute && st->n_base >= 3) {
+		aw_sort_doubles(st->base, st->n_base);
+		regimes(in, o, r, st, w->b);
+		r->baseline = aw_quantile_sorted(st->base, st->n_base, 0.5);
+		if (st->n_base >= 3)
+			st->between =
+			    MAD_TO_SIGMA * aw_mad_sorted(st->base, st->n_base, w->b) / r->baseline;
+		center = r->baseline;
+	}
+	if (r->absolute) {
+		/* In ns: the MAD of a cell that sits at 0 in most runs is 0 whatever it does in
+		 * the others, so a flipping cell's noise is its standard deviation. */
+		double sd = 0, mean = 0;
+		size_t n_lvl = 0;
+
+		memcpy(w->a, st->base, st->n_base * sizeof(double));
+		aw_sort_doubles(w->a, st->n_base);
+		st->noise_ns =
+		    st->n_base >= 3 ? MAD_TO_SIGMA * aw_mad_sorted(w->a, st->n_base, w->b) : 0;
+		for (size_t i = 0; i < st->n_base; i++)
+			mean += st->base[i] / (double)st->n_base;
+		for (size_t i = 0; st->n_base > 1 && i < st->n_base; i++)
+			sd +=
+			    (st->base[i] - mean) * (st->base[i] - mean) / (double)(st->n_base - 1);
+		sd = sqrt(sd);
+		if (flips(st->base, st->n_base, o->min_abs_ns) && sd > st->noise_ns)
+			st->noise_ns = sd;
+		if (st->noise_ns < o->min_abs_ns)
+			st->noise_ns = o->min_abs_ns;
+		for (size_t i = 0; i < st->n_base; i++)
+			if (st->base[i] >= o->min_abs_ns)
+				w->a[n_lvl++] = st->base[i];
+		for (size_t h = 0; h < st->n_head; h++)
+			if (st->head[h] >= o->min_abs_ns)
+				w->a[n_lvl++] = st->head[h];
+		if (n_lvl) {
+			aw_sort_doubles(w->a, n_lvl);
+			st->level = aw_quantile_sorted(w->a, n_lvl, 0.5);
+		}
+		if (!(st->level >= o->min_abs_ns))
+			st->level = o->min_abs_ns;
+		center = st->level;
 	}
 	/* Excursions: earlier runs far from the baseline, over the whole history. A head that
 	 * lands among them is something this cell has done before, not news. */
 	for (size_t i = 0; i < in->n_history; i++) {
 		double v = in->history[i];
 
-		if (v > r->baseline * o->excursion || v < r->baseline / o->excursion) {
+		if (v > center * o->excursion || v < center / o->excursion) {
 			n_exc++;
 			exc_lo = fmin(exc_lo, v);
 			exc_hi = fmax(exc_hi, v);
@@ -178,7 +438,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	/* (not in a compare: there the history only measures the noise, and a level it shows
 	 * may be the very change between the two commits) */
 	if (n_exc && !in->n_reference &&
-	    (r->head > r->baseline * o->excursion || r->head < r->baseline / o->excursion) &&
+	    (r->head > center * o->excursion || r->head < center / o->excursion) &&
 	    r->head >= exc_lo / 1.25 && r->head <= exc_hi * 1.25) {
 		r->bimodal = true;
 		r->seen_before = true;
@@ -186,11 +446,51 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 		         "%zu of %zu earlier runs were excursions like this (%.4g..%.4g ns)", n_exc,
 		         in->n_history, exc_lo, exc_hi);
 	}
-	st->within = within_noise(win, in->history_se ? in->history_se + r->window_start : NULL,
-	                          n_win, w->b);
+	if (in->n_reference) {
+		/* the window's own noise, as before */
+		const double *win = in->history + r->window_start;
+
+		if (n_win >= 3 && center > 0 && !r->absolute) {
+			memcpy(w->a, win, n_win * sizeof(*win));
+			aw_sort_doubles(w->a, n_win);
+			st->between = MAD_TO_SIGMA * aw_mad_sorted(w->a, n_win, w->b) /
+			              aw_quantile_sorted(w->a, n_win, 0.5);
+		}
+	}
+	st->within =
+	    within_noise(in->history + r->window_start,
+	                 in->history_se ? in->history_se + r->window_start : NULL, n_win, w->b);
 	head_within = within_noise(in->head, in->head_se, in->n_head, w->b);
 	if (isnan(st->within) || (!isnan(head_within) && head_within > st->within))
 		st->within = head_within;
+}
+
+/* The test of a cell judged in ns (at or flipping through the resolution). */
+static void test_absolute(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                          struct aw_detect_result *r, const struct cell_state *st, double *p_two)
+{
+	size_t nb = st->n_base, nh = st->n_head;
+	double se = st->noise_ns * sqrt((nh == 1 ? 1.0 : MEDIAN_VAR / (double)nh) +
+	                                (nb == 1 ? 1.0 : MEDIAN_VAR / (double)nb));
+	double z;
+
+	r->change_ns = r->head - r->baseline;
+	r->change = r->change_ns / st->level;
+	r->noise = st->noise_ns / st->level;
+	z = r->change_ns / se;
+	r->pvalue = fmin(1, 2 * aw_norm_sf(fabs(z)));
+	*p_two = r->seen_before ? 1 : r->pvalue;
+	if (nh >= 3)
+		r->mw_pvalue = aw_mann_whitney_p(st->head, nh, st->base, nb,
+		                                 r->change > 0 ? AW_GREATER : AW_LESS);
+	r->change_lo = (r->change_ns - o->power_z * se) / st->level;
+	r->change_hi = (r->change_ns + o->power_z * se) / st->level;
+	if (!r->note[0])
+		snprintf(r->note, sizeof(r->note),
+		         "at or through the resolution: judged in ns (%+.3g ns against a noise of "
+		         "%.3g ns, over a level of %.3g ns)",
+		         r->change_ns, st->noise_ns, st->level);
+	(void)in;
 }
 
 /* Phase 2: the test. A cell's noise is moderated towards its group's pooled noise s0 with the
@@ -202,18 +502,19 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
                       struct aw_detect_result *r, const struct cell_state *st, double s0, double d0,
                       double *p_two)
 {
-	const double *win = in->history + r->window_start;
 	double df = INFINITY, noise, se_rel, z, p_up, p_down;
-	size_t n_win = r->window_n, n_base;
+	size_t n_base = st->n_base, n_head = st->n_head;
 
 	*p_two = 1;
 	if (r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW)
 		return;
 	if (st->zero_base) {
-		/* The baseline could not be told from the empty loop: any measurable head is a
-		 * regression of unbounded relative size. */
+		/* The baseline could not be told from the empty loop on a cell where that means the
+		 * op cost nothing: any head measurable in every run is a regression of unbounded
+		 * relative size. */
 		double head_se = in->head_se && isfinite(in->head_se[0]) ? in->head_se[0] : 0;
 
+		r->change_ns = r->head - r->baseline;
 		if (r->head < o->min_abs_ns) {
 			/* still at the timer's resolution: a few picoseconds are no news */
 			r->change = r->change_lo = r->change_hi = r->head > 0 ? INFINITY : 0;
@@ -228,10 +529,14 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 		snprintf(r->note, sizeof(r->note), "the baseline was below resolution (0 ns)");
 		return;
 	}
+	if (r->absolute) {
+		test_absolute(in, o, r, st, p_two);
+		return;
+	}
 	if (!isnan(st->between)) {
 		/* A MAD from w runs estimates sigma as well as a standard deviation from about
 		 * 0.37 (w - 1) degrees of freedom would. */
-		double dfc = MAD_EFFICIENCY * (double)(n_win - 1);
+		double dfc = MAD_EFFICIENCY * (double)(r->window_n > 1 ? r->window_n - 1 : 1);
 
 		noise = st->between;
 		df = dfc;
@@ -257,8 +562,8 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	}
 	r->noise = noise;
 	r->change = r->head / r->baseline - 1;
-	n_base = in->n_reference ? in->n_reference : n_win;
-	se_rel = noise * sqrt((in->n_head == 1 ? 1.0 : MEDIAN_VAR / (double)in->n_head) +
+	r->change_ns = r->head - r->baseline;
+	se_rel = noise * sqrt((n_head == 1 ? 1.0 : MEDIAN_VAR / (double)n_head) +
 	                      (n_base == 1 ? 1.0 : MEDIAN_VAR / (double)n_base));
 	z = r->change / se_rel;
 	p_up = isinf(df) ? aw_norm_sf(z) : aw_t_sf(z, df);
@@ -268,10 +573,9 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	 * the family it would only lend its tiny p-value to the Benjamini-Hochberg thresholds of
 	 * the other cells. */
 	*p_two = r->seen_before ? 1 : r->pvalue;
-	if (in->n_head >= 3)
-		r->mw_pvalue =
-		    aw_mann_whitney_p(in->head, in->n_head, in->n_reference ? in->reference : win,
-		                      n_base, r->change > 0 ? AW_GREATER : AW_LESS);
+	if (n_head >= 3)
+		r->mw_pvalue = aw_mann_whitney_p(st->head, n_head, st->base, n_base,
+		                                 r->change > 0 ? AW_GREATER : AW_LESS);
 	r->change_lo = r->change - o->power_z * se_rel;
 	r->change_hi = r->change + o->power_z * se_rel;
 }
@@ -295,15 +599,37 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	else if (significant && r->change < 0 && -r->change_lo >= in->threshold)
 		r->verdict = AW_VERDICT_IMPROVED;
 	/* a threshold-sized move into a mode or excursion the history has shown */
-	if (r->seen_before && fabs(r->change) >= in->threshold)
+	if (r->seen_before && fabs(r->change) >= in->threshold) {
 		r->verdict = AW_VERDICT_NOISY;
-	else if (r->verdict == AW_VERDICT_UNCHANGED && fabs(r->change) >= in->threshold &&
-	         r->noise * o->power_z >= in->threshold) {
+	} else if (r->verdict == AW_VERDICT_UNCHANGED && fabs(r->change) >= in->threshold &&
+	           r->noise * o->power_z >= in->threshold) {
 		/* A threshold-sized change, but the baseline's own noise is as large. */
 		r->verdict = AW_VERDICT_NOISY;
 		snprintf(r->note, sizeof(r->note),
 		         "baseline noise %.2g%% is too large for a %.2g%% threshold",
 		         100 * r->noise, 100 * in->threshold);
+	}
+	/* A change that the head runs' disturbance explains (same direction, no larger than it
+	 * plus the noise) is never a regression or an improvement once several head runs all
+	 * show the disturbance. From one head run it stays what the test said, marked
+	 * `explained`: the analysis holds such a cell as suspect until re-measured, since a real
+	 * change of every cell (a kernel's) looks the same in one run. */
+	if (r->disturbed && isfinite(r->change) &&
+	    (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED)) {
+		double moved = log(r->disturb), c = log1p(r->change);
+		double room = 1.25 * fabs(moved) + 2 * (isfinite(r->noise) ? r->noise : 0);
+
+		if (c * moved > 0 && fabs(c) <= room) {
+			r->explained = true;
+			if (r->head_n >= 2)
+				r->verdict = AW_VERDICT_NOISY;
+			snprintf(r->note, sizeof(r->note),
+			         "%s head run%s disturbed (%s factor x%.3f): the change is within "
+			         "what that explains",
+			         r->head_n >= 2 ? "every" : "the",
+			         r->head_n >= 2 ? "s were" : " was",
+			         aw_factor_name(r->disturbed_by), r->disturb);
+		}
 	}
 }
 
@@ -359,15 +685,24 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		if (in[i].n_reference > most)
 			most = in[i].n_reference;
 	}
-	w.a = malloc(most * sizeof(double));
-	w.b = malloc((most > n ? most : n) * sizeof(double));
+	/* (a regime's level looks at the baseline and the head together) */
+	w.a = malloc(2 * most * sizeof(double));
+	w.b = malloc(2 * (most > n ? most : n) * sizeof(double));
 	p = calloc(n ? n : 1, sizeof(double));
 	st = calloc(n ? n : 1, sizeof(*st));
 	fdf = calloc(n ? n : 1, sizeof(*fdf));
 	if (!w.a || !w.b || !p || !st || !fdf)
 		goto out;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		size_t nb =
+		    in[i].n_history > in[i].n_reference ? in[i].n_history : in[i].n_reference;
+
+		st[i].base = malloc((nb ? nb : 1) * sizeof(double));
+		st[i].head = malloc((in[i].n_head ? in[i].n_head : 1) * sizeof(double));
+		if (!st[i].base || !st[i].head)
+			goto out;
 		observe(&in[i], o, &out[i], &st[i], &w);
+	}
 	/* each group's pooled noise */
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
@@ -400,6 +735,10 @@ out:
 	free(w.a);
 	free(w.b);
 	free(p);
+	for (size_t i = 0; st && i < n; i++) {
+		free(st[i].base);
+		free(st[i].head);
+	}
 	free(st);
 	free(fdf);
 	return rc;

@@ -26,6 +26,12 @@ struct aw_detect_opts {
 	double mw_alpha;      /* with >= 3 head runs the rank test must also reject at this level */
 	double excursion;     /* an earlier run this far from the baseline (x or 1/x) is an
 	                         excursion; a head within the excursions seen is noisy (default 1.5) */
+	double disturb_min;   /* a head run whose run factor moved by more than this (log units)
+	                         and by more than disturb_k of its history's spread is disturbed
+	                         (default 0.03) */
+	double disturb_k;     /* (default 4) */
+	double adjust_gain;   /* a cell is judged relative to a run factor when that shrinks its
+	                         history's spread to this fraction or less (default 0.7) */
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
@@ -33,8 +39,17 @@ struct aw_detect_opts {
 	{                                                                                          \
 		.window = 10, .fdr = 0.05, .power_z = 1.645, .min_abs_ns = 0.1,                    \
 		.noise_floor = 0.001, .bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, \
-		.mw_alpha = 0.05, .excursion = 1.5, .cp = AW_CP_OPTS_DEFAULT                       \
+		.mw_alpha = 0.05, .excursion = 1.5, .disturb_min = 0.03, .disturb_k = 4,           \
+		.adjust_gain = 0.7, .cp = AW_CP_OPTS_DEFAULT                                       \
 	}
+
+/* The run factors a cell can be judged relative to (aw_detect_input.factor). */
+enum aw_factor {
+	AW_FACTOR_REFERENCE, /* the reference kernel measured beside the cell */
+	AW_FACTOR_COMMON,    /* the run's common mode over its uncontended matrix cells */
+	AW_FACTOR_COUNT,
+	AW_FACTOR_NONE = -1
+};
 
 /* One cell and one metric (p50 or p99) on one host. Values are the metric of each run, in ns.
  * `history` is every earlier run on the baseline ref in commit order, oldest first; the window
@@ -52,10 +67,21 @@ struct aw_detect_input {
 	                            the baseline is their median and the history only measures
 	                            the noise */
 	size_t n_reference;
-	double threshold;  /* relative, e.g. 0.05 */
-	int group;         /* cells of one group share a pooled noise (e.g. uncontended ops,
-	                      readers, contended cells); any int */
-	bool tail_bimodal; /* some run's p99 >= bimodal_ratio * p50 (flag only) */
+	/* Run factors, in natural-log units, aligned with history[] and head[]; NULL or NAN where
+	 * unknown (a run without a reference series; a confirmation run, whose few cells give no
+	 * common mode). Only their differences matter. They say when a head run was disturbed
+	 * (moved beyond the spread its history shows) and, for a cell whose history follows one,
+	 * let the cell be judged relative to it. Unused in a compare (`reference` given). */
+	const double *history_factor[AW_FACTOR_COUNT];
+	const double *head_factor[AW_FACTOR_COUNT];
+	bool strict_resolution; /* uncontended and duty-free: a 0-ns baseline means the op cost
+	                           nothing, so any head that clears the resolution in every head
+	                           run is an unbounded regression; otherwise a cell at resolution is
+	                           judged on its change in ns against its own noise */
+	double threshold;       /* relative, e.g. 0.05 */
+	int group;              /* cells of one group share a pooled noise (e.g. uncontended ops,
+	                           readers, contended cells); any int */
+	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50 (flag only) */
 };
 
 struct aw_detect_result {
@@ -65,18 +91,36 @@ struct aw_detect_result {
 	double change;           /* head / baseline - 1; INFINITY when the baseline was 0 */
 	double change_lo;        /* one-sided 95% bounds of the change */
 	double change_hi;
-	double noise;        /* relative run-to-run noise used: 1.4826 MAD / median, moderated
-	                        towards the host's pooled value, floored by the runs' precision */
-	double pvalue;       /* two-sided, before the false discovery correction */
-	double qvalue;       /* Benjamini-Hochberg adjusted */
-	double mw_pvalue;    /* Mann-Whitney p-value (>= 3 head runs), else NAN */
-	size_t window_n;     /* baseline runs used */
-	size_t window_start; /* index into history where the window starts */
-	size_t last_change;  /* index of the last change point in history, or 0 */
-	bool bimodal;        /* within-run tail or two clusters of baseline values */
-	bool seen_before;    /* the head lies in a mode or excursion the history has shown */
-	char note[128];      /* the reason behind noisy / new / bimodal, "" otherwise */
+	double noise;            /* relative run-to-run noise used: 1.4826 MAD / median, moderated
+	                            towards the host's pooled value, floored by the runs' precision */
+	double pvalue;           /* two-sided, before the false discovery correction */
+	double qvalue;           /* Benjamini-Hochberg adjusted */
+	double mw_pvalue;        /* Mann-Whitney p-value (>= 3 head runs), else NAN */
+	size_t window_n;         /* baseline runs used */
+	size_t window_start;     /* index into history where the window starts */
+	size_t last_change;      /* index of the last change point in history, or 0 */
+	bool bimodal;            /* within-run tail or two clusters of baseline values */
+	bool seen_before;        /* the head lies in a mode or excursion the history has shown */
+	bool regimes;            /* the window's runs fell into two regimes; the head was compared
+	                            with the one nearest it (baseline, noise and window_n are its) */
+	bool absolute;           /* judged in ns (a cell at or flipping through the resolution):
+	                            change is change_ns over the cell's level above resolution */
+	double change_ns;        /* head - baseline */
+	enum aw_factor adjusted; /* the factor baseline and head were judged relative to (their
+	                            values are then normalised to the window's usual factor), or
+	                            AW_FACTOR_NONE */
+	bool disturbed;          /* every head run judged was disturbed (see factor/disturb) */
+	enum aw_factor disturbed_by; /* which factor said so, or AW_FACTOR_NONE */
+	double disturb;              /* the head's factor over the window's usual one (1 = none) */
+	bool explained; /* the change lies within what the disturbance explains, so it is
+	                   never regressed or improved (verdict noisy) */
+	size_t head_n;  /* head runs judged (disturbed ones are set aside when others are
+	                   not) */
+	char note[160]; /* the reason behind noisy / new / bimodal, "" otherwise */
 };
+
+/* The word of a factor: "reference", "common", or NULL for AW_FACTOR_NONE. */
+const char *aw_factor_name(enum aw_factor f);
 
 /* Judges n cells of one host (one family for the false discovery correction). Returns 0 or
  * -ENOMEM; out[i] answers in[i]. */

@@ -116,6 +116,7 @@ static void test_below_resolution_baseline(void **state)
 	                             .head = x,
 	                             .head_se = se,
 	                             .n_head = 1,
+	                             .strict_resolution = true,
 	                             .threshold = 0.05};
 	struct aw_detect_result r;
 
@@ -133,6 +134,137 @@ static void test_below_resolution_baseline(void **state)
 	in.head = x;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+/* A contended cell with duty that hides under its duty nops in some runs (0 ns) and costs a few
+ * ns in others: judged on its change in ns against its own noise, never as +inf. */
+static void test_flipping_through_resolution(void **state)
+{
+	double h[10] = {0, 0, 5.2, 0, 6.1, 0, 0, 7.4, 0, 5.6}, x[] = {6.0}, big[] = {60.0};
+	double zero_h[10] = {0}, two[] = {5.0, 0};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 10, .head = x, .n_head = 1, .threshold = 0.25};
+	struct aw_detect_result r;
+
+	(void)state;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.absolute);
+	assert_true(isfinite(r.change));
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* ten times its level is a regression, still of finite size */
+	in.head = big;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(isfinite(r.change) && r.change > 5);
+	assert_non_null(strstr(r.note, "in ns"));
+	/* a strict (uncontended, duty-free) cell with a 0-ns baseline whose head does not clear
+	 * the resolution in every run is judged in ns too, not as +inf */
+	in = (struct aw_detect_input){.history = zero_h,
+	                              .n_history = 10,
+	                              .head = two,
+	                              .n_head = 2,
+	                              .strict_resolution = true,
+	                              .threshold = 0.05};
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.absolute);
+	assert_false(isinf(r.change));
+}
+
+/* Whole runs in a fast and a slow regime, each steady: the head is compared with its own
+ * regime's level, so a 6% slowdown in the fast regime is caught, and a slow-regime head is
+ * not a regression. */
+static void test_regimes(void **state)
+{
+	double h[12], fast6[] = {6.35 * 1.064}, slow[] = {9.8}, fast[] = {6.356};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 12; i++)
+		h[i] = i % 3 == 1 ? 9.0 + 0.2 * (i % 5) : 6.35 * (1 + 0.001 * (i % 4));
+	r = judge_one(h, 12, fast6, 1, 0.05);
+	assert_true(r.regimes);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(fabs(r.baseline - 6.355) < 0.02);
+	r = judge_one(h, 12, slow, 1, 0.05);
+	assert_true(r.regimes);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+	r = judge_one(h, 12, fast, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+/* Run factors: a head run whose common mode moved far beyond its history's spread is
+ * disturbed, and a change it explains is not a regression; an undisturbed head run beside it
+ * decides alone; a cell whose history follows the reference kernel is judged relative to it. */
+static void test_run_factors(void **state)
+{
+	double h[10], hf[10], x[] = {5.5}, xf[] = {log(1.12)}, x2[] = {5.5, 5.02},
+	                      xf2[] = {log(1.12), 0.001};
+	double hr[10], fr[10], xr[] = {5.0 * 1.2 * 1.003}, xrf[] = {log(1.2)};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 10, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.002);
+	for (int i = 0; i < 10; i++)
+		hf[i] = 0.002 * (i % 3);
+	in.history_factor[AW_FACTOR_COMMON] = hf;
+	in.head_factor[AW_FACTOR_COMMON] = xf;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.disturbed);
+	assert_int_equal(r.disturbed_by, AW_FACTOR_COMMON);
+	assert_true(fabs(r.disturb - 1.12) < 0.01);
+	assert_true(r.explained);
+	assert_non_null(strstr(r.note, "disturbed"));
+	/* from one head run it awaits confirmation; two head runs both disturbed are noisy */
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	{
+		double x3[] = {5.5, 5.52}, xf3[] = {log(1.12), log(1.11)};
+
+		in.head = x3;
+		in.head_factor[AW_FACTOR_COMMON] = xf3;
+		in.n_head = 2;
+		assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+		assert_true(r.disturbed && r.explained);
+		assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+		in.head = x;
+		in.head_factor[AW_FACTOR_COMMON] = xf;
+		in.n_head = 1;
+	}
+	/* without the factors the same head is a regression */
+	in.history_factor[AW_FACTOR_COMMON] = in.head_factor[AW_FACTOR_COMMON] = NULL;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* a second, undisturbed head run is judged alone */
+	in.history_factor[AW_FACTOR_COMMON] = hf;
+	in.head = x2;
+	in.head_factor[AW_FACTOR_COMMON] = xf2;
+	in.n_head = 2;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_false(r.disturbed);
+	assert_int_equal(r.head_n, 1);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* a history that follows the reference kernel (runs 1.0x or 1.2x slower, the cell with
+	 * them): judged relative to it, a head 20% slower with its reference is unchanged, and
+	 * the same head with an unmoved reference is a regression */
+	for (int i = 0; i < 10; i++) {
+		fr[i] = i % 2 ? log(1.2) : 0;
+		hr[i] = 5.0 * exp(fr[i]) * (1 + 0.002 * (i % 3));
+	}
+	in = (struct aw_detect_input){
+	    .history = hr, .n_history = 10, .head = xr, .n_head = 1, .threshold = 0.05};
+	in.history_factor[AW_FACTOR_REFERENCE] = fr;
+	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.adjusted, AW_FACTOR_REFERENCE);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	xrf[0] = 0;
+	xr[0] = 5.0 * 1.08;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.adjusted, AW_FACTOR_REFERENCE);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_string_equal(aw_factor_name(AW_FACTOR_REFERENCE), "reference");
+	assert_null(aw_factor_name(AW_FACTOR_NONE));
 }
 
 static void test_sub_cycle_changes(void **state)
@@ -252,6 +384,9 @@ int main(void)
 	    cmocka_unit_test(test_new_and_missing),
 	    cmocka_unit_test(test_below_resolution_baseline),
 	    cmocka_unit_test(test_sub_cycle_changes),
+	    cmocka_unit_test(test_flipping_through_resolution),
+	    cmocka_unit_test(test_regimes),
+	    cmocka_unit_test(test_run_factors),
 	    cmocka_unit_test(test_bimodal_baseline),
 	    cmocka_unit_test(test_excursions),
 	    cmocka_unit_test(test_window_cut_at_change_point),
