@@ -826,13 +826,13 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	    num(r->qvalue), "mw_pvalue", num(r->mw_pvalue), "window", (json_int_t)r->window_n,
 	    "bimodal", r->bimodal, "seen_before", r->seen_before, "note",
 	    r->note[0] ? json_string(r->note) : json_null(), "threshold", num(threshold));
-	const char *adj = aw_factor_name(r->adjusted), *by = aw_factor_name(r->disturbed_by);
+	const char *adj = aw_factor_name(r->matched), *by = aw_factor_name(r->disturbed_by);
 
 	/* what the judgement rested on: regimes, ns, a run factor, a disturbance */
 	if (o && json_object_update_new(
 	             o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:b, s:o, s:b}", "regimes", r->regimes,
 	                          "absolute", r->absolute, "change_ns", num(r->change_ns),
-	                          "relative_to", adj ? json_string(adj) : json_null(), "head_n",
+	                          "matched", adj ? json_string(adj) : json_null(), "head_n",
 	                          (json_int_t)r->head_n, "disturbed", r->disturbed, "disturb",
 	                          r->disturbed ? num(r->disturb) : json_null(), "explained",
 	                          r->explained))) {

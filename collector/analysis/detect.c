@@ -16,6 +16,8 @@
 #define MAD_EFFICIENCY    0.3675 /* of the MAD relative to the standard deviation, normal data */
 #define UNKNOWN_NOISE     0.01   /* assumed when nothing measures the noise */
 #define MAX_CHANGE_POINTS 32
+#define MATCH_MIN         6 /* baseline runs chosen by their factor, at least */
+#define SEEN_RUNS         2 /* baseline runs at least as far out as the head: seen before */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -129,46 +131,51 @@ static double finite_center(const double *v, size_t n, double *spread, size_t *k
 	return aw_quantile_sorted(scratch, m, 0.5);
 }
 
-/* Robust spread of log(v[i]) - f[i] (f NULL: of log(v[i])); every v > 0 and f finite. */
-static double log_spread(const double *v, const double *f, size_t n, double *scratch,
-                         double *scratch2)
+struct by_distance {
+	double d;
+	size_t i;
+};
+
+static int cmp_distance(const void *a, const void *b)
 {
-	for (size_t i = 0; i < n; i++)
-		scratch[i] = log(v[i]) - (f ? f[i] : 0);
-	aw_sort_doubles(scratch, n);
-	return MAD_TO_SIGMA * aw_mad_sorted(scratch, n, scratch2);
+	const struct by_distance *x = a, *y = b;
+
+	if (x->d != y->d)
+		return x->d < y->d ? -1 : 1;
+	return x->i < y->i ? 1 : x->i > y->i ? -1 : 0; /* the newer first */
 }
 
-/* The run factors: which head runs were disturbed, and whether the cell is judged relative to
- * one of them. Fills st->base (the window) and st->head, normalised when a factor is used. */
+/* The run factors: which head runs were disturbed (set aside while others are not), and the
+ * baseline: the window, or, when the runs carry a factor, the `window` runs since the last
+ * change point whose factor is nearest the head's, so that a head from a fast run is compared
+ * with fast runs and one from a slow run with slow runs (a host's regimes, told apart by the
+ * run as a whole rather than by the cell). A head whose factor lies beyond every such run by
+ * more than the history's spread is disturbed. Fills st->base and st->head. */
 static void factors(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                     struct aw_detect_result *r, struct cell_state *st, struct work *w)
 {
 	const double *win = in->history + r->window_start;
-	double center[AW_FACTOR_COUNT], spread[AW_FACTOR_COUNT], best = NAN;
+	double center[AW_FACTOR_COUNT], spread[AW_FACTOR_COUNT], dev[64][AW_FACTOR_COUNT] = {{0}};
 	unsigned char disturbed[64] = {0}; /* per head run, which factors (bit f) */
-	double dev[64][AW_FACTOR_COUNT] = {{0}};
-	size_t n_win = r->window_n, k, kept = 0;
+	size_t n_win = r->window_n, k, kept = 0, from = r->last_change;
 	enum aw_factor use = AW_FACTOR_NONE;
-	bool positive = true;
+	double beyond = NAN; /* the head's factor over the nearest run's, when beyond them all */
 
 	memcpy(st->base, win, n_win * sizeof(*win));
 	st->n_base = n_win;
 	memcpy(st->head, in->head, in->n_head * sizeof(*in->head));
 	st->n_head = in->n_head;
-	for (size_t i = 0; i < n_win; i++)
-		positive = positive && win[i] > 0;
-	for (size_t h = 0; h < in->n_head; h++)
-		positive = positive && in->head[h] > 0;
 	for (int f = 0; f < AW_FACTOR_COUNT; f++) {
-		const double *hf =
-		    in->history_factor[f] ? in->history_factor[f] + r->window_start : NULL;
+		const double *hf = in->history_factor[f];
 
-		center[f] = finite_center(hf, n_win, &spread[f], &k, w->a, w->b);
+		center[f] = finite_center(hf ? hf + from : NULL, in->n_history - from, &spread[f],
+		                          &k, w->a, w->b);
 		if (k < 3 || !in->head_factor[f]) {
 			center[f] = NAN;
 			continue;
 		}
+		if (use == AW_FACTOR_NONE || f == AW_FACTOR_COMMON)
+			use = (enum aw_factor)f; /* the common mode, where there is one */
 		for (size_t h = 0; h < in->n_head && h < 64; h++) {
 			double d = in->head_factor[f][h] - center[f];
 
@@ -177,36 +184,6 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 			    fabs(d) > o->disturb_k * spread[f])
 				disturbed[h] |= 1u << f;
 		}
-		/* Judged relative to this factor when the cell's history follows it: every run of
-		 * the window and of the head has it, and it explains most of the spread. */
-		if (!positive || k != n_win || n_win < 6)
-			continue;
-		for (size_t h = 0; h < in->n_head; h++)
-			if (!isfinite(in->head_factor[f][h]))
-				k = 0;
-		if (!k)
-			continue;
-		{
-			double raw = log_spread(win, NULL, n_win, w->a, w->b);
-			double adj = log_spread(win, hf, n_win, w->a, w->b);
-
-			if (adj <= o->adjust_gain * raw && raw - adj > 0.002 && !(adj >= best)) {
-				best = adj;
-				use = (enum aw_factor)f;
-			}
-		}
-	}
-	r->adjusted = use;
-	if (use != AW_FACTOR_NONE) {
-		const double *hf = in->history_factor[use] + r->window_start;
-
-		for (size_t i = 0; i < n_win; i++)
-			st->base[i] = exp(log(win[i]) - hf[i] + center[use]);
-		for (size_t h = 0; h < in->n_head; h++) {
-			st->head[h] = exp(log(in->head[h]) - in->head_factor[use][h] + center[use]);
-			if (h < 64)
-				disturbed[h] &= (unsigned char)~(1u << use); /* absorbed */
-		}
 	}
 	/* Disturbed head runs are set aside while others are not. */
 	for (size_t h = 0; h < st->n_head; h++)
@@ -214,19 +191,66 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 			st->head[kept++] = st->head[h];
 	if (kept) {
 		st->n_head = kept;
-	} else if (st->n_head) {
+		for (size_t h = 0, j = 0; h < in->n_head && h < 64; h++)
+			if (!disturbed[h])
+				memmove(dev[j++], dev[h], sizeof(dev[h]));
+	}
+	r->head_n = st->n_head;
+	if (use != AW_FACTOR_NONE) {
+		/* the head's factor: the median over the head runs judged that have one */
+		const double *hf = in->history_factor[use];
+		struct by_distance *near = malloc((in->n_history - from + 1) * sizeof(*near));
+		double fh, nearest;
+		size_t m = 0;
+
+		for (size_t h = 0; h < st->n_head && h < 64; h++)
+			if (isfinite(dev[h][use]))
+				w->a[m++] = dev[h][use] + center[use];
+		fh = m ? (aw_sort_doubles(w->a, m), aw_quantile_sorted(w->a, m, 0.5)) : NAN;
+		if (near && isfinite(fh)) {
+			m = 0;
+			for (size_t j = from; j < in->n_history; j++)
+				if (isfinite(hf[j]))
+					near[m++] = (struct by_distance){fabs(hf[j] - fh), j};
+			qsort(near, m, sizeof(*near), cmp_distance);
+			/* the runs within half the disturbance threshold of the nearest one, at
+			 * least MATCH_MIN (fewer leave the noise itself unknown) */
+			for (size_t i = MATCH_MIN; i < m; i++)
+				if (near[i].d > near[0].d + o->disturb_min / 2) {
+					m = i;
+					break;
+				}
+			if (m > o->window)
+				m = o->window;
+			if (m >= 3) {
+				for (size_t i = 0; i < m; i++)
+					st->base[i] = in->history[near[i].i];
+				st->n_base = r->window_n = m;
+				r->matched = use;
+				nearest = near[0].d;
+				/* beyond every run of the history: the head is disturbed (and was
+				 * not set aside, since all head runs are) */
+				if (nearest > o->disturb_min &&
+				    nearest > o->disturb_k * spread[use])
+					kept = 0;
+			}
+		}
+		free(near);
+	}
+	if (!kept && st->n_head) {
 		/* every head run was disturbed: say by how much (the median over head runs of the
 		 * factor that moved most) */
 		double most = 0;
 
 		r->disturbed = true;
-		r->disturbed_by = AW_FACTOR_NONE;
-		for (int f = 0; f < AW_FACTOR_COUNT; f++) {
+		r->disturbed_by = isfinite(beyond) ? use : AW_FACTOR_NONE;
+		most = isfinite(beyond) ? beyond : 0;
+		for (int f = 0; !isfinite(beyond) && f < AW_FACTOR_COUNT; f++) {
 			size_t m = 0;
 			double med;
 
 			for (size_t h = 0; h < in->n_head && h < 64; h++)
-				if (disturbed[h] & (1u << f))
+				if (isfinite(dev[h][f]) && dev[h][f] != 0)
 					w->a[m++] = dev[h][f];
 			if (!m)
 				continue;
@@ -239,7 +263,6 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 		}
 		r->disturb = exp(most);
 	}
-	r->head_n = st->n_head;
 }
 
 /* Whether the values flip between the resolution and clearly above it. */
@@ -326,7 +349,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->change = r->change_lo = r->change_hi = r->change_ns = NAN;
 	r->baseline = r->head = r->noise = NAN;
 	r->bimodal = in->tail_bimodal;
-	r->adjusted = r->disturbed_by = AW_FACTOR_NONE;
+	r->matched = r->disturbed_by = AW_FACTOR_NONE;
 	r->disturb = 1;
 	r->head_n = in->n_head;
 	st->between = st->within = st->noise_ns = st->level = NAN;
@@ -382,6 +405,8 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	center = r->baseline;
 	if (!r->absolute && st->n_base >= 3) {
+		size_t beyond = 0;
+
 		aw_sort_doubles(st->base, st->n_base);
 		regimes(in, o, r, st, w->b);
 		r->baseline = aw_quantile_sorted(st->base, st->n_base, 0.5);
@@ -389,6 +414,20 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 			st->between =
 			    MAD_TO_SIGMA * aw_mad_sorted(st->base, st->n_base, w->b) / r->baseline;
 		center = r->baseline;
+		/* A head no further from the baseline than two of the runs it is compared with is
+		 * something those runs have done: real hosts' runs are a tight mode with a tail,
+		 * whose MAD sees only the mode. */
+		for (size_t i = 0; i < st->n_base; i++)
+			beyond +=
+			    r->head > r->baseline ? st->base[i] >= r->head : st->base[i] <= r->head;
+		if (!in->n_reference && beyond >= SEEN_RUNS && r->head != r->baseline &&
+		    !r->seen_before) {
+			r->seen_before = true;
+			snprintf(r->note, sizeof(r->note),
+			         "%zu of the %zu runs compared with were as far from the baseline "
+			         "(%.4g ns)",
+			         beyond, st->n_base, r->baseline);
+		}
 	}
 	if (r->absolute) {
 		/* In ns: the MAD of a cell that sits at 0 in most runs is 0 whatever it does in

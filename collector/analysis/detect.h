@@ -30,8 +30,6 @@ struct aw_detect_opts {
 	                         and by more than disturb_k of its history's spread is disturbed
 	                         (default 0.03) */
 	double disturb_k;     /* (default 4) */
-	double adjust_gain;   /* a cell is judged relative to a run factor when that shrinks its
-	                         history's spread to this fraction or less (default 0.7) */
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
@@ -40,7 +38,7 @@ struct aw_detect_opts {
 		.window = 10, .fdr = 0.05, .power_z = 1.645, .min_abs_ns = 0.1,                    \
 		.noise_floor = 0.001, .bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, \
 		.mw_alpha = 0.05, .excursion = 1.5, .disturb_min = 0.03, .disturb_k = 4,           \
-		.adjust_gain = 0.7, .cp = AW_CP_OPTS_DEFAULT                                       \
+		.cp = AW_CP_OPTS_DEFAULT                                                           \
 	}
 
 /* The run factors a cell can be judged relative to (aw_detect_input.factor). */
@@ -70,8 +68,8 @@ struct aw_detect_input {
 	/* Run factors, in natural-log units, aligned with history[] and head[]; NULL or NAN where
 	 * unknown (a run without a reference series; a confirmation run, whose few cells give no
 	 * common mode). Only their differences matter. They say when a head run was disturbed
-	 * (moved beyond the spread its history shows) and, for a cell whose history follows one,
-	 * let the cell be judged relative to it. Unused in a compare (`reference` given). */
+	 * (moved beyond the spread its history shows), and which earlier runs were measured in
+	 * the head's regime. Unused in a compare (`reference` given). */
 	const double *history_factor[AW_FACTOR_COUNT];
 	const double *head_factor[AW_FACTOR_COUNT];
 	bool strict_resolution; /* uncontended and duty-free: a 0-ns baseline means the op cost
@@ -91,25 +89,25 @@ struct aw_detect_result {
 	double change;           /* head / baseline - 1; INFINITY when the baseline was 0 */
 	double change_lo;        /* one-sided 95% bounds of the change */
 	double change_hi;
-	double noise;            /* relative run-to-run noise used: 1.4826 MAD / median, moderated
-	                            towards the host's pooled value, floored by the runs' precision */
-	double pvalue;           /* two-sided, before the false discovery correction */
-	double qvalue;           /* Benjamini-Hochberg adjusted */
-	double mw_pvalue;        /* Mann-Whitney p-value (>= 3 head runs), else NAN */
-	size_t window_n;         /* baseline runs used */
-	size_t window_start;     /* index into history where the window starts */
-	size_t last_change;      /* index of the last change point in history, or 0 */
-	bool bimodal;            /* within-run tail or two clusters of baseline values */
-	bool seen_before;        /* the head lies in a mode or excursion the history has shown */
-	bool regimes;            /* the window's runs fell into two regimes; the head was compared
-	                            with the one nearest it (baseline, noise and window_n are its) */
-	bool absolute;           /* judged in ns (a cell at or flipping through the resolution):
-	                            change is change_ns over the cell's level above resolution */
-	double change_ns;        /* head - baseline */
-	enum aw_factor adjusted; /* the factor baseline and head were judged relative to (their
-	                            values are then normalised to the window's usual factor), or
-	                            AW_FACTOR_NONE */
-	bool disturbed;          /* every head run judged was disturbed (see factor/disturb) */
+	double noise;           /* relative run-to-run noise used: 1.4826 MAD / median, moderated
+	                           towards the host's pooled value, floored by the runs' precision */
+	double pvalue;          /* two-sided, before the false discovery correction */
+	double qvalue;          /* Benjamini-Hochberg adjusted */
+	double mw_pvalue;       /* Mann-Whitney p-value (>= 3 head runs), else NAN */
+	size_t window_n;        /* baseline runs used */
+	size_t window_start;    /* index into history where the window starts */
+	size_t last_change;     /* index of the last change point in history, or 0 */
+	bool bimodal;           /* within-run tail or two clusters of baseline values */
+	bool seen_before;       /* the head lies in a mode or excursion the history has shown */
+	bool regimes;           /* the window's runs fell into two regimes; the head was compared
+	                           with the one nearest it (baseline, noise and window_n are its) */
+	bool absolute;          /* judged in ns (a cell at or flipping through the resolution):
+	                           change is change_ns over the cell's level above resolution */
+	double change_ns;       /* head - baseline */
+	enum aw_factor matched; /* the factor by which the baseline runs were chosen: those
+	                           since the last change point nearest the head's factor (the
+	                           head's regime), or AW_FACTOR_NONE (the last `window` runs) */
+	bool disturbed;         /* every head run judged was disturbed (see factor/disturb) */
 	enum aw_factor disturbed_by; /* which factor said so, or AW_FACTOR_NONE */
 	double disturb;              /* the head's factor over the window's usual one (1 = none) */
 	bool explained; /* the change lies within what the disturbance explains, so it is

@@ -256,12 +256,12 @@ static void test_run_factors(void **state)
 	in.history_factor[AW_FACTOR_REFERENCE] = fr;
 	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
-	assert_int_equal(r.adjusted, AW_FACTOR_REFERENCE);
+	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
 	xrf[0] = 0;
 	xr[0] = 5.0 * 1.08;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
-	assert_int_equal(r.adjusted, AW_FACTOR_REFERENCE);
+	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_string_equal(aw_factor_name(AW_FACTOR_REFERENCE), "reference");
 	assert_null(aw_factor_name(AW_FACTOR_NONE));

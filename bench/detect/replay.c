@@ -1,0 +1,583 @@
+/* Detection quality on recordings of real runs (bench/detect/record.py; docs/detection.md,
+ * "Recordings"). Each recording is replayed through the collector's own store (a SQLite file)
+ * and analysis, with the default thresholds (configs/thresholds.yaml):
+ *   - A/A: every base run from the 11th on becomes the head of a commit that changed nothing,
+ *     judged against the base runs measured before it (the history of `main`). The share of
+ *     such commits whose gate fails is the false gate rate.
+ *   - A/B: every run of a variant (the subject with +2%, +5%, +10% of real extra code, its
+ *     shift measured by the recorder) becomes the head of a commit, judged the same way. The
+ *     share whose subject cell is a confirmed regression is the detection rate.
+ * With --confirm N (default 3, the CI default) a head's suspect cells are re-measured: the next
+ * N runs of the same kind (base for A/A, the same variant for A/B) are put as further runs of
+ * the head's commit with only the suspect cells, as `atomwatch-agent run --confirm N` uploads
+ * them. (The agent measures them right after the head with fewer batches; here they are the
+ * recording's next runs, seconds later.) Beside atomwatch: one head run without confirmation,
+ * a plain 5% threshold on p50 against the median of the last 10 runs, and |z| > 5.
+ *
+ * usage: bench_detect_replay [--confirm N] [--thresholds FILE] [--window N] RECORDING...
+ * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "aw/result.h"
+#include "aw/sha256.h"
+#include "aw/stats.h"
+#include "aw/util.h"
+#include "config.h"
+#include "store.h"
+
+#define MIN_HISTORY    10
+#define MAX_CONFIRM    8
+#define SUBJECT_PREFIX "subject="
+
+struct recording {
+	const char *path;
+	json_t *header;
+	json_t **docs;  /* the result documents, in measuring order */
+	char **variant; /* "base", "plus2", ... */
+	size_t n;
+};
+
+struct tally {
+	size_t commits, gates; /* A/A: commits, failed gates */
+	size_t heads, caught;  /* A/B: heads, subject confirmed regressed */
+	size_t suspects;       /* heads with any fail-level suspect */
+	size_t confirm_cells;  /* cells re-measured, over all heads */
+	size_t first_cells;    /* cells of the heads' first runs */
+};
+
+enum method {
+	M_CONFIRM, /* atomwatch with --confirm N */
+	M_SINGLE,  /* atomwatch, one head run, a regressed cell fails */
+	M_PLAIN,   /* head / median(last 10) - 1 > 5% on p50 */
+	M_ZSCORE,  /* |head - mean| / sd > 5 over the last 10 */
+	M_COUNT
+};
+
+static const char *const method_names[M_COUNT] = {"atomwatch, --confirm N", "atomwatch, 1 head run",
+                                                  "plain 5% threshold", "z-score |z| > 5"};
+
+static unsigned confirm_n = 3;
+static const struct aw_thresholds *thresholds;
+
+static void die(const char *what, const char *detail)
+{
+	fprintf(stderr, "bench_detect_replay: %s%s%s\n", what, detail ? ": " : "",
+	        detail ? detail : "");
+	exit(1);
+}
+
+/* ---- reading a recording ---- */
+
+static FILE *open_recording(const char *path, bool *piped)
+{
+	size_t n = strlen(path);
+	const char *tool = NULL;
+	char cmd[4200];
+
+	*piped = false;
+	if (n > 3 && !strcmp(path + n - 3, ".xz"))
+		tool = "xz";
+	else if (n > 3 && !strcmp(path + n - 3, ".gz"))
+		tool = "gzip";
+	if (!tool)
+		return fopen(path, "r");
+	if (strchr(path, '\'') || n > 4000)
+		return NULL;
+	snprintf(cmd, sizeof(cmd), "%s -dc '%s'", tool, path);
+	*piped = true;
+	return popen(cmd, "r");
+}
+
+static void load(struct recording *rec, const char *path)
+{
+	bool piped;
+	FILE *f = open_recording(path, &piped);
+	char *line = NULL;
+	size_t cap = 0, alloc = 0;
+	ssize_t len;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->path = path;
+	if (!f)
+		die("cannot open", path);
+	while ((len = getline(&line, &cap, f)) > 0) {
+		json_error_t je;
+		json_t *o = json_loadb(line, (size_t)len, 0, &je);
+
+		if (!o)
+			die("a line is not JSON", path);
+		if (!rec->header) {
+			rec->header = o;
+			continue;
+		}
+		if (aw_array_reserve(&rec->docs, rec->n, &alloc, sizeof(*rec->docs), 64))
+			die("out of memory", NULL);
+		rec->variant = realloc(rec->variant, alloc * sizeof(*rec->variant));
+		if (!rec->variant || !json_is_object(json_object_get(o, "doc")) ||
+		    !json_is_string(json_object_get(o, "variant")))
+			die("a run line lacks doc or variant", path);
+		rec->docs[rec->n] = json_incref(json_object_get(o, "doc"));
+		rec->variant[rec->n] = strdup(json_string_value(json_object_get(o, "variant")));
+		json_decref(o);
+		rec->n++;
+	}
+	free(line);
+	if ((piped ? pclose(f) : fclose(f)) != 0 || !rec->header || !rec->n)
+		die("cannot read the recording", path);
+}
+
+/* ---- the store ---- */
+
+/* A 40-hex commit id named by a label. */
+static void commit_of(const char *label, char out[41])
+{
+	char hex[AW_SHA256_HEX_LEN + 1];
+
+	aw_sha256_hex(label, strlen(label), hex);
+	memcpy(out, hex, 40);
+	out[40] = 0;
+}
+
+/* Whether `key` is among keys[0..n). */
+static bool listed(const char *key, char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(keys[i], key))
+			return true;
+	return false;
+}
+
+/* Puts `doc` as a run of `commit` on `ref` with a fresh run id; with `keep`, only the cells
+ * whose keys it lists (and their reference values), as a confirmation run carries. */
+static void put(struct store_conn *c, const json_t *doc, const char *commit, const char *ref,
+                char *const *keep, size_t n_keep)
+{
+	json_t *d = json_deep_copy(doc), *cells = json_array(), *vals = json_array();
+	json_t *ref_obj = json_object_get(d, "reference");
+	json_t *old_vals = ref_obj ? json_object_get(ref_obj, "values") : NULL;
+	struct aw_result *r, *id = aw_result_new();
+	struct aw_verr e;
+	struct store_put p;
+	char *text, *host;
+	size_t i;
+	json_t *cell;
+
+	if (!d || !cells || !vals || !id)
+		die("out of memory", NULL);
+	json_array_foreach (json_object_get(d, "cells"), i, cell) {
+		const char *key = json_string_value(json_object_get(cell, "key"));
+
+		if (keep && !listed(key, keep, n_keep))
+			continue;
+		json_array_append(cells, cell);
+		if (old_vals)
+			json_array_append(vals, json_array_get(old_vals, i));
+	}
+	json_object_set_new(d, "cells", cells);
+	if (ref_obj)
+		json_object_set_new(ref_obj, "values", vals);
+	else
+		json_decref(vals);
+	json_object_set_new(d, "run_id", json_string(id->run_id));
+	json_object_set_new(d, "commit", json_string(commit));
+	json_object_set_new(d, "ref", json_string(ref));
+	aw_result_free(&id);
+	r = aw_result_from_json(d, NULL, &e);
+	if (!r)
+		die("a recorded document does not validate", e.message);
+	memset(&p, 0, sizeof(p));
+	p.result = r;
+	text = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+	host = json_dumps(r->host, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text || !host)
+		die("out of memory", NULL);
+	aw_sha256_hex(text, strlen(text), p.content_hash);
+	aw_sha256_hex(host, strlen(host), p.host_hash);
+	p.host_json = host;
+	aw_time_now(p.received_at);
+	if (store_put_runs(c, &p, 1) || p.outcome != STORE_CREATED)
+		die("cannot store a run", NULL);
+	free(text);
+	free(host);
+	aw_result_free(&r);
+	json_decref(d);
+}
+
+/* ---- gate levels (the defaults of thresholds.yaml's `gate:`) ---- */
+
+/* Whether a regression of this cell fails the gate by default: uncontended ops, readers,
+ * subject and kernel cells do; contended cells and cells with duty only warn. */
+static bool fails_gate(const struct aw_cell_verdict *c)
+{
+	return !strstr(c->key, " contender=") && !strstr(c->key, " d=");
+}
+
+static bool is_subject(const struct aw_cell_verdict *c)
+{
+	return !strncmp(c->key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX));
+}
+
+static bool regressed(const struct aw_cell_verdict *c)
+{
+	return c->verdict == AW_VERDICT_REGRESSED;
+}
+
+/* ---- the comparison methods ---- */
+
+struct cellhist {
+	const char *key;
+	double v[MIN_HISTORY];
+	size_t n;
+};
+
+/* The last MIN_HISTORY base runs' p50 of `key` before position `at` (measuring order). */
+static size_t last_base(const struct recording *rec, size_t at, const char *key, double *out)
+{
+	size_t n = 0;
+
+	for (size_t j = at; j-- > 0 && n < MIN_HISTORY;) {
+		size_t i;
+		json_t *cell;
+
+		if (strcmp(rec->variant[j], "base"))
+			continue;
+		json_array_foreach (json_object_get(rec->docs[j], "cells"), i, cell) {
+			json_t *v = json_object_get(cell, "p50");
+
+			if (!strcmp(json_string_value(json_object_get(cell, "key")), key) &&
+			    json_is_number(v))
+				out[n++] = json_number_value(v);
+		}
+	}
+	return n;
+}
+
+/* Plain threshold and z-score over the fail-level cells of the head at position `at`;
+ * *subject_hit says whether the subject cell was flagged. */
+static void simple_methods(const struct recording *rec, size_t at, bool flags[M_COUNT],
+                           bool subject_hit[M_COUNT])
+{
+	size_t i;
+	json_t *cell;
+
+	json_array_foreach (json_object_get(rec->docs[at], "cells"), i, cell) {
+		const char *key = json_string_value(json_object_get(cell, "key"));
+		json_t *pv = json_object_get(cell, "p50");
+		double b[MIN_HISTORY], head, med, mean = 0, sd = 0;
+		size_t n;
+		bool plain, z;
+
+		if (!json_is_number(pv) || strstr(key, " contender=") || strstr(key, " d="))
+			continue;
+		head = json_number_value(pv);
+		n = last_base(rec, at, key, b);
+		if (n < 3)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			mean += b[k] / (double)n;
+		for (size_t k = 0; k < n; k++)
+			sd += (b[k] - mean) * (b[k] - mean) / (double)(n - 1);
+		sd = sqrt(sd);
+		aw_sort_doubles(b, n);
+		med = aw_quantile_sorted(b, n, 0.5);
+		plain = med > 0 ? head / med - 1 > 0.05 : head > 0;
+		z = sd > 0 ? (head - mean) / sd > 5 : head > mean;
+		flags[M_PLAIN] |= plain;
+		flags[M_ZSCORE] |= z;
+		if (!strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX))) {
+			subject_hit[M_PLAIN] |= plain;
+			subject_hit[M_ZSCORE] |= z;
+		}
+	}
+}
+
+/* ---- one recording ---- */
+
+struct verdict_of {
+	bool fail, subject, suspect;
+	char *keys[4096];
+	size_t n_keys;
+};
+
+/* Judges `commit` on `host`; a fail-level regressed cell with fewer than 2 head runs (the
+ * collector's detection.confirm_runs) is a suspect, with 2 or more a confirmed regression. */
+static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
+                  const char *commit, const char *host, struct verdict_of *out)
+{
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (aw_analysis_host(c, o, project, commit, NULL, host, &v, &err))
+		die("analysis failed", err);
+	for (size_t i = 0; i < v.n_cells; i++) {
+		const struct aw_cell_verdict *cv = &v.cells[i];
+		size_t runs = cv->p50.head_n > cv->p99.head_n ? cv->p50.head_n : cv->p99.head_n;
+
+		if ((!regressed(cv) || !fails_gate(cv)) &&
+		    !(getenv("AW_REPLAY_VERBOSE") && is_subject(cv)))
+			continue;
+		if (getenv("AW_REPLAY_VERBOSE"))
+			fprintf(
+			    stderr,
+			    "  %s %s: %s p50 %.4g -> %.4g (%+.1f%%, %zu head runs%s%s) p99 %s %.4g -> %.4g; %s\n",
+			    commit, cv->key, aw_verdict_name(cv->p50.verdict), cv->p50.baseline,
+			    cv->p50.head, 100 * cv->p50.change, runs,
+			    cv->p50.matched != AW_FACTOR_NONE ? ", matched" : "",
+			    cv->p50.disturbed ? ", disturbed" : "",
+			    aw_verdict_name(cv->p99.verdict), cv->p99.baseline, cv->p99.head,
+			    is_subject(cv)                            ? cv->p50.note
+			    : cv->p50.verdict == AW_VERDICT_REGRESSED ? cv->p50.note
+			                                              : cv->p99.note);
+		if (getenv("AW_REPLAY_VERBOSE") && is_subject(cv))
+			fprintf(stderr, "    q %.3g p %.3g noise %.3g window %zu seen %d\n",
+			        cv->p50.qvalue, cv->p50.pvalue, cv->p50.noise, cv->p50.window_n,
+			        cv->p50.seen_before);
+		if (!regressed(cv) || !fails_gate(cv))
+			continue;
+		if (runs >= 2) {
+			out->fail = true;
+			out->subject |= is_subject(cv);
+		} else if (out->n_keys < 4096) {
+			out->suspect = true;
+			out->keys[out->n_keys++] = strdup(cv->key);
+		}
+	}
+	aw_host_verdict_release(&v);
+}
+
+static void verdict_release(struct verdict_of *v)
+{
+	for (size_t i = 0; i < v->n_keys; i++)
+		free(v->keys[i]);
+	v->n_keys = 0;
+}
+
+/* The next `n` runs of `variant` after position `at`. */
+static size_t next_of(const struct recording *rec, size_t at, const char *variant, size_t *out,
+                      size_t n)
+{
+	size_t k = 0;
+
+	for (size_t j = at + 1; j < rec->n && k < n; j++)
+		if (!strcmp(rec->variant[j], variant))
+			out[k++] = j;
+	return k;
+}
+
+/* One head at position `at`: its run as a commit of its own, then (when it has suspects)
+ * the confirmations. Updates the tallies of every method. */
+static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
+                     const struct recording *rec, size_t at, const char *host, bool aa,
+                     struct tally t[M_COUNT])
+{
+	static unsigned serial;
+	const char *project = json_string_value(json_object_get(rec->docs[at], "project"));
+	char label[128], commit[41], ref[64];
+	struct verdict_of first, after;
+	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0};
+	size_t next[MAX_CONFIRM], k;
+
+	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
+	commit_of(label, commit);
+	if (getenv("AW_REPLAY_VERBOSE"))
+		fprintf(stderr, "%s head %zu (%s) commit %s\n", aa ? "A/A" : "A/B", at,
+		        rec->variant[at], commit);
+	snprintf(ref, sizeof(ref), "pr-%u", serial);
+	put(c, rec->docs[at], commit, ref, NULL, 0);
+	judge(c, o, project, commit, host, &first);
+	/* one head run: any fail-level regression fails */
+	flags[M_SINGLE] = first.suspect || first.fail;
+	for (size_t i = 0; i < first.n_keys; i++)
+		subj[M_SINGLE] |= !strncmp(first.keys[i], SUBJECT_PREFIX, strlen(SUBJECT_PREFIX));
+	subj[M_SINGLE] |= first.subject;
+	after = first;
+	if (first.suspect && confirm_n) {
+		k = next_of(rec, at, rec->variant[at], next, confirm_n);
+		for (size_t i = 0; i < k; i++)
+			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys);
+		t[M_CONFIRM].suspects++;
+		t[M_CONFIRM].confirm_cells += k * first.n_keys;
+		judge(c, o, project, commit, host, &after);
+	}
+	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
+	flags[M_CONFIRM] = after.fail;
+	subj[M_CONFIRM] = after.subject;
+	simple_methods(rec, at, flags, subj);
+	for (int m = 0; m < M_COUNT; m++) {
+		if (aa) {
+			t[m].commits++;
+			t[m].gates += flags[m];
+		} else {
+			t[m].heads++;
+			t[m].caught += subj[m];
+		}
+	}
+	if (after.keys[0] != first.keys[0] || after.n_keys != first.n_keys)
+		verdict_release(&after);
+	verdict_release(&first);
+}
+
+static void replay(const char *path, const char *tmp)
+{
+	struct recording rec;
+	struct store *s = NULL;
+	struct store_conn *c = NULL;
+	struct aw_analysis_opts o;
+	struct tally aa[M_COUNT] = {{0}}, ab[3][M_COUNT] = {{{0}}};
+	static const char *const variants[3] = {"plus2", "plus5", "plus10"};
+	char url[512], *err = NULL, commit[41], label[128];
+	const char *host, *project;
+	size_t n_base = 0;
+	json_t *vs;
+
+	load(&rec, path);
+	snprintf(url, sizeof(url), "sqlite:%s/replay-%d.db", tmp, (int)getpid());
+	unlink(url + 7);
+	if (store_open(url, NULL, &s, &err) || store_connect(s, &c, &err) ||
+	    store_migrate(c, NULL, NULL, &err))
+		die("cannot open the store", err);
+	aw_analysis_opts_default(&o);
+	o.thresholds = thresholds;
+	host = json_string_value(json_object_get(json_object_get(rec.docs[0], "host"), "name"));
+	project = json_string_value(json_object_get(rec.docs[0], "project"));
+	if (!host || !project)
+		die("the first run has no host name or project", path);
+	/* the history of main: the base runs, each its own commit, in measuring order; a head
+	 * is judged against those measured before it */
+	for (size_t i = 0; i < rec.n; i++) {
+		if (strcmp(rec.variant[i], "base"))
+			continue;
+		snprintf(label, sizeof(label), "main:%zu", i);
+		commit_of(label, commit);
+		put(c, rec.docs[i], commit, "main", NULL, 0);
+	}
+	for (size_t i = 0; i < rec.n; i++) {
+		bool base = !strcmp(rec.variant[i], "base");
+		int v = -1;
+
+		if (base && n_base++ < MIN_HISTORY)
+			continue;
+		if (n_base < MIN_HISTORY)
+			continue;
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(rec.variant[i], variants[k]))
+				v = k;
+		if (base)
+			one_head(c, &o, &rec, i, host, true, aa);
+		else if (v >= 0)
+			one_head(c, &o, &rec, i, host, false, ab[v]);
+	}
+	printf("\n%s: %s, profile %s, load %s, %zu runs\n", path,
+	       json_string_value(json_object_get(rec.header, "cpu_model")),
+	       json_string_value(json_object_get(rec.header, "profile")),
+	       json_string_value(json_object_get(json_object_get(rec.header, "load"), "kind")),
+	       rec.n);
+	printf("%-24s %12s", "method", "A/A false");
+	vs = json_object_get(json_object_get(rec.header, "subject"), "variants");
+	for (int k = 0; k < 3; k++) {
+		json_t *var = json_object_get(vs, variants[k]);
+		json_t *shift = var ? json_object_get(var, "measured_shift") : NULL;
+		char h[32];
+
+		snprintf(h, sizeof(h), "%s (%+.1f%%)", variants[k],
+		         json_is_number(shift) ? 100 * json_number_value(shift) : NAN);
+		printf(" %16s", h);
+	}
+	printf("\n");
+	for (int m = 0; m < M_COUNT; m++) {
+		printf("%-24s %5zu/%-3zu %4.1f%%",
+		       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m], aa[m].gates,
+		       aa[m].commits,
+		       aa[m].commits ? 100.0 * (double)aa[m].gates / (double)aa[m].commits : 0.0);
+		for (int k = 0; k < 3; k++)
+			printf("   %3zu/%-3zu %5.1f%%", ab[k][m].caught, ab[k][m].heads,
+			       ab[k][m].heads
+			           ? 100.0 * (double)ab[k][m].caught / (double)ab[k][m].heads
+			           : 0.0);
+		printf("\n");
+	}
+	printf("confirmation (N=%u): %zu of %zu A/A heads had suspects, %.2f cells re-measured per "
+	       "head on average (x N runs), against %.1f cells in a head's first run\n",
+	       confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits,
+	       aa[M_CONFIRM].commits
+	           ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].commits /
+	                 (confirm_n ? confirm_n : 1)
+	           : 0.0,
+	       aa[M_CONFIRM].commits
+	           ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
+	           : 0.0);
+	fflush(stdout);
+	store_disconnect(&c);
+	store_close(&s);
+	unlink(url + 7);
+	for (size_t i = 0; i < rec.n; i++) {
+		json_decref(rec.docs[i]);
+		free(rec.variant[i]);
+	}
+	free(rec.docs);
+	free(rec.variant);
+	json_decref(rec.header);
+}
+
+int main(int argc, char **argv)
+{
+	static struct aw_thresholds th;
+	const char *th_path = AW_SOURCE_DIR "/configs/thresholds.yaml";
+	char tmp[] = "/tmp/aw-replay-XXXXXX", *err = NULL, cmd[64];
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--confirm") && i + 1 < argc) {
+			char *end;
+			long n = strtol(argv[++i], &end, 10);
+
+			if (*end || n < 0 || n > MAX_CONFIRM) {
+				fprintf(stderr, "bench_detect_replay: --confirm takes 0..%d\n",
+				        MAX_CONFIRM);
+				return 2;
+			}
+			confirm_n = (unsigned)n;
+		} else if (!strcmp(argv[i], "--thresholds") && i + 1 < argc) {
+			th_path = argv[++i];
+		} else {
+			fprintf(stderr,
+			        "usage: bench_detect_replay [--confirm N] [--thresholds FILE] "
+			        "RECORDING...\n");
+			return 2;
+		}
+	}
+	if (i == argc) {
+		fprintf(stderr, "bench_detect_replay: no recording given\n");
+		return 2;
+	}
+	if (aw_thresholds_load(&th, th_path, &err))
+		die("cannot load the thresholds", err);
+	thresholds = &th;
+	if (!mkdtemp(tmp))
+		die("cannot make a temporary directory", strerror(errno));
+	printf(
+	    "Recordings replayed through the collector's store and analysis (default thresholds, "
+	    "window %u); a head is a commit judged against the base runs measured before it "
+	    "(at least %d).\nA/A false = commits of an unchanged subject whose gate fails; "
+	    "plusK = heads of a really slower subject whose subject cell fails the gate.\n",
+	    10u, MIN_HISTORY);
+	for (; i < argc; i++)
+		replay(argv[i], tmp);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_detect_replay: cannot remove %s\n", tmp);
+	aw_thresholds_release(&th);
+	return 0;
+}
