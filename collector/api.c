@@ -498,14 +498,46 @@ static int commit_chart_links(json_t *reply, const char *head)
 	return set_chart_link(charts, "heatmap", &id);
 }
 
+/* The `cells` globs (repeatable) into o->globs: each 1 to 256 printable characters, at most
+ * AW_ANALYSIS_MAX_GLOBS. Replies 400 and returns -EINVAL on a bad one. */
+static int query_globs(struct aw_ctx *x, const char **globs, struct aw_analysis_opts *o)
+{
+	size_t n = aw_httpd_query_all(x->req, "cells", globs, AW_ANALYSIS_MAX_GLOBS);
+
+	if (n > AW_ANALYSIS_MAX_GLOBS) {
+		aw_reply_error(x->req, 400, "too_many", "cells", "at most %d 'cells' globs",
+		               AW_ANALYSIS_MAX_GLOBS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(globs[i]);
+		bool printable = len >= 1 && len <= 256;
+
+		for (size_t k = 0; printable && k < len; k++)
+			printable = (unsigned char)globs[i][k] >= 0x20 && globs[i][k] != 0x7f;
+		if (!printable) {
+			aw_reply_error(x->req, 400, "invalid", "cells",
+			               "'cells' must be a glob on cell keys of 1 to 256 printable "
+			               "characters, such as 'subject=*'");
+			return -EINVAL;
+		}
+	}
+	o->globs = globs;
+	o->n_globs = n;
+	return 0;
+}
+
 /* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
  * overall status: fail when a host regressed, else incomplete when one has no run, else
- * pass. */
+ * pass. A `cells` glob that matched no cell of the head on any host that ran it is a 400
+ * naming it: a typo must not pass a gate by judging nothing. */
 static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, const char *project,
                         const char *head, const char *base, const struct host_set *hosts,
                         json_t *reply)
 {
 	enum aw_verdict overall = AW_VERDICT_PASS;
+	uint64_t matched = 0;
+	bool judged = false;
 	bool all = aw_httpd_query(x->req, "all") != NULL;
 	json_t *list = json_array();
 	struct store_conn *c;
@@ -519,6 +551,8 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
 		if (rc)
 			break;
+		matched |= v.globs_matched;
+		judged = judged || v.n_head_runs;
 		if (v.status == AW_VERDICT_FAIL)
 			overall = AW_VERDICT_FAIL;
 		else if (v.status == AW_VERDICT_INCOMPLETE && overall == AW_VERDICT_PASS)
@@ -540,6 +574,16 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		aw_reply_store_error(x->req, rc);
 		return;
 	}
+	for (size_t i = 0; judged && i < o->n_globs; i++) {
+		if (matched & (UINT64_C(1) << i))
+			continue;
+		json_decref(list);
+		json_decref(reply);
+		aw_reply_error(x->req, 400, "no_match", "cells",
+		               "the 'cells' glob '%.256s' matches no cell of commit %s on any host",
+		               o->globs[i], head);
+		return;
+	}
 	if (json_object_set_new(reply, "status", json_string(aw_verdict_name(overall))) ||
 	    json_object_set_new(reply, "hosts", list) || commit_chart_links(reply, head)) {
 		json_decref(reply);
@@ -552,14 +596,15 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 void aw_api_gate(struct aw_ctx *x)
 {
 	struct aw_analysis_opts o = x->col->analysis;
-	const char *project, *commit, *ref;
+	const char *project, *commit, *ref, *globs[AW_ANALYSIS_MAX_GLOBS];
 	struct host_set hosts = {0};
 	char report[128];
 
 	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
 	    query_checked(x, "commit", aw_valid_commit, "a commit id (7 to 64 hex digits)",
 	                  &commit) ||
-	    query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref))
+	    query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref) ||
+	    query_globs(x, globs, &o))
 		return;
 	if (!project || !commit) {
 		aw_reply_error(x->req, 400, "required", project ? "commit" : "project",
@@ -580,14 +625,16 @@ out:
 
 void aw_api_compare(struct aw_ctx *x)
 {
-	const char *project, *base, *head, *host;
+	struct aw_analysis_opts o = x->col->analysis;
+	const char *project, *base, *head, *host, *globs[AW_ANALYSIS_MAX_GLOBS];
 	struct host_set hosts = {0};
 	char report[192];
 
 	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
 	    query_checked(x, "base", aw_valid_commit, "a commit id (7 to 64 hex digits)", &base) ||
 	    query_checked(x, "head", aw_valid_commit, "a commit id (7 to 64 hex digits)", &head) ||
-	    query_checked(x, "host", aw_valid_name, "a host name", &host))
+	    query_checked(x, "host", aw_valid_name, "a host name", &host) ||
+	    query_globs(x, globs, &o))
 		return;
 	if (!base || !head) {
 		aw_reply_error(x->req, 400, "required", base ? "head" : "base", "'%s' is required",
@@ -603,7 +650,7 @@ void aw_api_compare(struct aw_ctx *x)
 		goto out;
 	}
 	snprintf(report, sizeof(report), "/compare?base=%s&head=%s", base, head);
-	judge_hosts(x, &x->col->analysis, project, head, base, &hosts,
+	judge_hosts(x, &o, project, head, base, &hosts,
 	            json_pack("{s:o, s:s, s:s, s:s}", "project", aw_json_str(project), "base", base,
 	                      "head", head, "report", report));
 out:

@@ -4,6 +4,7 @@
 #include "analysis.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +120,8 @@ static void keep_comparable(struct run_list *l, const struct run_ref *like)
 struct series {
 	char *key, *op, *reader, *subject;
 	int cpu;
-	int kind; /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
+	int kind;       /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
+	bool warn_only; /* contended or with duty: its default gate level is warn */
 	double *p50, *p99, *se50;
 	double head50[MAX_HEAD_RUNS], head99[MAX_HEAD_RUNS], headse[MAX_HEAD_RUNS];
 	size_t n_head;
@@ -135,6 +137,9 @@ struct table {
 	size_t n, cap;
 	size_t n_runs; /* baseline runs: the length of p50/p99/se50 */
 	const struct aw_detect_opts *detect;
+	const char *const *globs; /* only cells matching one of these (none: every cell) */
+	size_t n_globs;
+	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
 	/* while reading one run */
 	size_t run;
 	enum {
@@ -192,6 +197,7 @@ static struct series *series_for(struct table *t, const struct aw_cell *c, int *
 	memset(s, 0, sizeof(*s));
 	s->cpu = c->cpu;
 	s->kind = cell_kind(c);
+	s->warn_only = (c->c != AW_NONE && c->c > 0) || c->contender_cpu != AW_NONE || c->d > 0;
 	if (aw_set_str(&s->key, c->key) || aw_set_str(&s->op, c->op) ||
 	    aw_set_str(&s->reader, c->reader) || aw_set_str(&s->subject, c->subject))
 		goto fail;
@@ -226,13 +232,29 @@ static double se_of(const struct aw_cell *c)
 	return (c->ci_hi - c->ci_lo) / (2 * 1.96);
 }
 
+/* Whether the cell is one of those asked for (every cell without globs); marks the globs that
+ * matched a cell of a head run. */
+static bool wanted(struct table *t, const char *key)
+{
+	bool any = !t->n_globs;
+
+	for (size_t i = 0; i < t->n_globs; i++) {
+		if (fnmatch(t->globs[i], key ? key : "", 0))
+			continue;
+		any = true;
+		if (t->reading == READ_HEAD)
+			t->globs_matched |= UINT64_C(1) << i;
+	}
+	return any;
+}
+
 static int read_cell(const struct aw_cell *c, void *cls)
 {
 	struct table *t = cls;
 	struct series *s;
 	int rc;
 
-	if (c->status == AW_CELL_SKIPPED)
+	if (c->status == AW_CELL_SKIPPED || !wanted(t, c->key))
 		return 0;
 	if (c->status == AW_CELL_FAILED && t->reading != READ_HEAD)
 		return 0;
@@ -283,6 +305,18 @@ static double threshold_for(const struct aw_thresholds *th, int p99, const struc
 		return aw_threshold_for(th->p99_rules, th->n_p99_rules, s->op, s->reader, s->key,
 		                        th->p99);
 	return aw_threshold_for(th->p50_rules, th->n_p50_rules, s->op, s->reader, s->key, th->p50);
+}
+
+/* The gate level of a cell: the first rule with `gate:` that matches, else its default. */
+static enum aw_gate gate_for(const struct aw_thresholds *th, const struct aw_cell_verdict *c,
+                             bool warn_only)
+{
+	enum aw_gate def = warn_only ? AW_GATE_WARN : AW_GATE_FAIL;
+
+	if (!th)
+		return def;
+	return (enum aw_gate)aw_threshold_for(th->gate_rules, th->n_gate_rules, c->op, c->reader,
+	                                      c->key, (double)def);
 }
 
 /* How bad a verdict is, for ranking: regressed first. */
@@ -432,6 +466,7 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		c->p99 = out[2 * i + 1];
 		c->p50_threshold = in[2 * i].threshold;
 		c->p99_threshold = in[2 * i + 1].threshold;
+		c->gate = gate_for(o->thresholds, c, s->warn_only);
 		if (s->failed && !s->in_head) {
 			c->p50.verdict = AW_VERDICT_MISSING;
 			snprintf(c->p50.note, sizeof(c->p50.note), "the head's cell failed: %.100s",
@@ -446,6 +481,8 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 			                 : c->p50.verdict;
 		v->counts[c->verdict]++;
 		v->n_cells++;
+		if (c->verdict == AW_VERDICT_REGRESSED && c->gate == AW_GATE_WARN)
+			v->warnings++;
 	}
 	qsort(v->cells, v->n_cells, sizeof(*v->cells), cmp_cells);
 	rc = 0;
@@ -454,6 +491,15 @@ out:
 	free(out);
 	free(buf);
 	return rc;
+}
+
+/* fail when a cell of gate level fail regressed; warn and off cells never fail a host */
+static enum aw_verdict host_status(const struct aw_host_verdict *v)
+{
+	for (size_t i = 0; i < v->n_cells; i++)
+		if (v->cells[i].verdict == AW_VERDICT_REGRESSED && v->cells[i].gate == AW_GATE_FAIL)
+			return AW_VERDICT_FAIL;
+	return AW_VERDICT_PASS;
 }
 
 static int read_runs(struct store_conn *c, struct table *t, const struct run_list *l, int reading)
@@ -474,7 +520,10 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 {
 	struct run_list head = {.max = MAX_HEAD_RUNS}, base = {.max = o->history};
 	struct run_list ref = {.max = MAX_HEAD_RUNS};
-	struct table t = {.detect = &o->detect};
+	struct table t = {.detect = &o->detect,
+	                  .globs = o->globs,
+	                  .n_globs = o->n_globs < AW_ANALYSIS_MAX_GLOBS ? o->n_globs
+	                                                                : AW_ANALYSIS_MAX_GLOBS};
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = MAX_HEAD_RUNS};
 	int rc;
@@ -537,10 +586,11 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		rc = read_runs(c, &t, &head, READ_HEAD);
 	if (rc)
 		goto fail;
+	out->globs_matched = t.globs_matched;
 	rc = judge(&t, o, out);
 	if (rc)
 		goto out;
-	out->status = out->counts[AW_VERDICT_REGRESSED] ? AW_VERDICT_FAIL : AW_VERDICT_PASS;
+	out->status = host_status(out);
 	goto out;
 fail:
 	aw_errorf(err, rc, "cannot read the runs of %s on %s: %s", commit, host, strerror(-rc));
@@ -600,21 +650,21 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 
 		if (!all_cells && c->verdict == AW_VERDICT_UNCHANGED)
 			continue;
-		cj = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o}", "key", c->key, "op",
+		cj = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:o}", "key", c->key, "op",
 		               c->op, "reader", c->reader ? json_string(c->reader) : json_null(),
 		               "subject", c->subject ? json_string(c->subject) : json_null(), "cpu",
 		               c->cpu == AW_NONE ? json_null() : json_integer(c->cpu), "verdict",
-		               aw_verdict_name(c->verdict), "p50",
+		               aw_verdict_name(c->verdict), "gate", aw_gate_name(c->gate), "p50",
 		               metric_json(&c->p50, c->p50_threshold), "p99",
 		               metric_json(&c->p99, c->p99_threshold));
 		if (!cj || json_array_append_new(cells, cj))
 			goto fail;
 	}
-	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o}", "host", v->host, "status",
+	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:I, s:o}", "host", v->host, "status",
 	              aw_verdict_name(v->status), "reason",
 	              v->reason ? json_string(v->reason) : json_null(), "head_runs", runs,
-	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "cells",
-	              cells);
+	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "warnings",
+	              (json_int_t)v->warnings, "cells", cells);
 	return o;
 fail:
 	json_decref(cells);

@@ -163,6 +163,107 @@ static void test_incomplete_and_compare(void **state)
 	store_close(&s);
 }
 
+static const struct aw_cell_verdict *cell_of(const struct aw_host_verdict *v, const char *key)
+{
+	for (size_t i = 0; i < v->n_cells; i++)
+		if (!strcmp(v->cells[i].key, key))
+			return &v->cells[i];
+	fail_msg("no cell '%s'", key);
+	return NULL;
+}
+
+/* thresholds.yaml's gate: a warn cell's regression is listed as a warning and the host
+ * passes; an off cell is still judged and shown but neither fails nor warns; the defaults
+ * fail uncontended ops */
+static void test_gate_levels(void **state)
+{
+	/* as thresholds.yaml's "- op: stadd / gate: warn" and "- key: 'op=stadd *' / gate: off" */
+	struct aw_threshold_rule warn = {.op = "stadd", .threshold = AW_GATE_WARN};
+	struct aw_threshold_rule off = {.key = "op=stadd *", .threshold = AW_GATE_OFF};
+	struct aw_thresholds th = {
+	    .p50 = 0.05, .p99 = 0.10, .gate_rules = &warn, .n_gate_rules = 1};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+	json_t *j;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	/* no thresholds: an uncontended op fails */
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->gate, AW_GATE_FAIL);
+	assert_int_equal(v.warnings, 0);
+	aw_host_verdict_release(&v);
+
+	o.thresholds = &th;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 1);
+	assert_int_equal(v.warnings, 1);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->gate, AW_GATE_WARN);
+	assert_int_equal(cell_of(&v, "op=ldadd cpu=0")->gate, AW_GATE_FAIL);
+	j = aw_host_verdict_json(&v, false);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "pass");
+	assert_int_equal(json_integer_value(json_object_get(j, "warnings")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "cells"), 0), "gate")),
+	                    "warn");
+	json_decref(j);
+	aw_host_verdict_release(&v);
+
+	th.gate_rules = &off;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.warnings, 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->gate, AW_GATE_OFF);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* --cells: only the matching cells are read and judged; each glob says whether it matched a
+ * cell of the head */
+static void test_cell_globs(void **state)
+{
+	const char *const globs[] = {"op=ld*", "op=nothing*", "op=llsc *"};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	o.globs = globs;
+	o.n_globs = 3;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	/* stadd regressed, but it is not asked for */
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.n_cells, 2);
+	assert_int_equal(v.globs_matched, 1 | 4);
+	cell_of(&v, "op=ldadd cpu=0");
+	cell_of(&v, "op=llsc cpu=0");
+	aw_host_verdict_release(&v);
+	o.n_globs = 0;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.n_cells, 3 + FILLER);
+	assert_int_equal(v.globs_matched, 0);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 struct cps {
 	int n;
 	char key[64], commit[16];
@@ -236,6 +337,8 @@ int main(void)
 	    cmocka_unit_test(test_verdict_regressed_first),
 	    cmocka_unit_test(test_incomplete_and_compare),
 	    cmocka_unit_test(test_changepoints_and_cache),
+	    cmocka_unit_test(test_gate_levels),
+	    cmocka_unit_test(test_cell_globs),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
