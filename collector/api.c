@@ -529,8 +529,9 @@ static int query_globs(struct aw_ctx *x, const char **globs, struct aw_analysis_
 
 /* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
  * overall status: fail when a host regressed, else incomplete when one has no run, else
- * pass. A `cells` glob that matched no cell of the head on any host that ran it is a 400
- * naming it: a typo must not pass a gate by judging nothing. */
+ * unconfirmed when one has suspects only, else pass. A `cells` glob that matched no cell of the
+ * head on any host that ran it is a 400 naming it: a typo must not pass a gate by judging nothing.
+ */
 static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, const char *project,
                         const char *head, const char *base, const struct host_set *hosts,
                         json_t *reply)
@@ -555,8 +556,10 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		judged = judged || v.n_head_runs;
 		if (v.status == AW_VERDICT_FAIL)
 			overall = AW_VERDICT_FAIL;
-		else if (v.status == AW_VERDICT_INCOMPLETE && overall == AW_VERDICT_PASS)
+		else if (v.status == AW_VERDICT_INCOMPLETE && overall != AW_VERDICT_FAIL)
 			overall = AW_VERDICT_INCOMPLETE;
+		else if (v.status == AW_VERDICT_UNCONFIRMED && overall == AW_VERDICT_PASS)
+			overall = AW_VERDICT_UNCONFIRMED;
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
 		if (!j || json_array_append_new(list, j) ||

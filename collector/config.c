@@ -45,6 +45,8 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
 	c->cp_min_segment = 3;
+	c->confirm_runs = 2;
+	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
 	c->charts = true;
 	c->chart_queue_max = 1024;
@@ -172,6 +174,8 @@ static const struct key keys[] = {
     {"detection", "fdr", K_RATIO, F(detect_fdr), 0, 0},
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
+    {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
+    {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
     {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},
     {"postingest", "charts", K_BOOL, F(charts), 0, 0},
     {"postingest", "queue", K_UINT, F(chart_queue_max), 1, 1000000},
@@ -208,6 +212,7 @@ static bool is_uint_field(size_t offset)
 	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
 	       offset == F(pool_size) || offset == F(detect_window) ||
 	       offset == F(detect_history) || offset == F(cp_min_segment) ||
+	       offset == F(confirm_runs) || offset == F(confirm_jobs) ||
 	       offset == F(postingest_workers) || offset == F(chart_queue_max) ||
 	       offset == F(task_attempts);
 }

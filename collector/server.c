@@ -406,6 +406,7 @@ int aw_collector_analysis_setup(struct aw_collector *col, char **err)
 	o->detect.window = cfg->detect_window;
 	o->detect.fdr = cfg->detect_fdr;
 	o->detect.cp.min_segment = cfg->cp_min_segment;
+	o->confirm_runs = cfg->confirm_runs;
 	o->thresholds = &col->thresholds;
 	return 0;
 }

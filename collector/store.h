@@ -136,7 +136,9 @@ struct store_run {
 	int64_t n_cells;
 	int64_t order_us; /* the commit's position on its ref: commit_time, else the first run's
 	                   * started_at; the run's own started_at when it has no commit */
-	const char *platform_hash; /* of the host fingerprint this run was measured with */
+	const char *platform_hash;   /* of the host fingerprint this run was measured with */
+	const char *confirmation_of; /* the run whose suspects this one re-measures, or NULL */
+	int64_t confirm;             /* confirmation runs its agent measures itself; 0: none */
 };
 
 typedef int (*store_run_cb)(const struct store_run *run, void *cls);

@@ -20,7 +20,8 @@
 #define RUN_COLS                                                                                  \
 	"r.seq, r.run_id, p.name, h.name, c.sha, r.ref, r.commit_time, r.trigger, r.started_at, " \
 	"r.finished_at, r.received_at, r.matrix_name, r.matrix_version, r.matrix_hash, "          \
-	"r.matrix_profile, r.n_cells, COALESCE(c.order_us, r.started_us), f.platform_hash"
+	"r.matrix_profile, r.n_cells, COALESCE(c.order_us, r.started_us), f.platform_hash, "      \
+	"r.confirmation_of, r.confirm"
 #define RUN_FROM                                                                               \
 	" FROM runs r JOIN projects p ON p.id = r.project_id JOIN hosts h ON h.id = r.host_id" \
 	" JOIN fingerprints f ON f.id = r.fingerprint_id"                                      \
@@ -164,8 +165,9 @@ static const struct stmt_def defs[S_N] = {
                    "INSERT INTO runs (run_id, project_id, host_id, fingerprint_id, commit_id, ref, "
                    "commit_time, trigger, started_at, started_us, finished_at, matrix_name, "
                    "matrix_version, matrix_hash, matrix_profile, meta, n_cells, content_hash, "
-                   "received_at, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                   "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) RETURNING seq"},
+                   "received_at, reference, confirmation_of, confirm) VALUES (?1, ?2, ?3, ?4, "
+                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+                   "?21, ?22) RETURNING seq"},
     /* New cells are sorted, so that concurrent transactions lock them in the same order; the
      * update of a cell stored meanwhile is what makes RETURNING give its id too. Each of the
      * N_CHUNKS statements of either kind is this text with its number of rows. */
@@ -182,8 +184,8 @@ static const struct stmt_def defs[S_N] = {
     [S_RUN_GET] = {"read a run",
                    "SELECT r.seq, r.run_id, p.name, c.sha, r.ref, r.commit_time, r.trigger, "
                    "r.started_at, r.finished_at, r.matrix_name, r.matrix_version, "
-                   "r.matrix_hash, r.matrix_profile, r.meta, f.doc, r.reference" RUN_FROM
-                   " WHERE r.run_id = ?1"},
+                   "r.matrix_hash, r.matrix_profile, r.meta, f.doc, r.reference, "
+                   "r.confirmation_of, r.confirm" RUN_FROM " WHERE r.run_id = ?1"},
     [S_RUN_CELLS] = {"read a run's cells",
                      "SELECT " CELL_COLS " FROM measurements m JOIN cells k ON k.id = m.cell_id "
                      "WHERE m.run_seq = ?1 ORDER BY m.ord"},
@@ -955,6 +957,8 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	b_text(s, 18, it->content_hash);
 	b_text(s, 19, it->received_at);
 	b_text(s, 20, reference);
+	b_text(s, 21, r->confirmation_of);
+	b_opt(s, 22, r->confirm > 0 ? r->confirm : AW_NONE);
 	rc = run_id(s, &it->seq);
 	free(meta);
 	free(reference);
@@ -1072,6 +1076,8 @@ static void fill_run(struct store_stmt *s, struct store_run *run)
 	run->n_cells = c_i64(s, 15);
 	run->order_us = c_i64(s, 16);
 	run->platform_hash = c_text(s, 17);
+	run->confirmation_of = c_text(s, 18);
+	run->confirm = c_opt(s, 19) > 0 ? c_opt(s, 19) : 0;
 }
 
 struct run_rows {
@@ -1235,6 +1241,9 @@ static int fill_header(struct store_stmt *s, struct aw_result *r)
 	snprintf(r->started_at, sizeof(r->started_at), "%s", c_text(s, 7));
 	snprintf(r->finished_at, sizeof(r->finished_at), "%s", c_text(s, 8));
 	r->matrix_version = c_i64(s, 10);
+	if (aw_set_str(&r->confirmation_of, c_text(s, 16)))
+		return -ENOMEM;
+	r->confirm = c_opt(s, 17) > 0 ? c_opt(s, 17) : 0;
 	if (c_text(s, 13)) {
 		r->meta = json_loads(c_text(s, 13), 0, NULL);
 		if (!r->meta)

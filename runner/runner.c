@@ -29,11 +29,40 @@ struct aw_runner {
 	aw_progress_fn progress;
 	void *progress_arg;
 	volatile int *stop;
+	const char *const *keys; /* opts.keys: the only cells measured (none: every cell) */
+	size_t n_keys;
 };
 
 const char *aw_runner_version(void)
 {
 	return AW_VERSION;
+}
+
+bool aw_runner_selected(const struct aw_runner *r, const char *key)
+{
+	for (size_t i = 0; i < r->n_keys; i++)
+		if (key && !strcmp(r->keys[i], key))
+			return true;
+	return !r->n_keys;
+}
+
+uint32_t aw_runner_samples(const struct aw_runner *r)
+{
+	return r->params.samples;
+}
+
+/* Drops the planned cells that opts.keys does not name. */
+static void keep_selected(struct aw_runner *r)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < r->plan.n; i++) {
+		if (aw_runner_selected(r, r->plan.cells[i].cell.key))
+			r->plan.cells[k++] = r->plan.cells[i];
+		else
+			aw_cell_release(&r->plan.cells[i].cell);
+	}
+	r->plan.n = k;
 }
 
 struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
@@ -97,7 +126,16 @@ struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 	env.urcu_missing = why;
 	if (aw_plan_build(&r->profile, &env, &r->plan, err))
 		goto fail;
+	r->keys = opts->keys;
+	r->n_keys = opts->n_keys;
+	keep_selected(r);
 	r->params.samples = r->profile.samples;
+	if (opts->measure_samples) {
+		/* after the hash: fewer batches measure the same cells */
+		r->params.samples = opts->measure_samples < AW_RUNNER_MIN_SAMPLES
+		                        ? AW_RUNNER_MIN_SAMPLES
+		                        : opts->measure_samples;
+	}
 	r->params.batch_min_ns = r->profile.batch_min_ns;
 	r->params.batch_min_ticks = r->profile.batch_min_ticks;
 	r->params.warmup_ns = r->profile.warmup_ns;

@@ -27,6 +27,7 @@ void aw_analysis_opts_default(struct aw_analysis_opts *o)
 	o->history = 40;
 	o->detect = d;
 	o->thresholds = NULL;
+	o->confirm_runs = 2;
 }
 
 /* ---- reading runs ---- */
@@ -324,6 +325,8 @@ static int severity(enum aw_verdict v)
 {
 	switch (v) {
 	case AW_VERDICT_REGRESSED:
+		return 6;
+	case AW_VERDICT_SUSPECT:
 		return 5;
 	case AW_VERDICT_IMPROVED:
 		return 4;
@@ -347,8 +350,8 @@ static double magnitude(const struct aw_cell_verdict *c)
 	return isnan(m) ? 0 : fabs(m);
 }
 
-/* Regressed first, then improved, noisy, new, missing, unchanged; the largest change first
- * within a verdict, then by key. */
+/* Regressed first, then suspect, improved, noisy, new, missing, unchanged; the largest change
+ * first within a verdict, then by key. */
 static int cmp_cells(const void *a, const void *b)
 {
 	const struct aw_cell_verdict *x = a, *y = b;
@@ -467,6 +470,14 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		c->p50_threshold = in[2 * i].threshold;
 		c->p99_threshold = in[2 * i + 1].threshold;
 		c->gate = gate_for(o->thresholds, c, s->warn_only);
+		c->n_head = s->n_head;
+		/* one run is a suspicion: the re-measurements of confirmation decide */
+		if (s->n_head < o->confirm_runs) {
+			if (c->p50.verdict == AW_VERDICT_REGRESSED)
+				c->p50.verdict = AW_VERDICT_SUSPECT;
+			if (c->p99.verdict == AW_VERDICT_REGRESSED)
+				c->p99.verdict = AW_VERDICT_SUSPECT;
+		}
 		if (s->failed && !s->in_head) {
 			c->p50.verdict = AW_VERDICT_MISSING;
 			snprintf(c->p50.note, sizeof(c->p50.note), "the head's cell failed: %.100s",
@@ -481,7 +492,8 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 			                 : c->p50.verdict;
 		v->counts[c->verdict]++;
 		v->n_cells++;
-		if (c->verdict == AW_VERDICT_REGRESSED && c->gate == AW_GATE_WARN)
+		if ((c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT) &&
+		    c->gate == AW_GATE_WARN)
 			v->warnings++;
 	}
 	qsort(v->cells, v->n_cells, sizeof(*v->cells), cmp_cells);
@@ -493,13 +505,21 @@ out:
 	return rc;
 }
 
-/* fail when a cell of gate level fail regressed; warn and off cells never fail a host */
+/* fail when a cell of gate level fail regressed (confirmed), else unconfirmed when one is
+ * suspect, else pass; warn and off cells never change it */
 static enum aw_verdict host_status(const struct aw_host_verdict *v)
 {
-	for (size_t i = 0; i < v->n_cells; i++)
-		if (v->cells[i].verdict == AW_VERDICT_REGRESSED && v->cells[i].gate == AW_GATE_FAIL)
+	enum aw_verdict st = AW_VERDICT_PASS;
+
+	for (size_t i = 0; i < v->n_cells; i++) {
+		if (v->cells[i].gate != AW_GATE_FAIL)
+			continue;
+		if (v->cells[i].verdict == AW_VERDICT_REGRESSED)
 			return AW_VERDICT_FAIL;
-	return AW_VERDICT_PASS;
+		if (v->cells[i].verdict == AW_VERDICT_SUSPECT)
+			st = AW_VERDICT_UNCONFIRMED;
+	}
+	return st;
 }
 
 static int read_runs(struct store_conn *c, struct table *t, const struct run_list *l, int reading)
@@ -650,13 +670,14 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 
 		if (!all_cells && c->verdict == AW_VERDICT_UNCHANGED)
 			continue;
-		cj = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:o, s:o}", "key", c->key, "op",
-		               c->op, "reader", c->reader ? json_string(c->reader) : json_null(),
-		               "subject", c->subject ? json_string(c->subject) : json_null(), "cpu",
-		               c->cpu == AW_NONE ? json_null() : json_integer(c->cpu), "verdict",
-		               aw_verdict_name(c->verdict), "gate", aw_gate_name(c->gate), "p50",
-		               metric_json(&c->p50, c->p50_threshold), "p99",
-		               metric_json(&c->p99, c->p99_threshold));
+		cj = json_pack(
+		    "{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I, s:o, s:o}", "key", c->key, "op",
+		    c->op, "reader", c->reader ? json_string(c->reader) : json_null(), "subject",
+		    c->subject ? json_string(c->subject) : json_null(), "cpu",
+		    c->cpu == AW_NONE ? json_null() : json_integer(c->cpu), "verdict",
+		    aw_verdict_name(c->verdict), "gate", aw_gate_name(c->gate), "head_runs",
+		    (json_int_t)c->n_head, "p50", metric_json(&c->p50, c->p50_threshold), "p99",
+		    metric_json(&c->p99, c->p99_threshold));
 		if (!cj || json_array_append_new(cells, cj))
 			goto fail;
 	}

@@ -43,18 +43,23 @@ struct aw_analysis_opts {
 	 * Borrowed. */
 	const char *const *globs;
 	size_t n_globs;
+	/* A cell judged regressed on fewer head runs of it than this is `suspect` instead (the
+	 * first run plus confirm_runs - 1 re-measurements; default 2; 0 or 1: one run decides). */
+	unsigned confirm_runs;
 };
 
 /* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL, no
- * globs. */
+ * globs, confirm_runs 2. */
 void aw_analysis_opts_default(struct aw_analysis_opts *o);
 
 /* One cell of one host: p50 and p99 judged separately; `verdict` is the more severe of the two
- * (regressed > improved > noisy > new > missing > unchanged). */
+ * (regressed > suspect > improved > noisy > new > missing > unchanged). A metric regressed on
+ * fewer head runs than opts' confirm_runs is `suspect` (the cell too). */
 struct aw_cell_verdict {
 	char *key, *op, *reader, *subject; /* owned; reader/subject may be NULL */
 	int cpu;
 	enum aw_verdict verdict;
+	size_t n_head; /* head runs that measured the cell */
 	/* how its regression weighs (the first thresholds rule with `gate:` that matches, else
 	 * fail for uncontended ops, readers, subject and kernel cells, warn for contended cells
 	 * and cells with duty) */
@@ -66,8 +71,9 @@ struct aw_cell_verdict {
 /* A commit on one host. */
 struct aw_host_verdict {
 	char *host;
-	enum aw_verdict status; /* pass; fail: a cell of gate level fail regressed; incomplete:
-	                           no head run */
+	enum aw_verdict status; /* fail: a cell of gate level fail regressed (confirmed);
+	                           else unconfirmed: a fail-level cell is suspect; else pass;
+	                           incomplete: no head run */
 	char *reason;           /* why incomplete, else NULL */
 	char **head_runs;       /* run ids of the commit on this host, newest first */
 	size_t n_head_runs;
@@ -76,7 +82,7 @@ struct aw_host_verdict {
 	                                  unchanged; the largest change first within each */
 	size_t n_cells;
 	size_t counts[AW_VERDICT_COUNT]; /* cells per verdict (cell verdicts only) */
-	size_t warnings;                 /* regressed cells of gate level warn */
+	size_t warnings;                 /* regressed or suspect cells of gate level warn */
 	uint64_t globs_matched;          /* bit i: opts' globs[i] matched a cell of a head run */
 };
 
@@ -94,7 +100,7 @@ void aw_host_verdict_release(struct aw_host_verdict *v);
 /* The JSON form used by /api/v1/gate and /api/v1/compare:
  *   {"host", "status", "reason", "head_runs": [...], "baseline_runs": n, "counts": {...},
  *    "warnings": n,
- *    "cells": [{"key", "op", "reader", "subject", "cpu", "verdict", "gate",
+ *    "cells": [{"key", "op", "reader", "subject", "cpu", "verdict", "gate", "head_runs",
  *               "p50": {verdict, baseline, head, change, change_lo, change_hi, noise, pvalue,
  *                       qvalue, window, bimodal, note, threshold}, "p99": {...}}, ...]}
  * Cells whose verdict is unchanged are listed only when `all_cells`. NULL on allocation

@@ -96,6 +96,7 @@ static void test_verdict_regressed_first(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	/* a run of another matrix must not be compared */
 	put(c, run_of("grace", "0ddba11", "main", 13, 500, 500, 500, "ffffffffffffffff"));
@@ -147,6 +148,7 @@ static void test_incomplete_and_compare(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
 	assert_int_equal(v.status, AW_VERDICT_INCOMPLETE);
@@ -191,6 +193,7 @@ static void test_gate_levels(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
 	/* no thresholds: an uncontended op fails */
@@ -242,6 +245,7 @@ static void test_cell_globs(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
 	o.globs = globs;
@@ -258,6 +262,85 @@ static void test_cell_globs(void **state)
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
 	assert_int_equal(v.n_cells, 3 + FILLER);
 	assert_int_equal(v.globs_matched, 0);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* A run of the head that re-measures only stadd (a confirmation run measures the suspects). */
+static struct aw_result *only_stadd(struct aw_result *r)
+{
+	struct aw_cell keep = r->cells[1];
+
+	assert_string_equal(keep.op, "stadd");
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (i != 1)
+			aw_cell_release(&r->cells[i]);
+	r->cells[0] = keep;
+	r->n_cells = 1;
+	return r;
+}
+
+/* The default detection.confirm_runs (2): one head run makes stadd suspect and the host
+ * unconfirmed; a second run of the head measuring only stadd confirms it (fail), while the
+ * cells it did not re-measure keep their one run; a re-measurement that does not reproduce the
+ * slowdown clears it. */
+static void test_confirmation(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+	json_t *j;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	assert_int_equal(o.confirm_runs, 2);
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	put(c, run_of("grace", "badc0de2", "feature", 15, 5.0, 500.0, 20.0, HASH));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_UNCONFIRMED);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 1);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 0);
+	assert_string_equal(v.cells[0].key, "op=stadd cpu=0");
+	assert_int_equal(v.cells[0].verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.cells[0].p50.verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.cells[0].n_head, 1);
+	j = aw_host_verdict_json(&v, false);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "unconfirmed");
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "counts"), "suspect")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "cells"), 0), "verdict")),
+	                    "suspect");
+	json_decref(j);
+	aw_host_verdict_release(&v);
+
+	/* confirmed: the re-measurement of stadd is as slow */
+	put(c, only_stadd(run_of("grace", "badc0de1", "feature", 14, 5.0, 498.0, 20.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	assert_int_equal(v.n_head_runs, 2);
+	assert_int_equal(v.n_baseline_runs, 12);
+	assert_string_equal(v.cells[0].key, "op=stadd cpu=0");
+	assert_int_equal(v.cells[0].verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(v.cells[0].n_head, 2);
+	assert_int_equal(cell_of(&v, "op=ldadd cpu=0")->n_head, 1);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 0);
+	aw_host_verdict_release(&v);
+
+	/* not reproduced: the second run is back at 50 ns; the median of 500 and 50 is still
+	 * far above, so two runs that disagree leave it to the rank test: a third decides */
+	put(c, only_stadd(run_of("grace", "badc0de2", "feature", 15, 5.0, 50.0, 20.0, HASH)));
+	put(c, only_stadd(run_of("grace", "badc0de2", "feature", 15, 5.0, 50.1, 20.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de2", NULL, "grace", &v, &err), 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->n_head, 3);
+	assert_int_not_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_REGRESSED);
+	assert_int_not_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
 	aw_host_verdict_release(&v);
 	assert_null(err);
 	store_disconnect(&c);
@@ -303,6 +386,7 @@ static void test_changepoints_and_cache(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	put(c, run_of("grace", "badc0de1", "main", 14, 5.0, 500.0, 20.0, HASH));
 	assert_int_equal(
@@ -339,6 +423,7 @@ int main(void)
 	    cmocka_unit_test(test_changepoints_and_cache),
 	    cmocka_unit_test(test_gate_levels),
 	    cmocka_unit_test(test_cell_globs),
+	    cmocka_unit_test(test_confirmation),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

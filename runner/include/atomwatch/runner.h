@@ -26,10 +26,22 @@ struct aw_runner_opts {
 	const char *sysroot;     /* NULL: "/" (tests point it at fixture trees) */
 	bool force_clock;        /* time with CLOCK_MONOTONIC_RAW, not the cycle counter */
 	bool no_reference;       /* measure no reference kernel beside the cells (benchmarks) */
+	/* When n_keys > 0, only the planned cells whose key is one of keys[] are measured (and
+	 * aw_runner_selected() tells subject cells the same); the rest are left out of the result.
+	 * Borrowed. Confirmation runs re-measure a run's suspect cells this way. */
+	const char *const *keys;
+	size_t n_keys;
+	/* 0: the profile's samples (or `samples`); else the batches measured per cell without
+	 * changing the matrix hash, at least AW_RUNNER_MIN_SAMPLES: a confirmation measures fewer
+	 * and must stay comparable with the run it confirms */
+	uint32_t measure_samples;
 	aw_progress_fn progress;
 	void *progress_arg;
 	volatile int *stop; /* when non-zero, aw_runner_run() stops between cells */
 };
+
+/* The fewest batches per cell whose median and interval mean anything. */
+#define AW_RUNNER_MIN_SAMPLES 5
 
 /* A planned cell: what will be measured, or why it will be skipped. */
 struct aw_plan_info {
@@ -49,6 +61,13 @@ void aw_runner_free(struct aw_runner **r);
 /* The planned cells, in measuring order. Valid while the runner lives. */
 size_t aw_runner_plan(const struct aw_runner *r, size_t i, struct aw_plan_info *out);
 size_t aw_runner_cell_count(const struct aw_runner *r);
+
+/* Whether a cell of this key is to be measured: always without opts.keys, else when it is one
+ * of them. For callers adding cells of their own (subjects). */
+bool aw_runner_selected(const struct aw_runner *r, const char *key);
+
+/* The batches measured per cell (the profile's, or opts' override). */
+uint32_t aw_runner_samples(const struct aw_runner *r);
 
 /* The host object (fingerprint) that results will carry; borrowed. */
 const json_t *aw_runner_host(const struct aw_runner *r);
