@@ -44,7 +44,34 @@ struct aw_agent_run {
 	const char *profile; /* NULL: the config's */
 	enum aw_trigger trigger;
 	const json_t *meta; /* extra meta fields (copied), or NULL */
+	/* a confirmation run: only these cell keys (matrix and subject cells; kernel and
+	 * refscale cells are not re-measured), `samples` batches each, marked as a confirmation
+	 * of run `confirmation_of`; n_keys 0: a first run */
+	const char *const *keys;
+	size_t n_keys;
+	uint32_t samples;
+	const char *confirmation_of;
+	unsigned confirm; /* a first run: the confirmations this agent measures after it */
 };
+
+/* The batches of each confirmation run when `confirm` runs re-measure the suspects of a run of
+ * `samples` batches per cell: about 2 * samples / confirm (the confirm runs together cost
+ * about twice the first measurement of those cells), at most samples, at least
+ * AW_RUNNER_MIN_SAMPLES. */
+uint32_t aw_confirm_samples(uint32_t samples, unsigned confirm);
+
+/* The keys of the suspect cells of run `run_id` (GET /api/v1/runs/{id}/suspects: the verdict
+ * of its commit on its host), retried like uploads. Returns 0 with *keys (a NULL-terminated
+ * array; free with aw_strv_free()) and *n, or a negative errno with *err. */
+int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size_t *n, char **err);
+void aw_strv_free(char **v);
+
+/* Re-measures the suspect cells of `first` (a run of `run` just uploaded) `confirm` times, each
+ * a run of its own marked as a confirmation of it, spooled and uploaded like any run; nothing
+ * when it has no suspect. *deferred counts the confirmations left in the spool. Returns 0, or
+ * a negative errno with *err (-EINTR when stopped). */
+int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
+                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err);
 
 /* Measures one run: the matrix through the runner, then the subject's cells (after building
  * it), then the refscale cells when configured. Returns 0 with *out (caller frees), or a

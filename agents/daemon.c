@@ -170,7 +170,11 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	const char *commit = json_string_value(json_object_get(job, "commit"));
 	const char *ref = json_string_value(json_object_get(job, "ref"));
 	const char *subject = json_string_value(json_object_get(job, "subject"));
-	struct aw_agent_run run = {project, commit, ref, subject, NULL, AW_TRIGGER_CI, NULL};
+	struct aw_agent_run run = {.project = project,
+	                           .commit = commit,
+	                           .ref = ref,
+	                           .subject = subject,
+	                           .trigger = AW_TRIGGER_CI};
 	char run_id[AW_UUID_LEN + 1] = "", names[400], msg[MESSAGE_MAX + 1];
 	enum aw_upload_outcome outcome;
 	json_t *meta = NULL;
@@ -225,13 +229,10 @@ static void run_scheduled(struct aw_agent *a, struct state *st, const json_t *ho
                           const char *why)
 {
 	const struct aw_agent_config *cfg = a->cfg;
-	struct aw_agent_run run = {cfg->schedule_project,
-	                           cfg->schedule_commit,
-	                           cfg->schedule_ref,
-	                           NULL,
-	                           NULL,
-	                           AW_TRIGGER_SCHEDULE,
-	                           NULL};
+	struct aw_agent_run run = {.project = cfg->schedule_project,
+	                           .commit = cfg->schedule_commit,
+	                           .ref = cfg->schedule_ref,
+	                           .trigger = AW_TRIGGER_SCHEDULE};
 	char commit[41], run_id[AW_UUID_LEN + 1];
 	enum aw_upload_outcome outcome;
 	json_t *meta;

@@ -197,6 +197,9 @@ static int on_run(const struct store_run *r, void *cls)
 	              "started_at", r->started_at, "finished_at", r->finished_at, "received_at",
 	              r->received_at, "platform_hash", aw_json_str(r->platform_hash), "cells",
 	              (json_int_t)r->n_cells, "matrix", matrix);
+	if (o && r->confirmation_of &&
+	    json_object_set_new(o, "confirmation_of", json_string(r->confirmation_of)))
+		return -ENOMEM;
 	if (!o || json_array_append_new(l->runs, o))
 		return -ENOMEM;
 	l->last_seq = r->seq;
@@ -263,6 +266,87 @@ void aw_api_run(struct aw_ctx *x)
 		return;
 	}
 	aw_reply_json(x->req, 200, aw_result_to_json(r));
+	aw_result_free(&r);
+}
+
+/* The keys of the fail-level suspect cells of a verdict (what a confirmation re-measures). */
+static json_t *suspect_keys(const struct aw_host_verdict *v)
+{
+	json_t *keys = json_array();
+
+	for (size_t i = 0; keys && i < v->n_cells; i++) {
+		const struct aw_cell_verdict *c = &v->cells[i];
+
+		if (c->verdict != AW_VERDICT_SUSPECT || c->gate != AW_GATE_FAIL)
+			continue;
+		if (json_array_append_new(keys, json_string(c->key))) {
+			json_decref(keys);
+			return NULL;
+		}
+	}
+	return keys;
+}
+
+/* GET /api/v1/runs/{id}/suspects: the verdict of the run's commit on the run's host, computed
+ * now, and the suspect cells that a confirmation should re-measure. An agent token asks only
+ * for runs of its own host. */
+void aw_api_run_suspects(struct aw_ctx *x)
+{
+	struct aw_host_verdict v = {0};
+	struct aw_result *r = NULL;
+	struct store_conn *c;
+	const char *host;
+	json_t *keys;
+	char *err = NULL;
+	int rc;
+
+	if (!aw_valid_uuid(x->param)) {
+		aw_reply_error(x->req, 400, "invalid", "run_id",
+		               "a run id is a lowercase UUID, got '%.40s'", x->param);
+		return;
+	}
+	rc = aw_ctx_conn(x, &c);
+	if (!rc)
+		rc = store_get_run(c, x->param, &r);
+	if (rc == -ENOENT) {
+		aw_reply_error(x->req, 404, "not_found", "run_id", "no run '%s'", x->param);
+		return;
+	}
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
+	host = json_string_value(json_object_get(r->host, "name"));
+	if (x->who.role == STORE_ROLE_AGENT && (!host || strcmp(host, x->who.host))) {
+		aw_reply_error(x->req, 403, "forbidden", "run_id",
+		               "this token speaks for host '%s', not for the host of run '%s'",
+		               x->who.host, x->param);
+		goto out;
+	}
+	if (!r->commit) {
+		aw_reply_error(x->req, 409, "no_commit", "run_id",
+		               "run '%s' is not tied to a commit: there is nothing to confirm",
+		               x->param);
+		goto out;
+	}
+	rc = aw_analysis_host(c, &x->col->analysis, r->project, r->commit, NULL, host, &v, &err);
+	if (rc) {
+		if (err)
+			aw_warn("%s", err);
+		free(err);
+		aw_reply_store_error(x->req, rc);
+		goto out;
+	}
+	keys = suspect_keys(&v);
+	aw_reply_json(x->req, 200,
+	              keys ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "run_id",
+	                               r->run_id, "project", r->project, "commit", r->commit,
+	                               "host", host, "status", aw_verdict_name(v.status),
+	                               "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
+	                               (json_int_t)x->col->analysis.confirm_runs, "suspects", keys)
+	                   : NULL);
+	aw_host_verdict_release(&v);
+out:
 	aw_result_free(&r);
 }
 

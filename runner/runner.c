@@ -51,6 +51,12 @@ uint32_t aw_runner_samples(const struct aw_runner *r)
 	return r->params.samples;
 }
 
+void aw_runner_set_samples(struct aw_runner *r, uint32_t samples)
+{
+	/* after the hash: fewer batches measure the same cells */
+	r->params.samples = samples < AW_RUNNER_MIN_SAMPLES ? AW_RUNNER_MIN_SAMPLES : samples;
+}
+
 /* Drops the planned cells that opts.keys does not name. */
 static void keep_selected(struct aw_runner *r)
 {
@@ -130,12 +136,6 @@ struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 	r->n_keys = opts->n_keys;
 	keep_selected(r);
 	r->params.samples = r->profile.samples;
-	if (opts->measure_samples) {
-		/* after the hash: fewer batches measure the same cells */
-		r->params.samples = opts->measure_samples < AW_RUNNER_MIN_SAMPLES
-		                        ? AW_RUNNER_MIN_SAMPLES
-		                        : opts->measure_samples;
-	}
 	r->params.batch_min_ns = r->profile.batch_min_ns;
 	r->params.batch_min_ticks = r->profile.batch_min_ticks;
 	r->params.warmup_ns = r->profile.warmup_ns;

@@ -31,10 +31,6 @@ struct aw_runner_opts {
 	 * Borrowed. Confirmation runs re-measure a run's suspect cells this way. */
 	const char *const *keys;
 	size_t n_keys;
-	/* 0: the profile's samples (or `samples`); else the batches measured per cell without
-	 * changing the matrix hash, at least AW_RUNNER_MIN_SAMPLES: a confirmation measures fewer
-	 * and must stay comparable with the run it confirms */
-	uint32_t measure_samples;
 	aw_progress_fn progress;
 	void *progress_arg;
 	volatile int *stop; /* when non-zero, aw_runner_run() stops between cells */
@@ -68,6 +64,11 @@ bool aw_runner_selected(const struct aw_runner *r, const char *key);
 
 /* The batches measured per cell (the profile's, or opts' override). */
 uint32_t aw_runner_samples(const struct aw_runner *r);
+
+/* Measures `samples` batches per cell from now on (at least AW_RUNNER_MIN_SAMPLES) without
+ * changing the matrix hash: a confirmation measures fewer and must stay comparable with the
+ * run it confirms. */
+void aw_runner_set_samples(struct aw_runner *r, uint32_t samples);
 
 /* The host object (fingerprint) that results will carry; borrowed. */
 const json_t *aw_runner_host(const struct aw_runner *r);
