@@ -319,30 +319,23 @@ static uint32_t first_samples(const struct aw_result *first, const char *const *
 	return most > UINT32_MAX ? UINT32_MAX : (uint32_t)most;
 }
 
-int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
-                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err)
+int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
+                       const char *const *keys, size_t n, uint32_t first_samples, unsigned confirm,
+                       char *last_id, size_t *deferred, char **err)
 {
 	struct aw_agent_run again = *run;
-	char **keys = NULL;
-	size_t n = 0;
-	int rc;
+	int rc = 0;
 
 	*deferred = 0;
-	rc = aw_agent_suspects(a, first->run_id, &keys, &n, err);
-	if (rc)
-		return rc;
-	if (!n) {
-		aw_info("run %s: no suspect cell, nothing to confirm", first->run_id);
-		goto out;
-	}
-	again.keys = (const char *const *)keys;
+	if (!n)
+		return 0; /* no keys would mean every cell */
+	again.keys = keys;
 	again.n_keys = n;
-	again.samples = aw_confirm_samples(first_samples(first, again.keys, n), confirm);
-	again.confirmation_of = first->run_id;
+	again.samples = aw_confirm_samples(first_samples, confirm);
+	again.confirmation_of = first_id;
 	again.confirm = 0;
 	aw_info("run %s: %zu suspect cell%s, re-measuring %s %u times (%" PRIu32 " batches each)",
-	        first->run_id, n, n == 1 ? "" : "s", n == 1 ? "it" : "them", confirm,
-	        again.samples);
+	        first_id, n, n == 1 ? "" : "s", n == 1 ? "it" : "them", confirm, again.samples);
 	for (unsigned i = 0; !rc && i < confirm; i++) {
 		struct aw_result *res = NULL;
 		enum aw_upload_outcome outcome;
@@ -353,7 +346,7 @@ int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
 		if (!res->n_cells) {
 			aw_warn("run %s: its suspects are kernel or refscale cells, which a "
 			        "confirmation does not re-measure",
-			        first->run_id);
+			        first_id);
 			aw_result_free(&res);
 			break;
 		}
@@ -363,12 +356,33 @@ int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
 			               res->run_id);
 		if (!rc) {
 			*deferred += outcome == AW_UPLOAD_DEFERRED;
-			aw_info("confirmation %u of %u of run %s: run %s", i + 1, confirm,
-			        first->run_id, res->run_id);
+			if (last_id)
+				memcpy(last_id, res->run_id, AW_UUID_LEN + 1);
+			aw_info("confirmation %u of %u of run %s: run %s", i + 1, confirm, first_id,
+			        res->run_id);
 		}
 		aw_result_free(&res);
 	}
-out:
+	return rc;
+}
+
+int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
+                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err)
+{
+	char **keys = NULL;
+	size_t n = 0;
+	int rc;
+
+	*deferred = 0;
+	rc = aw_agent_suspects(a, first->run_id, &keys, &n, err);
+	if (rc)
+		return rc;
+	if (!n)
+		aw_info("run %s: no suspect cell, nothing to confirm", first->run_id);
+	else
+		rc = aw_agent_remeasure(a, run, first->run_id, (const char *const *)keys, n,
+		                        first_samples(first, (const char *const *)keys, n), confirm,
+		                        NULL, deferred, err);
 	aw_strv_free(keys);
 	return rc;
 }

@@ -66,6 +66,13 @@ uint32_t aw_confirm_samples(uint32_t samples, unsigned confirm);
 int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size_t *n, char **err);
 void aw_strv_free(char **v);
 
+/* Re-measures cells keys[n] of run `first_id` (of `run`, measured with `first_samples`
+ * batches per cell) `confirm` times as confirmation runs (see aw_agent_confirm()); last_id (may
+ * be NULL) receives the last run's id. Returns 0 or a negative errno with *err. */
+int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
+                       const char *const *keys, size_t n, uint32_t first_samples, unsigned confirm,
+                       char *last_id, size_t *deferred, char **err);
+
 /* Re-measures the suspect cells of `first` (a run of `run` just uploaded) `confirm` times, each
  * a run of its own marked as a confirmation of it, spooled and uploaded like any run; nothing
  * when it has no suspect. *deferred counts the confirmations left in the spool. Returns 0, or

@@ -282,6 +282,9 @@ struct store_job_spec {
 	size_t n_hosts;
 	int64_t created_by; /* token id, 0 when unknown */
 	int64_t ttl_us;     /* hosts may claim it until created + ttl */
+	/* a confirmation job: its JSON {"of", "cells", "runs", "samples"} and the run it
+	 * confirms; both NULL for an ordinary job */
+	const char *confirm, *confirmation_of;
 };
 
 struct store_job {
@@ -289,6 +292,7 @@ struct store_job {
 	const char *project, *commit, *ref, *subject; /* subject may be NULL */
 	bool all_hosts;
 	const char *created_at, *expires_at;
+	const char *confirm; /* a confirmation job's JSON, or NULL */
 };
 
 /* A host's progress on a job: state "pending" (named by the job, not claimed yet; claimed_at
@@ -310,6 +314,15 @@ int store_job_create(struct store_conn *c, const struct store_job_spec *spec, in
  * host claims a job once, even with several collectors on one database. */
 int store_job_claim(struct store_conn *c, const char *host, int64_t reclaim_us, store_job_cb cb,
                     void *cls);
+
+/* Notes that `host` polled for jobs now (it is a daemon host). */
+int store_job_polled(struct store_conn *c, const char *host);
+
+/* Whether `host` polled for jobs within the last `max_age_us` (a daemon host). */
+int store_job_polls(struct store_conn *c, const char *host, int64_t max_age_us, bool *polls);
+
+/* Whether a confirmation job of run `run_id` was queued already. */
+int store_job_confirming(struct store_conn *c, const char *run_id, bool *exists);
 
 /* Forgets `host`'s claim of job `id` (its reply never reached the agent). */
 int store_job_unclaim(struct store_conn *c, int64_t id, const char *host);

@@ -208,7 +208,13 @@ static const char *const migrations[] = {
      * "confirmation_of"; NULL: a first run) and the re-measurements a first run's agent makes
      * itself ("confirm"; NULL: none) */
     "ALTER TABLE runs ADD COLUMN confirmation_of TEXT;"
-    "ALTER TABLE runs ADD COLUMN confirm BIGINT;",
+    "ALTER TABLE runs ADD COLUMN confirm BIGINT;"
+    /* a confirmation job: what it re-measures (JSON) and the run it confirms; the hosts
+     * that poll for jobs (daemon hosts, which the collector queues confirmations for) */
+    "ALTER TABLE jobs ADD COLUMN confirm TEXT;"
+    "ALTER TABLE jobs ADD COLUMN confirmation_of TEXT;"
+    "CREATE INDEX jobs_confirmation_of ON jobs (confirmation_of);"
+    "CREATE TABLE job_polls (host TEXT PRIMARY KEY, polled_us BIGINT NOT NULL);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

@@ -46,6 +46,10 @@ struct aw_analysis_opts {
 	/* A cell judged regressed on fewer head runs of it than this is `suspect` instead (the
 	 * first run plus confirm_runs - 1 re-measurements; default 2; 0 or 1: one run decides). */
 	unsigned confirm_runs;
+	/* After the post-ingest verdict of a daemon host's first run with suspects, queue a job
+	 * re-measuring them this many times (0: none), claimable for confirm_ttl_us. */
+	unsigned confirm_jobs;
+	int64_t confirm_ttl_us;
 };
 
 /* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL, no

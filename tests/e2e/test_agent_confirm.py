@@ -6,7 +6,9 @@ collector for the run's suspects (GET /api/v1/runs/{id}/suspects), re-measures o
 times with about 2/3 of the batches each, as runs marked confirmation_of the first with the
 first run's matrix hash, and the gate then fails on the confirmed regression. The suspects
 endpoint answers only the host's own agent token (or ci/admin); --confirm 0, -1 and x are
-usage errors; a confirmation_of of the wrong type is refused naming the field.
+usage errors; a confirmation_of of the wrong type is refused naming the field. For a daemon host
+(one that polls for jobs), the collector queues the confirmation job itself after the first run
+(detection.confirm_jobs, for that host only) and the daemon runs it.
 
 usage: test_agent_confirm.py [--backend sqlite|postgres]"""
 
@@ -27,6 +29,8 @@ SAMPLES = 60
 KEY = "subject=subj op=inc cpu=0"
 SLOW_A = "5104000000000000000000000000000000000a0a"  # the slow build, judged on one run
 SLOW_B = "5104000000000000000000000000000000000b0b"  # the slow build, run with --confirm 3
+SLOW_C = "5104000000000000000000000000000000000c0c"  # the slow build, a job for a daemon
+DAEMON_HOST = "daemon-confirm"
 BUILD = ('cc -O2 -shared -fPIC -I"$INC" -DABI=1 -o libsubj.so subj.c '
          '$(case "$ATOMWATCH_COMMIT" in 5104*) echo -DSLOW;; esac)')
 
@@ -170,6 +174,73 @@ def test_confirmation_of_validated():
     doc["confirm"] = 0
     r = S.col.request("POST", "/api/v1/results", doc, token=S.token)
     eq((r.status, r.error()["field"], r.error()["code"]), (400, "confirm", "range"))
+
+
+def test_daemon_confirmation_job():
+    token = S.col.token("agent", DAEMON_HOST)
+    matrix = "matrix:\n  profile: quick\n  ops: [plain]\n  samples: %d\n" % SAMPLES
+    ag = a.Agent(S.url, token, DAEMON_HOST, matrix=matrix, collector_extra="  poll_wait: 5s\n",
+                 extra=subjects_config(S.src) + "schedule:\n  check_every: 1h\n")
+    # main's history, measured before the host ever polled: no confirmation job for those
+    for sha in MAIN[:3]:
+        p = ag.run("run", "--project", "e2e", "--commit", sha, "--ref", "main", "--quiet",
+                   "--subject", "subj", timeout=300)
+        eq(p.returncode, 0, p.stderr)
+    proc = ag.start("daemon")
+    try:
+        a.wait_for(lambda: "daemon for host" in ag.logs() or proc.poll() is not None, 60,
+                   "the daemon to start")
+        check(proc.poll() is None, "the daemon exited: " + ag.logs())
+        r = S.col.request("POST", "/api/v1/jobs", {"project": "e2e", "commit": SLOW_C,
+                                                   "ref": "refs/heads/slow", "subject": "subj",
+                                                   "hosts": [DAEMON_HOST]}, token=S.ci)
+        eq(r.status, 201, r)
+
+        def confirmations():
+            runs = a.runs_of(S.col, S.ci, DAEMON_HOST, commit=SLOW_C)
+            done = [x for x in runs if x.get("confirmation_of")]
+            return runs if len(done) >= 3 else None
+        runs = a.wait_for(confirmations, 240, "the collector's confirmation job to run")
+        firsts = [x for x in runs if not x.get("confirmation_of")]
+        eq(len(firsts), 1, runs)
+        eq(len(runs), 4, "the first run and three confirmations, nothing more")
+        for x in runs:
+            if x is not firsts[0]:
+                eq(x["confirmation_of"], firsts[0]["run_id"])
+                d = a.get_run(S.col, S.ci, x["run_id"])
+                check(KEY in [c["key"] for c in d["cells"]], d["cells"])
+                eq(d["matrix"]["hash"], a.get_run(S.col, S.ci, firsts[0]["run_id"])
+                   ["matrix"]["hash"])
+        jobs = S.col.request("GET", "/api/v1/jobs", token=S.ci).json()["jobs"]
+        # (the daemon's own scheduled runs may get confirmation jobs too)
+        conf = [j for j in jobs if j.get("confirm") and j["commit"] == SLOW_C]
+        eq(len(conf), 1, "one confirmation job of the commit: %r" % jobs)
+        eq(conf[0]["confirm"]["of"], firsts[0]["run_id"])
+        eq(conf[0]["confirm"]["runs"], 3, "detection.confirm_jobs")
+        check(KEY in conf[0]["confirm"]["cells"], conf[0])
+        eq((conf[0]["commit"], conf[0]["subject"]), (SLOW_C, "subj"))
+        job = S.col.request("GET", "/api/v1/jobs/%d" % conf[0]["id"], token=S.ci).json()["job"]
+        eq([x["host"] for x in job["hosts"]], [DAEMON_HOST], "for that host only")
+        a.wait_for(lambda: job_done(conf[0]["id"]), 60, "the confirmation job to be done")
+        g = ci("gate", "--collector", S.url, "--project", "e2e", "--commit", SLOW_C, "--hosts",
+               DAEMON_HOST)
+        eq(g.returncode, 1, g.stdout + g.stderr)
+        check("regressed  %s  %s [p50]" % (DAEMON_HOST, KEY) in g.stdout, g.stdout)
+        # the agent of the CI host (which never polls) got no job of the collector's
+        check(all(DAEMON_HOST in [x["host"] for x in S.col.request(
+            "GET", "/api/v1/jobs/%d" % j["id"], token=S.ci).json()["job"]["hosts"]]
+            for j in conf), conf)
+    finally:
+        proc.send_signal(15)
+        try:
+            proc.wait(timeout=20)
+        except Exception:
+            proc.kill()
+
+
+def job_done(job_id):
+    hosts = S.col.request("GET", "/api/v1/jobs/%d" % job_id, token=S.ci).json()["job"]["hosts"]
+    return hosts and hosts[0]["state"] == "done"
 
 
 def main():
