@@ -103,6 +103,12 @@ fail:
 int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct aw_result **out,
                      char **err)
 {
+	return aw_agent_measure_keep(a, run, out, NULL, err);
+}
+
+int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
+                          struct aw_result **out, struct aw_runner **keep, char **err)
+{
 	const struct aw_agent_config *cfg = a->cfg;
 	const struct aw_agent_subject *subject = NULL;
 	struct aw_runner_opts opts = {0};
@@ -114,6 +120,8 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	int rc = 0;
 
 	*out = NULL;
+	if (keep)
+		*keep = NULL;
 	if (run->subject) {
 		subject = aw_agent_config_subject(cfg, run->subject);
 		if (!subject) {
@@ -139,12 +147,18 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 		opts.progress = aw_progress_cb;
 		opts.progress_arg = &prog;
 	}
-	runner = aw_runner_new(&opts, err);
-	if (!runner)
-		return -EINVAL;
+	if (run->reuse) {
+		runner = run->reuse;
+		aw_runner_select(runner, run->keys, run->n_keys);
+		aw_runner_set_progress(runner, opts.progress, opts.progress_arg);
+	} else {
+		runner = aw_runner_new(&opts, err);
+		if (!runner)
+			return -EINVAL;
+	}
 	if (run->samples)
 		aw_runner_set_samples(runner, run->samples);
-	if (subject) {
+	if (subject && !run->reuse) {
 		log_path = build_log_path(a, subject->name, run->commit);
 		if (!log_path) {
 			rc = aw_errorf(err, -ENOMEM, "out of memory");
@@ -213,7 +227,15 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 out:
 	json_decref(kernel);
 	aw_result_free(&res);
-	aw_runner_free(&runner);
+	if (run->reuse) {
+		aw_runner_set_progress(runner, NULL, NULL); /* `prog` goes out of scope */
+		aw_runner_select(runner, NULL, 0);
+	} else if (keep && !rc) {
+		aw_runner_set_progress(runner, NULL, NULL);
+		*keep = runner;
+	} else {
+		aw_runner_free(&runner);
+	}
 	free(log_path);
 	return rc;
 }
@@ -324,6 +346,7 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
                        char *last_id, size_t *deferred, char **err)
 {
 	struct aw_agent_run again = *run;
+	struct aw_runner *own = NULL;
 	int rc = 0;
 
 	*deferred = 0;
@@ -340,9 +363,13 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 		struct aw_result *res = NULL;
 		enum aw_upload_outcome outcome;
 
-		rc = aw_agent_measure(a, &again, &res, err);
+		/* one runner for all of them: calibrated once, the subject built once */
+		rc = again.reuse ? aw_agent_measure(a, &again, &res, err)
+		                 : aw_agent_measure_keep(a, &again, &res, &own, err);
 		if (rc)
 			break;
+		if (own)
+			again.reuse = own;
 		if (!res->n_cells) {
 			aw_warn("run %s: its suspects are kernel or refscale cells, which a "
 			        "confirmation does not re-measure",
@@ -363,6 +390,7 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 		}
 		aw_result_free(&res);
 	}
+	aw_runner_free(&own);
 	return rc;
 }
 

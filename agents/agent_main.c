@@ -351,6 +351,7 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	                           .confirm = a->confirm};
 	struct aw_agent agent;
 	struct aw_result *res = NULL;
+	struct aw_runner *kept = NULL;
 	struct aw_kernel_id kid;
 	enum aw_upload_outcome outcome;
 	json_t *meta = NULL;
@@ -389,7 +390,8 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	if (status)
 		return status;
 	agent.progress = !a->quiet;
-	rc = aw_agent_measure(&agent, &run, &res, &err);
+	/* with --confirm the runner stays for the confirmations: calibrated once */
+	rc = aw_agent_measure_keep(&agent, &run, &res, a->confirm ? &kept : NULL, &err);
 	if (rc) {
 		if (rc == -EINTR)
 			aw_error("interrupted: nothing was kept");
@@ -411,6 +413,7 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 		size_t deferred = 0;
 
 		/* only once the first run is stored can the collector say what is suspect */
+		run.reuse = kept;
 		rc = aw_agent_confirm(&agent, &run, res, a->confirm, &deferred, &err);
 		if (rc) {
 			aw_error("%s", err);
@@ -422,6 +425,7 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 		aw_warn("the run is not uploaded yet: its suspects cannot be confirmed now");
 	}
 out:
+	aw_runner_free(&kept);
 	aw_result_free(&res);
 	aw_agent_close(&agent);
 	json_decref(meta);

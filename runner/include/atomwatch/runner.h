@@ -65,6 +65,14 @@ bool aw_runner_selected(const struct aw_runner *r, const char *key);
 /* The batches measured per cell (the profile's, or opts' override). */
 uint32_t aw_runner_samples(const struct aw_runner *r);
 
+/* From now on measures only the planned cells whose key is one of keys[n] (n 0: every cell),
+ * as opts.keys; the keys are borrowed until the next call. A runner kept from a first run
+ * re-measures its suspects this way without calibrating again. */
+void aw_runner_select(struct aw_runner *r, const char *const *keys, size_t n);
+
+/* Replaces the progress callback (NULL: none). */
+void aw_runner_set_progress(struct aw_runner *r, aw_progress_fn fn, void *arg);
+
 /* Measures `samples` batches per cell from now on (at least AW_RUNNER_MIN_SAMPLES) without
  * changing the matrix hash: a confirmation measures fewer and must stay comparable with the
  * run it confirms. */
