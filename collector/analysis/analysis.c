@@ -42,6 +42,8 @@ struct run_list {
 	struct run_ref *r;
 	size_t n, cap, max;
 	const char *skip_commit; /* leave out runs of this commit (the head's own) */
+	bool firsts_only;        /* leave out confirmation runs (a history: they re-measure a
+	                            commit's suspects, and are no further runs of its matrix) */
 };
 
 static int collect_run(const struct store_run *run, void *cls)
@@ -50,6 +52,8 @@ static int collect_run(const struct store_run *run, void *cls)
 	struct run_ref *x;
 
 	if (l->skip_commit && run->commit && !strcmp(run->commit, l->skip_commit))
+		return 0;
+	if (l->firsts_only && run->confirmation_of)
 		return 0;
 	if (l->n >= l->max)
 		return 0;
@@ -538,7 +542,8 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
                      const char *commit, const char *base_commit, const char *host,
                      struct aw_host_verdict *out, char **err)
 {
-	struct run_list head = {.max = MAX_HEAD_RUNS}, base = {.max = o->history};
+	struct run_list head = {.max = MAX_HEAD_RUNS},
+	                base = {.max = o->history, .firsts_only = true};
 	struct run_list ref = {.max = MAX_HEAD_RUNS};
 	struct table t = {.detect = &o->detect,
 	                  .globs = o->globs,
@@ -712,7 +717,7 @@ static int cp_add(struct cp_set *s, const struct store_changepoint *p)
 int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts *o,
                              const char *project, const char *host, const char *ref, char **err)
 {
-	struct run_list runs = {.max = o->history};
+	struct run_list runs = {.max = o->history, .firsts_only = true};
 	struct table t = {.detect = &o->detect};
 	struct cp_set set = {0};
 	struct aw_changepoint cps[MAX_CP];

@@ -342,6 +342,24 @@ static void test_confirmation(void **state)
 	assert_int_not_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_SUSPECT);
 	assert_int_equal(v.status, AW_VERDICT_PASS);
 	aw_host_verdict_release(&v);
+
+	/* a confirmation run of a commit of main is no further run of the baseline: the next
+	 * commit's history holds the first runs only */
+	{
+		struct aw_result *conf =
+		    only_stadd(run_of("grace", "c0ffee12", "main", 12, 5.0, 5000.0, 20.0, HASH));
+
+		assert_int_equal(
+		    aw_set_str(&conf->confirmation_of, "0e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d"), 0);
+		put(c, conf);
+	}
+	put(c, run_of("grace", "badc0de3", "feature", 16, 5.0, 50.0, 20.0, HASH));
+	put(c, run_of("grace", "badc0de3", "feature", 16, 5.0, 50.0, 20.0, HASH));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de3", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.n_baseline_runs, 12);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_UNCHANGED);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
 	assert_null(err);
 	store_disconnect(&c);
 	store_close(&s);
