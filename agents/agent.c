@@ -3,6 +3,7 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,12 @@ fail:
 int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct aw_result **out,
                      char **err)
 {
+	return aw_agent_measure_keep(a, run, out, NULL, err);
+}
+
+int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
+                          struct aw_result **out, struct aw_runner **keep, char **err)
+{
 	const struct aw_agent_config *cfg = a->cfg;
 	const struct aw_agent_subject *subject = NULL;
 	struct aw_runner_opts opts = {0};
@@ -113,6 +120,8 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	int rc = 0;
 
 	*out = NULL;
+	if (keep)
+		*keep = NULL;
 	if (run->subject) {
 		subject = aw_agent_config_subject(cfg, run->subject);
 		if (!subject) {
@@ -132,14 +141,24 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	opts.host_name = cfg->host_name;
 	opts.labels = cfg->labels;
 	opts.stop = a->stop;
+	opts.keys = run->keys;
+	opts.n_keys = run->n_keys;
 	if (a->progress) {
 		opts.progress = aw_progress_cb;
 		opts.progress_arg = &prog;
 	}
-	runner = aw_runner_new(&opts, err);
-	if (!runner)
-		return -EINVAL;
-	if (subject) {
+	if (run->reuse) {
+		runner = run->reuse;
+		aw_runner_select(runner, run->keys, run->n_keys);
+		aw_runner_set_progress(runner, opts.progress, opts.progress_arg);
+	} else {
+		runner = aw_runner_new(&opts, err);
+		if (!runner)
+			return -EINVAL;
+	}
+	if (run->samples)
+		aw_runner_set_samples(runner, run->samples);
+	if (subject && !run->reuse) {
 		log_path = build_log_path(a, subject->name, run->commit);
 		if (!log_path) {
 			rc = aw_errorf(err, -ENOMEM, "out of memory");
@@ -167,7 +186,7 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 		if (rc)
 			goto out;
 	}
-	if (cfg->kmod) {
+	if (cfg->kmod && !run->n_keys) {
 		if (a->progress)
 			fprintf(stderr,
 			        AW_AGENT_PROG ": measuring the kernel's own ops (the %s "
@@ -179,7 +198,7 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 		if (rc)
 			goto out;
 	}
-	if (cfg->n_refscale_types) {
+	if (cfg->n_refscale_types && !run->n_keys) {
 		if (a->progress)
 			fprintf(stderr,
 			        AW_AGENT_PROG ": measuring kernel readers (refscale: %zu types)\n",
@@ -194,10 +213,12 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 	res->meta = run_meta(run, subject, log_path);
 	if (!res->meta || aw_set_str(&res->project, run->project) ||
 	    aw_set_str(&res->commit, run->commit) || aw_set_str(&res->ref, run->ref) ||
-	    (kernel && json_object_set(res->meta, "kernel", kernel))) {
+	    (kernel && json_object_set(res->meta, "kernel", kernel)) ||
+	    aw_set_str(&res->confirmation_of, run->confirmation_of)) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
+	res->confirm = run->confirmation_of ? 0 : run->confirm;
 	for (size_t i = 0; i < res->n_cells; i++)
 		if (res->cells[i].status == AW_CELL_FAILED)
 			aw_warn("cell '%s' failed: %s", res->cells[i].key, res->cells[i].reason);
@@ -206,8 +227,191 @@ int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct 
 out:
 	json_decref(kernel);
 	aw_result_free(&res);
-	aw_runner_free(&runner);
+	if (run->reuse) {
+		aw_runner_set_progress(runner, NULL, NULL); /* `prog` goes out of scope */
+		aw_runner_select(runner, NULL, 0);
+	} else if (keep && !rc) {
+		aw_runner_set_progress(runner, NULL, NULL);
+		*keep = runner;
+	} else {
+		aw_runner_free(&runner);
+	}
 	free(log_path);
+	return rc;
+}
+
+static void reply_message(const struct aw_http_client_reply *rep, char *buf, size_t len);
+
+uint32_t aw_confirm_samples(uint32_t samples, unsigned confirm)
+{
+	uint64_t n = confirm ? 2 * (uint64_t)samples / confirm : samples;
+
+	if (n > samples)
+		n = samples;
+	return n < AW_RUNNER_MIN_SAMPLES ? AW_RUNNER_MIN_SAMPLES : (uint32_t)n;
+}
+
+void aw_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size_t *n, char **err)
+{
+	struct aw_http_client_reply rep;
+	const json_t *list;
+	json_t *doc = NULL;
+	char path[96];
+	int rc = 0;
+
+	*keys = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/api/v1/runs/%s/suspects", run_id);
+	aw_http_client_reply_init(&rep);
+	if (aw_upload_get(a->http, path, &a->policy, &rep) == AW_UPLOAD_DEFERRED) {
+		if (rep.status)
+			rc = aw_errorf(
+			    err, -EIO,
+			    "cannot ask the collector for the suspects of run %s: HTTP %ld", run_id,
+			    rep.status);
+		else
+			rc = aw_errorf(err, -EIO,
+			               "cannot ask the collector for the suspects of run %s: %s",
+			               run_id, rep.error);
+		goto out;
+	}
+	if (rep.status != 200) {
+		char msg[256];
+
+		reply_message(&rep, msg, sizeof(msg));
+		rc = aw_errorf(err, -EIO,
+		               "the collector refused the suspects of run %s (HTTP %ld: %s)",
+		               run_id, rep.status, msg);
+		goto out;
+	}
+	doc = json_loadb(rep.body.data ? rep.body.data : "", rep.body.len, 0, NULL);
+	list = json_object_get(doc, "suspects");
+	if (!json_is_array(list)) {
+		rc = aw_errorf(err, -EPROTO, "the collector's suspects of run %s are unreadable",
+		               run_id);
+		goto out;
+	}
+	*keys = calloc(json_array_size(list) + 1, sizeof(char *));
+	if (!*keys) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const char *k = json_string_value(json_array_get(list, i));
+
+		if (!k)
+			continue;
+		(*keys)[*n] = strdup(k);
+		if (!(*keys)[*n]) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		(*n)++;
+	}
+out:
+	if (rc) {
+		aw_strv_free(*keys);
+		*keys = NULL;
+		*n = 0;
+	}
+	json_decref(doc);
+	aw_http_client_reply_release(&rep);
+	return rc;
+}
+
+/* The batches the first run measured per cell: the most any of its measured cells took. */
+static uint32_t first_samples(const struct aw_result *first, const char *const *keys, size_t n)
+{
+	uint64_t most = 0;
+
+	for (size_t i = 0; i < first->n_cells; i++) {
+		const struct aw_cell *c = &first->cells[i];
+
+		for (size_t k = 0; k < n; k++)
+			if (!strcmp(keys[k], c->key) && c->n > most)
+				most = c->n;
+	}
+	return most > UINT32_MAX ? UINT32_MAX : (uint32_t)most;
+}
+
+int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
+                       const char *const *keys, size_t n, uint32_t first_samples, unsigned confirm,
+                       char *last_id, size_t *deferred, char **err)
+{
+	struct aw_agent_run again = *run;
+	struct aw_runner *own = NULL;
+	int rc = 0;
+
+	*deferred = 0;
+	if (!n)
+		return 0; /* no keys would mean every cell */
+	again.keys = keys;
+	again.n_keys = n;
+	again.samples = aw_confirm_samples(first_samples, confirm);
+	again.confirmation_of = first_id;
+	again.confirm = 0;
+	aw_info("run %s: %zu suspect cell%s, re-measuring %s %u times (%" PRIu32 " batches each)",
+	        first_id, n, n == 1 ? "" : "s", n == 1 ? "it" : "them", confirm, again.samples);
+	for (unsigned i = 0; !rc && i < confirm; i++) {
+		struct aw_result *res = NULL;
+		enum aw_upload_outcome outcome;
+
+		/* one runner for all of them: calibrated once, the subject built once */
+		rc = again.reuse ? aw_agent_measure(a, &again, &res, err)
+		                 : aw_agent_measure_keep(a, &again, &res, &own, err);
+		if (rc)
+			break;
+		if (own)
+			again.reuse = own;
+		if (!res->n_cells) {
+			aw_warn("run %s: its suspects are kernel or refscale cells, which a "
+			        "confirmation does not re-measure",
+			        first_id);
+			aw_result_free(&res);
+			break;
+		}
+		rc = aw_agent_submit(a, res, &outcome, err);
+		if (!rc && outcome == AW_UPLOAD_REJECTED)
+			rc = aw_errorf(err, -EINVAL, "the collector refused confirmation run %s",
+			               res->run_id);
+		if (!rc) {
+			*deferred += outcome == AW_UPLOAD_DEFERRED;
+			if (last_id)
+				memcpy(last_id, res->run_id, AW_UUID_LEN + 1);
+			aw_info("confirmation %u of %u of run %s: run %s", i + 1, confirm, first_id,
+			        res->run_id);
+		}
+		aw_result_free(&res);
+	}
+	aw_runner_free(&own);
+	return rc;
+}
+
+int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
+                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err)
+{
+	char **keys = NULL;
+	size_t n = 0;
+	int rc;
+
+	*deferred = 0;
+	rc = aw_agent_suspects(a, first->run_id, &keys, &n, err);
+	if (rc)
+		return rc;
+	if (!n)
+		aw_info("run %s: no suspect cell, nothing to confirm", first->run_id);
+	else
+		rc = aw_agent_remeasure(a, run, first->run_id, (const char *const *)keys, n,
+		                        first_samples(first, (const char *const *)keys, n), confirm,
+		                        NULL, deferred, err);
+	aw_strv_free(keys);
 	return rc;
 }
 

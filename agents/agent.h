@@ -38,13 +38,54 @@ int aw_agent_open(struct aw_agent *a, const struct aw_agent_config *cfg, volatil
                   char **err);
 void aw_agent_close(struct aw_agent *a);
 
+struct aw_runner;
+
 struct aw_agent_run {
 	const char *project, *commit, *ref;
 	const char *subject; /* a subject of the config, or NULL */
 	const char *profile; /* NULL: the config's */
 	enum aw_trigger trigger;
 	const json_t *meta; /* extra meta fields (copied), or NULL */
+	/* a confirmation run: only these cell keys (matrix and subject cells; kernel and
+	 * refscale cells are not re-measured), `samples` batches each, marked as a confirmation
+	 * of run `confirmation_of`; n_keys 0: a first run */
+	const char *const *keys;
+	size_t n_keys;
+	uint32_t samples;
+	const char *confirmation_of;
+	unsigned confirm;        /* a first run: the confirmations this agent measures after it */
+	struct aw_runner *reuse; /* measure with this runner (borrowed, kept from an earlier run of
+	                            the same commit: no calibration, no subject build again);
+	                            NULL: a runner of its own */
 };
+
+/* The batches of each confirmation run when `confirm` runs re-measure the suspects of a run of
+ * `samples` batches per cell: about 2 * samples / confirm (the confirm runs together cost
+ * about twice the first measurement of those cells), at most samples, at least
+ * AW_RUNNER_MIN_SAMPLES. */
+uint32_t aw_confirm_samples(uint32_t samples, unsigned confirm);
+
+/* The keys of the suspect cells of run `run_id` (GET /api/v1/runs/{id}/suspects: the verdict
+ * of its commit on its host), retried like uploads. Returns 0 with *keys (a NULL-terminated
+ * array; free with aw_strv_free()) and *n, or a negative errno with *err. */
+int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size_t *n, char **err);
+void aw_strv_free(char **v);
+
+/* Re-measures cells keys[n] of run `first_id` (of `run`, measured with `first_samples`
+ * batches per cell) `confirm` times as confirmation runs (see aw_agent_confirm()), with
+ * run->reuse when set, else with one runner made for all of them (the subject built once);
+ * last_id (may be NULL) receives the last run's id. Returns 0 or a negative errno with
+ * *err. */
+int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
+                       const char *const *keys, size_t n, uint32_t first_samples, unsigned confirm,
+                       char *last_id, size_t *deferred, char **err);
+
+/* Re-measures the suspect cells of `first` (a run of `run` just uploaded) `confirm` times, each
+ * a run of its own marked as a confirmation of it, spooled and uploaded like any run; nothing
+ * when it has no suspect. *deferred counts the confirmations left in the spool. Returns 0, or
+ * a negative errno with *err (-EINTR when stopped). */
+int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
+                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err);
 
 /* Measures one run: the matrix through the runner, then the subject's cells (after building
  * it), then the refscale cells when configured. Returns 0 with *out (caller frees), or a
@@ -52,6 +93,11 @@ struct aw_agent_run {
  * exit status 2), -EINTR when stopped, others for failures. */
 int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct aw_result **out,
                      char **err);
+
+/* The same, handing the runner it made to *keep (when it returns 0; free it with
+ * aw_runner_free()) for confirmation runs of the same commit. */
+int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
+                          struct aw_result **out, struct aw_runner **keep, char **err);
 
 /* Writes the result to the spool, then uploads it. Returns 0 with *outcome (STORED: removed
  * from the spool; REJECTED: moved to rejected/; DEFERRED: still in the spool), or a negative

@@ -51,11 +51,15 @@ static const char usage_text[] =
     "Measure per-CPU atomics on this host and send the results to an atomwatch collector.\n"
     "\n"
     "Commands:\n"
-    "  run --project P --commit SHA --ref REF [--subject NAME] [--profile NAME] [--quiet]\n"
+    "  run --project P --commit SHA --ref REF [--subject NAME] [--profile NAME] [--confirm N]\n"
+    "      [--quiet]\n"
     "        fingerprint this host, measure the matrix (and the subject's library, and the\n"
     "        kernel's refscale readers when configured), keep the result in the spool, upload\n"
     "        it; the run id is printed on stdout. --commit kernel files the run under the\n"
-    "        running kernel's commit (the -g<sha> of uname -r or /proc/version)\n"
+    "        running kernel's commit (the -g<sha> of uname -r or /proc/version). --confirm N:\n"
+    "        then ask the collector for the run's suspect cells and re-measure only those, N\n"
+    "        times (each with about 2/N of the batches), each a run marked as a confirmation\n"
+    "        of the first, so that the gate can tell a regression from one unlucky run\n"
     "  daemon\n"
     "        wait for jobs from the collector, run on the config's schedule and when the host\n"
     "        fingerprint changes, flush the spool; SIGTERM stops between cells\n"
@@ -98,6 +102,7 @@ enum {
 	O_UPLOAD,
 	O_HELP,
 	O_VERSION,
+	O_CONFIRM,
 };
 
 static const struct option longopts[] = {
@@ -116,6 +121,7 @@ static const struct option longopts[] = {
     {"upload", no_argument, NULL, O_UPLOAD},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
+    {"confirm", required_argument, NULL, O_CONFIRM},
     {NULL, 0, NULL, 0},
 };
 
@@ -124,6 +130,7 @@ struct args {
 	const char *host, *arch, *cpu_model, *out, *format, *file;
 	json_t *labels;
 	bool quiet, upload, config_given;
+	unsigned confirm; /* --confirm N; 0: none */
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -171,6 +178,7 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_SUBJECT:
 	case O_PROFILE:
 	case O_QUIET:
+	case O_CONFIRM:
 		return !strcmp(cmd, "run");
 	case O_OUT:
 		return !strcmp(cmd, "import") || !strcmp(cmd, "kernel-build");
@@ -267,6 +275,17 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_UPLOAD:
 			a->upload = true;
 			break;
+		case O_CONFIRM: {
+			uint64_t n;
+
+			if (aw_parse_u64(optarg, AW_RESULT_MAX_CONFIRM, &n) || n < 1)
+				return usage_error(
+				    "bad --confirm '%s': the number of re-measurements "
+				    "of the suspect cells, 1 to %d",
+				    optarg, AW_RESULT_MAX_CONFIRM);
+			a->confirm = (unsigned)n;
+			break;
+		}
 		}
 	}
 	return 0;
@@ -323,10 +342,16 @@ static int exit_for(enum aw_upload_outcome o)
 
 static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 {
-	struct aw_agent_run run = {a->project, a->commit,     a->ref, a->subject,
-	                           a->profile, AW_TRIGGER_CI, NULL};
+	struct aw_agent_run run = {.project = a->project,
+	                           .commit = a->commit,
+	                           .ref = a->ref,
+	                           .subject = a->subject,
+	                           .profile = a->profile,
+	                           .trigger = AW_TRIGGER_CI,
+	                           .confirm = a->confirm};
 	struct aw_agent agent;
 	struct aw_result *res = NULL;
+	struct aw_runner *kept = NULL;
 	struct aw_kernel_id kid;
 	enum aw_upload_outcome outcome;
 	json_t *meta = NULL;
@@ -365,7 +390,8 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	if (status)
 		return status;
 	agent.progress = !a->quiet;
-	rc = aw_agent_measure(&agent, &run, &res, &err);
+	/* with --confirm the runner stays for the confirmations: calibrated once */
+	rc = aw_agent_measure_keep(&agent, &run, &res, a->confirm ? &kept : NULL, &err);
 	if (rc) {
 		if (rc == -EINTR)
 			aw_error("interrupted: nothing was kept");
@@ -383,7 +409,23 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	printf("%s\n", res->run_id);
 	fflush(stdout);
 	status = exit_for(outcome);
+	if (a->confirm && outcome == AW_UPLOAD_STORED) {
+		size_t deferred = 0;
+
+		/* only once the first run is stored can the collector say what is suspect */
+		run.reuse = kept;
+		rc = aw_agent_confirm(&agent, &run, res, a->confirm, &deferred, &err);
+		if (rc) {
+			aw_error("%s", err);
+			status = AW_EXIT_FAILURE;
+		} else if (deferred) {
+			status = AW_EXIT_SPOOLED;
+		}
+	} else if (a->confirm) {
+		aw_warn("the run is not uploaded yet: its suspects cannot be confirmed now");
+	}
 out:
+	aw_runner_free(&kept);
 	aw_result_free(&res);
 	aw_agent_close(&agent);
 	json_decref(meta);

@@ -163,6 +163,39 @@ static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_
 	return rc;
 }
 
+#define CONFIRM_CELLS_MAX 4096
+
+/* A confirmation job (the collector's, for this daemon host's run with suspects): re-measure
+ * its cells its number of runs. Returns 0 with the last run's id, or a negative errno with *err
+ * (-EPROTO: a job the agent cannot read). */
+static int run_confirmation(struct aw_agent *a, const struct aw_agent_run *run,
+                            const json_t *confirm, char *run_id, size_t *deferred, char **err)
+{
+	const char *of = json_string_value(json_object_get(confirm, "of"));
+	const json_t *cells = json_object_get(confirm, "cells");
+	json_int_t runs = json_integer_value(json_object_get(confirm, "runs"));
+	json_int_t samples = json_integer_value(json_object_get(confirm, "samples"));
+	const char **keys = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!aw_valid_uuid(of) || !json_is_array(cells) || !json_array_size(cells) ||
+	    json_array_size(cells) > CONFIRM_CELLS_MAX || runs < 1 ||
+	    runs > AW_RESULT_MAX_CONFIRM || samples < 0 || samples > UINT32_MAX)
+		return aw_errorf(err, -EPROTO, "the agent could not read this confirmation job");
+	keys = calloc(json_array_size(cells), sizeof(*keys));
+	if (!keys)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < json_array_size(cells); i++)
+		if (json_string_value(json_array_get(cells, i)))
+			keys[n++] = json_string_value(json_array_get(cells, i));
+	rc = n ? aw_agent_remeasure(a, run, of, keys, n, (uint32_t)samples, (unsigned)runs, run_id,
+	                            deferred, err)
+	       : aw_errorf(err, -EPROTO, "the agent could not read this confirmation job");
+	free(keys);
+	return rc;
+}
+
 static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 {
 	json_int_t id = json_integer_value(json_object_get(job, "id"));
@@ -170,7 +203,11 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	const char *commit = json_string_value(json_object_get(job, "commit"));
 	const char *ref = json_string_value(json_object_get(job, "ref"));
 	const char *subject = json_string_value(json_object_get(job, "subject"));
-	struct aw_agent_run run = {project, commit, ref, subject, NULL, AW_TRIGGER_CI, NULL};
+	struct aw_agent_run run = {.project = project,
+	                           .commit = commit,
+	                           .ref = ref,
+	                           .subject = subject,
+	                           .trigger = AW_TRIGGER_CI};
 	char run_id[AW_UUID_LEN + 1] = "", names[400], msg[MESSAGE_MAX + 1];
 	enum aw_upload_outcome outcome;
 	json_t *meta = NULL;
@@ -198,7 +235,16 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	report(a, id, "running", NULL, NULL, true);
 	meta = json_pack("{s:I}", "job", id);
 	run.meta = meta;
-	rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	if (json_is_object(json_object_get(job, "confirm"))) {
+		size_t deferred = 0;
+
+		rc = run_confirmation(a, &run, json_object_get(job, "confirm"), run_id, &deferred,
+		                      &err);
+		outcome = deferred ? AW_UPLOAD_DEFERRED : AW_UPLOAD_STORED;
+		malloc_trim(0);
+	} else {
+		rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
+	}
 	if (rc == -EINTR || (a->stop && *a->stop)) {
 		aw_info("job %lld: stopped before the run finished", (long long)id);
 		report(a, id, "failed", NULL, "the agent was stopped before the run finished",
@@ -207,7 +253,8 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 		aw_error("job %lld: %s", (long long)id, err);
 		report(a, id, "failed", NULL, err, true);
 	} else if (outcome == AW_UPLOAD_STORED) {
-		report(a, id, "done", run_id, NULL, true);
+		report(a, id, "done", run_id[0] ? run_id : NULL,
+		       run_id[0] ? NULL : "nothing this agent can re-measure", true);
 	} else if (outcome == AW_UPLOAD_DEFERRED) {
 		report(a, id, "done", run_id,
 		       "measured; the upload is pending in the agent's spool", true);
@@ -225,13 +272,10 @@ static void run_scheduled(struct aw_agent *a, struct state *st, const json_t *ho
                           const char *why)
 {
 	const struct aw_agent_config *cfg = a->cfg;
-	struct aw_agent_run run = {cfg->schedule_project,
-	                           cfg->schedule_commit,
-	                           cfg->schedule_ref,
-	                           NULL,
-	                           NULL,
-	                           AW_TRIGGER_SCHEDULE,
-	                           NULL};
+	struct aw_agent_run run = {.project = cfg->schedule_project,
+	                           .commit = cfg->schedule_commit,
+	                           .ref = cfg->schedule_ref,
+	                           .trigger = AW_TRIGGER_SCHEDULE};
 	char commit[41], run_id[AW_UUID_LEN + 1];
 	enum aw_upload_outcome outcome;
 	json_t *meta;

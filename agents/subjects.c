@@ -237,6 +237,12 @@ int aw_subject_measure(struct aw_runner *r, const struct aw_agent_subject *s, st
 				rc = aw_errorf(err, -ENOMEM, "out of memory");
 				break;
 			}
+			if (!aw_runner_selected(r, c->key)) {
+				/* a confirmation run re-measures only its suspects */
+				aw_cell_release(c);
+				res->n_cells--;
+				continue;
+			}
 			if (is_op)
 				rc = aw_runner_measure_call(r, d->ops[i].op, NULL, NULL, c);
 			else

@@ -21,4 +21,10 @@ enum aw_upload_outcome aw_upload_post(struct aw_http_client *h, const char *path
                                       size_t len, const struct aw_retry_policy *policy,
                                       struct aw_http_client_reply *rep);
 
+/* The same policy for a GET (the agent's questions to the collector): STORED is a 2xx reply,
+ * REJECTED a final error reply, DEFERRED no answer yet. */
+enum aw_upload_outcome aw_upload_get(struct aw_http_client *h, const char *path,
+                                     const struct aw_retry_policy *policy,
+                                     struct aw_http_client_reply *rep);
+
 #endif

@@ -50,6 +50,7 @@ struct aw_ci_cell {
 	int cpu;                 /* -1 when absent */
 	enum aw_verdict verdict; /* the more severe of p50 and p99 */
 	char *verdict_name;      /* as the collector spelled it */
+	enum aw_gate gate;       /* "gate" (fail when absent: a collector before gate levels) */
 	struct aw_ci_metric p50, p99;
 };
 
@@ -61,7 +62,7 @@ struct aw_ci_link {
 
 struct aw_ci_host {
 	char *name;
-	enum aw_verdict status; /* pass, fail or incomplete */
+	enum aw_verdict status; /* pass, fail, incomplete or unconfirmed */
 	char *reason;           /* why incomplete, or NULL */
 	size_t n_head_runs;
 	long baseline_runs;            /* -1 when absent */
@@ -77,7 +78,8 @@ struct aw_ci_report {
 	char *project;             /* or NULL (compare) */
 	char *commit;              /* the commit judged (compare: head) */
 	char *baseline;            /* the baseline ref (compare: the base commit) */
-	enum aw_verdict status;    /* pass, fail or incomplete */
+	enum aw_verdict status;    /* pass, fail, incomplete or unconfirmed */
+	bool strict;               /* unconfirmed fails (--strict) */
 	char *report;              /* the commit's page, e.g. "/commits/<sha>", or NULL */
 	struct aw_ci_link *charts; /* top-level "charts", e.g. the cross-host heat map */
 	size_t n_charts;
@@ -99,14 +101,16 @@ void aw_ci_report_release(struct aw_ci_report *r);
  * is never silently dropped. Returns 0 or -ENOMEM. */
 int aw_ci_report_add_missing(struct aw_ci_report *r, const char *host, const char *reason);
 
-/* The exit status for a report: 1 when the report or any host failed or any cell regressed,
- * else 2 when any host is incomplete, the report says incomplete or it has no host at all,
- * else 0. */
+/* The exit status for a report: 1 when the report or any host failed or any cell of gate level
+ * fail regressed (a regressed cell of level warn or off never fails), or, with r->strict, when
+ * the report or a host is unconfirmed or a fail-level cell is suspect; else 2 when any host is
+ * incomplete, the report says incomplete or it has no host at all; else 0. */
 enum aw_ci_exit aw_ci_exit_for(const struct aw_ci_report *r);
 
 /* ---- rendering; `base_url` (no trailing slash) makes the collector's paths absolute ---- */
 
-/* A console summary: the status line, every regressed metric, the report's address. */
+/* A console summary: the status line, every regressed metric, every warning (a regressed cell of
+ * gate level warn) and every suspect (unconfirmed) cell, the report's address. */
 int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* Markdown for GitHub's job summary or a merge-request comment: regressions first with their
@@ -115,8 +119,9 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* JUnit XML: a testsuite per host, a testcase per host x cell x metric (classname the host,
- * name "<cell key> [p50]"), a <failure> per regressed metric with its numbers, <skipped> for new
- * and missing cells, an <error> testcase for a host without a run. */
+ * name "<cell key> [p50]"), a <failure> per regressed metric of gate level fail with its
+ * numbers, a passing testcase with a <system-out> note for a warning or a suspect (unconfirmed)
+ * metric, <skipped> for new and missing cells, an <error> testcase for a host without a run. */
 int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* GitHub Actions workflow commands: "::error title=...::..." per regressed metric and per host
@@ -195,7 +200,9 @@ struct aw_ci_gate_query {
 	const char *project, *commit, *baseline_ref;
 	const char *const *hosts; /* NULL: the collector decides */
 	size_t n_hosts;
-	bool all_cells; /* also the unchanged cells (the JUnit needs them) */
+	bool all_cells;           /* also the unchanged cells (the JUnit needs them) */
+	const char *const *cells; /* globs on cell keys (repeated "cells="); NULL: every cell */
+	size_t n_cells;
 };
 
 /* GET /api/v1/gate, read with aw_ci_report_parse(). Transport errors and 5xx are retried
@@ -204,10 +211,10 @@ struct aw_ci_gate_query {
 int aw_ci_fetch_gate(struct aw_ci_client *c, const struct aw_ci_gate_query *q,
                      struct aw_ci_report *out, char **err);
 
-/* GET /api/v1/compare?project=&base=&head=[&host=], as aw_ci_fetch_gate(). */
-int aw_ci_fetch_compare(struct aw_ci_client *c, const char *project, const char *base,
-                        const char *head, const char *host, bool all_cells,
-                        struct aw_ci_report *out, char **err);
+/* GET /api/v1/compare?project=&base=&head=[&host=][&cells=...], as aw_ci_fetch_gate(); the
+ * query's `commit` is the head, `baseline_ref` unused. */
+int aw_ci_fetch_compare(struct aw_ci_client *c, const struct aw_ci_gate_query *q, const char *base,
+                        const char *host, struct aw_ci_report *out, char **err);
 
 /* ---- the command line ---- */
 

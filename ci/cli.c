@@ -27,6 +27,7 @@
 #define URL_MAX_LEN     2048
 #define OUTPUT_LIMIT    (64u << 20)
 #define DEFAULT_TIMEOUT "30m"
+#define MAX_CELL_GLOBS  32 /* the collector's limit (AW_ANALYSIS_MAX_GLOBS) */
 
 static const char usage_text[] =
     "usage: atomwatch-ci COMMAND [options]\n"
@@ -38,10 +39,15 @@ static const char usage_text[] =
     "  wait --project P --commit SHA --hosts a,b [--timeout 30m]\n"
     "        return once every host has reported a run of the commit\n"
     "  gate --project P --commit SHA [--baseline-ref main] [--hosts a,b] [--wait 30m]\n"
+    "       [--cells GLOB]... [--strict] [--junit FILE] [--markdown FILE]\n"
+    "        wait (with --wait), then ask the gate: pass, fail, incomplete or unconfirmed\n"
+    "  compare --project P --base SHA --head SHA [--host NAME] [--cells GLOB]... [--strict]\n"
     "       [--junit FILE] [--markdown FILE]\n"
-    "        wait (with --wait), then ask the gate: pass, fail or incomplete\n"
-    "  compare --project P --base SHA --head SHA [--host NAME] [--junit FILE] [--markdown FILE]\n"
     "        compare two commits host by host, with the gate's exit statuses\n"
+    "\n"
+    "  --cells GLOB      judge only the cells whose key matches (e.g. 'subject=*'); repeatable;\n"
+    "                    a glob that matches no cell of the commit is an error\n"
+    "  --strict          unconfirmed (a suspect cell not re-measured yet) fails, exit 1\n"
     "\n"
     "Options of every command:\n"
     "  --collector URL   the collector (default: $ATOMWATCH_COLLECTOR)\n"
@@ -54,7 +60,8 @@ static const char usage_text[] =
     "With GITHUB_ACTIONS=true, regressions are also printed as ::error annotations; with\n"
     "GITHUB_STEP_SUMMARY set, the Markdown summary is appended to that file.\n"
     "\n"
-    "Exit status: 0 pass (wait: every host reported; trigger: queued), 1 a regression,\n"
+    "Exit status: 0 pass or unconfirmed (wait: every host reported; trigger: queued), 1 a\n"
+    "regression (with --strict also unconfirmed),\n"
     "2 incomplete (a host never reported; wait: timed out), 3 usage or infrastructure error\n"
     "(collector unreachable, 5xx, a bad reply, a file not written).\n";
 
@@ -79,6 +86,8 @@ enum {
 	O_QUIET,
 	O_HELP,
 	O_VERSION,
+	O_CELLS,
+	O_STRICT,
 };
 
 static const struct option longopts[] = {
@@ -102,6 +111,8 @@ static const struct option longopts[] = {
     {"quiet", no_argument, NULL, O_QUIET},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
+    {"cells", required_argument, NULL, O_CELLS},
+    {"strict", no_argument, NULL, O_STRICT},
     {NULL, 0, NULL, 0},
 };
 
@@ -128,8 +139,10 @@ struct args {
 	size_t n_hosts;
 	bool all_hosts;
 	uint64_t timeout_ms, wait_ms, poll_ms;
-	bool wait_given, quiet;
+	bool wait_given, quiet, strict;
 	char *token;
+	const char *cells[MAX_CELL_GLOBS]; /* --cells, in argv */
+	size_t n_cells;
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -268,6 +281,8 @@ static bool option_allowed(const char *cmd, int opt)
 		return gate;
 	case O_JUNIT:
 	case O_MARKDOWN:
+	case O_CELLS:
+	case O_STRICT:
 		return gate || compare;
 	case O_BASE:
 	case O_HEAD:
@@ -276,6 +291,23 @@ static bool option_allowed(const char *cmd, int opt)
 	default:
 		return false;
 	}
+}
+
+/* One --cells glob: 1 to 256 printable characters (the collector's rule). */
+static int add_cell_glob(struct args *a, const char *glob)
+{
+	size_t len = strlen(glob);
+
+	if (!len || len > 256)
+		return usage_error("--cells needs a glob of 1 to 256 characters, such as "
+		                   "'subject=*'");
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)glob[i] < 0x20 || glob[i] == 0x7f)
+			return usage_error("--cells glob '%.64s' holds a control character", glob);
+	if (a->n_cells >= MAX_CELL_GLOBS)
+		return usage_error("more than %d --cells globs", MAX_CELL_GLOBS);
+	a->cells[a->n_cells++] = glob;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -387,6 +419,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case O_QUIET:
 			a->quiet = true;
+			break;
+		case O_STRICT:
+			a->strict = true;
+			break;
+		case O_CELLS:
+			rc = add_cell_glob(a, optarg);
+			if (rc)
+				return rc;
 			break;
 		}
 	}
@@ -656,6 +696,8 @@ static int cmd_gate(struct args *a, struct aw_ci_client *c)
 	    .hosts = (const char *const *)a->hosts,
 	    .n_hosts = a->n_hosts,
 	    .all_cells = a->junit != NULL,
+	    .cells = a->n_cells ? a->cells : NULL,
+	    .n_cells = a->n_cells,
 	};
 	struct aw_ci_report r;
 	char *err = NULL;
@@ -672,6 +714,7 @@ static int cmd_gate(struct args *a, struct aw_ci_client *c)
 		free(err);
 		return AW_CI_EXIT_ERROR;
 	}
+	r.strict = a->strict;
 	for (size_t i = 0; i < a->n_hosts; i++) {
 		bool found = false;
 
@@ -691,16 +734,23 @@ static int cmd_gate(struct args *a, struct aw_ci_client *c)
 
 static int cmd_compare(struct args *a, struct aw_ci_client *c)
 {
+	struct aw_ci_gate_query q = {
+	    .project = a->project,
+	    .commit = a->head,
+	    .all_cells = a->junit != NULL,
+	    .cells = a->n_cells ? a->cells : NULL,
+	    .n_cells = a->n_cells,
+	};
 	struct aw_ci_report r;
 	char *err = NULL;
 	int rc;
 
-	if (aw_ci_fetch_compare(c, a->project, a->base, a->head, a->host, a->junit != NULL, &r,
-	                        &err)) {
+	if (aw_ci_fetch_compare(c, &q, a->base, a->host, &r, &err)) {
 		aw_error("%s", err);
 		free(err);
 		return AW_CI_EXIT_ERROR;
 	}
+	r.strict = a->strict;
 	rc = present(a, &r);
 	aw_ci_report_release(&r);
 	return rc;

@@ -386,6 +386,8 @@ int aw_ci_fetch_gate(struct aw_ci_client *c, const struct aw_ci_gate_query *qr,
 		rc = query_add_list(&q, "hosts", qr->hosts, qr->n_hosts);
 	if (!rc && qr->all_cells)
 		rc = aw_buf_puts(&q, "&all=1");
+	for (size_t i = 0; !rc && i < qr->n_cells; i++)
+		rc = query_add(&q, "cells", qr->cells[i]);
 	if (rc)
 		rc = query_error(rc, err);
 	else
@@ -394,9 +396,8 @@ int aw_ci_fetch_gate(struct aw_ci_client *c, const struct aw_ci_gate_query *qr,
 	return rc;
 }
 
-int aw_ci_fetch_compare(struct aw_ci_client *c, const char *project, const char *base,
-                        const char *head, const char *host, bool all_cells,
-                        struct aw_ci_report *out, char **err)
+int aw_ci_fetch_compare(struct aw_ci_client *c, const struct aw_ci_gate_query *qr, const char *base,
+                        const char *host, struct aw_ci_report *out, char **err)
 {
 	struct aw_buf q;
 	int rc;
@@ -404,15 +405,17 @@ int aw_ci_fetch_compare(struct aw_ci_client *c, const char *project, const char 
 	aw_buf_init(&q, QUERY_LIMIT);
 	rc = aw_buf_puts(&q, "/api/v1/compare");
 	if (!rc)
-		rc = query_add(&q, "project", project);
+		rc = query_add(&q, "project", qr->project);
 	if (!rc)
 		rc = query_add(&q, "base", base);
 	if (!rc)
-		rc = query_add(&q, "head", head);
+		rc = query_add(&q, "head", qr->commit);
 	if (!rc && host)
 		rc = query_add(&q, "host", host);
-	if (!rc && all_cells)
+	if (!rc && qr->all_cells)
 		rc = aw_buf_puts(&q, "&all=1");
+	for (size_t i = 0; !rc && i < qr->n_cells; i++)
+		rc = query_add(&q, "cells", qr->cells[i]);
 	if (rc)
 		rc = query_error(rc, err);
 	else

@@ -332,7 +332,52 @@ static const char *short_commit(char *buf, size_t size, const char *commit)
 	return buf;
 }
 
-/* Regressed metrics across the report, and the hosts that failed. */
+/* What a cell is in the summaries: a regression (fails the gate), a warning (a regressed or
+ * suspect cell of gate level warn: listed, never fails), a suspect (a fail-level cell regressed
+ * in too few head runs: unconfirmed), or none of them (an off cell is shown with the others). */
+enum listing {
+	L_NONE,
+	L_REGRESSION,
+	L_WARNING,
+	L_SUSPECT,
+};
+
+static enum listing listing_of(const struct aw_ci_cell *c)
+{
+	if (c->gate == AW_GATE_OFF)
+		return L_NONE;
+	if (c->verdict == AW_VERDICT_REGRESSED)
+		return c->gate == AW_GATE_FAIL ? L_REGRESSION : L_WARNING;
+	if (c->verdict == AW_VERDICT_SUSPECT)
+		return c->gate == AW_GATE_FAIL ? L_SUSPECT : L_WARNING;
+	return L_NONE;
+}
+
+/* Whether a metric's own verdict is the one a listed cell is listed for. */
+static bool metric_listed(const struct aw_ci_metric *m)
+{
+	return m->present &&
+	       (m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT);
+}
+
+/* Listed metrics of one kind across the report (a cell without metric objects counts once). */
+static size_t count_listed(const struct aw_ci_report *r, enum listing want)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		for (size_t j = 0; j < r->hosts[i].n_cells; j++) {
+			const struct aw_ci_cell *c = &r->hosts[i].cells[j];
+			size_t k = metric_listed(&c->p50) + metric_listed(&c->p99);
+
+			if (listing_of(c) == want)
+				n += k ? k : 1;
+		}
+	}
+	return n;
+}
+
+/* Regressed metrics (of gate level fail) across the report, and the hosts that failed. */
 static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_hosts,
                   size_t *incomplete_hosts)
 {
@@ -344,15 +389,15 @@ static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_
 		for (size_t j = 0; j < h->n_cells; j++) {
 			const struct aw_ci_cell *c = &h->cells[j];
 
+			if (listing_of(c) != L_REGRESSION)
+				continue;
 			if (c->p50.present && c->p50.verdict == AW_VERDICT_REGRESSED)
 				(*metrics)++;
 			if (c->p99.present && c->p99.verdict == AW_VERDICT_REGRESSED)
 				(*metrics)++;
-			if (c->verdict == AW_VERDICT_REGRESSED) {
-				failed = true;
-				if (!c->p50.present && !c->p99.present)
-					(*metrics)++;
-			}
+			failed = true;
+			if (!c->p50.present && !c->p99.present)
+				(*metrics)++;
 		}
 		if (failed)
 			(*failed_hosts)++;
@@ -361,14 +406,29 @@ static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_
 	}
 }
 
-/* The status the report's exit code stands for: pass, fail or incomplete. */
+/* Whether the report holds an unconfirmed host or a suspect cell of level fail. */
+static bool unconfirmed(const struct aw_ci_report *r)
+{
+	if (r->status == AW_VERDICT_UNCONFIRMED)
+		return true;
+	for (size_t i = 0; i < r->n_hosts; i++)
+		if (r->hosts[i].status == AW_VERDICT_UNCONFIRMED)
+			return true;
+	return count_listed(r, L_SUSPECT) > 0;
+}
+
+/* The status the report's exit code stands for: pass, fail, incomplete or unconfirmed (a
+ * pass, or with --strict a failure, that still has suspects to confirm). */
 static enum aw_verdict overall(const struct aw_ci_report *r)
 {
 	switch (aw_ci_exit_for(r)) {
 	case AW_CI_EXIT_PASS:
-		return AW_VERDICT_PASS;
+		return unconfirmed(r) ? AW_VERDICT_UNCONFIRMED : AW_VERDICT_PASS;
 	case AW_CI_EXIT_REGRESSION:
-		return AW_VERDICT_FAIL;
+		return count_listed(r, L_REGRESSION) || !unconfirmed(r) ||
+		               r->status == AW_VERDICT_FAIL
+		           ? AW_VERDICT_FAIL
+		           : AW_VERDICT_UNCONFIRMED;
 	default:
 		return AW_VERDICT_INCOMPLETE;
 	}
@@ -380,8 +440,9 @@ typedef void (*regression_fn)(struct sink *s, const struct aw_ci_report *r,
                               const struct aw_ci_host *h, const struct aw_ci_cell *c,
                               const char *metric, const struct aw_ci_metric *m, void *cls);
 
-static size_t each_regression(struct sink *s, const struct aw_ci_report *r, size_t max,
-                              regression_fn fn, void *cls)
+/* The same for every listed metric of one kind (regressions, warnings, suspects). */
+static size_t each_listed(struct sink *s, const struct aw_ci_report *r, enum listing want,
+                          size_t max, regression_fn fn, void *cls)
 {
 	size_t n = 0;
 
@@ -392,24 +453,31 @@ static size_t each_regression(struct sink *s, const struct aw_ci_report *r, size
 			const struct aw_ci_cell *c = &h->cells[j];
 			bool any = false;
 
-			if (c->p50.present && c->p50.verdict == AW_VERDICT_REGRESSED) {
+			if (listing_of(c) != want)
+				continue;
+			if (metric_listed(&c->p50)) {
 				if (n++ < max)
 					fn(s, r, h, c, "p50", &c->p50, cls);
 				any = true;
 			}
-			if (c->p99.present && c->p99.verdict == AW_VERDICT_REGRESSED) {
+			if (metric_listed(&c->p99)) {
 				if (n++ < max)
 					fn(s, r, h, c, "p99", &c->p99, cls);
 				any = true;
 			}
-			if (!any && c->verdict == AW_VERDICT_REGRESSED && !c->p50.present &&
-			    !c->p99.present) {
+			if (!any && !c->p50.present && !c->p99.present) {
 				if (n++ < max)
 					fn(s, r, h, c, "p50", NULL, cls);
 			}
 		}
 	}
 	return n;
+}
+
+static size_t each_regression(struct sink *s, const struct aw_ci_report *r, size_t max,
+                              regression_fn fn, void *cls)
+{
+	return each_listed(s, r, L_REGRESSION, max, fn, cls);
 }
 
 /* The host's chart to link for a regression: "compare" when given, else its first. */
@@ -492,8 +560,7 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
 	char a[32], b[32], d[32];
 
 	(void)r;
-	(void)cls;
-	put(s, "  regressed  ");
+	put(s, cls ? (const char *)cls : "  regressed  ");
 	put_text_plain(s, h->name);
 	put(s, "  ");
 	put_text_plain(s, c->key);
@@ -506,6 +573,8 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
 	}
 	put(s, "\n");
 }
+
+static char suspect_label[] = "  suspect    ", warning_label[] = "  warning    ";
 
 int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
@@ -534,6 +603,17 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 	n = each_regression(&s, r, TEXT_MAX_ROWS, text_regression, NULL);
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more\n", n - TEXT_MAX_ROWS);
+	n = each_listed(&s, r, L_SUSPECT, TEXT_MAX_ROWS, text_regression, suspect_label);
+	if (n > TEXT_MAX_ROWS)
+		putf(&s, "  ... and %zu more suspects\n", n - TEXT_MAX_ROWS);
+	if (n)
+		putf(&s,
+		     "  (%zu suspect metric%s: regressed in too few head runs to fail the gate; "
+		     "measure again, e.g. atomwatch-agent run --confirm 3)\n",
+		     n, n == 1 ? "" : "s");
+	n = each_listed(&s, r, L_WARNING, TEXT_MAX_ROWS, text_regression, warning_label);
+	if (n > TEXT_MAX_ROWS)
+		putf(&s, "  ... and %zu more warnings\n", n - TEXT_MAX_ROWS);
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
@@ -585,6 +665,23 @@ static void md_regression(struct sink *s, const struct aw_ci_report *r, const st
 	put(s, " |\n");
 }
 
+/* A table of the listed metrics of one kind under `heading`; nothing when there are none. */
+static void md_listed(struct sink *s, const struct aw_ci_report *r, enum listing want,
+                      const char *base_url, const char *heading)
+{
+	size_t n;
+
+	if (!count_listed(r, want))
+		return;
+	put(s, heading);
+	put(s, "| host | cell | metric | baseline | head | change | evidence | charts |\n");
+	put(s, "|---|---|---|---:|---:|---:|---|---|\n");
+	n = each_listed(s, r, want, MD_MAX_ROWS, md_regression, (void *)base_url);
+	if (n > MD_MAX_ROWS)
+		putf(s, "\n... and %zu more (see the full report).\n", n - MD_MAX_ROWS);
+	put(s, "\n");
+}
+
 /* The metric that gave a cell its verdict: p50 unless only p99 carries it. */
 static const struct aw_ci_metric *verdict_metric(const struct aw_ci_cell *c)
 {
@@ -611,9 +708,10 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 
 	tally(r, &metrics, &failed, &incomplete);
 	putf(&s, "## atomwatch %s: %s\n\n", r->compare ? "compare" : "gate",
-	     status == AW_VERDICT_PASS   ? "pass"
-	     : status == AW_VERDICT_FAIL ? "FAIL"
-	                                 : "INCOMPLETE");
+	     status == AW_VERDICT_PASS          ? "pass"
+	     : status == AW_VERDICT_FAIL        ? "FAIL"
+	     : status == AW_VERDICT_UNCONFIRMED ? "unconfirmed"
+	                                        : "INCOMPLETE");
 	put(&s, "Commit ");
 	put_md(&s, short_commit(sc, sizeof(sc), r->commit));
 
@@ -649,6 +747,12 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 			     n - MD_MAX_ROWS);
 		put(&s, "\n");
 	}
+	md_listed(&s, r, L_SUSPECT, base_url,
+	          "### Unconfirmed\n\nThese cells regressed in too few head runs to fail the gate; "
+	          "re-measuring them (`atomwatch-agent run --confirm 3`) decides.\n\n");
+	md_listed(&s, r, L_WARNING, base_url,
+	          "### Warnings\n\nCells of gate level warn (contended and duty cells by "
+	          "default): listed, never failing the gate.\n\n");
 
 	put(&s, "### Hosts\n\n");
 	put(&s, "| host | status | head runs | baseline runs | regressed | improved | noisy | new "
@@ -675,7 +779,7 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 		put_md_links(&s, "", h->charts, h->n_charts, base_url);
 		put(&s, " |\n");
 		for (size_t j = 0; j < h->n_cells; j++)
-			if (h->cells[j].verdict != AW_VERDICT_REGRESSED &&
+			if (listing_of(&h->cells[j]) == L_NONE &&
 			    h->cells[j].verdict != AW_VERDICT_UNCHANGED)
 				others++;
 	}
@@ -696,8 +800,7 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				const struct aw_ci_metric *m = verdict_metric(c);
 				char a[32], b[32], d[32];
 
-				if (c->verdict == AW_VERDICT_REGRESSED ||
-				    c->verdict == AW_VERDICT_UNCHANGED)
+				if (listing_of(c) != L_NONE || c->verdict == AW_VERDICT_UNCHANGED)
 					continue;
 				rows++;
 				put(&s, "| ");
@@ -706,6 +809,8 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				put_md(&s, c->key);
 				put(&s, " | ");
 				put_md(&s, c->verdict_name);
+				if (c->gate == AW_GATE_OFF)
+					put(&s, " (gate: off)");
 				putf(&s, " | %s | %s | %s | %s | ", m == &c->p99 ? "p99" : "p50",
 				     fmt_ns(a, sizeof(a), m->baseline),
 				     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
@@ -730,6 +835,8 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
                          const struct aw_ci_metric *m, const char *base_url)
 {
 	enum aw_verdict v = m ? m->verdict : c->verdict;
+	bool listed = v == AW_VERDICT_REGRESSED || v == AW_VERDICT_SUSPECT;
+	enum listing l = listed ? listing_of(c) : L_NONE;
 	char a[32], b[32], d[32];
 
 	put(s, "    <testcase classname=\"");
@@ -737,7 +844,21 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 	put(s, "\" name=\"");
 	put_xml(s, c->key);
 	putf(s, " [%s]\" time=\"0\">", metric);
-	if (v == AW_VERDICT_REGRESSED) {
+	if (listed && l != L_REGRESSION) {
+		/* a warning, a suspect or an off cell: a passing testcase that says why */
+		put(s, "\n      <system-out>");
+		put(s, l == L_WARNING   ? "warning (gate: warn, never fails): "
+		       : l == L_SUSPECT ? "unconfirmed: regressed in too few head runs to fail the "
+		                          "gate, re-measure to confirm: "
+		                        : "not gated (gate: off): ");
+		put_xml(s, aw_verdict_name(v));
+		if (m) {
+			putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
+			     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
+			put_evidence(s, m, put_xml_plain);
+		}
+		put(s, "</system-out>\n    </testcase>\n");
+	} else if (v == AW_VERDICT_REGRESSED) {
 		put(s, "\n      <failure type=\"regression\" message=\"");
 		put_xml(s, metric);
 		if (m)
@@ -813,12 +934,12 @@ static void junit_counts(const struct aw_ci_host *h, size_t *tests, size_t *fail
 				continue;
 			any = true;
 			(*tests)++;
-			*failures += v == AW_VERDICT_REGRESSED;
+			*failures += v == AW_VERDICT_REGRESSED && listing_of(c) == L_REGRESSION;
 			*skipped += v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING;
 		}
 		if (!any) {
 			(*tests)++;
-			*failures += c->verdict == AW_VERDICT_REGRESSED;
+			*failures += listing_of(c) == L_REGRESSION;
 			*skipped +=
 			    c->verdict == AW_VERDICT_NEW || c->verdict == AW_VERDICT_MISSING;
 		}
@@ -896,11 +1017,18 @@ int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struc
 
 /* ---- GitHub annotations ---- */
 
+struct gh_ctx {
+	const char *base_url;
+	const char *command; /* "::error title=" */
+	const char *what;    /* "regressed" */
+};
+
 static void gh_regression(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
                           const struct aw_ci_cell *c, const char *metric,
                           const struct aw_ci_metric *m, void *cls)
 {
-	const char *base_url = cls;
+	const struct gh_ctx *g = cls;
+	const char *base_url = g->base_url;
 	char a[32], b[32], d[32];
 	struct aw_buf tmp;
 	struct sink t = {&tmp, 0};
@@ -908,11 +1036,11 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 	aw_buf_init(&tmp, LIMIT_SCRATCH);
 	putf(&t, "atomwatch: %s %s [%s] %s", h->name, c->key, metric,
 	     m ? fmt_change(d, sizeof(d), m) : aw_verdict_name(AW_VERDICT_REGRESSED));
-	put(s, "::error title=");
+	put(s, g->command);
 	put_gh(s, tmp.data, true);
 	put(s, "::");
 	aw_buf_reset(&tmp);
-	putf(&t, "%s: %s [%s] regressed", h->name, c->key, metric);
+	putf(&t, "%s: %s [%s] %s", h->name, c->key, metric, g->what);
 	if (m) {
 		putf(&t, " from %s to %s (%s; ", fmt_ns(a, sizeof(a), m->baseline),
 		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
@@ -934,8 +1062,13 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
+	struct gh_ctx err = {base_url, "::error title=", "regressed"};
+	struct gh_ctx sus = {base_url, "::warning title=", "is suspect (regressed, unconfirmed)"};
+	struct gh_ctx warn = {base_url, "::warning title=", "regressed (gate level warn)"};
 
-	each_regression(&s, r, MD_MAX_ROWS, gh_regression, (void *)base_url);
+	each_regression(&s, r, MD_MAX_ROWS, gh_regression, &err);
+	each_listed(&s, r, L_SUSPECT, MD_MAX_ROWS, gh_regression, &sus);
+	each_listed(&s, r, L_WARNING, MD_MAX_ROWS, gh_regression, &warn);
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 

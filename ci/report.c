@@ -72,7 +72,7 @@ static int parse_status(const json_t *obj, const char *path, enum aw_verdict *ou
 	*out = aw_verdict_parse(json_string_value(v));
 	if (aw_verdict_is_status(*out))
 		return 0;
-	return bad(err, where, "is none of pass, fail, incomplete");
+	return bad(err, where, "is none of pass, fail, incomplete, unconfirmed");
 }
 
 /* "charts": {name: href, ...}; entries that are not strings are skipped. */
@@ -156,7 +156,7 @@ static int parse_metric(const json_t *cell, const char *name, struct aw_ci_metri
 
 static int parse_cell(const json_t *obj, struct aw_ci_cell *c, const char *path, char **err)
 {
-	const json_t *cpu;
+	const json_t *cpu, *gate;
 	int rc;
 
 	c->cpu = -1;
@@ -169,6 +169,15 @@ static int parse_cell(const json_t *obj, struct aw_ci_cell *c, const char *path,
 	    (rc = get_str(obj, "verdict", true, &c->verdict_name, path, err)))
 		return rc;
 	c->verdict = verdict_of(c->verdict_name);
+	gate = json_object_get(obj, "gate");
+	c->gate = AW_GATE_FAIL;
+	if (gate && !json_is_null(gate) &&
+	    (!json_is_string(gate) || aw_gate_parse(json_string_value(gate), &c->gate))) {
+		char where[PATH_MAX_LEN];
+
+		snprintf(where, sizeof(where), "%.48sgate", path);
+		return bad(err, where, "is none of fail, warn, off");
+	}
 	cpu = json_object_get(obj, "cpu");
 	if (json_is_integer(cpu) && json_integer_value(cpu) >= 0 &&
 	    json_integer_value(cpu) < 1 << 20)
@@ -354,17 +363,24 @@ enum aw_ci_exit aw_ci_exit_for(const struct aw_ci_report *r)
 {
 	bool incomplete = r->status == AW_VERDICT_INCOMPLETE || !r->n_hosts;
 
-	if (r->status == AW_VERDICT_FAIL)
+	if (r->status == AW_VERDICT_FAIL || (r->strict && r->status == AW_VERDICT_UNCONFIRMED))
 		return AW_CI_EXIT_REGRESSION;
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
-		if (h->status == AW_VERDICT_FAIL)
+		if (h->status == AW_VERDICT_FAIL ||
+		    (r->strict && h->status == AW_VERDICT_UNCONFIRMED))
 			return AW_CI_EXIT_REGRESSION;
-		/* a regressed cell under a host said to pass: the gate errs on the safe side */
-		for (size_t j = 0; j < h->n_cells; j++)
-			if (h->cells[j].verdict == AW_VERDICT_REGRESSED)
+		/* a regressed cell of level fail under a host said to pass: the gate errs on the
+		 * safe side */
+		for (size_t j = 0; j < h->n_cells; j++) {
+			const struct aw_ci_cell *c = &h->cells[j];
+
+			if (c->gate == AW_GATE_FAIL &&
+			    (c->verdict == AW_VERDICT_REGRESSED ||
+			     (r->strict && c->verdict == AW_VERDICT_SUSPECT)))
 				return AW_CI_EXIT_REGRESSION;
+		}
 		if (h->status == AW_VERDICT_INCOMPLETE)
 			incomplete = true;
 	}

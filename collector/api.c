@@ -197,6 +197,9 @@ static int on_run(const struct store_run *r, void *cls)
 	              "started_at", r->started_at, "finished_at", r->finished_at, "received_at",
 	              r->received_at, "platform_hash", aw_json_str(r->platform_hash), "cells",
 	              (json_int_t)r->n_cells, "matrix", matrix);
+	if (o && r->confirmation_of &&
+	    json_object_set_new(o, "confirmation_of", json_string(r->confirmation_of)))
+		return -ENOMEM;
 	if (!o || json_array_append_new(l->runs, o))
 		return -ENOMEM;
 	l->last_seq = r->seq;
@@ -263,6 +266,87 @@ void aw_api_run(struct aw_ctx *x)
 		return;
 	}
 	aw_reply_json(x->req, 200, aw_result_to_json(r));
+	aw_result_free(&r);
+}
+
+/* The keys of the fail-level suspect cells of a verdict (what a confirmation re-measures). */
+static json_t *suspect_keys(const struct aw_host_verdict *v)
+{
+	json_t *keys = json_array();
+
+	for (size_t i = 0; keys && i < v->n_cells; i++) {
+		const struct aw_cell_verdict *c = &v->cells[i];
+
+		if (c->verdict != AW_VERDICT_SUSPECT || c->gate != AW_GATE_FAIL)
+			continue;
+		if (json_array_append_new(keys, json_string(c->key))) {
+			json_decref(keys);
+			return NULL;
+		}
+	}
+	return keys;
+}
+
+/* GET /api/v1/runs/{id}/suspects: the verdict of the run's commit on the run's host, computed
+ * now, and the suspect cells that a confirmation should re-measure. An agent token asks only
+ * for runs of its own host. */
+void aw_api_run_suspects(struct aw_ctx *x)
+{
+	struct aw_host_verdict v = {0};
+	struct aw_result *r = NULL;
+	struct store_conn *c;
+	const char *host;
+	json_t *keys;
+	char *err = NULL;
+	int rc;
+
+	if (!aw_valid_uuid(x->param)) {
+		aw_reply_error(x->req, 400, "invalid", "run_id",
+		               "a run id is a lowercase UUID, got '%.40s'", x->param);
+		return;
+	}
+	rc = aw_ctx_conn(x, &c);
+	if (!rc)
+		rc = store_get_run(c, x->param, &r);
+	if (rc == -ENOENT) {
+		aw_reply_error(x->req, 404, "not_found", "run_id", "no run '%s'", x->param);
+		return;
+	}
+	if (rc) {
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
+	host = json_string_value(json_object_get(r->host, "name"));
+	if (x->who.role == STORE_ROLE_AGENT && (!host || strcmp(host, x->who.host))) {
+		aw_reply_error(x->req, 403, "forbidden", "run_id",
+		               "this token speaks for host '%s', not for the host of run '%s'",
+		               x->who.host, x->param);
+		goto out;
+	}
+	if (!r->commit) {
+		aw_reply_error(x->req, 409, "no_commit", "run_id",
+		               "run '%s' is not tied to a commit: there is nothing to confirm",
+		               x->param);
+		goto out;
+	}
+	rc = aw_analysis_host(c, &x->col->analysis, r->project, r->commit, NULL, host, &v, &err);
+	if (rc) {
+		if (err)
+			aw_warn("%s", err);
+		free(err);
+		aw_reply_store_error(x->req, rc);
+		goto out;
+	}
+	keys = suspect_keys(&v);
+	aw_reply_json(x->req, 200,
+	              keys ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "run_id",
+	                               r->run_id, "project", r->project, "commit", r->commit,
+	                               "host", host, "status", aw_verdict_name(v.status),
+	                               "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
+	                               (json_int_t)x->col->analysis.confirm_runs, "suspects", keys)
+	                   : NULL);
+	aw_host_verdict_release(&v);
+out:
 	aw_result_free(&r);
 }
 
@@ -498,14 +582,47 @@ static int commit_chart_links(json_t *reply, const char *head)
 	return set_chart_link(charts, "heatmap", &id);
 }
 
+/* The `cells` globs (repeatable) into o->globs: each 1 to 256 printable characters, at most
+ * AW_ANALYSIS_MAX_GLOBS. Replies 400 and returns -EINVAL on a bad one. */
+static int query_globs(struct aw_ctx *x, const char **globs, struct aw_analysis_opts *o)
+{
+	size_t n = aw_httpd_query_all(x->req, "cells", globs, AW_ANALYSIS_MAX_GLOBS);
+
+	if (n > AW_ANALYSIS_MAX_GLOBS) {
+		aw_reply_error(x->req, 400, "too_many", "cells", "at most %d 'cells' globs",
+		               AW_ANALYSIS_MAX_GLOBS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(globs[i]);
+		bool printable = len >= 1 && len <= 256;
+
+		for (size_t k = 0; printable && k < len; k++)
+			printable = (unsigned char)globs[i][k] >= 0x20 && globs[i][k] != 0x7f;
+		if (!printable) {
+			aw_reply_error(x->req, 400, "invalid", "cells",
+			               "'cells' must be a glob on cell keys of 1 to 256 printable "
+			               "characters, such as 'subject=*'");
+			return -EINVAL;
+		}
+	}
+	o->globs = globs;
+	o->n_globs = n;
+	return 0;
+}
+
 /* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
  * overall status: fail when a host regressed, else incomplete when one has no run, else
- * pass. */
+ * unconfirmed when one has suspects only, else pass. A `cells` glob that matched no cell of the
+ * head on any host that ran it is a 400 naming it: a typo must not pass a gate by judging nothing.
+ */
 static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, const char *project,
                         const char *head, const char *base, const struct host_set *hosts,
                         json_t *reply)
 {
 	enum aw_verdict overall = AW_VERDICT_PASS;
+	uint64_t matched = 0;
+	bool judged = false;
 	bool all = aw_httpd_query(x->req, "all") != NULL;
 	json_t *list = json_array();
 	struct store_conn *c;
@@ -519,10 +636,14 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
 		if (rc)
 			break;
+		matched |= v.globs_matched;
+		judged = judged || v.n_head_runs;
 		if (v.status == AW_VERDICT_FAIL)
 			overall = AW_VERDICT_FAIL;
-		else if (v.status == AW_VERDICT_INCOMPLETE && overall == AW_VERDICT_PASS)
+		else if (v.status == AW_VERDICT_INCOMPLETE && overall != AW_VERDICT_FAIL)
 			overall = AW_VERDICT_INCOMPLETE;
+		else if (v.status == AW_VERDICT_UNCONFIRMED && overall == AW_VERDICT_PASS)
+			overall = AW_VERDICT_UNCONFIRMED;
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
 		if (!j || json_array_append_new(list, j) ||
@@ -540,6 +661,16 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		aw_reply_store_error(x->req, rc);
 		return;
 	}
+	for (size_t i = 0; judged && i < o->n_globs; i++) {
+		if (matched & (UINT64_C(1) << i))
+			continue;
+		json_decref(list);
+		json_decref(reply);
+		aw_reply_error(x->req, 400, "no_match", "cells",
+		               "the 'cells' glob '%.256s' matches no cell of commit %s on any host",
+		               o->globs[i], head);
+		return;
+	}
 	if (json_object_set_new(reply, "status", json_string(aw_verdict_name(overall))) ||
 	    json_object_set_new(reply, "hosts", list) || commit_chart_links(reply, head)) {
 		json_decref(reply);
@@ -552,14 +683,15 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 void aw_api_gate(struct aw_ctx *x)
 {
 	struct aw_analysis_opts o = x->col->analysis;
-	const char *project, *commit, *ref;
+	const char *project, *commit, *ref, *globs[AW_ANALYSIS_MAX_GLOBS];
 	struct host_set hosts = {0};
 	char report[128];
 
 	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
 	    query_checked(x, "commit", aw_valid_commit, "a commit id (7 to 64 hex digits)",
 	                  &commit) ||
-	    query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref))
+	    query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref) ||
+	    query_globs(x, globs, &o))
 		return;
 	if (!project || !commit) {
 		aw_reply_error(x->req, 400, "required", project ? "commit" : "project",
@@ -580,14 +712,16 @@ out:
 
 void aw_api_compare(struct aw_ctx *x)
 {
-	const char *project, *base, *head, *host;
+	struct aw_analysis_opts o = x->col->analysis;
+	const char *project, *base, *head, *host, *globs[AW_ANALYSIS_MAX_GLOBS];
 	struct host_set hosts = {0};
 	char report[192];
 
 	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
 	    query_checked(x, "base", aw_valid_commit, "a commit id (7 to 64 hex digits)", &base) ||
 	    query_checked(x, "head", aw_valid_commit, "a commit id (7 to 64 hex digits)", &head) ||
-	    query_checked(x, "host", aw_valid_name, "a host name", &host))
+	    query_checked(x, "host", aw_valid_name, "a host name", &host) ||
+	    query_globs(x, globs, &o))
 		return;
 	if (!base || !head) {
 		aw_reply_error(x->req, 400, "required", base ? "head" : "base", "'%s' is required",
@@ -603,7 +737,7 @@ void aw_api_compare(struct aw_ctx *x)
 		goto out;
 	}
 	snprintf(report, sizeof(report), "/compare?base=%s&head=%s", base, head);
-	judge_hosts(x, &x->col->analysis, project, head, base, &hosts,
+	judge_hosts(x, &o, project, head, base, &hosts,
 	            json_pack("{s:o, s:s, s:s, s:s}", "project", aw_json_str(project), "base", base,
 	                      "head", head, "report", report));
 out:

@@ -45,6 +45,8 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
 	c->cp_min_segment = 3;
+	c->confirm_runs = 2;
+	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
 	c->charts = true;
 	c->chart_queue_max = 1024;
@@ -172,6 +174,8 @@ static const struct key keys[] = {
     {"detection", "fdr", K_RATIO, F(detect_fdr), 0, 0},
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
+    {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
+    {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
     {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},
     {"postingest", "charts", K_BOOL, F(charts), 0, 0},
     {"postingest", "queue", K_UINT, F(chart_queue_max), 1, 1000000},
@@ -208,6 +212,7 @@ static bool is_uint_field(size_t offset)
 	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
 	       offset == F(pool_size) || offset == F(detect_window) ||
 	       offset == F(detect_history) || offset == F(cp_min_segment) ||
+	       offset == F(confirm_runs) || offset == F(confirm_jobs) ||
 	       offset == F(postingest_workers) || offset == F(chart_queue_max) ||
 	       offset == F(task_attempts);
 }
@@ -471,10 +476,10 @@ int aw_parse_ratio(const char *s, double max, double *out)
 
 void aw_thresholds_release(struct aw_thresholds *t)
 {
-	struct aw_threshold_rule *lists[2] = {t->p50_rules, t->p99_rules};
-	size_t counts[2] = {t->n_p50_rules, t->n_p99_rules};
+	struct aw_threshold_rule *lists[3] = {t->p50_rules, t->p99_rules, t->gate_rules};
+	size_t counts[3] = {t->n_p50_rules, t->n_p99_rules, t->n_gate_rules};
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		for (size_t i = 0; i < counts[k]; i++) {
 			free((char *)lists[k][i].op);
 			free((char *)lists[k][i].reader);
@@ -540,11 +545,14 @@ static int load_rule(struct loader *l, struct aw_thresholds *t, const yaml_node_
 {
 	struct aw_threshold_rule r = {0};
 	double p50 = NAN, p99 = NAN;
+	enum aw_gate gate = AW_GATE_FAIL;
+	bool has_gate = false;
 	yaml_node_pair_t *pair;
 	int rc = 0;
 
 	if (map->type != YAML_MAPPING_NODE)
-		return at(l, map, "rule %zu must be a mapping of op/reader/key and p50/p99", index);
+		return at(l, map, "rule %zu must be a mapping of op/reader/key and p50/p99/gate",
+		          index);
 	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top; pair++) {
 		yaml_node_t *kn = yaml_document_get_node(l->doc, pair->key);
 		yaml_node_t *vn = yaml_document_get_node(l->doc, pair->value);
@@ -557,6 +565,11 @@ static int load_rule(struct loader *l, struct aw_thresholds *t, const yaml_node_
 			rc = ratio_of(l, vn, "p50", &p50);
 		} else if (!strcmp(name, "p99")) {
 			rc = ratio_of(l, vn, "p99", &p99);
+		} else if (!strcmp(name, "gate")) {
+			rc = scalar_of(l, vn, "gate", &s);
+			if (!rc && aw_gate_parse(s, &gate))
+				rc = at(l, vn, "'gate' must be fail, warn or off, not '%.32s'", s);
+			has_gate = true;
 		} else if (!strcmp(name, "op") || !strcmp(name, "reader") || !strcmp(name, "key")) {
 			rc = scalar_of(l, vn, name, &s);
 			if (!rc && (!*s || strlen(s) > 256))
@@ -565,17 +578,17 @@ static int load_rule(struct loader *l, struct aw_thresholds *t, const yaml_node_
 			if (!rc)
 				*(name[0] == 'o' ? &r.op : name[0] == 'r' ? &r.reader : &r.key) = s;
 		} else {
-			rc =
-			    at(l, kn, "unknown key '%.48s' in rule %zu (op, reader, key, p50, p99)",
-			       name, index);
+			rc = at(l, kn,
+			        "unknown key '%.48s' in rule %zu (op, reader, key, p50, p99, gate)",
+			        name, index);
 		}
 		if (rc)
 			return rc;
 	}
 	if (!r.op && !r.reader && !r.key)
 		return at(l, map, "rule %zu matches nothing: give op, reader or key", index);
-	if (isnan(p50) && isnan(p99))
-		return at(l, map, "rule %zu sets no threshold: give p50 or p99", index);
+	if (isnan(p50) && isnan(p99) && !has_gate)
+		return at(l, map, "rule %zu sets no threshold: give p50, p99 or gate", index);
 	if (!isnan(p50)) {
 		r.threshold = p50;
 		rc = add_rule(&t->p50_rules, &t->n_p50_rules, &r);
@@ -583,6 +596,10 @@ static int load_rule(struct loader *l, struct aw_thresholds *t, const yaml_node_
 	if (!rc && !isnan(p99)) {
 		r.threshold = p99;
 		rc = add_rule(&t->p99_rules, &t->n_p99_rules, &r);
+	}
+	if (!rc && has_gate) {
+		r.threshold = (double)gate; /* see aw_thresholds.gate_rules */
+		rc = add_rule(&t->gate_rules, &t->n_gate_rules, &r);
 	}
 	return rc ? aw_errorf(l->err, rc, "out of memory") : 0;
 }

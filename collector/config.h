@@ -50,6 +50,9 @@ struct aw_collector_config {
 	double detect_fdr;       /* Benjamini-Hochberg level (0.05) */
 	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
+	unsigned confirm_runs;   /* head runs of a cell a regression needs; fewer: suspect (2) */
+	unsigned confirm_jobs;   /* re-measurements queued for a daemon host's suspects (3);
+	                            0: none */
 
 	/* postingest (the work after an upload; the render.* keys of earlier releases still
 	 * work, with a warning) */

@@ -81,6 +81,35 @@ const char *aw_httpd_query(const struct aw_httpd_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct query_all {
+	const char *name;
+	const char **out;
+	size_t max, n;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+	struct query_all *q = cls;
+
+	(void)kind;
+	if (key && !strcmp(key, q->name)) {
+		if (q->n < q->max)
+			q->out[q->n] = value ? value : "";
+		q->n++;
+	}
+	return MHD_YES;
+}
+
+size_t aw_httpd_query_all(const struct aw_httpd_req *r, const char *name, const char **out,
+                          size_t max)
+{
+	struct query_all q = {.name = name, .out = out, .max = max};
+
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+	return q.n;
+}
+
 const char *aw_httpd_header(const struct aw_httpd_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);

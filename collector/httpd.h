@@ -61,6 +61,11 @@ const char *aw_httpd_path(const struct aw_httpd_req *r); /* decoded, without the
  * handler call. */
 const char *aw_httpd_query(const struct aw_httpd_req *r, const char *name);
 const char *aw_httpd_header(const struct aw_httpd_req *r, const char *name);
+/* Every value of a query argument that may repeat ("cells=a&cells=b"), in the order given: the
+ * first `max` into out[] (valid as aw_httpd_query()'s). Returns how many there are, which may
+ * be more than `max`. */
+size_t aw_httpd_query_all(const struct aw_httpd_req *r, const char *name, const char **out,
+                          size_t max);
 /* The body (NUL-terminated; "" when none). */
 const char *aw_httpd_body(const struct aw_httpd_req *r, size_t *len);
 /* Frees the body early (a handler that parsed it no longer needs it). */

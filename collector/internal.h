@@ -59,6 +59,7 @@ int aw_ingest_content_hash(const struct aw_result *r, char *hex);
 /* Route handlers (ingest.c, api.c, jobs.c). */
 void aw_ingest_post(struct aw_ctx *x);
 void aw_api_hosts(struct aw_ctx *x);
+void aw_api_run_suspects(struct aw_ctx *x);
 void aw_api_host(struct aw_ctx *x);
 void aw_api_runs(struct aw_ctx *x);
 void aw_api_run(struct aw_ctx *x);

@@ -46,10 +46,13 @@ struct aw_jobs {
 
 static json_t *job_json(const struct store_job *j)
 {
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:s, s:s}", "id", (json_int_t)j->id,
+	json_t *confirm = j->confirm ? json_loads(j->confirm, 0, NULL) : NULL;
+
+	/* a confirmation job says what to re-measure; an ordinary job has no "confirm" */
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:s, s:s, s:o*}", "id", (json_int_t)j->id,
 	                 "project", j->project, "commit", j->commit, "ref", j->ref, "subject",
 	                 aw_json_str(j->subject), "all_hosts", j->all_hosts, "created_at",
-	                 j->created_at, "expires_at", j->expires_at);
+	                 j->created_at, "expires_at", j->expires_at, "confirm", confirm);
 }
 
 struct claimed {
@@ -328,6 +331,9 @@ void aw_jobs_next(struct aw_ctx *x)
 	snprintf(ps->host, sizeof(ps->host), "%s", host);
 	aw_httpd_set_data(x->req, ps, free);
 	rc = aw_ctx_conn(x, &c);
+	/* a host that polls is a daemon host: the collector queues its confirmations */
+	if (!rc && store_job_polled(c, host))
+		aw_warn("cannot note that host '%s' polled for jobs", host);
 	if (!rc)
 		rc = try_claim(x->col, c, host, &cl);
 	if (!rc) {

@@ -74,11 +74,12 @@ static const char *fmt(struct aw_arena *a, const char *format, ...)
 	return aw_arena_strdup(a, buf);
 }
 
-/* The gate's word for a commit over its hosts: fail beats incomplete beats pass. */
+/* The gate's word for a commit over its hosts: fail beats incomplete beats unconfirmed beats
+ * pass (as /api/v1/gate aggregates). */
 static enum aw_verdict worst(enum aw_verdict a, enum aw_verdict b)
 {
 	static const enum aw_verdict order[] = {AW_VERDICT_FAIL, AW_VERDICT_INCOMPLETE,
-	                                        AW_VERDICT_PASS};
+	                                        AW_VERDICT_UNCONFIRMED, AW_VERDICT_PASS};
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
 		if (a == order[i] || b == order[i])
@@ -791,7 +792,8 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			r->base_p50 = c->base_p50;
 			if (isfinite(c->head_p50))
 				r->head_p50 = c->head_p50; /* the median over the commit's runs */
-		} else if (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL) {
+		} else if (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL ||
+		           v->status == AW_VERDICT_UNCONFIRMED) {
 			r->verdict =
 			    AW_VERDICT_UNCHANGED; /* the verdict lists changed cells only */
 		}

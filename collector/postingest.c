@@ -24,6 +24,108 @@
 
 /* ---- the work of one task ---- */
 
+/* What the collector's confirmation job of a run needs from that run. */
+struct first_run {
+	char run_id[AW_UUID_LEN + 1];
+	bool found, confirming; /* a first run; some run of the commit is or wants a confirmation */
+};
+
+static int find_first_run(const struct store_run *run, void *cls)
+{
+	struct first_run *f = cls;
+
+	if (run->confirmation_of || run->confirm > 0) {
+		f->confirming = true;
+	} else if (!f->found) {
+		snprintf(f->run_id, sizeof(f->run_id), "%s", run->run_id);
+		f->found = true; /* runs come newest first: the newest first run */
+	}
+	return 0;
+}
+
+/* After the verdict `v` of (project, commit) on a daemon host: when it has fail-level
+ * suspects, no run of the commit is a confirmation or asked to confirm itself, and no
+ * confirmation job of its newest first run exists, queue one for that host only: re-measure
+ * those cells o->confirm_jobs times. Returns 0 or a store error (logged by the caller). */
+static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opts *o,
+                              const char *project, const char *commit, const char *host,
+                              const char *ref, const struct aw_host_verdict *v)
+{
+	struct store_run_filter f = {
+	    .project = project, .host = host, .commit = commit, .limit = 64};
+	struct store_job_spec spec = {0};
+	struct first_run first = {0};
+	struct aw_result *r = NULL;
+	json_t *cells = NULL, *job = NULL;
+	const char *subject = NULL;
+	char *text = NULL;
+	int64_t id;
+	uint64_t samples = 0;
+	bool queued = false, polls = false;
+	int rc;
+
+	if (!o->confirm_jobs || !commit || v->status != AW_VERDICT_UNCONFIRMED)
+		return 0;
+	rc = store_list_runs(c, &f, find_first_run, &first);
+	if (rc || !first.found || first.confirming)
+		return rc;
+	rc = store_job_polls(c, host, o->confirm_ttl_us, &polls);
+	if (rc || !polls)
+		return rc; /* not a daemon host: its CI job runs the agent with --confirm */
+	rc = store_job_confirming(c, first.run_id, &queued);
+	if (rc || queued)
+		return rc;
+	rc = store_get_run(c, first.run_id, &r);
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	cells = json_array();
+	rc = cells ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < v->n_cells; i++) {
+		const struct aw_cell_verdict *cv = &v->cells[i];
+
+		if (cv->verdict != AW_VERDICT_SUSPECT || cv->gate != AW_GATE_FAIL)
+			continue;
+		for (size_t k = 0; k < r->n_cells; k++)
+			if (!strcmp(r->cells[k].key, cv->key) && r->cells[k].n > samples)
+				samples = r->cells[k].n;
+		if (json_array_append_new(cells, json_string(cv->key)))
+			rc = -ENOMEM;
+	}
+	if (rc || !json_array_size(cells))
+		goto out;
+	subject = json_string_value(json_object_get(json_object_get(r->meta, "subject"), "name"));
+	job = json_pack("{s:s, s:O, s:I, s:I}", "of", first.run_id, "cells", cells, "runs",
+	                (json_int_t)o->confirm_jobs, "samples", (json_int_t)samples);
+	text = job ? json_dumps(job, JSON_COMPACT) : NULL;
+	if (!text) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	spec =
+	    (struct store_job_spec){.project = project,
+	                            .commit = commit,
+	                            .ref = r->ref ? r->ref : ref,
+	                            .subject = subject && aw_valid_name(subject) ? subject : NULL,
+	                            .hosts = &host,
+	                            .n_hosts = 1,
+	                            .ttl_us = o->confirm_ttl_us,
+	                            .confirm = text,
+	                            .confirmation_of = first.run_id};
+	rc = store_job_create(c, &spec, &id);
+	if (!rc)
+		aw_info("postingest: queued confirmation job %" PRId64
+		        " for host '%s': %zu suspect "
+		        "cell%s of run %s, %u runs",
+		        id, host, json_array_size(cells), json_array_size(cells) == 1 ? "" : "s",
+		        first.run_id, o->confirm_jobs);
+out:
+	free(text);
+	json_decref(job);
+	json_decref(cells);
+	aw_result_free(&r);
+	return rc;
+}
+
 int aw_postingest_after_ingest(struct aw_draw *d, const char *project, const char *commit,
                                const char *host, const char *ref, char **err_out)
 {
@@ -43,6 +145,15 @@ int aw_postingest_after_ingest(struct aw_draw *d, const char *project, const cha
 		if (rc && !d->store_rc)
 			d->store_rc = rc;
 		dv.baseline_ref = d->analysis->baseline_ref;
+		if (!rc) {
+			int qrc = queue_confirmation(d->conn, d->analysis, project, commit, host,
+			                             ref, &v);
+
+			if (qrc)
+				aw_warn(
+				    "postingest: cannot queue the confirmation of '%s' on '%s': %s",
+				    commit, host, strerror(-qrc));
+		}
 	}
 	if (d->gp && commit) {
 		dp.verdict = rc ? NULL : &dv; /* else the compare chart reads the store's */

@@ -22,6 +22,7 @@ enum access {
 	ACCESS_READ,  /* open unless auth.read_requires_token; a token given must be valid */
 	ACCESS_AGENT, /* agent (its own host) or admin */
 	ACCESS_CI,    /* ci or admin */
+	ACCESS_ANY,   /* any valid token: agent (the handler checks its host), ci or admin */
 };
 
 struct route {
@@ -39,6 +40,7 @@ static const struct route routes[] = {
     {"GET", "/api/v1/hosts/{name}", aw_api_host, ACCESS_READ},
     {"GET", "/api/v1/runs", aw_api_runs, ACCESS_READ},
     {"POST", "/api/v1/runs", aw_ingest_post, ACCESS_AGENT},
+    {"GET", "/api/v1/runs/{id}/suspects", aw_api_run_suspects, ACCESS_ANY},
     {"GET", "/api/v1/runs/{id}", aw_api_run, ACCESS_READ},
     {"GET", "/api/v1/series", aw_api_series, ACCESS_READ},
     {"POST", "/api/v1/jobs", aw_jobs_post, ACCESS_CI},
@@ -180,7 +182,7 @@ static int check_access(struct aw_ctx *x, enum access access)
 		aw_reply_error(x->req, 401, "unauthorized", "", "a token is required");
 		return -EACCES;
 	}
-	if (x->who.role == STORE_ROLE_ADMIN ||
+	if (x->who.role == STORE_ROLE_ADMIN || access == ACCESS_ANY ||
 	    (access == ACCESS_AGENT && x->who.role == STORE_ROLE_AGENT) ||
 	    (access == ACCESS_CI && x->who.role == STORE_ROLE_CI))
 		return 0;
@@ -406,6 +408,9 @@ int aw_collector_analysis_setup(struct aw_collector *col, char **err)
 	o->detect.window = cfg->detect_window;
 	o->detect.fdr = cfg->detect_fdr;
 	o->detect.cp.min_segment = cfg->cp_min_segment;
+	o->confirm_runs = cfg->confirm_runs;
+	o->confirm_jobs = cfg->confirm_jobs;
+	o->confirm_ttl_us = (int64_t)cfg->jobs_default_ttl_ms * 1000;
 	o->thresholds = &col->thresholds;
 	return 0;
 }

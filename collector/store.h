@@ -136,9 +136,11 @@ struct store_run {
 	int64_t n_cells;
 	int64_t order_us; /* the commit's position on its ref: commit_time, else the first run's
 	                   * started_at; the run's own started_at when it has no commit */
-	const char *platform_hash; /* of the host fingerprint this run was measured with */
-	const char *reference;     /* the run's reference series as stored ({kernel, unit,
-	                              values}, JSON), NULL when it has none */
+	const char *platform_hash;   /* of the host fingerprint this run was measured with */
+	const char *confirmation_of; /* the run whose suspects this one re-measures, or NULL */
+	int64_t confirm;             /* confirmation runs its agent measures itself; 0: none */
+	const char *reference;       /* the run's reference series as stored ({kernel, unit,
+	                                values}, JSON), NULL when it has none */
 };
 
 typedef int (*store_run_cb)(const struct store_run *run, void *cls);
@@ -282,6 +284,9 @@ struct store_job_spec {
 	size_t n_hosts;
 	int64_t created_by; /* token id, 0 when unknown */
 	int64_t ttl_us;     /* hosts may claim it until created + ttl */
+	/* a confirmation job: its JSON {"of", "cells", "runs", "samples"} and the run it
+	 * confirms; both NULL for an ordinary job */
+	const char *confirm, *confirmation_of;
 };
 
 struct store_job {
@@ -289,6 +294,7 @@ struct store_job {
 	const char *project, *commit, *ref, *subject; /* subject may be NULL */
 	bool all_hosts;
 	const char *created_at, *expires_at;
+	const char *confirm; /* a confirmation job's JSON, or NULL */
 };
 
 /* A host's progress on a job: state "pending" (named by the job, not claimed yet; claimed_at
@@ -310,6 +316,15 @@ int store_job_create(struct store_conn *c, const struct store_job_spec *spec, in
  * host claims a job once, even with several collectors on one database. */
 int store_job_claim(struct store_conn *c, const char *host, int64_t reclaim_us, store_job_cb cb,
                     void *cls);
+
+/* Notes that `host` polled for jobs now (it is a daemon host). */
+int store_job_polled(struct store_conn *c, const char *host);
+
+/* Whether `host` polled for jobs within the last `max_age_us` (a daemon host). */
+int store_job_polls(struct store_conn *c, const char *host, int64_t max_age_us, bool *polls);
+
+/* Whether a confirmation job of run `run_id` was queued already. */
+int store_job_confirming(struct store_conn *c, const char *run_id, bool *exists);
 
 /* Forgets `host`'s claim of job `id` (its reply never reached the agent). */
 int store_job_unclaim(struct store_conn *c, int64_t id, const char *host);

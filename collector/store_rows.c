@@ -21,7 +21,7 @@
 	"r.seq, r.run_id, p.name, h.name, c.sha, r.ref, r.commit_time, r.trigger, r.started_at, " \
 	"r.finished_at, r.received_at, r.matrix_name, r.matrix_version, r.matrix_hash, "          \
 	"r.matrix_profile, r.n_cells, COALESCE(c.order_us, r.started_us), f.platform_hash, "      \
-	"r.reference"
+	"r.confirmation_of, r.confirm, r.reference"
 #define RUN_FROM                                                                               \
 	" FROM runs r JOIN projects p ON p.id = r.project_id JOIN hosts h ON h.id = r.host_id" \
 	" JOIN fingerprints f ON f.id = r.fingerprint_id"                                      \
@@ -31,8 +31,9 @@
 	"k.key, k.op, k.reader, k.subject, k.kernel, k.placement, k.cpu, k.contender_cpu, k.c, " \
 	"k.d, m.status, m.n, m.batch, m.min, m.p50, m.p95, m.p99, m.max, m.mean, m.stddev, "     \
 	"m.ci_lo, m.ci_hi, m.baseline_ns, m.below_resolution, m.reason"
-#define JOB_COLS \
-	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at"
+#define JOB_COLS                                                                                     \
+	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at, " \
+	"j.confirm"
 #define TOKEN_COLS "id, role, host, hash, created_at, revoked_at, last_used_at"
 #define TASK_COLS  "id, kind, project, commit_sha, host, ref, generation, attempts, enqueued_at"
 #define HOST_COLS                                                                            \
@@ -90,6 +91,9 @@ enum stmt_id {
 	S_JOB_GET,
 	S_JOB_HOSTS,
 	S_JOB_LIST,
+	S_JOB_POLLED_SET,
+	S_JOB_POLLED_GET,
+	S_JOB_CONFIRM_FIND,
 	S_CP_DELETE,
 	S_CP_ADD,
 	S_CP_LIST,
@@ -165,8 +169,9 @@ static const struct stmt_def defs[S_N] = {
                    "INSERT INTO runs (run_id, project_id, host_id, fingerprint_id, commit_id, ref, "
                    "commit_time, trigger, started_at, started_us, finished_at, matrix_name, "
                    "matrix_version, matrix_hash, matrix_profile, meta, n_cells, content_hash, "
-                   "received_at, reference) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-                   "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) RETURNING seq"},
+                   "received_at, reference, confirmation_of, confirm) VALUES (?1, ?2, ?3, ?4, "
+                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+                   "?21, ?22) RETURNING seq"},
     /* New cells are sorted, so that concurrent transactions lock them in the same order; the
      * update of a cell stored meanwhile is what makes RETURNING give its id too. Each of the
      * N_CHUNKS statements of either kind is this text with its number of rows. */
@@ -183,8 +188,8 @@ static const struct stmt_def defs[S_N] = {
     [S_RUN_GET] = {"read a run",
                    "SELECT r.seq, r.run_id, p.name, c.sha, r.ref, r.commit_time, r.trigger, "
                    "r.started_at, r.finished_at, r.matrix_name, r.matrix_version, "
-                   "r.matrix_hash, r.matrix_profile, r.meta, f.doc, r.reference" RUN_FROM
-                   " WHERE r.run_id = ?1"},
+                   "r.matrix_hash, r.matrix_profile, r.meta, f.doc, r.reference, "
+                   "r.confirmation_of, r.confirm" RUN_FROM " WHERE r.run_id = ?1"},
     [S_RUN_CELLS] = {"read a run's cells",
                      "SELECT " CELL_COLS " FROM measurements m JOIN cells k ON k.id = m.cell_id "
                      "WHERE m.run_seq = ?1 ORDER BY m.ord"},
@@ -209,8 +214,8 @@ static const struct stmt_def defs[S_N] = {
     [S_TOKEN_TOUCH] = {"update a token", "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1"},
     [S_JOB_ADD] = {"add a job",
                    "INSERT INTO jobs (project, commit_sha, ref, subject, all_hosts, created_at, "
-                   "expires_at, expires_us, created_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                   "?8, ?9) RETURNING id"},
+                   "expires_at, expires_us, created_by, confirm, confirmation_of) VALUES (?1, "
+                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id"},
     [S_JOB_TARGET_ADD] = {"add a job's host",
                           "INSERT INTO job_targets (job_id, host) VALUES (?1, ?2) "
                           "ON CONFLICT DO NOTHING"},
@@ -246,6 +251,13 @@ static const struct stmt_def defs[S_N] = {
                      "WHERE t.job_id = ?1 AND NOT EXISTS (SELECT 1 FROM job_hosts h "
                      "WHERE h.job_id = t.job_id AND h.host = t.host) ORDER BY 1"},
     [S_JOB_LIST] = {"list jobs", "SELECT " JOB_COLS " FROM jobs j ORDER BY j.id DESC LIMIT ?1"},
+    [S_JOB_POLLED_SET] = {"note a job poll",
+                          "INSERT INTO job_polls (host, polled_us) VALUES (?1, ?2) "
+                          "ON CONFLICT (host) DO UPDATE SET polled_us = excluded.polled_us"},
+    [S_JOB_POLLED_GET] = {"read a host's last job poll",
+                          "SELECT polled_us FROM job_polls WHERE host = ?1"},
+    [S_JOB_CONFIRM_FIND] = {"find a run's confirmation job",
+                            "SELECT id FROM jobs WHERE confirmation_of = ?1 LIMIT 1"},
     [S_CP_DELETE] = {"clear change points",
                      "DELETE FROM change_points WHERE project = ?1 AND host = ?2 AND ref = ?3"},
     [S_CP_ADD] = {"store a change point",
@@ -956,6 +968,8 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	b_text(s, 18, it->content_hash);
 	b_text(s, 19, it->received_at);
 	b_text(s, 20, reference);
+	b_text(s, 21, r->confirmation_of);
+	b_opt(s, 22, r->confirm > 0 ? r->confirm : AW_NONE);
 	rc = run_id(s, &it->seq);
 	free(meta);
 	free(reference);
@@ -1073,7 +1087,9 @@ static void fill_run(struct store_stmt *s, struct store_run *run)
 	run->n_cells = c_i64(s, 15);
 	run->order_us = c_i64(s, 16);
 	run->platform_hash = c_text(s, 17);
-	run->reference = c_text(s, 18);
+	run->confirmation_of = c_text(s, 18);
+	run->confirm = c_opt(s, 19) > 0 ? c_opt(s, 19) : 0;
+	run->reference = c_text(s, 20);
 }
 
 struct run_rows {
@@ -1237,6 +1253,9 @@ static int fill_header(struct store_stmt *s, struct aw_result *r)
 	snprintf(r->started_at, sizeof(r->started_at), "%s", c_text(s, 7));
 	snprintf(r->finished_at, sizeof(r->finished_at), "%s", c_text(s, 8));
 	r->matrix_version = c_i64(s, 10);
+	if (aw_set_str(&r->confirmation_of, c_text(s, 16)))
+		return -ENOMEM;
+	r->confirm = c_opt(s, 17) > 0 ? c_opt(s, 17) : 0;
 	if (c_text(s, 13)) {
 		r->meta = json_loads(c_text(s, 13), 0, NULL);
 		if (!r->meta)
@@ -1570,6 +1589,8 @@ int store_job_create(struct store_conn *c, const struct store_job_spec *spec, in
 		b_text(s, 7, expires);
 		b_i64(s, 8, us + spec->ttl_us);
 		b_opt(s, 9, spec->created_by ? spec->created_by : AW_NONE);
+		b_text(s, 10, spec->confirm);
+		b_text(s, 11, spec->confirmation_of);
 		rc = run_id(s, id);
 	}
 	for (size_t i = 0; !rc && spec->hosts && i < spec->n_hosts; i++) {
@@ -1602,6 +1623,7 @@ static int job_row(struct store_stmt *s, void *cls)
 	    .all_hosts = c_i64(s, 5) != 0,
 	    .created_at = c_text(s, 6),
 	    .expires_at = c_text(s, 7),
+	    .confirm = c_text(s, 8),
 	};
 
 	jr->found = j.id;
@@ -1657,6 +1679,55 @@ int store_job_claim(struct store_conn *c, const char *host, int64_t reclaim_us, 
 		}
 	}
 	return -ENOENT;
+}
+
+int store_job_polled(struct store_conn *c, const char *host)
+{
+	char now[AW_TIME_LEN];
+	struct store_stmt *s;
+	int64_t us;
+	int rc = get(c, S_JOB_POLLED_SET, &s);
+
+	if (rc)
+		return rc;
+	store_now(now, &us);
+	b_text(s, 1, host);
+	b_i64(s, 2, us);
+	return run_done(s, NULL);
+}
+
+int store_job_polls(struct store_conn *c, const char *host, int64_t max_age_us, bool *polls)
+{
+	char now[AW_TIME_LEN];
+	struct store_stmt *s;
+	int64_t us;
+	int rc = get(c, S_JOB_POLLED_GET, &s);
+
+	*polls = false;
+	if (rc)
+		return rc;
+	store_now(now, &us);
+	b_text(s, 1, host);
+	rc = step(s);
+	if (rc == STORE_ROW)
+		*polls = us - c_i64(s, 0) <= max_age_us;
+	reset(s);
+	return rc < 0 ? rc : 0;
+}
+
+int store_job_confirming(struct store_conn *c, const char *run_id, bool *exists)
+{
+	struct store_stmt *s;
+	int rc = get(c, S_JOB_CONFIRM_FIND, &s);
+
+	*exists = false;
+	if (rc)
+		return rc;
+	b_text(s, 1, run_id);
+	rc = step(s);
+	*exists = rc == STORE_ROW;
+	reset(s);
+	return rc < 0 ? rc : 0;
 }
 
 int store_job_unclaim(struct store_conn *c, int64_t id, const char *host)

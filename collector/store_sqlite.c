@@ -205,6 +205,17 @@ static const char *const migrations[] = {
     " data BLOB NOT NULL);",
     /* 4: the run's reference series (a document's "reference" object; NULL: none) */
     "ALTER TABLE runs ADD COLUMN reference TEXT;",
+    /* 5: confirmation: the run whose suspects a run re-measures (a document's
+     * "confirmation_of"; NULL: a first run) and the re-measurements a first run's agent makes
+     * itself ("confirm"; NULL: none) */
+    "ALTER TABLE runs ADD COLUMN confirmation_of TEXT;"
+    "ALTER TABLE runs ADD COLUMN confirm INTEGER;"
+    /* a confirmation job: what it re-measures (JSON) and the run it confirms; the hosts
+     * that poll for jobs (daemon hosts, which the collector queues confirmations for) */
+    "ALTER TABLE jobs ADD COLUMN confirm TEXT;"
+    "ALTER TABLE jobs ADD COLUMN confirmation_of TEXT;"
+    "CREATE INDEX jobs_confirmation_of ON jobs (confirmation_of);"
+    "CREATE TABLE job_polls (host TEXT PRIMARY KEY, polled_us INTEGER NOT NULL);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

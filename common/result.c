@@ -89,6 +89,7 @@ void aw_result_free(struct aw_result **rp)
 	free(r->matrix_name);
 	free(r->matrix_hash);
 	free(r->matrix_profile);
+	free(r->confirmation_of);
 	json_decref(r->host);
 	json_decref(r->meta);
 	free(r->reference_kernel);
@@ -276,6 +277,10 @@ json_t *aw_result_to_json(const struct aw_result *r)
 		put(o, "meta", json_incref(r->meta), &ok);
 	if (r->reference_kernel)
 		put(o, "reference", aw_result_reference_to_json(r), &ok);
+	if (r->confirmation_of)
+		put(o, "confirmation_of", json_string(r->confirmation_of), &ok);
+	if (r->confirm > 0)
+		put(o, "confirm", json_integer(r->confirm), &ok);
 	for (size_t i = 0; ok && i < r->n_cells; i++) {
 		json_t *c = aw_cell_to_json(&r->cells[i]);
 
@@ -745,10 +750,10 @@ int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct
 	return rc;
 }
 
-static const char *const top_keys[] = {"schema",      "run_id",      "project", "commit",
-                                       "ref",         "commit_time", "trigger", "started_at",
-                                       "finished_at", "host",        "matrix",  "meta",
-                                       "reference",   "cells",       NULL};
+static const char *const top_keys[] = {
+    "schema",    "run_id",     "project",         "commit",  "ref",    "commit_time",
+    "trigger",   "started_at", "finished_at",     "host",    "matrix", "meta",
+    "reference", "cells",      "confirmation_of", "confirm", NULL};
 static const char *const matrix_keys[] = {"name", "version", "hash", "profile", NULL};
 
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
@@ -845,6 +850,19 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 	    get_str(&v, m, "profile", "matrix.profile", false, STR_NAME, &s) ||
 	    dup_into(&v, &r->matrix_profile, s))
 		goto fail;
+	if (get_str(&v, doc, "confirmation_of", "confirmation_of", false, STR_UUID, &s) ||
+	    dup_into(&v, &r->confirmation_of, s) ||
+	    get_int(&v, doc, "confirm", "confirm", false, 1, AW_RESULT_MAX_CONFIRM, 0, &r->confirm))
+		goto fail;
+	if (r->confirmation_of && !strcmp(r->confirmation_of, r->run_id)) {
+		verr(&v, "invalid", "confirmation_of", "'confirmation_of' names the run itself");
+		goto fail;
+	}
+	if (r->confirmation_of && r->confirm) {
+		verr(&v, "invalid", "confirm",
+		     "'confirm' is for a first run, not for a confirmation ('confirmation_of')");
+		goto fail;
+	}
 	m = json_object_get(doc, "meta");
 	if (m && !json_is_null(m)) {
 		if (!json_is_object(m)) {

@@ -1,6 +1,7 @@
 /* The verdict name table; see verdict.h. */
 #include "aw/verdict.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char *const names[AW_VERDICT_COUNT] = {
@@ -14,6 +15,14 @@ static const char *const names[AW_VERDICT_COUNT] = {
     [AW_VERDICT_NOISY] = "noisy",
     [AW_VERDICT_NEW] = "new",
     [AW_VERDICT_MISSING] = "missing",
+    [AW_VERDICT_SUSPECT] = "suspect",
+    [AW_VERDICT_UNCONFIRMED] = "unconfirmed",
+};
+
+static const char *const gate_names[AW_GATE_COUNT] = {
+    [AW_GATE_FAIL] = "fail",
+    [AW_GATE_WARN] = "warn",
+    [AW_GATE_OFF] = "off",
 };
 
 const char *aw_verdict_name(enum aw_verdict v)
@@ -36,5 +45,22 @@ bool aw_verdict_is_cell(enum aw_verdict v)
 
 bool aw_verdict_is_status(enum aw_verdict v)
 {
-	return v == AW_VERDICT_PASS || v == AW_VERDICT_FAIL || v == AW_VERDICT_INCOMPLETE;
+	return v == AW_VERDICT_PASS || v == AW_VERDICT_FAIL || v == AW_VERDICT_INCOMPLETE ||
+	       v == AW_VERDICT_UNCONFIRMED;
+}
+
+const char *aw_gate_name(enum aw_gate g)
+{
+	return (unsigned)g < AW_GATE_COUNT ? gate_names[g] : gate_names[AW_GATE_FAIL];
+}
+
+int aw_gate_parse(const char *name, enum aw_gate *out)
+{
+	for (unsigned g = 0; name && g < AW_GATE_COUNT; g++) {
+		if (!strcmp(name, gate_names[g])) {
+			*out = (enum aw_gate)g;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }

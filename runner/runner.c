@@ -29,11 +29,57 @@ struct aw_runner {
 	aw_progress_fn progress;
 	void *progress_arg;
 	volatile int *stop;
+	const char *const *keys; /* opts.keys: the only cells measured (none: every cell) */
+	size_t n_keys;
 };
 
 const char *aw_runner_version(void)
 {
 	return AW_VERSION;
+}
+
+bool aw_runner_selected(const struct aw_runner *r, const char *key)
+{
+	for (size_t i = 0; i < r->n_keys; i++)
+		if (key && !strcmp(r->keys[i], key))
+			return true;
+	return !r->n_keys;
+}
+
+uint32_t aw_runner_samples(const struct aw_runner *r)
+{
+	return r->params.samples;
+}
+
+void aw_runner_set_samples(struct aw_runner *r, uint32_t samples)
+{
+	uint32_t full = r->profile.samples ? r->profile.samples : 1;
+	double share;
+
+	/* after the hash: fewer batches measure the same cells */
+	r->params.samples = samples < AW_RUNNER_MIN_SAMPLES ? AW_RUNNER_MIN_SAMPLES : samples;
+	share = r->params.samples < full ? (double)r->params.samples / full : 1;
+	/* a cell's fixed costs shrink alike (the warm-up, the reference's batches beside it),
+	 * so that the time of a run follows its batches: N confirmation runs of 2S/N batches
+	 * cost about twice the first measurement of their cells */
+	r->params.warmup_ns = (uint64_t)((double)r->profile.warmup_ns * share);
+	if (r->params.reference_samples) {
+		uint32_t ref = (uint32_t)(AW_REFERENCE_SAMPLES * share + 0.5);
+
+		r->params.reference_samples = ref < 8 ? 8 : ref;
+	}
+}
+
+void aw_runner_select(struct aw_runner *r, const char *const *keys, size_t n)
+{
+	r->keys = keys;
+	r->n_keys = n;
+}
+
+void aw_runner_set_progress(struct aw_runner *r, aw_progress_fn fn, void *arg)
+{
+	r->progress = fn;
+	r->progress_arg = arg;
 }
 
 struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
@@ -97,6 +143,7 @@ struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 	env.urcu_missing = why;
 	if (aw_plan_build(&r->profile, &env, &r->plan, err))
 		goto fail;
+	aw_runner_select(r, opts->keys, opts->n_keys);
 	r->params.samples = r->profile.samples;
 	r->params.batch_min_ns = r->profile.batch_min_ns;
 	r->params.batch_min_ticks = r->profile.batch_min_ticks;
@@ -206,6 +253,8 @@ struct aw_result *aw_runner_run(struct aw_runner *r, char **err)
 			               r->plan.n);
 			goto out;
 		}
+		if (!aw_runner_selected(r, e->cell.key))
+			continue; /* not asked for (a confirmation's selection) */
 		c = aw_result_add_cell(res);
 		if (!c || copy_identity(c, &e->cell)) {
 			rc = aw_errorf(err, -ENOMEM, "out of memory");

@@ -214,13 +214,14 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	json_decref(d);
 }
 
-/* ---- gate levels (the defaults of thresholds.yaml's `gate:`) ---- */
+/* ---- what gates ---- */
 
-/* Whether a regression of this cell fails the gate by default: uncontended ops, readers,
- * subject and kernel cells do; contended cells and cells with duty only warn. */
+/* Whether a regression of this cell fails the gate (its level from thresholds.yaml's `gate:`,
+ * by default: uncontended ops, readers, subject and kernel cells do; contended cells and cells
+ * with duty only warn). */
 static bool fails_gate(const struct aw_cell_verdict *c)
 {
-	return !strstr(c->key, " contender=") && !strstr(c->key, " d=");
+	return c->gate == AW_GATE_FAIL;
 }
 
 static bool is_subject(const struct aw_cell_verdict *c)
@@ -230,7 +231,7 @@ static bool is_subject(const struct aw_cell_verdict *c)
 
 static bool regressed(const struct aw_cell_verdict *c)
 {
-	return c->verdict == AW_VERDICT_REGRESSED;
+	return c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT;
 }
 
 /* ---- the comparison methods ---- */
@@ -310,8 +311,9 @@ struct verdict_of {
 	size_t n_keys;
 };
 
-/* Judges `commit` on `host`; a fail-level regressed cell with fewer than 2 head runs (the
- * collector's detection.confirm_runs) is a suspect, with 2 or more a confirmed regression. */
+/* Judges `commit` on `host` as the gate does: a fail-level cell regressed is a confirmed
+ * regression, one suspect (judged on fewer head runs than detection.confirm_runs, 2) a
+ * suspect. */
 static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                   const char *commit, const char *host, struct verdict_of *out)
 {
@@ -324,6 +326,7 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 	for (size_t i = 0; i < v.n_cells; i++) {
 		const struct aw_cell_verdict *cv = &v.cells[i];
 		size_t runs = cv->p50.head_n > cv->p99.head_n ? cv->p50.head_n : cv->p99.head_n;
+		bool confirmed = cv->verdict == AW_VERDICT_REGRESSED;
 
 		if ((!regressed(cv) || !fails_gate(cv)) &&
 		    !(getenv("AW_REPLAY_VERBOSE") && is_subject(cv)))
@@ -346,7 +349,7 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 			        cv->p50.seen_before);
 		if (!regressed(cv) || !fails_gate(cv))
 			continue;
-		if (runs >= 2) {
+		if (confirmed) {
 			out->fail = true;
 			out->subject |= is_subject(cv);
 		} else if (out->n_keys < 4096) {

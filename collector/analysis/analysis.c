@@ -4,6 +4,7 @@
 #include "analysis.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ void aw_analysis_opts_default(struct aw_analysis_opts *o)
 	o->history = 40;
 	o->detect = d;
 	o->thresholds = NULL;
+	o->confirm_runs = 2;
 }
 
 /* ---- reading runs ---- */
@@ -81,6 +83,8 @@ struct run_list {
 	struct run_ref *r;
 	size_t n, cap, max;
 	const char *skip_commit; /* leave out runs of this commit (the head's own) */
+	bool firsts_only;        /* leave out confirmation runs (a history: they re-measure a
+	                            commit's suspects, and are no further runs of its matrix) */
 };
 
 static int collect_run(const struct store_run *run, void *cls)
@@ -89,6 +93,8 @@ static int collect_run(const struct store_run *run, void *cls)
 	struct run_ref *x;
 
 	if (l->skip_commit && run->commit && !strcmp(run->commit, l->skip_commit))
+		return 0;
+	if (l->firsts_only && run->confirmation_of)
 		return 0;
 	if (l->n >= l->max)
 		return 0;
@@ -150,8 +156,9 @@ static void keep_comparable(struct run_list *l, const struct run_ref *like)
 struct series {
 	char *key, *op, *reader, *subject;
 	int cpu;
-	int kind; /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
-	bool duty;
+	int kind;       /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
+	bool duty;      /* d > 0 */
+	bool warn_only; /* contended or with duty: its default gate level is warn */
 	double *p50, *p99, *se50;
 	double *rf; /* log of the reference kernel beside the cell, per baseline run */
 	double head50[MAX_HEAD_RUNS], head99[MAX_HEAD_RUNS], headse[MAX_HEAD_RUNS];
@@ -173,6 +180,9 @@ struct table {
 	/* the common mode of each baseline and head run (log), NAN where too few cells */
 	double *cm_hist, cm_head[MAX_HEAD_RUNS];
 	size_t n_head_runs;
+	const char *const *globs; /* only cells matching one of these (none: every cell) */
+	size_t n_globs;
+	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
 	/* while reading one run */
 	size_t run;
 	size_t ord;                /* the cell's position in its document */
@@ -235,6 +245,7 @@ static struct series *series_for(struct table *t, const struct aw_cell *c, int *
 	s->cpu = c->cpu;
 	s->kind = cell_kind(c);
 	s->duty = c->d > 0;
+	s->warn_only = (c->c != AW_NONE && c->c > 0) || c->contender_cpu != AW_NONE || c->d > 0;
 	if (aw_set_str(&s->key, c->key) || aw_set_str(&s->op, c->op) ||
 	    aw_set_str(&s->reader, c->reader) || aw_set_str(&s->subject, c->subject))
 		goto fail;
@@ -270,6 +281,22 @@ static double se_of(const struct aw_cell *c)
 	return (c->ci_hi - c->ci_lo) / (2 * 1.96);
 }
 
+/* Whether the cell is one of those asked for (every cell without globs); marks the globs that
+ * matched a cell of a head run. */
+static bool wanted(struct table *t, const char *key)
+{
+	bool any = !t->n_globs;
+
+	for (size_t i = 0; i < t->n_globs; i++) {
+		if (fnmatch(t->globs[i], key ? key : "", 0))
+			continue;
+		any = true;
+		if (t->reading == READ_HEAD)
+			t->globs_matched |= UINT64_C(1) << i;
+	}
+	return any;
+}
+
 static int read_cell(const struct aw_cell *c, void *cls)
 {
 	struct table *t = cls;
@@ -278,7 +305,7 @@ static int read_cell(const struct aw_cell *c, void *cls)
 	double rf = t->ref && ord < t->ref->n_ref ? log(t->ref->ref[ord]) : NAN;
 	int rc;
 
-	if (c->status == AW_CELL_SKIPPED)
+	if (c->status == AW_CELL_SKIPPED || !wanted(t, c->key))
 		return 0;
 	if (c->status == AW_CELL_FAILED && t->reading != READ_HEAD)
 		return 0;
@@ -334,11 +361,25 @@ static double threshold_for(const struct aw_thresholds *th, int p99, const struc
 	return aw_threshold_for(th->p50_rules, th->n_p50_rules, s->op, s->reader, s->key, th->p50);
 }
 
+/* The gate level of a cell: the first rule with `gate:` that matches, else its default. */
+static enum aw_gate gate_for(const struct aw_thresholds *th, const struct aw_cell_verdict *c,
+                             bool warn_only)
+{
+	enum aw_gate def = warn_only ? AW_GATE_WARN : AW_GATE_FAIL;
+
+	if (!th)
+		return def;
+	return (enum aw_gate)aw_threshold_for(th->gate_rules, th->n_gate_rules, c->op, c->reader,
+	                                      c->key, (double)def);
+}
+
 /* How bad a verdict is, for ranking: regressed first. */
 static int severity(enum aw_verdict v)
 {
 	switch (v) {
 	case AW_VERDICT_REGRESSED:
+		return 6;
+	case AW_VERDICT_SUSPECT:
 		return 5;
 	case AW_VERDICT_IMPROVED:
 		return 4;
@@ -362,8 +403,8 @@ static double magnitude(const struct aw_cell_verdict *c)
 	return isnan(m) ? 0 : fabs(m);
 }
 
-/* Regressed first, then improved, noisy, new, missing, unchanged; the largest change first
- * within a verdict, then by key. */
+/* Regressed first, then suspect, improved, noisy, new, missing, unchanged; the largest change
+ * first within a verdict, then by key. */
 static int cmp_cells(const void *a, const void *b)
 {
 	const struct aw_cell_verdict *x = a, *y = b;
@@ -666,6 +707,15 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		c->p99 = out[2 * i + 1];
 		c->p50_threshold = in[2 * i].threshold;
 		c->p99_threshold = in[2 * i + 1].threshold;
+		c->gate = gate_for(o->thresholds, c, s->warn_only);
+		c->n_head = s->n_head;
+		/* one run is a suspicion: the re-measurements of confirmation decide */
+		/* (the head runs judged: a disturbed run set aside beside quiet ones confirms
+		 * nothing) */
+		if (c->p50.verdict == AW_VERDICT_REGRESSED && c->p50.head_n < o->confirm_runs)
+			c->p50.verdict = AW_VERDICT_SUSPECT;
+		if (c->p99.verdict == AW_VERDICT_REGRESSED && c->p99.head_n < o->confirm_runs)
+			c->p99.verdict = AW_VERDICT_SUSPECT;
 		if (s->failed && !s->in_head) {
 			c->p50.verdict = AW_VERDICT_MISSING;
 			snprintf(c->p50.note, sizeof(c->p50.note), "the head's cell failed: %.100s",
@@ -680,6 +730,9 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 			                 : c->p50.verdict;
 		v->counts[c->verdict]++;
 		v->n_cells++;
+		if ((c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT) &&
+		    c->gate == AW_GATE_WARN)
+			v->warnings++;
 	}
 	qsort(v->cells, v->n_cells, sizeof(*v->cells), cmp_cells);
 	rc = 0;
@@ -688,6 +741,23 @@ out:
 	free(out);
 	free(buf);
 	return rc;
+}
+
+/* fail when a cell of gate level fail regressed (confirmed), else unconfirmed when one is
+ * suspect, else pass; warn and off cells never change it */
+static enum aw_verdict host_status(const struct aw_host_verdict *v)
+{
+	enum aw_verdict st = AW_VERDICT_PASS;
+
+	for (size_t i = 0; i < v->n_cells; i++) {
+		if (v->cells[i].gate != AW_GATE_FAIL)
+			continue;
+		if (v->cells[i].verdict == AW_VERDICT_REGRESSED)
+			return AW_VERDICT_FAIL;
+		if (v->cells[i].verdict == AW_VERDICT_SUSPECT)
+			st = AW_VERDICT_UNCONFIRMED;
+	}
+	return st;
 }
 
 static int read_runs(struct store_conn *c, struct table *t, const struct run_list *l, int reading)
@@ -711,9 +781,13 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
                      const char *commit, const char *base_commit, const char *host,
                      struct aw_host_verdict *out, char **err)
 {
-	struct run_list head = {.max = MAX_HEAD_RUNS}, base = {.max = o->history};
+	struct run_list head = {.max = MAX_HEAD_RUNS},
+	                base = {.max = o->history, .firsts_only = true};
 	struct run_list ref = {.max = MAX_HEAD_RUNS};
-	struct table t = {.detect = &o->detect};
+	struct table t = {.detect = &o->detect,
+	                  .globs = o->globs,
+	                  .n_globs = o->n_globs < AW_ANALYSIS_MAX_GLOBS ? o->n_globs
+	                                                                : AW_ANALYSIS_MAX_GLOBS};
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = MAX_HEAD_RUNS};
 	int rc;
@@ -776,6 +850,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		rc = read_runs(c, &t, &head, READ_HEAD);
 	if (rc)
 		goto fail;
+	out->globs_matched = t.globs_matched;
 	rc = common_mode(&t);
 	if (rc)
 		goto out;
@@ -792,7 +867,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	rc = judge(&t, o, out);
 	if (rc)
 		goto out;
-	out->status = out->counts[AW_VERDICT_REGRESSED] ? AW_VERDICT_FAIL : AW_VERDICT_PASS;
+	out->status = host_status(out);
 	goto out;
 fail:
 	aw_errorf(err, rc, "cannot read the runs of %s on %s: %s", commit, host, strerror(-rc));
@@ -887,21 +962,23 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 
 		if (!all_cells && c->verdict == AW_VERDICT_UNCHANGED)
 			continue;
-		cj = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o, s:o}", "key", c->key, "op",
-		               c->op, "reader", c->reader ? json_string(c->reader) : json_null(),
-		               "subject", c->subject ? json_string(c->subject) : json_null(), "cpu",
-		               c->cpu == AW_NONE ? json_null() : json_integer(c->cpu), "verdict",
-		               aw_verdict_name(c->verdict), "p50",
-		               metric_json(&c->p50, c->p50_threshold), "p99",
-		               metric_json(&c->p99, c->p99_threshold));
+		cj = json_pack(
+		    "{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I, s:o, s:o}", "key", c->key, "op",
+		    c->op, "reader", c->reader ? json_string(c->reader) : json_null(), "subject",
+		    c->subject ? json_string(c->subject) : json_null(), "cpu",
+		    c->cpu == AW_NONE ? json_null() : json_integer(c->cpu), "verdict",
+		    aw_verdict_name(c->verdict), "gate", aw_gate_name(c->gate), "head_runs",
+		    (json_int_t)c->n_head, "p50", metric_json(&c->p50, c->p50_threshold), "p99",
+		    metric_json(&c->p99, c->p99_threshold));
 		if (!cj || json_array_append_new(cells, cj))
 			goto fail;
 	}
-	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:o, s:b, s:o}", "host", v->host, "status",
-	              aw_verdict_name(v->status), "reason",
+	o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:I, s:o, s:b, s:o}", "host", v->host,
+	              "status", aw_verdict_name(v->status), "reason",
 	              v->reason ? json_string(v->reason) : json_null(), "head_runs", runs,
-	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "cells",
-	              cells, "disturbed", v->disturbed, "runs", runs_json(v));
+	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "warnings",
+	              (json_int_t)v->warnings, "cells", cells, "disturbed", v->disturbed, "runs",
+	              runs_json(v));
 	return o;
 fail:
 	json_decref(cells);
@@ -928,7 +1005,7 @@ static int cp_add(struct cp_set *s, const struct store_changepoint *p)
 int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts *o,
                              const char *project, const char *host, const char *ref, char **err)
 {
-	struct run_list runs = {.max = o->history};
+	struct run_list runs = {.max = o->history, .firsts_only = true};
 	struct table t = {.detect = &o->detect};
 	struct cp_set set = {0};
 	struct aw_changepoint cps[MAX_CP];

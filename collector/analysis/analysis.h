@@ -9,11 +9,13 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "detect.h"
 #include "store.h"
 
-/* Thresholds (configs/thresholds.yaml): the first matching rule wins. */
+/* Thresholds (configs/thresholds.yaml): the first matching rule wins, for each of p50, p99 and
+ * gate separately (a rule that sets only p99 does not hide a later rule's p50). */
 struct aw_thresholds {
 	double p50; /* default relative threshold of p50 (0.05) */
 	double p99; /* default of p99 (0.10: tails are noisier) */
@@ -21,25 +23,51 @@ struct aw_thresholds {
 	size_t n_p50_rules;
 	struct aw_threshold_rule *p99_rules;
 	size_t n_p99_rules;
+	/* the rules that set `gate:`; each one's `threshold` holds its enum aw_gate, so that the
+	 * one matcher (aw_threshold_for) serves both */
+	struct aw_threshold_rule *gate_rules;
+	size_t n_gate_rules;
 };
+
+/* The most --cells globs one verdict takes (the API answers 400 beyond). */
+#define AW_ANALYSIS_MAX_GLOBS 32
 
 struct aw_analysis_opts {
 	const char *baseline_ref; /* the ref whose history is the baseline ("main") */
 	unsigned history;         /* earlier runs read per host: window, excursions, change
 	                             points (default 40) */
 	struct aw_detect_opts detect;
-	const struct aw_thresholds *thresholds; /* NULL: 5% / 10% everywhere */
+	const struct aw_thresholds *thresholds; /* NULL: 5% / 10% everywhere, default gates */
+	/* When n_globs > 0, only the cells whose key matches one of these fnmatch globs are read
+	 * and judged (they alone are the false discovery family); at most AW_ANALYSIS_MAX_GLOBS.
+	 * Borrowed. */
+	const char *const *globs;
+	size_t n_globs;
+	/* A cell judged regressed on fewer head runs of it than this is `suspect` instead (the
+	 * first run plus confirm_runs - 1 re-measurements; default 2; 0 or 1: one run decides). */
+	unsigned confirm_runs;
+	/* After the post-ingest verdict of a daemon host's first run with suspects, queue a job
+	 * re-measuring them this many times (0: none), claimable for confirm_ttl_us. */
+	unsigned confirm_jobs;
+	int64_t confirm_ttl_us;
 };
 
-/* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL. */
+/* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL, no
+ * globs, confirm_runs 2. */
 void aw_analysis_opts_default(struct aw_analysis_opts *o);
 
 /* One cell of one host: p50 and p99 judged separately; `verdict` is the more severe of the two
- * (regressed > improved > noisy > new > missing > unchanged). */
+ * (regressed > suspect > improved > noisy > new > missing > unchanged). A metric regressed on
+ * fewer head runs than opts' confirm_runs is `suspect` (the cell too). */
 struct aw_cell_verdict {
 	char *key, *op, *reader, *subject; /* owned; reader/subject may be NULL */
 	int cpu;
 	enum aw_verdict verdict;
+	size_t n_head; /* head runs that measured the cell */
+	/* how its regression weighs (the first thresholds rule with `gate:` that matches, else
+	 * fail for uncontended ops, readers, subject and kernel cells, warn for contended cells
+	 * and cells with duty) */
+	enum aw_gate gate;
 	struct aw_detect_result p50, p99;
 	double p50_threshold, p99_threshold;
 };
@@ -55,7 +83,9 @@ struct aw_run_state {
 /* A commit on one host. */
 struct aw_host_verdict {
 	char *host;
-	enum aw_verdict status; /* pass; fail: a cell regressed; incomplete: no head run */
+	enum aw_verdict status; /* fail: a cell of gate level fail regressed (confirmed);
+	                           else unconfirmed: a fail-level cell is suspect; else pass;
+	                           incomplete: no head run */
 	char *reason;           /* why incomplete, else NULL */
 	char **head_runs;       /* run ids of the commit on this host, newest first */
 	size_t n_head_runs;
@@ -67,6 +97,8 @@ struct aw_host_verdict {
 	                                  unchanged; the largest change first within each */
 	size_t n_cells;
 	size_t counts[AW_VERDICT_COUNT]; /* cells per verdict (cell verdicts only) */
+	size_t warnings;                 /* regressed or suspect cells of gate level warn */
+	uint64_t globs_matched;          /* bit i: opts' globs[i] matched a cell of a head run */
 };
 
 /* Judges `commit` of `project` on `host`. The baseline is the last o->history runs of
@@ -82,7 +114,8 @@ void aw_host_verdict_release(struct aw_host_verdict *v);
 
 /* The JSON form used by /api/v1/gate and /api/v1/compare:
  *   {"host", "status", "reason", "head_runs": [...], "baseline_runs": n, "counts": {...},
- *    "cells": [{"key", "op", "reader", "subject", "cpu", "verdict",
+ *    "warnings": n,
+ *    "cells": [{"key", "op", "reader", "subject", "cpu", "verdict", "gate", "head_runs",
  *               "p50": {verdict, baseline, head, change, change_lo, change_hi, noise, pvalue,
  *                       qvalue, window, bimodal, note, threshold}, "p99": {...}}, ...]}
  * Cells whose verdict is unchanged are listed only when `all_cells`. NULL on allocation

@@ -658,7 +658,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		double moved = log(r->disturb), c = log1p(r->change);
 		double room = 1.25 * fabs(moved) + 2 * (isfinite(r->noise) ? r->noise : 0);
 
-		if (c * moved > 0 && fabs(c) <= room) {
+		if (c * moved > 0 && fabs(c) <= room && fabs(moved) <= log(o->disturb_max)) {
 			r->explained = true;
 			if (r->head_n >= 2)
 				r->verdict = AW_VERDICT_NOISY;

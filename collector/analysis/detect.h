@@ -30,6 +30,9 @@ struct aw_detect_opts {
 	                         and by more than disturb_k of its history's spread is disturbed
 	                         (default 0.03) */
 	double disturb_k;     /* (default 4) */
+	double disturb_max;   /* a disturbance explains a change only up to this factor (x or 1/x,
+	                         default 2.5): whole runs of the VMs we measured moved by up to
+	                         2.2x; every cell of a run 3x slower is a change of everything */
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
@@ -38,7 +41,7 @@ struct aw_detect_opts {
 		.window = 10, .fdr = 0.05, .power_z = 1.645, .min_abs_ns = 0.1,                    \
 		.noise_floor = 0.001, .bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, \
 		.mw_alpha = 0.05, .excursion = 1.5, .disturb_min = 0.03, .disturb_k = 4,           \
-		.cp = AW_CP_OPTS_DEFAULT                                                           \
+		.disturb_max = 2.5, .cp = AW_CP_OPTS_DEFAULT                                       \
 	}
 
 /* The run factors a cell can be judged relative to (aw_detect_input.factor). */

@@ -65,7 +65,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.record()
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
-        if url.path == "/api/v1/gate":
+        if url.path in ("/api/v1/gate", "/api/v1/compare"):
+            for glob in q.get("cells", []):
+                if glob.startswith("nomatch"):
+                    return self.reply(400, json.dumps({"error": {
+                        "code": "no_match", "field": "cells",
+                        "message": "the 'cells' glob '%s' matches no cell of commit %s on "
+                                   "any host" % (glob, SHA)}}))
             with FAKE.lock:
                 if FAKE.gate_fail_first:
                     FAKE.gate_fail_first -= 1
@@ -156,6 +162,39 @@ class CiCli(unittest.TestCase):
         q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.paths("/api/v1/gate")[-1]).query)
         self.assertEqual(q, {"project": ["libpcpu"], "commit": [SHA], "baseline_ref": ["main"],
                              "hosts": ["x86-ci"]})
+
+    def test_cells_and_strict(self):
+        FAKE.gate = ("unconfirmed.json", 200)
+        p = self.gate("--cells", "subject=*", "--cells", "op=lock_* cpu=0 *")
+        self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
+        self.assertIn("atomwatch gate: unconfirmed:", p.stdout)
+        self.assertIn("suspect    x86-ci  subject=libpcpu op=inc cpu=0 [p50]", p.stdout)
+        self.assertIn("warning    x86-ci  op=lock_inc cpu=0 contender=1 c=100 d=100", p.stdout)
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.paths("/api/v1/gate")[-1]).query)
+        self.assertEqual(q["cells"], ["subject=*", "op=lock_* cpu=0 *"])
+        p = self.gate("--strict")
+        self.assertEqual(p.returncode, 1, (p.stdout, p.stderr))
+        self.assertIn("atomwatch gate: unconfirmed:", p.stdout)
+        p = ci("compare", "--collector", self.url, "--project", "libpcpu", "--base", SHA,
+               "--head", SHA, "--cells", "subject=*")
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.paths("/api/v1/compare")[-1]).query)
+        self.assertEqual(q["cells"], ["subject=*"])
+
+    def test_cells_bad(self):
+        # a glob that matches nothing is the collector's 400, named; a usage error, not a pass
+        p = self.gate("--cells", "subject=*", "--cells", "nomatch=*")
+        self.assertEqual(p.returncode, 3, (p.stdout, p.stderr))
+        self.assertIn("the 'cells' glob 'nomatch=*' matches no cell of commit", p.stderr)
+        self.assertIn("(field 'cells')", p.stderr)
+        self.assertEqual(len(self.paths("/api/v1/gate")), 1, "a 4xx is not retried")
+        for bad, msg in (("", "--cells needs a glob"), ("a\tb", "holds a control character")):
+            p = self.gate("--cells", bad)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertIn(msg, p.stderr)
+        p = ci("wait", "--collector", self.url, "--project", "libpcpu", "--commit", SHA,
+               "--hosts", "a", "--cells", "x")
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("'wait' does not take --cells", p.stderr)
 
     def test_host_missing_from_reply(self):
         FAKE.gate = ("pass.json", 200)

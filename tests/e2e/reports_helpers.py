@@ -33,6 +33,11 @@ def commit_sha(tag, k):
     return "%08x%032x" % (tag, k + 1)
 
 
+# The pages' tests judge the newest commit from one run per host: one run decides there
+# (detection.confirm_runs: 1), as before confirmation; test_gate_confirm.py tests the default.
+ONE_RUN_DECIDES = "detection:\n  confirm_runs: 1\n"
+
+
 def regress(doc, factor=3.0):
     """Makes REGRESSED_CELL `factor` times slower in doc."""
     for cell in doc["cells"]:

@@ -38,7 +38,9 @@ S = Suite()
 def setup(backend):
     S.pg = h.Postgres().start() if backend == "postgres" else None
     S.db = h.Database(backend, S.pg)
-    S.col = h.Collector(S.db.url).start()
+    # these daemons' runs must not bring confirmation jobs of their own (counted runs):
+    # test_agent_confirm.py tests those
+    S.col = h.Collector(S.db.url, config="detection:\n  confirm_jobs: 0\n").start()
     S.ci = S.col.token("ci")
     S.url = "http://127.0.0.1:%d" % S.col.port
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""atomwatch-ci against the real collector: a commit much slower than main's history fails the
-gate (exit 1) and one like it passes (0); a host that never reports makes the gate incomplete
+"""atomwatch-ci against the real collector: a commit much slower than main's history is
+unconfirmed after one run (exit 0, 1 with --strict) and fails the gate (exit 1) once a second run
+confirms it, and one like it passes (0); a host that never reports makes the gate incomplete
 after the wait (exit 2, the host named, an <error> in the JUnit); a collector that is down is
 exit 3; wait returns as soon as a late host uploads; trigger queues a job the collector lists;
 the token reaches a collector whose reads need one, and a wrong one is exit 3.
@@ -84,6 +85,16 @@ def test_pass_and_fail():
     p = gate(S.same, "--hosts", HOST)
     eq(p.returncode, 0, p.stdout + p.stderr)
     check(p.stdout.startswith("atomwatch gate: pass: commit %s" % S.same[:12]), p.stdout)
+
+    # one run of the slow commit only makes its cells suspect: unconfirmed, exit 0
+    p = gate(S.slow, "--hosts", HOST)
+    eq(p.returncode, 0, p.stdout + p.stderr)
+    check(p.stdout.startswith("atomwatch gate: unconfirmed: commit %s" % S.slow[:12]), p.stdout)
+    check("  suspect    %s  op=plain cpu=0 [p50]" % HOST in p.stdout, p.stdout)
+    p = gate(S.slow, "--hosts", HOST, "--strict")
+    eq(p.returncode, 1, p.stdout + p.stderr)
+    # a second run of the commit (what --confirm measures) confirms it: fail
+    upload(S.col, None, HOST, S.slow, "refs/heads/slow", seed=3, scale=3.0, minute=12)
 
     d = h.tempdir("aw-gate-")
     junit, md = os.path.join(d, "g.xml"), os.path.join(d, "g.md")

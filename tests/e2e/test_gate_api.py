@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Regression verdicts over real HTTP, against SQLite or a real PostgreSQL: GET /api/v1/gate
 (pass, fail with the regressed cell first, incomplete for a host that never reported, the
-thresholds file), GET /api/v1/compare of two commits, GET /api/v1/changepoints, every bad
-parameter (status and field) and reads that require a token.
+thresholds file and its gate levels, the cells globs), GET /api/v1/compare of two commits,
+GET /api/v1/changepoints, every bad parameter (status and field) and reads that require a
+token.
 
 usage: test_gate_api.py --backend sqlite|postgres"""
 
@@ -17,7 +18,11 @@ from harness import check, eq  # noqa: E402
 HOSTS = ("grace", "altra")
 HEAD = "feedface01"
 ONLY_ALTRA = "feedface02"
+WARN_ONLY = "feedface03"   # only a contended cell and an ungated reader regressed
 CELLS = 60
+CONTENDED = "op=stadd cpu=0 contender=1 c=10"
+DUTY = "op=stadd cpu=0 contender=1 c=100 d=100"
+UNGATED = "reader=srcu_nmisafe op=ldadd cpu=0"
 
 THRESHOLDS = """\
 p50: 5%
@@ -26,6 +31,8 @@ rules:
   - op: plain        # ~1 cycle: tiny absolute changes are large relative ones
     p50: 50%
     p99: 100%
+  - reader: srcu_nmisafe
+    gate: off
 """
 
 
@@ -67,7 +74,9 @@ def setup(backend):
     path = os.path.join(S.dir, "thresholds.yaml")
     with open(path, "w") as f:
         f.write(THRESHOLDS)
-    S.col = h.Collector(S.db.url, config="detection:\n  thresholds: %s\n" % path).start()
+    # one head run decides here: confirmation has its own test (test_gate_confirm.py)
+    S.col = h.Collector(S.db.url, config="detection:\n  thresholds: %s\n  confirm_runs: 1\n"
+                        % path).start()
     S.agent = {host: S.col.token("agent", host) for host in HOSTS}
     S.ci = S.col.token("ci")
     for i in range(1, 9):
@@ -79,6 +88,8 @@ def setup(backend):
     upload(doc("grace", HEAD, "pr-1", 20, seed=7, changes=regress))
     upload(doc("altra", HEAD, "pr-1", 20, seed=8))
     upload(doc("altra", ONLY_ALTRA, "pr-2", 21, seed=9))
+    upload(doc("grace", WARN_ONLY, "pr-3", 22, seed=10,
+               changes={CONTENDED: 10.0, DUTY: 10.0, UNGATED: 10.0}))
 
 
 def gate(query, token=None):
@@ -164,6 +175,50 @@ def test_compare():
     eq(sorted(x["host"] for x in c.json()["hosts"]), sorted(HOSTS))
 
 
+def test_gate_levels():
+    g = gate("project=linux&commit=%s&hosts=grace" % WARN_ONLY).json()
+    grace = host_of(g, "grace")
+    cells = {c["key"]: c for c in grace["cells"]}
+    for key in (CONTENDED, DUTY, UNGATED):
+        eq(cells[key]["verdict"], "regressed", key)
+    eq(cells[CONTENDED]["gate"], "warn", "contended cells warn by default")
+    eq(cells[DUTY]["gate"], "warn", "duty cells warn by default")
+    eq(cells[UNGATED]["gate"], "off", "the rule's gate: off")
+    eq(grace["warnings"], 2, "the off cell is shown, not a warning")
+    eq(grace["status"], "pass", "warn and off cells never fail")
+    eq(g["status"], "pass")
+    g = gate("project=linux&commit=%s&hosts=grace" % HEAD).json()
+    eq({c["key"]: c["gate"] for c in host_of(g, "grace")["cells"]}["op=stadd cpu=0"], "fail")
+
+
+def test_gate_cells_globs():
+    # only the matching cells are judged: stadd's regression is not among them
+    g = gate("project=linux&commit=%s&hosts=grace&cells=op=ldadd%%20*&cells=reader=*&all=1"
+             % HEAD).json()
+    grace = host_of(g, "grace")
+    keys = [c["key"] for c in grace["cells"]]
+    check(keys and all(k.startswith("op=ldadd ") or k.startswith("reader=") for k in keys),
+          keys)
+    check("op=ldadd cpu=1" in keys, keys)
+    eq(g["status"], "fail", "ldadd +20% is among them")
+    g = gate("project=linux&commit=%s&cells=reader=*" % HEAD).json()
+    eq(g["status"], "pass", g)
+    c = S.col.request("GET", "/api/v1/compare?base=%s&head=%s&host=grace&cells=op=stadd%%20cpu=0"
+                      % (base_sha(8), HEAD)).json()
+    eq([x["key"] for x in host_of(c, "grace")["cells"]], ["op=stadd cpu=0"])
+    # a glob that matches no cell of the commit on any host is refused, naming it
+    for path in ("/api/v1/gate?project=linux&commit=%s&cells=op=*&cells=subject=*" % HEAD,
+                 "/api/v1/compare?base=%s&head=%s&cells=subject=*" % (base_sha(8), HEAD)):
+        r = S.col.request("GET", path)
+        eq(r.status, 400, path)
+        eq((r.error()["field"], r.error()["code"]), ("cells", "no_match"), path)
+        check("'subject=*'" in r.error()["message"], r.error())
+    # a commit nobody ran stays incomplete: there is nothing the glob could match yet
+    eq(gate("project=linux&commit=0123456789&cells=subject=*").json()["status"], "incomplete")
+    r = gate("project=linux&commit=%s&" % HEAD + "&".join(["cells=op=*"] * 33))
+    eq((r.status, r.error()["field"], r.error()["code"]), (400, "cells", "too_many"))
+
+
 def test_changepoints_endpoint():
     r = S.col.request("GET", "/api/v1/changepoints?host=grace&ref=main")
     eq(r.status, 200, r)
@@ -186,6 +241,8 @@ def test_bad_parameters():
         ("/api/v1/compare?base=%s&head=nothex" % HEAD, "head", "invalid"),
         ("/api/v1/changepoints?ref=main", "host", "required"),
         ("/api/v1/changepoints?host=grace&cell=", "cell", "invalid"),
+        ("/api/v1/gate?project=linux&commit=%s&cells=" % HEAD, "cells", "invalid"),
+        ("/api/v1/gate?project=linux&commit=%s&cells=a%%01b" % HEAD, "cells", "invalid"),
     ]
     for path, field, code in cases:
         r = S.col.request("GET", path)

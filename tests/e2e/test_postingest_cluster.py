@@ -38,8 +38,8 @@ def setup(args):
     S.args = args
     S.pg = h.Postgres().start()
     S.db = h.Database("postgres", S.pg)
-    S.a = h.Collector(S.db.url).start()
-    S.b = h.Collector(S.db.url).start()
+    S.a = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES).start()
+    S.b = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES).start()
     S.admin = S.a.token("admin")
 
 
@@ -158,17 +158,18 @@ def test_task_survives_a_killed_collector():
     # the kill.
     eq(S.a.stop(), 0)
     eq(S.b.stop(), 0)
-    ingest = h.Collector(S.db.url, config="postingest:\n  workers: 0\n").start()
+    ingest = h.Collector(S.db.url,
+                         config=rh.ONE_RUN_DECIDES + "postingest:\n  workers: 0\n").start()
     sha = rh.commit_sha(0xdead, 1)
     host = S.site.hosts[2]  # one whose baseline holds no regression (host 0's newest has one)
     upload(ingest, regressed_doc(host, sha, 4242), S.admin)
     ingest.kill9()
     # the task outlived it, waiting in the database
-    idle = h.Collector(S.db.url, config="postingest:\n  workers: 0\n").start()
+    idle = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES + "postingest:\n  workers: 0\n").start()
     eq(h.postingest_gauges(idle.port)["tasks"], 1, "the task of the killed collector's upload")
     eq(idle.stop(), 0)
     # another collector's workers do it: verdict cached, every chart drawn and served by it
-    S.b = h.Collector(S.db.url).start()
+    S.b = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES).start()
     h.wait_for_renders(S.b.port, timeout=120)
     text = page(S.b, "/commits/" + sha)
     eq(row_verdict(text, host, rh.REGRESSED_CELL), "regressed", "cached verdict")
@@ -187,7 +188,8 @@ def test_hung_worker_taken_over_after_its_lease():
     # A collector whose only worker hangs in gnuplot while it holds the task is killed; the
     # next collector takes the task over once the claim is older than its lease.
     eq(S.b.stop(), 0)
-    hung = h.Collector(S.db.url, config="postingest:\n  workers: 1\n  gnuplot: %s\n"
+    hung = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES
+                       + "postingest:\n  workers: 1\n  gnuplot: %s\n"
                        "  timeout: 600s\n" % FAKE_GNUPLOT).start()
     sha = rh.commit_sha(0xdead, 2)
     host = S.site.hosts[1]
@@ -201,7 +203,7 @@ def test_hung_worker_taken_over_after_its_lease():
              for f in files if f.endswith((".svg", ".png"))]
     eq(drawn, [], "the hung worker drew nothing")
     hung.kill9()
-    S.b = h.Collector(S.db.url, config="postingest:\n  lease: 2s\n").start()
+    S.b = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES + "postingest:\n  lease: 2s\n").start()
     path = "/charts/commits/%s/hosts/%s/compare-main.svg" % (sha, host)
     h.wait_for_chart(S.b.port, path, timeout=60)
     took = time.time() - t_claim

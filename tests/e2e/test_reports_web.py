@@ -34,7 +34,7 @@ def setup(backend):
     S.backend = backend
     S.pg = h.Postgres().start() if backend == "postgres" else None
     S.db = h.Database(backend, S.pg)
-    S.col = h.Collector(S.db.url).start()
+    S.col = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES).start()
     S.data = os.path.join(S.col.dir, "data")
     S.site = rh.load(S.col, n_hosts=4, n_commits=3, cells=CELLS)
 
@@ -278,7 +278,7 @@ def test_charts_off_keeps_verdicts():
     # postingest.charts off: the workers still cache each commit's verdict and the change
     # points, and draw nothing
     db = h.Database(S.backend, S.pg)
-    col = h.Collector(db.url, config="postingest:\n  charts: off\n").start()
+    col = h.Collector(db.url, config=rh.ONE_RUN_DECIDES + "postingest:\n  charts: off\n").start()
     site = rh.load(col, n_hosts=2, n_commits=3, cells=CELLS, tag=0xc4a27, hostile=False)
     h.wait_for_renders(col.port)
     eq(db.count("verdicts"), 2 * 3, "a verdict per commit and host")

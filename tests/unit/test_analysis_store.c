@@ -96,6 +96,7 @@ static void test_verdict_regressed_first(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	/* a run of another matrix must not be compared */
 	put(c, run_of("grace", "0ddba11", "main", 13, 500, 500, 500, "ffffffffffffffff"));
@@ -147,6 +148,7 @@ static void test_incomplete_and_compare(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
 	assert_int_equal(v.status, AW_VERDICT_INCOMPLETE);
@@ -159,6 +161,206 @@ static void test_incomplete_and_compare(void **state)
 	assert_string_equal(v.cells[0].key, "op=llsc cpu=0");
 	assert_int_equal(v.cells[0].verdict, AW_VERDICT_REGRESSED);
 	aw_host_verdict_release(&v);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static const struct aw_cell_verdict *cell_of(const struct aw_host_verdict *v, const char *key)
+{
+	for (size_t i = 0; i < v->n_cells; i++)
+		if (!strcmp(v->cells[i].key, key))
+			return &v->cells[i];
+	fail_msg("no cell '%s'", key);
+	return NULL;
+}
+
+/* thresholds.yaml's gate: a warn cell's regression is listed as a warning and the host
+ * passes; an off cell is still judged and shown but neither fails nor warns; the defaults
+ * fail uncontended ops */
+static void test_gate_levels(void **state)
+{
+	/* as thresholds.yaml's "- op: stadd / gate: warn" and "- key: 'op=stadd *' / gate: off" */
+	struct aw_threshold_rule warn = {.op = "stadd", .threshold = AW_GATE_WARN};
+	struct aw_threshold_rule off = {.key = "op=stadd *", .threshold = AW_GATE_OFF};
+	struct aw_thresholds th = {
+	    .p50 = 0.05, .p99 = 0.10, .gate_rules = &warn, .n_gate_rules = 1};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+	json_t *j;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	/* no thresholds: an uncontended op fails */
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->gate, AW_GATE_FAIL);
+	assert_int_equal(v.warnings, 0);
+	aw_host_verdict_release(&v);
+
+	o.thresholds = &th;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 1);
+	assert_int_equal(v.warnings, 1);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->gate, AW_GATE_WARN);
+	assert_int_equal(cell_of(&v, "op=ldadd cpu=0")->gate, AW_GATE_FAIL);
+	j = aw_host_verdict_json(&v, false);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "pass");
+	assert_int_equal(json_integer_value(json_object_get(j, "warnings")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "cells"), 0), "gate")),
+	                    "warn");
+	json_decref(j);
+	aw_host_verdict_release(&v);
+
+	th.gate_rules = &off;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.warnings, 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->gate, AW_GATE_OFF);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* --cells: only the matching cells are read and judged; each glob says whether it matched a
+ * cell of the head */
+static void test_cell_globs(void **state)
+{
+	const char *const globs[] = {"op=ld*", "op=nothing*", "op=llsc *"};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	o.globs = globs;
+	o.n_globs = 3;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	/* stadd regressed, but it is not asked for */
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.n_cells, 2);
+	assert_int_equal(v.globs_matched, 1 | 4);
+	cell_of(&v, "op=ldadd cpu=0");
+	cell_of(&v, "op=llsc cpu=0");
+	aw_host_verdict_release(&v);
+	o.n_globs = 0;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.n_cells, 3 + FILLER);
+	assert_int_equal(v.globs_matched, 0);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* A run of the head that re-measures only stadd (a confirmation run measures the suspects). */
+static struct aw_result *only_stadd(struct aw_result *r)
+{
+	struct aw_cell keep = r->cells[1];
+
+	assert_string_equal(keep.op, "stadd");
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (i != 1)
+			aw_cell_release(&r->cells[i]);
+	r->cells[0] = keep;
+	r->n_cells = 1;
+	return r;
+}
+
+/* The default detection.confirm_runs (2): one head run makes stadd suspect and the host
+ * unconfirmed; a second run of the head measuring only stadd confirms it (fail), while the
+ * cells it did not re-measure keep their one run; a re-measurement that does not reproduce the
+ * slowdown clears it. */
+static void test_confirmation(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+	json_t *j;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	assert_int_equal(o.confirm_runs, 2);
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de1", "feature", 14, 5.0, 500.0, 20.0, HASH));
+	put(c, run_of("grace", "badc0de2", "feature", 15, 5.0, 500.0, 20.0, HASH));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_UNCONFIRMED);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 1);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 0);
+	assert_string_equal(v.cells[0].key, "op=stadd cpu=0");
+	assert_int_equal(v.cells[0].verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.cells[0].p50.verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.cells[0].n_head, 1);
+	j = aw_host_verdict_json(&v, false);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "unconfirmed");
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "counts"), "suspect")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(j, "cells"), 0), "verdict")),
+	                    "suspect");
+	json_decref(j);
+	aw_host_verdict_release(&v);
+
+	/* confirmed: the re-measurement of stadd is as slow */
+	put(c, only_stadd(run_of("grace", "badc0de1", "feature", 14, 5.0, 498.0, 20.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de1", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	assert_int_equal(v.n_head_runs, 2);
+	assert_int_equal(v.n_baseline_runs, 12);
+	assert_string_equal(v.cells[0].key, "op=stadd cpu=0");
+	assert_int_equal(v.cells[0].verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(v.cells[0].n_head, 2);
+	assert_int_equal(cell_of(&v, "op=ldadd cpu=0")->n_head, 1);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 0);
+	aw_host_verdict_release(&v);
+
+	/* not reproduced: the second run is back at 50 ns; the median of 500 and 50 is still
+	 * far above, so two runs that disagree leave it to the rank test: a third decides */
+	put(c, only_stadd(run_of("grace", "badc0de2", "feature", 15, 5.0, 50.0, 20.0, HASH)));
+	put(c, only_stadd(run_of("grace", "badc0de2", "feature", 15, 5.0, 50.1, 20.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de2", NULL, "grace", &v, &err), 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->n_head, 3);
+	assert_int_not_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_REGRESSED);
+	assert_int_not_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
+
+	/* a confirmation run of a commit of main is no further run of the baseline: the next
+	 * commit's history holds the first runs only */
+	{
+		struct aw_result *conf =
+		    only_stadd(run_of("grace", "c0ffee12", "main", 12, 5.0, 5000.0, 20.0, HASH));
+
+		assert_int_equal(
+		    aw_set_str(&conf->confirmation_of, "0e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d"), 0);
+		put(c, conf);
+	}
+	put(c, run_of("grace", "badc0de3", "feature", 16, 5.0, 50.0, 20.0, HASH));
+	put(c, run_of("grace", "badc0de3", "feature", 16, 5.0, 50.0, 20.0, HASH));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de3", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.n_baseline_runs, 12);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->verdict, AW_VERDICT_UNCHANGED);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
+	assert_null(err);
 	store_disconnect(&c);
 	store_close(&s);
 }
@@ -202,6 +404,7 @@ static void test_changepoints_and_cache(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
+	o.confirm_runs = 1; /* one head run decides here; test_confirmation() has the default */
 	load_main(c, "grace");
 	put(c, run_of("grace", "badc0de1", "main", 14, 5.0, 500.0, 20.0, HASH));
 	assert_int_equal(
@@ -236,6 +439,9 @@ int main(void)
 	    cmocka_unit_test(test_verdict_regressed_first),
 	    cmocka_unit_test(test_incomplete_and_compare),
 	    cmocka_unit_test(test_changepoints_and_cache),
+	    cmocka_unit_test(test_gate_levels),
+	    cmocka_unit_test(test_cell_globs),
+	    cmocka_unit_test(test_confirmation),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

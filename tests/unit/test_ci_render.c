@@ -179,6 +179,10 @@ static void test_parse_errors(void **state)
 	     "\"hosts\":[{\"host\":7,\"status\":\"pass\"}]}",
 	     "'hosts[0].host' is not a string"},
 	    {"{\"project\":\"p\",\"project\":\"q\"}", "not JSON"},
+	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
+	     "\"hosts\":[{\"host\":\"a\",\"status\":\"pass\",\"cells\":[{\"key\":\"k\",\"verdict\":"
+	     "\"new\",\"gate\":\"loud\"}]}]}",
+	     "'hosts[0].cells[0].gate' is none of fail, warn, off"},
 	};
 	struct aw_ci_report r;
 
@@ -194,6 +198,78 @@ static void test_parse_errors(void **state)
 		assert_null(r.hosts);
 		free(err);
 	}
+}
+
+/* Gate levels and confirmation: a warn or off cell's regression never fails, a suspect makes
+ * the gate unconfirmed (exit 0, or 1 with --strict), and every rendering lists them apart from
+ * the regressions. */
+static void test_unconfirmed_and_warnings(void **state)
+{
+	struct aw_ci_report r;
+	char *text, *md, *xml, *gh;
+
+	(void)state;
+	load("unconfirmed.json", false, &r);
+	assert_int_equal(r.status, AW_VERDICT_UNCONFIRMED);
+	assert_int_equal(r.hosts[0].status, AW_VERDICT_UNCONFIRMED);
+	assert_int_equal(r.hosts[0].counts[AW_VERDICT_SUSPECT], 1);
+	assert_int_equal(r.hosts[0].cells[0].verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(r.hosts[0].cells[0].gate, AW_GATE_FAIL);
+	assert_int_equal(r.hosts[0].cells[1].gate, AW_GATE_WARN);
+	assert_int_equal(r.hosts[0].cells[2].gate, AW_GATE_OFF);
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
+
+	text = render(&r, aw_ci_render_text);
+	assert_non_null(strstr(text, "atomwatch gate: unconfirmed: commit c1d2e3f4a5b6"));
+	assert_non_null(strstr(text, "no regression on 1 host"));
+	assert_non_null(strstr(text, "  suspect    x86-ci  subject=libpcpu op=inc cpu=0 [p50]"));
+	assert_non_null(strstr(text, "  warning    x86-ci  op=lock_inc cpu=0 contender=1"));
+	assert_null(strstr(text, "regressed  "));
+	assert_null(strstr(text, "reader=srcu"));
+	free(text);
+
+	md = render(&r, aw_ci_render_markdown);
+	assert_non_null(strstr(md, "## atomwatch gate: unconfirmed"));
+	assert_null(strstr(md, "### Regressions"));
+	assert_non_null(strstr(md, "### Unconfirmed"));
+	assert_non_null(strstr(md, "### Warnings"));
+	assert_true(strstr(md, "### Unconfirmed") < strstr(md, "subject=libpcpu"));
+	/* the off cell is shown among the others, marked */
+	assert_non_null(strstr(md, "regressed (gate: off)"));
+	free(md);
+
+	xml = render(&r, aw_ci_render_junit);
+	assert_non_null(strstr(xml, "failures=\"0\""));
+	assert_null(strstr(xml, "<failure"));
+	assert_non_null(strstr(xml, "<system-out>unconfirmed: "));
+	assert_non_null(strstr(xml, "<system-out>warning (gate: warn, never fails): "));
+	assert_non_null(strstr(xml, "<system-out>not gated (gate: off): "));
+	assert_non_null(strstr(xml, "<property name=\"status\" value=\"unconfirmed\"/>"));
+	free(xml);
+
+	gh = render(&r, aw_ci_render_annotations);
+	assert_null(strstr(gh, "::error"));
+	assert_int_equal(count(gh, "::warning"), 2);
+	free(gh);
+
+	/* --strict: an unconfirmed gate fails, and a suspect fails even under a passing host */
+	r.strict = true;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	r.status = AW_VERDICT_PASS;
+	r.hosts[0].status = AW_VERDICT_PASS;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	md = render(&r, aw_ci_render_markdown);
+	assert_non_null(strstr(md, "## atomwatch gate: unconfirmed"));
+	free(md);
+	r.strict = false;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
+	/* a warn cell stays a warning even when strict; a fail cell regressed fails */
+	r.hosts[0].cells[0].verdict = AW_VERDICT_UNCHANGED;
+	r.strict = true;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
+	r.hosts[0].cells[1].gate = AW_GATE_FAIL;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	aw_ci_report_release(&r);
 }
 
 static void test_markdown(void **state)
@@ -508,6 +584,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_fail),
 	    cmocka_unit_test(test_exit_status),
 	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_unconfirmed_and_warnings),
 	    cmocka_unit_test(test_markdown),
 	    cmocka_unit_test(test_junit),
 	    cmocka_unit_test(test_hostile),

@@ -302,6 +302,28 @@ static void test_postingest_keys(void **state)
 
 /* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
  * postingest values are the defaults it says they are. */
+/* detection.confirm_runs and detection.confirm_jobs: defaults, values, ranges */
+static void test_confirm_keys(void **state)
+{
+	struct aw_collector_config c;
+
+	(void)state;
+	aw_config_defaults(&c);
+	assert_int_equal(c.confirm_runs, 2);
+	assert_int_equal(c.confirm_jobs, 3);
+	assert_null(parse(&c, "detection:\n  confirm_runs: 3\n  confirm_jobs: 0\n"));
+	assert_int_equal(c.confirm_runs, 3);
+	assert_int_equal(c.confirm_jobs, 0);
+	aw_config_release(&c);
+	expect_error("detection:\n  confirm_runs: 0\n",
+	             "collector.yaml:2:17: 'detection.confirm_runs' must be between 1 and 16");
+	expect_error(
+	    "detection:\n  confirm_jobs: -1\n",
+	    "collector.yaml:2:17: 'detection.confirm_jobs' must be a whole number, not '-1'");
+	expect_error("detection:\n  confirm_jobs: 17\n",
+	             "collector.yaml:2:17: 'detection.confirm_jobs' must be between 0 and 16");
+}
+
 static void test_shipped_file(void **state)
 {
 	struct aw_collector_config c, d;
@@ -340,6 +362,7 @@ int main(void)
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_render_keys),
 	    cmocka_unit_test(test_postingest_keys),
+	    cmocka_unit_test(test_confirm_keys),
 	    cmocka_unit_test(test_shipped_file),
 	};
 

@@ -48,7 +48,7 @@ static void expect_error(const char *text, const char *want)
 	assert_non_null(err);
 	if (!strstr(err, want))
 		fail_msg("got '%s', want '%s'", err, want);
-	assert_int_equal(t.n_p50_rules + t.n_p99_rules, 0);
+	assert_int_equal(t.n_p50_rules + t.n_p99_rules + t.n_gate_rules, 0);
 	free(err);
 }
 
@@ -66,6 +66,50 @@ static void test_errors(void **state)
 	expect_error("rules:\n  - op: [a, b]\n    p50: 5%\n", "t.yaml:2:9: 'op' must be a single");
 	expect_error("- 5%\n", "t.yaml:1:1: the file must be a mapping");
 	expect_error("p50: [5%\n", "t.yaml:");
+	/* an unknown gate level names its place and the levels there are */
+	expect_error("rules:\n  - op: plain\n    gate: loud\n",
+	             "t.yaml:3:11: 'gate' must be fail, warn or off, not 'loud'");
+	expect_error("rules:\n  - op: plain\n    p50: 5%\n    gate: [warn]\n",
+	             "t.yaml:4:11: 'gate' must be a single value");
+	expect_error("rules:\n  - op: plain\n    gate: \"\"\n", "t.yaml:3:11: 'gate' must be");
+}
+
+/* `gate:` is a third list beside p50 and p99: a rule may set it alone, the first matching rule
+ * that sets it wins, and a rule without it does not hide a later one's */
+static void test_gate(void **state)
+{
+	const char *text = "rules:\n"
+	                   "  - key: \"subject=*\"\n"
+	                   "    gate: fail\n"
+	                   "  - key: \"* contender=*\"\n"
+	                   "    p50: 25%\n"
+	                   "  - key: \"* contender=*\"\n"
+	                   "    gate: off\n"
+	                   "  - reader: \"srcu*\"\n"
+	                   "    p50: 5%\n"
+	                   "    gate: warn\n";
+	struct aw_thresholds t;
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(aw_thresholds_parse(&t, text, strlen(text), "t.yaml", &err), 0);
+	assert_null(err);
+	assert_int_equal(t.n_gate_rules, 3);
+	assert_int_equal(t.n_p50_rules, 2);
+	assert_int_equal(t.n_p99_rules, 0);
+	assert_int_equal((int)aw_threshold_for(t.gate_rules, t.n_gate_rules, "inc", NULL,
+	                                       "subject=lib op=inc cpu=0 contender=1 c=0", -1),
+	                 AW_GATE_FAIL);
+	assert_int_equal((int)aw_threshold_for(t.gate_rules, t.n_gate_rules, "llsc", NULL,
+	                                       "op=llsc cpu=0 contender=1 c=10", -1),
+	                 AW_GATE_OFF);
+	assert_int_equal((int)aw_threshold_for(t.gate_rules, t.n_gate_rules, "ldadd", "srcu_fast",
+	                                       "reader=srcu_fast op=ldadd cpu=0", -1),
+	                 AW_GATE_WARN);
+	assert_true(aw_threshold_for(t.gate_rules, t.n_gate_rules, "ldadd", NULL, "op=ldadd cpu=0",
+	                             -1) == -1);
+	aw_thresholds_release(&t);
+	assert_int_equal(t.n_gate_rules, 0);
 }
 
 static void test_off(void **state)
@@ -100,10 +144,9 @@ static void test_ratios(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_shipped_file),
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_ratios),
-	    cmocka_unit_test(test_off),
+	    cmocka_unit_test(test_shipped_file), cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_ratios),       cmocka_unit_test(test_off),
+	    cmocka_unit_test(test_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -193,6 +193,53 @@ static void expect_reject(const char *path, const char *value_json, const char *
 	aw_result_free(&r);
 }
 
+/* "confirmation_of" and "confirm": optional (older documents stay valid), round-tripped, and a
+ * run confirming itself or a confirmation asking for confirmations refused */
+static void test_confirmation_fields(void **state)
+{
+	struct aw_result *r = sample_result(), *back;
+	struct aw_verr e;
+	json_t *doc;
+
+	(void)state;
+	doc = aw_result_to_json(r);
+	assert_null(json_object_get(doc, "confirmation_of"));
+	assert_null(json_object_get(doc, "confirm"));
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_null(back->confirmation_of);
+	assert_int_equal(back->confirm, 0);
+	aw_result_free(&back);
+	json_decref(doc);
+
+	r->confirm = 3;
+	doc = aw_result_to_json(r);
+	assert_int_equal(json_integer_value(json_object_get(doc, "confirm")), 3);
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_int_equal(back->confirm, 3);
+	aw_result_free(&back);
+	json_decref(doc);
+
+	r->confirm = 0;
+	assert_int_equal(aw_set_str(&r->confirmation_of, "0e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d"),
+	                 0);
+	doc = aw_result_to_json(r);
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_string_equal(back->confirmation_of, "0e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d");
+	aw_result_free(&back);
+	json_object_set_new(doc, "confirm", json_integer(2));
+	assert_null(aw_result_from_json(doc, NULL, &e));
+	assert_string_equal(e.field, "confirm");
+	json_object_del(doc, "confirm");
+	json_object_set_new(doc, "confirmation_of", json_string(r->run_id));
+	assert_null(aw_result_from_json(doc, NULL, &e));
+	assert_string_equal(e.field, "confirmation_of");
+	json_decref(doc);
+	aw_result_free(&r);
+}
+
 static void test_rejections(void **state)
 {
 	(void)state;
@@ -221,6 +268,14 @@ static void test_rejections(void **state)
 	expect_reject("matrix.hash", "\"XYZ\"", "invalid", "matrix.hash");
 	expect_reject("matrix.colour", "\"red\"", "unknown_field", "matrix.colour");
 	expect_reject("cells", "{}", "type", "cells");
+	/* confirmation fields */
+	expect_reject("confirmation_of", "42", "type", "confirmation_of");
+	expect_reject("confirmation_of", "[\"x\"]", "type", "confirmation_of");
+	expect_reject("confirmation_of", "\"not-a-uuid\"", "invalid", "confirmation_of");
+	expect_reject("confirm", "0", "range", "confirm");
+	expect_reject("confirm", "17", "range", "confirm");
+	expect_reject("confirm", "\"3\"", "type", "confirm");
+	expect_reject("confirm", "2.5", "type", "confirm");
 	expect_reject("cells[0].p50", "-1", "range", "cells[0].p50");
 	expect_reject("cells[0].p50", "\"fast\"", "type", "cells[0].p50");
 	expect_reject("cells[0].p50", "100", "order", "cells[0].p95");
@@ -378,8 +433,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_keys),       cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_rejections), cmocka_unit_test(test_limits),
-	    cmocka_unit_test(test_reference),
+	    cmocka_unit_test(test_rejections), cmocka_unit_test(test_confirmation_fields),
+	    cmocka_unit_test(test_limits),     cmocka_unit_test(test_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

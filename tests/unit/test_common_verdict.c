@@ -2,6 +2,7 @@
  * collector's JSON, its verdict cache and its pages have always carried (they are a wire format:
  * atomwatch-ci and stored verdicts read them), anything else is unknown, and the cell and status
  * ranges split the enum as the gate and the counts need. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +42,8 @@ static void test_words(void **state)
 	    {AW_VERDICT_NOISY, "noisy"},
 	    {AW_VERDICT_NEW, "new"},
 	    {AW_VERDICT_MISSING, "missing"},
+	    {AW_VERDICT_SUSPECT, "suspect"},
+	    {AW_VERDICT_UNCONFIRMED, "unconfirmed"},
 	};
 
 	(void)state;
@@ -71,8 +74,11 @@ static void test_ranges(void **state)
 	(void)state;
 	/* "counts" in the gate's JSON lists the cell verdicts in enum order */
 	assert_int_equal(AW_VERDICT_CELL_FIRST, AW_VERDICT_UNCHANGED);
-	assert_int_equal(AW_VERDICT_CELL_LAST, AW_VERDICT_MISSING);
-	assert_int_equal(AW_VERDICT_CELL_LAST - AW_VERDICT_CELL_FIRST + 1, 6);
+	/* the words added later are appended: the earlier ones keep their values */
+	assert_int_equal(AW_VERDICT_MISSING, 9);
+	assert_int_equal(AW_VERDICT_SUSPECT, AW_VERDICT_MISSING + 1);
+	assert_int_equal(AW_VERDICT_CELL_LAST, AW_VERDICT_SUSPECT);
+	assert_int_equal(AW_VERDICT_CELL_LAST - AW_VERDICT_CELL_FIRST + 1, 7);
 	for (int v = 0; v < AW_VERDICT_COUNT; v++) {
 		bool cell = aw_verdict_is_cell((enum aw_verdict)v);
 		bool status = aw_verdict_is_status((enum aw_verdict)v);
@@ -84,17 +90,41 @@ static void test_ranges(void **state)
 	assert_true(aw_verdict_is_status(AW_VERDICT_PASS));
 	assert_true(aw_verdict_is_status(AW_VERDICT_FAIL));
 	assert_true(aw_verdict_is_status(AW_VERDICT_INCOMPLETE));
+	assert_true(aw_verdict_is_status(AW_VERDICT_UNCONFIRMED));
+	assert_true(aw_verdict_is_cell(AW_VERDICT_SUSPECT));
 	assert_false(aw_verdict_is_cell((enum aw_verdict)AW_VERDICT_COUNT));
 	assert_false(aw_verdict_is_status((enum aw_verdict)AW_VERDICT_COUNT));
+}
+
+/* thresholds.yaml's gate: levels; zero is fail, so a zeroed cell gates as it always did */
+static void test_gate_levels(void **state)
+{
+	static const char *const words[] = {"fail", "warn", "off"};
+	static const char *const others[] = {"", "Fail", "warning", "on", "error", " off"};
+	enum aw_gate g = AW_GATE_WARN;
+
+	(void)state;
+	assert_int_equal(AW_GATE_FAIL, 0);
+	for (int i = 0; i < AW_GATE_COUNT; i++) {
+		assert_string_equal(aw_gate_name((enum aw_gate)i), words[i]);
+		assert_int_equal(aw_gate_parse(words[i], &g), 0);
+		assert_int_equal(g, i);
+	}
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		g = AW_GATE_OFF;
+		assert_int_equal(aw_gate_parse(others[i], &g), -EINVAL);
+		assert_int_equal(g, AW_GATE_OFF);
+	}
+	assert_int_equal(aw_gate_parse(NULL, &g), -EINVAL);
+	assert_string_equal(aw_gate_name((enum aw_gate)AW_GATE_COUNT), "fail");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_words),
-	    cmocka_unit_test(test_unknown),
-	    cmocka_unit_test(test_ranges),
+	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_words),
+	    cmocka_unit_test(test_unknown),     cmocka_unit_test(test_ranges),
+	    cmocka_unit_test(test_gate_levels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

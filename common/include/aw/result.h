@@ -72,9 +72,19 @@ struct aw_result {
 	 * no reference series. When set, the document carries "reference": {kernel, unit,
 	 * values} with one value per cell, each cell's reference_ns (null where NAN). */
 	char *reference_kernel;
+	/* Optional confirmation fields (absent in older documents). confirmation_of: the run_id of
+	 * the run whose suspect cells this run re-measures (same project, commit, ref, host);
+	 * NULL for a first run. confirm: how many confirmation runs the agent measures itself
+	 * after this run (atomwatch-agent run --confirm N), so that the collector queues none;
+	 * 0 when absent. */
+	char *confirmation_of;
+	int64_t confirm;
 	struct aw_cell *cells;
 	size_t n_cells, cap_cells;
 };
+
+/* The most confirmation runs one first run asks for ("confirm"). */
+#define AW_RESULT_MAX_CONFIRM 16
 
 /* Where and why a document was rejected: code (e.g. "type", "range", "required"), a JSON path
  * such as "cells[3].p50" ("" for the whole document) and a human message. */

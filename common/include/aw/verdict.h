@@ -1,6 +1,7 @@
 /* The one verdict vocabulary of atomwatch: what the regression analysis says about a cell
- * (unchanged ... missing), what the gate says about a host or a commit (pass, fail, incomplete),
- * and "unknown" for nothing decided yet. The collector writes these words into its JSON, its
+ * (unchanged ... missing, suspect), what the gate says about a host or a commit (pass, fail,
+ * incomplete, unconfirmed), "unknown" for nothing decided yet, and how loudly a cell gates
+ * (fail, warn, off). The collector writes these words into its JSON, its
  * verdict cache and its pages; atomwatch-ci reads them back. One enum and one name table, so
  * that a word is spelled in one place and every reader agrees on it. */
 #ifndef AW_VERDICT_H
@@ -21,25 +22,45 @@ enum aw_verdict {
 	AW_VERDICT_NOISY,   /* the baseline's noise (or its bimodality) cannot tell */
 	AW_VERDICT_NEW,     /* no baseline for this cell */
 	AW_VERDICT_MISSING, /* in the baseline but not in the head */
+	/* words added later: appended, so that the earlier ones keep their values and order */
+	AW_VERDICT_SUSPECT,     /* a cell: regressed on fewer head runs than confirmation needs */
+	AW_VERDICT_UNCONFIRMED, /* a host or a commit: no confirmed regression, but a suspect */
 };
 
-#define AW_VERDICT_COUNT      (AW_VERDICT_MISSING + 1) /* size of an array indexed by verdict */
+#define AW_VERDICT_COUNT      (AW_VERDICT_UNCONFIRMED + 1) /* size of an array indexed by verdict */
 #define AW_VERDICT_CELL_FIRST AW_VERDICT_UNCHANGED
-#define AW_VERDICT_CELL_LAST  AW_VERDICT_MISSING
+#define AW_VERDICT_CELL_LAST  AW_VERDICT_SUSPECT /* cells are CELL_FIRST ... CELL_LAST */
 
 /* The word of a verdict: "unknown", "pass", "fail", "incomplete", "unchanged", "regressed",
- * "improved", "noisy", "new", "missing"; "unknown" for a value outside the enum. A static
- * string. */
+ * "improved", "noisy", "new", "missing", "suspect", "unconfirmed"; "unknown" for a value
+ * outside the enum. A static string. */
 const char *aw_verdict_name(enum aw_verdict v);
 
 /* The verdict a word names (the inverse of aw_verdict_name()); NULL and any other word are
  * AW_VERDICT_UNKNOWN. Case-sensitive, as the collector writes them. */
 enum aw_verdict aw_verdict_parse(const char *name);
 
-/* Whether `v` is a verdict of a cell (unchanged ... missing). */
+/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect). */
 bool aw_verdict_is_cell(enum aw_verdict v);
 
-/* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete). */
+/* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete, unconfirmed). */
 bool aw_verdict_is_status(enum aw_verdict v);
+
+/* How a cell's regression weighs in the gate (thresholds.yaml's `gate:`): fail makes the host
+ * fail, warn is listed as a warning and never changes the gate's status, off is left out of the
+ * gate (the cell is still judged and shown). Zero is fail, so a zeroed cell gates as before. */
+enum aw_gate {
+	AW_GATE_FAIL,
+	AW_GATE_WARN,
+	AW_GATE_OFF,
+};
+
+#define AW_GATE_COUNT (AW_GATE_OFF + 1)
+
+/* "fail", "warn", "off"; "fail" for a value outside the enum. A static string. */
+const char *aw_gate_name(enum aw_gate g);
+
+/* The level a word names. Returns 0, or -EINVAL (*out untouched) for NULL or any other word. */
+int aw_gate_parse(const char *name, enum aw_gate *out);
 
 #endif

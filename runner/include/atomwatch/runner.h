@@ -26,10 +26,18 @@ struct aw_runner_opts {
 	const char *sysroot;     /* NULL: "/" (tests point it at fixture trees) */
 	bool force_clock;        /* time with CLOCK_MONOTONIC_RAW, not the cycle counter */
 	bool no_reference;       /* measure no reference kernel beside the cells (benchmarks) */
+	/* When n_keys > 0, only the planned cells whose key is one of keys[] are measured (and
+	 * aw_runner_selected() tells subject cells the same); the rest are left out of the result.
+	 * Borrowed. Confirmation runs re-measure a run's suspect cells this way. */
+	const char *const *keys;
+	size_t n_keys;
 	aw_progress_fn progress;
 	void *progress_arg;
 	volatile int *stop; /* when non-zero, aw_runner_run() stops between cells */
 };
+
+/* The fewest batches per cell whose median and interval mean anything. */
+#define AW_RUNNER_MIN_SAMPLES 5
 
 /* A planned cell: what will be measured, or why it will be skipped. */
 struct aw_plan_info {
@@ -49,6 +57,26 @@ void aw_runner_free(struct aw_runner **r);
 /* The planned cells, in measuring order. Valid while the runner lives. */
 size_t aw_runner_plan(const struct aw_runner *r, size_t i, struct aw_plan_info *out);
 size_t aw_runner_cell_count(const struct aw_runner *r);
+
+/* Whether a cell of this key is to be measured: always without opts.keys, else when it is one
+ * of them. For callers adding cells of their own (subjects). */
+bool aw_runner_selected(const struct aw_runner *r, const char *key);
+
+/* The batches measured per cell (the profile's, or opts' override). */
+uint32_t aw_runner_samples(const struct aw_runner *r);
+
+/* From now on measures only the planned cells whose key is one of keys[n] (n 0: every cell),
+ * as opts.keys; the keys are borrowed until the next call. A runner kept from a first run
+ * re-measures its suspects this way without calibrating again. */
+void aw_runner_select(struct aw_runner *r, const char *const *keys, size_t n);
+
+/* Replaces the progress callback (NULL: none). */
+void aw_runner_set_progress(struct aw_runner *r, aw_progress_fn fn, void *arg);
+
+/* Measures `samples` batches per cell from now on (at least AW_RUNNER_MIN_SAMPLES) without
+ * changing the matrix hash: a confirmation measures fewer and must stay comparable with the
+ * run it confirms. */
+void aw_runner_set_samples(struct aw_runner *r, uint32_t samples);
 
 /* The host object (fingerprint) that results will carry; borrowed. */
 const json_t *aw_runner_host(const struct aw_runner *r);
