@@ -44,6 +44,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->detect_window = 10;
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
+	c->ab_threshold = 0.005;
 	c->cp_min_segment = 3;
 	c->postingest_workers = 2;
 	c->charts = true;
@@ -172,6 +173,7 @@ static const struct key keys[] = {
     {"detection", "fdr", K_RATIO, F(detect_fdr), 0, 0},
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
+    {"detection", "ab_threshold", K_RATIO, F(ab_threshold), 0, 0},
     {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},
     {"postingest", "charts", K_BOOL, F(charts), 0, 0},
     {"postingest", "queue", K_UINT, F(chart_queue_max), 1, 1000000},

@@ -50,6 +50,8 @@ struct aw_collector_config {
 	double detect_fdr;       /* Benjamini-Hochberg level (0.05) */
 	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
+	double ab_threshold;     /* smallest change an A/B document reports (0.005), before the
+	                          * A/A floor */
 
 	/* postingest (the work after an upload; the render.* keys of earlier releases still
 	 * work, with a warning) */

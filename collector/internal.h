@@ -73,6 +73,11 @@ void aw_jobs_list(struct aw_ctx *x);
 void aw_api_gate(struct aw_ctx *x);
 void aw_api_compare(struct aw_ctx *x);
 void aw_api_changepoints(struct aw_ctx *x);
+/* A/B documents (api_ab.c): the upload of a parsed atomwatch.ab document (aw_ingest_post()
+ * hands it over; the reference stays the caller's), one document, the list. */
+void aw_ab_post(struct aw_ctx *x, json_t *doc);
+void aw_api_ab(struct aw_ctx *x);
+void aw_api_ab_list(struct aw_ctx *x);
 /* The HTML reports (web.c). */
 void aw_web_overview(struct aw_ctx *x);
 void aw_web_host(struct aw_ctx *x);

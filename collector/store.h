@@ -446,4 +446,35 @@ int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, v
 /* The chart at `path` without its data (ch->data NULL, ch->len its size); -ENOENT when none. */
 int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls);
 
+/* ---- interleaved A/B documents (aw/ab.h) ---- */
+
+/* One stored A/B document: the columns it is found by, the collector's judgment (JSON of
+ * aw_ab_judge()) and the document as uploaded (canonical JSON; NULL in lists). */
+struct store_ab {
+	int64_t seq;
+	const char *ab_id, *project, *host, *subject, *base, *head, *ref; /* ref may be NULL */
+	bool aa;
+	const char *verdict; /* the document's verdict */
+	char content_hash[AW_SHA256_HEX_LEN + 1];
+	const char *received_at;
+	const char *judgment, *doc;
+	enum store_outcome outcome; /* out of store_ab_put() */
+};
+
+typedef int (*store_ab_cb)(const struct store_ab *ab, void *cls);
+
+/* Stores an A/B document in one transaction unless its ab_id is stored already: sets
+ * ab->outcome (CREATED, DUPLICATE for the same content hash, CONFLICT otherwise) and ab->seq.
+ * Returns 0, -EAGAIN on a concurrent insert of the same id (retry), or another negative
+ * errno. */
+int store_ab_put(struct store_conn *c, struct store_ab *ab);
+
+/* Calls `cb` with the document `ab_id` (doc and judgment set); -ENOENT when unknown. */
+int store_ab_get(struct store_conn *c, const char *ab_id, store_ab_cb cb, void *cls);
+
+/* The newest A/B documents first (doc NULL), filtered by project, head commit and host (each
+ * NULL: any); limit 1..10000. */
+int store_ab_list(struct store_conn *c, const char *project, const char *head, const char *host,
+                  unsigned limit, store_ab_cb cb, void *cls);
+
 #endif

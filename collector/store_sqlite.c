@@ -205,6 +205,24 @@ static const char *const migrations[] = {
     " data BLOB NOT NULL);",
     /* 4: the run's reference series (a document's "reference" object; NULL: none) */
     "ALTER TABLE runs ADD COLUMN reference TEXT;",
+    /* 5: interleaved A/B documents (atomwatch.ab/1): the document as uploaded and the
+     * collector's judgment of it, found by id and by (project, head commit) */
+    "CREATE TABLE ab_docs ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " ab_id TEXT NOT NULL UNIQUE,"
+    " project TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " subject TEXT NOT NULL,"
+    " base_commit TEXT NOT NULL,"
+    " head_commit TEXT NOT NULL,"
+    " ref TEXT,"
+    " aa INTEGER NOT NULL,"
+    " verdict TEXT NOT NULL,"
+    " content_hash TEXT NOT NULL,"
+    " received_at TEXT NOT NULL,"
+    " judgment TEXT NOT NULL,"
+    " doc TEXT NOT NULL);"
+    "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
