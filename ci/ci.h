@@ -9,6 +9,7 @@
 #ifndef AW_CI_H
 #define AW_CI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -214,5 +215,10 @@ int aw_ci_fetch_compare(struct aw_ci_client *c, const char *project, const char 
 /* Runs `atomwatch-ci` with argv (argv[0] the program); returns the exit status. Reentrant
  * enough for tests: getopt is reset on entry. */
 int aw_ci_main(int argc, char **argv);
+
+/* GETs `path` (retried like the other queries) and parses the 2xx reply as JSON into *out
+ * (caller decrefs). Returns 0 or a negative errno with *err naming `what`. */
+int aw_ci_get_json(struct aw_ci_client *c, const char *path, const char *what, json_t **out,
+                   char **err);
 
 #endif

@@ -16,6 +16,7 @@
 #include "aw/log.h"
 #include "aw/util.h"
 #include "ci.h"
+#include "evidence.h"
 
 #ifndef AW_VERSION
 #define AW_VERSION "0.0.0"
@@ -647,6 +648,26 @@ static int present(struct args *a, struct aw_ci_report *r)
 	return failed ? AW_CI_EXIT_ERROR : status;
 }
 
+/* The commit's A/B document decides when there is one (evidence.h); the line says which
+ * evidence did. A collector without A/B documents leaves the history's verdict. */
+static int decide_by_evidence(struct args *a, struct aw_ci_client *c, enum aw_ci_exit history)
+{
+	struct aw_ci_evidence ev;
+	char *err = NULL;
+	int rc;
+
+	if (aw_ci_fetch_evidence(c, a->project, a->commit, &ev, &err)) {
+		aw_warn("no A/B evidence (%s); the history-based verdict decides", err);
+		free(err);
+		return history;
+	}
+	aw_ci_evidence_print(stdout, &ev, history, a->collector);
+	fflush(stdout);
+	rc = aw_ci_evidence_exit(&ev, history);
+	aw_ci_evidence_release(&ev);
+	return rc;
+}
+
 static int cmd_gate(struct args *a, struct aw_ci_client *c)
 {
 	struct aw_ci_gate_query q = {
@@ -686,7 +707,7 @@ static int cmd_gate(struct args *a, struct aw_ci_client *c)
 	}
 	rc = present(a, &r);
 	aw_ci_report_release(&r);
-	return rc;
+	return rc == AW_CI_EXIT_ERROR ? rc : decide_by_evidence(a, c, (enum aw_ci_exit)rc);
 }
 
 static int cmd_compare(struct args *a, struct aw_ci_client *c)

@@ -353,6 +353,26 @@ int aw_ci_wait(struct aw_ci_client *c, const char *project, const char *commit,
 	}
 }
 
+int aw_ci_get_json(struct aw_ci_client *c, const char *path, const char *what, json_t **out,
+                   char **err)
+{
+	struct aw_http_client_reply rep;
+	json_error_t jerr;
+	int rc;
+
+	*out = NULL;
+	reply_init(&rep);
+	rc = get(c, path, what, GET_RETRIES, &rep, err);
+	if (!rc) {
+		*out = json_loadb(rep.body.data ? rep.body.data : "", rep.body.len, 0, &jerr);
+		if (!*out)
+			rc = aw_errorf(err, -EINVAL, "the collector's reply to %s is not JSON: %s",
+			               what, jerr.text);
+	}
+	aw_http_client_reply_release(&rep);
+	return rc;
+}
+
 static int fetch_report(struct aw_ci_client *c, const char *path, const char *what, bool compare,
                         struct aw_ci_report *out, char **err)
 {
@@ -386,6 +406,9 @@ int aw_ci_fetch_gate(struct aw_ci_client *c, const struct aw_ci_gate_query *qr,
 		rc = query_add_list(&q, "hosts", qr->hosts, qr->n_hosts);
 	if (!rc && qr->all_cells)
 		rc = aw_buf_puts(&q, "&all=1");
+	/* the history's own verdict: the A/B evidence is weighed by cmd_gate (evidence.h) */
+	if (!rc)
+		rc = aw_buf_puts(&q, "&evidence=history");
 	if (rc)
 		rc = query_error(rc, err);
 	else

@@ -543,13 +543,20 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		aw_reply_error(x->req, 500, "internal", "", "out of memory");
 		return;
 	}
+	/* the gate: the commit's interleaved A/B document decides when there is one */
+	rc = base ? 0 : aw_ab_gate_evidence(x, project, head, reply);
+	if (rc) {
+		json_decref(reply);
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
 	aw_reply_json(x->req, 200, reply);
 }
 
 void aw_api_gate(struct aw_ctx *x)
 {
 	struct aw_analysis_opts o = x->col->analysis;
-	const char *project, *commit, *ref;
+	const char *project, *commit, *ref, *evidence;
 	struct host_set hosts = {0};
 	char report[128];
 
@@ -561,6 +568,13 @@ void aw_api_gate(struct aw_ctx *x)
 	if (!project || !commit) {
 		aw_reply_error(x->req, 400, "required", project ? "commit" : "project",
 		               "'%s' is required", project ? "commit" : "project");
+		return;
+	}
+	evidence = aw_httpd_query(x->req, "evidence");
+	if (evidence && strcmp(evidence, "history") && strcmp(evidence, "any")) {
+		aw_reply_error(x->req, 400, "invalid", "evidence",
+		               "'evidence' must be any (the default) or history, got '%.32s'",
+		               evidence);
 		return;
 	}
 	if (ref)

@@ -173,3 +173,53 @@ void aw_api_ab_list(struct aw_ctx *x)
 	}
 	aw_reply_json(x->req, 200, json_pack("{s:o}", "items", items));
 }
+
+struct newest {
+	json_t *found; /* the newest A/B (not A/A) document's summary */
+};
+
+static int newest_ab(const struct store_ab *ab, void *cls)
+{
+	struct newest *n = cls;
+
+	if (ab->aa || n->found)
+		return 0;
+	n->found = ab_json(ab, false);
+	return n->found ? 0 : -ENOMEM;
+}
+
+int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commit, json_t *reply)
+{
+	struct newest n = {NULL};
+	struct store_conn *c;
+	const char *verdict, *history = json_string_value(json_object_get(reply, "status"));
+	const char *want = aw_httpd_query(x->req, "evidence");
+	bool decides, history_only = want && !strcmp(want, "history");
+	json_t *ev;
+	int rc = aw_ctx_conn(x, &c);
+
+	if (!rc)
+		rc = store_ab_list(c, project, commit, NULL, 20, newest_ab, &n);
+	if (rc)
+		return rc;
+	if (!n.found)
+		return json_object_set_new(reply, "evidence",
+		                           json_pack("{s:s}", "decided_by", "history"))
+		           ? -ENOMEM
+		           : 0;
+	verdict = json_string_value(json_object_get(n.found, "verdict"));
+	decides = !history_only && (!strcmp(verdict, "regressed") ||
+	                            !strcmp(verdict, "unchanged") || !strcmp(verdict, "improved"));
+	ev = json_pack("{s:s, s:s?, s:O, s:O, s:O, s:O}", "decided_by", decides ? "ab" : "history",
+	               "history_status", history, "ab_id", json_object_get(n.found, "ab_id"),
+	               "verdict", json_object_get(n.found, "verdict"), "base",
+	               json_object_get(n.found, "base"), "page", json_object_get(n.found, "page"));
+	json_decref(n.found);
+	if (!ev || json_object_set_new(reply, "evidence", ev))
+		return -ENOMEM;
+	if (decides &&
+	    json_object_set_new(reply, "status",
+	                        json_string(!strcmp(verdict, "regressed") ? "fail" : "pass")))
+		return -ENOMEM;
+	return 0;
+}

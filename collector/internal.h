@@ -78,6 +78,11 @@ void aw_api_changepoints(struct aw_ctx *x);
 void aw_ab_post(struct aw_ctx *x, json_t *doc);
 void aw_api_ab(struct aw_ctx *x);
 void aw_api_ab_list(struct aw_ctx *x);
+/* Adds the gate reply's "evidence" ({"decided_by": "ab"|"history", ...}) for the commit's
+ * newest A/B document (not A/A), and sets "status" from it when its verdict decides
+ * (regressed: fail; unchanged, improved: pass), unless the query says evidence=history.
+ * Returns 0 or a store error. */
+int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commit, json_t *reply);
 /* The HTML reports (web.c). */
 void aw_web_overview(struct aw_ctx *x);
 void aw_web_host(struct aw_ctx *x);
