@@ -8,7 +8,9 @@
 #include "ab_judge.h"
 #include "aw/ab.h"
 #include "aw/sha256.h"
+#include "aw/log.h"
 #include "internal.h"
+#include "postingest.h"
 
 #define AB_LIST_DEFAULT 100
 #define AB_LIST_MAX     1000
@@ -95,6 +97,13 @@ void aw_ab_post(struct aw_ctx *x, json_t *doc)
 	if (rc) {
 		aw_reply_store_error(x->req, rc);
 		goto out;
+	}
+	/* the chart follows off the request path, by any collector's post-ingest workers */
+	if (ab.outcome == STORE_CREATED) {
+		if (store_task_enqueue(c, "ab", ab.project, ab.head, ab.host, ab.ab_id))
+			aw_warn("A/B document %s: cannot queue its chart", ab.ab_id);
+		else if (x->col->postingest)
+			aw_postingest_kick(x->col->postingest);
 	}
 	if (ab.outcome == STORE_CONFLICT) {
 		aw_reply_error(x->req, 409, "conflict", "ab_id",

@@ -88,6 +88,7 @@ void aw_web_overview(struct aw_ctx *x);
 void aw_web_host(struct aw_ctx *x);
 void aw_web_commit(struct aw_ctx *x);
 void aw_web_compare(struct aw_ctx *x);
+void aw_web_ab(struct aw_ctx *x);
 void aw_web_chart(struct aw_ctx *x);
 void aw_web_favicon(struct aw_ctx *x);
 

@@ -57,6 +57,7 @@ static const struct route routes[] = {
     {"GET", "/hosts/{name}", aw_web_host, ACCESS_READ},
     {"GET", "/commits/{sha}", aw_web_commit, ACCESS_READ},
     {"GET", "/compare", aw_web_compare, ACCESS_READ},
+    {"GET", "/ab/{id}", aw_web_ab, ACCESS_READ},
     {"GET", "/charts/*", aw_web_chart, ACCESS_READ},
     {"GET", "/favicon.svg", aw_web_favicon, ACCESS_READ},
 };

@@ -398,8 +398,9 @@ struct store_task {
 
 typedef int (*store_task_cb)(const struct store_task *t, void *cls);
 
-/* Queues a task outside an upload (e.g. "trends" after a "run"); merged as above. -EINVAL
- * for a kind other than "run" or "trends". */
+/* Queues a task outside an upload (e.g. "trends" after a "run", "ab" for an A/B document's
+ * chart, its ab_id as the ref); merged as above. -EINVAL for a kind other than "run",
+ * "trends" or "ab". */
 int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                        const char *commit, const char *host, const char *ref);
 

@@ -171,6 +171,22 @@ def test_regression_judged():
     r = S.col.request("POST", "/api/v1/results", body=doc2, token=S.token)
     eq((r.status, r.error()["code"], r.error()["field"]), (409, "conflict", "ab_id"), r)
     S.doc = doc
+    # the page: the table, the verdict and the chart (drawn by the post-ingest workers)
+    r = S.col.request("GET", "/ab/" + ab_id, token=S.ci)
+    eq(r.status, 200, r)
+    page = r.body.decode()
+    check("<table class=\"cells\">" in page and "subject=subj op=op cpu=0" in page, page[:300])
+    check("v-regressed" in page and 'href="/commits/%s"' % S.slow in page, page[:300])
+    svg = h.wait_for_chart(S.col.port, "/charts/ab/%s/ratios.svg" % ab_id)
+    check("<svg" in svg, svg[:100])
+    for path, status in (("/ab/not-a-uuid", 400),
+                         ("/ab/00000000-0000-4000-8000-000000000000", 404)):
+        eq(S.col.request("GET", path, token=S.ci).status, status, path)
+    # the commit page links it once the commit has a run
+    run = h.make_doc(host=HOST, project="e2e", commit=S.slow, ref="refs/pull/7/head", cells=4)
+    eq(S.col.request("POST", "/api/v1/results", body=run, token=S.token).status, 201)
+    page = S.col.request("GET", "/commits/" + S.slow, token=S.ci).body.decode()
+    check('<ul class="ab">' in page and 'href="/ab/%s"' % ab_id in page, page[-2000:])
 
 
 def test_ops_on_one_side():
