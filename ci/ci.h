@@ -159,6 +159,7 @@ void aw_ci_client_free(struct aw_ci_client **c);
 struct aw_ci_job {
 	const char *project, *commit, *ref;
 	const char *subject;      /* or NULL */
+	const char *ab_base;      /* an A/B job from this base commit to `commit`, or NULL */
 	const char *const *hosts; /* NULL: every host ("all") */
 	size_t n_hosts;
 };

@@ -35,6 +35,8 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  trigger --project P --commit SHA --ref REF [--hosts a,b|all] [--subject NAME]\n"
+    "  trigger --ab --base SHA --head SHA --subject NAME --project P --ref REF [--hosts ...]\n"
+    "        queue an interleaved A/B job: daemon agents run 'atomwatch-agent ab'\n"
     "        queue a job for the agents in daemon mode; prints the job id (needs a ci token)\n"
     "  wait --project P --commit SHA --hosts a,b [--timeout 30m]\n"
     "        return once every host has reported a run of the commit\n"
@@ -72,6 +74,7 @@ enum {
 	O_BASELINE_REF,
 	O_BASE,
 	O_HEAD,
+	O_AB,
 	O_JUNIT,
 	O_MARKDOWN,
 	O_TOKEN_FILE,
@@ -94,6 +97,7 @@ static const struct option longopts[] = {
     {"wait", required_argument, NULL, O_WAIT},
     {"baseline-ref", required_argument, NULL, O_BASELINE_REF},
     {"base", required_argument, NULL, O_BASE},
+    {"ab", no_argument, NULL, O_AB},
     {"head", required_argument, NULL, O_HEAD},
     {"junit", required_argument, NULL, O_JUNIT},
     {"markdown", required_argument, NULL, O_MARKDOWN},
@@ -124,6 +128,7 @@ struct args {
 	const char *command;
 	char *collector; /* without trailing '/' */
 	const char *project, *commit, *ref, *subject, *host, *baseline_ref, *base, *head;
+	bool ab; /* trigger --ab */
 	const char *junit, *markdown, *token_file;
 	char **hosts; /* NULL: none given */
 	size_t n_hosts;
@@ -272,6 +277,9 @@ static bool option_allowed(const char *cmd, int opt)
 		return gate || compare;
 	case O_BASE:
 	case O_HEAD:
+		return compare || trigger;
+	case O_AB:
+		return trigger;
 	case O_HOST:
 		return compare;
 	default:
@@ -389,6 +397,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_QUIET:
 			a->quiet = true;
 			break;
+		case O_AB:
+			a->ab = true;
+			break;
 		}
 	}
 	if (!a->command)
@@ -424,6 +435,16 @@ static int check_args(struct args *a)
 		return need(a->base, cmd, "--base") || need(a->head, cmd, "--head")
 		           ? AW_CI_EXIT_ERROR
 		           : 0;
+	if (!strcmp(cmd, "trigger") && a->ab) {
+		/* an A/B job names its commits with --base and --head */
+		if (need(a->base, "trigger --ab", "--base") ||
+		    need(a->head, "trigger --ab", "--head") ||
+		    need(a->subject, "trigger --ab", "--subject"))
+			return AW_CI_EXIT_ERROR;
+		if (!strcmp(a->base, a->head))
+			return usage_error("trigger --ab: --base and --head are the same commit");
+		return need(a->ref, cmd, "--ref");
+	}
 	if ((rc = need(a->commit, cmd, "--commit")))
 		return rc;
 	if (!strcmp(cmd, "trigger"))
@@ -519,6 +540,22 @@ static int cmd_trigger(struct args *a, struct aw_ci_client *c)
 	}
 	if (!a->hosts && !a->all_hosts)
 		job.hosts = NULL; /* every host */
+	if (a->ab) {
+		/* an A/B job: the head is the job's commit, measured against the base */
+		if (!a->base || !a->head || !a->subject) {
+			aw_error("trigger --ab needs --base, --head and --subject");
+			return AW_CI_EXIT_ERROR;
+		}
+		if (a->commit && strcmp(a->commit, a->head)) {
+			aw_error("trigger --ab: --commit %s is not --head %s", a->commit, a->head);
+			return AW_CI_EXIT_ERROR;
+		}
+		job.commit = a->head;
+		job.ab_base = a->base;
+	} else if (a->base || a->head) {
+		aw_error("--base and --head are for 'compare' and 'trigger --ab'");
+		return AW_CI_EXIT_ERROR;
+	}
 	if (aw_ci_trigger(c, &job, &id, &err)) {
 		aw_error("%s", err);
 		free(err);

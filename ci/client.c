@@ -180,6 +180,8 @@ int aw_ci_trigger(struct aw_ci_client *c, const struct aw_ci_job *job, int64_t *
 		goto nomem;
 	if (job->subject && json_object_set_new(body, "subject", json_string(job->subject)))
 		goto nomem;
+	if (job->ab_base && json_object_set_new(body, "ab_base", json_string(job->ab_base)))
+		goto nomem;
 	if (job->hosts) {
 		hosts = json_array();
 		for (size_t i = 0; hosts && i < job->n_hosts; i++)

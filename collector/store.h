@@ -276,6 +276,8 @@ int store_token_touch(struct store_conn *c, int64_t id, const char *when);
 struct store_job_spec {
 	const char *project, *commit, *ref;
 	const char *subject;      /* NULL: none */
+	const char *ab_base;      /* an A/B job of subject from this base commit to commit; NULL: a
+	                           * run */
 	const char *const *hosts; /* NULL: every host; else n_hosts names */
 	size_t n_hosts;
 	int64_t created_by; /* token id, 0 when unknown */
@@ -285,6 +287,7 @@ struct store_job_spec {
 struct store_job {
 	int64_t id;
 	const char *project, *commit, *ref, *subject; /* subject may be NULL */
+	const char *ab_base;                          /* NULL: a run; else an A/B job's base */
 	bool all_hosts;
 	const char *created_at, *expires_at;
 };

@@ -221,7 +221,9 @@ static const char *const migrations[] = {
     " received_at TEXT NOT NULL,"
     " judgment TEXT NOT NULL,"
     " doc TEXT NOT NULL);"
-    "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);",
+    "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);"
+    /* an A/B job (atomwatch-ci trigger --ab): the base commit; NULL for a run */
+    "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

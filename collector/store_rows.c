@@ -30,8 +30,9 @@
 	"k.key, k.op, k.reader, k.subject, k.kernel, k.placement, k.cpu, k.contender_cpu, k.c, " \
 	"k.d, m.status, m.n, m.batch, m.min, m.p50, m.p95, m.p99, m.max, m.mean, m.stddev, "     \
 	"m.ci_lo, m.ci_hi, m.baseline_ns, m.below_resolution, m.reason"
-#define JOB_COLS \
-	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at"
+#define JOB_COLS                                                                                     \
+	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at, " \
+	"j.ab_base"
 #define TOKEN_COLS "id, role, host, hash, created_at, revoked_at, last_used_at"
 #define TASK_COLS  "id, kind, project, commit_sha, host, ref, generation, attempts, enqueued_at"
 #define HOST_COLS                                                                            \
@@ -216,8 +217,8 @@ static const struct stmt_def defs[S_N] = {
     [S_TOKEN_TOUCH] = {"update a token", "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1"},
     [S_JOB_ADD] = {"add a job",
                    "INSERT INTO jobs (project, commit_sha, ref, subject, all_hosts, created_at, "
-                   "expires_at, expires_us, created_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                   "?8, ?9) RETURNING id"},
+                   "expires_at, expires_us, created_by, ab_base) VALUES (?1, ?2, ?3, ?4, ?5, "
+                   "?6, ?7, ?8, ?9, ?10) RETURNING id"},
     [S_JOB_TARGET_ADD] = {"add a job's host",
                           "INSERT INTO job_targets (job_id, host) VALUES (?1, ?2) "
                           "ON CONFLICT DO NOTHING"},
@@ -1589,6 +1590,7 @@ int store_job_create(struct store_conn *c, const struct store_job_spec *spec, in
 		b_text(s, 7, expires);
 		b_i64(s, 8, us + spec->ttl_us);
 		b_opt(s, 9, spec->created_by ? spec->created_by : AW_NONE);
+		b_text(s, 10, spec->ab_base);
 		rc = run_id(s, id);
 	}
 	for (size_t i = 0; !rc && spec->hosts && i < spec->n_hosts; i++) {
@@ -1621,6 +1623,7 @@ static int job_row(struct store_stmt *s, void *cls)
 	    .all_hosts = c_i64(s, 5) != 0,
 	    .created_at = c_text(s, 6),
 	    .expires_at = c_text(s, 7),
+	    .ab_base = c_text(s, 8),
 	};
 
 	jr->found = j.id;

@@ -280,6 +280,60 @@ def test_api_bad_bodies():
     eq(r.status, 404, r)
 
 
+def ci(*args):
+    path = os.environ.get("AW_CI", os.path.join(h.BUILD_DIR, "ci", "atomwatch-ci"))
+    env = {k: v for k, v in a.clean_env().items() if not k.startswith(("ATOMWATCH_", "GITHUB_"))}
+    env["ATOMWATCH_TOKEN"] = S.ci
+    return subprocess.run([path] + list(args), capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+def test_trigger_ab_daemon():
+    """atomwatch-ci trigger --ab queues an A/B job; a daemon agent runs `ab` for it and reports
+    the document's id; bad triggers are refused naming the problem."""
+    for argv, msg in (
+            (["--base", S.base, "--head", S.slow, "--ref", "main"], "needs --subject"),
+            (["--base", S.base, "--head", S.base, "--subject", "subj", "--ref", "main"],
+             "same commit"),
+            (["--head", S.slow, "--subject", "subj", "--ref", "main"], "needs --base")):
+        p = ci("trigger", "--ab", "--collector", S.url, "--project", "e2e", *argv)
+        eq(p.returncode, 3, p.stderr)
+        check(msg in p.stderr, p.stderr)
+    r = S.col.request("POST", "/api/v1/jobs", {"project": "e2e", "commit": S.slow, "ref": "main",
+                                               "hosts": [HOST], "ab_base": S.base},
+                      token=S.ci)
+    eq((r.status, r.error()["field"]), (400, "subject"), r)
+    r = S.col.request("POST", "/api/v1/jobs", {"project": "e2e", "commit": S.slow, "ref": "main",
+                                               "hosts": [HOST], "ab_base": "xyz",
+                                               "subject": "subj"}, token=S.ci)
+    eq((r.status, r.error()["field"]), (400, "ab_base"), r)
+    p = ci("trigger", "--ab", "--collector", S.url, "--project", "e2e", "--base", S.base,
+           "--head", S.slow, "--subject", "subj", "--ref", "refs/pull/9/head", "--hosts", HOST)
+    eq(p.returncode, 0, p.stderr)
+    job = int(p.stdout.strip())
+    r = S.col.request("GET", "/api/v1/jobs/%d" % job, token=S.ci).json()["job"]
+    eq((r["ab_base"], r["commit"], r["subject"]), (S.base, S.slow, "subj"))
+    with open(S.ag.config, "a") as f:
+        f.write("schedule:\n  check_every: 1h\n")
+    text = open(S.ag.config).read().replace("  timeout: 20s\n", "  timeout: 20s\n  poll_wait: 5s\n", 1)
+    with open(S.ag.config, "w") as f:
+        f.write(text)
+    proc = S.ag.start("daemon")
+    try:
+        def done():
+            hosts = S.col.request("GET", "/api/v1/jobs/%d" % job,
+                                  token=S.ci).json()["job"]["hosts"]
+            return hosts[0] if hosts and hosts[0]["state"] in ("done", "failed") else None
+        st = a.wait_for(done, 180, "the A/B job")
+        eq(st["state"], "done", "%r\n%s" % (st, S.ag.logs()))
+        o = get_ab(st["run_id"])
+        eq((o["base"], o["head"], o["ref"], o["verdict"]),
+           (S.base, S.slow, "refs/pull/9/head", "regressed"))
+    finally:
+        proc.send_signal(15)
+        proc.wait(timeout=30)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
@@ -289,7 +343,8 @@ def main():
     tests = [("test_regression_judged", test_regression_judged),
              ("test_ops_on_one_side", test_ops_on_one_side), ("test_aa", test_aa),
              ("test_bad_requests", test_bad_requests),
-             ("test_api_bad_bodies", test_api_bad_bodies)]
+             ("test_api_bad_bodies", test_api_bad_bodies),
+             ("test_trigger_ab_daemon", test_trigger_ab_daemon)]
     h.run(tests, "agent ab (%s)" % args.backend)
 
 
