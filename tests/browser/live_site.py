@@ -21,7 +21,7 @@ import reports_helpers as rh  # noqa: E402
 CELLS = 60
 
 
-def manifest(col, site, ab_id):
+def manifest(col, site, ab_id=None):
     hosts, commits = site.hosts, site.commits
     pages = [{
         "path": "", "images": 0,
@@ -53,8 +53,9 @@ def manifest(col, site, ab_id):
         if k == len(commits) - 1:
             page["verdicts"] = [{"host": hosts[0], "cell": rh.REGRESSED_CELL,
                                  "verdict": "regressed"}]
-            page["rows"]["ul.ab li"] = 1
-            page["clicks"].append({"selector": "ul.ab a[href^='/ab/']", "h1": "A/B"})
+            if ab_id:
+                page["rows"]["ul.ab li"] = 1
+                page["clicks"].append({"selector": "ul.ab a[href^='/ab/']", "h1": "A/B"})
         pages.append(page)
         if k:
             pages.append({
@@ -65,6 +66,8 @@ def manifest(col, site, ab_id):
                 "texts": [rh.REGRESSED_CELL],
             })
     # the newest commit's interleaved A/B document: its chart and table of two cells
+    if not ab_id:
+        return {"base": "http://127.0.0.1:%d/" % col.port, "pages": pages}
     pages.append({
         "path": "ab/" + ab_id,
         "images": 1,
