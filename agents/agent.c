@@ -100,6 +100,21 @@ fail:
 	return NULL;
 }
 
+void aw_agent_runner_opts(const struct aw_agent *a, const char *profile,
+                          struct aw_runner_opts *opts)
+{
+	const struct aw_agent_config *cfg = a->cfg;
+
+	opts->matrix_path = cfg->matrix_file;
+	opts->profile = profile ? profile : cfg->profile;
+	opts->cpus = cfg->cpus;
+	opts->ops = cfg->ops;
+	opts->samples = cfg->samples;
+	opts->host_name = cfg->host_name;
+	opts->labels = cfg->labels;
+	opts->stop = a->stop;
+}
+
 int aw_agent_measure(struct aw_agent *a, const struct aw_agent_run *run, struct aw_result **out,
                      char **err)
 {
@@ -133,14 +148,7 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 			                 run->subject, names);
 		}
 	}
-	opts.matrix_path = cfg->matrix_file;
-	opts.profile = run->profile ? run->profile : cfg->profile;
-	opts.cpus = cfg->cpus;
-	opts.ops = cfg->ops;
-	opts.samples = cfg->samples;
-	opts.host_name = cfg->host_name;
-	opts.labels = cfg->labels;
-	opts.stop = a->stop;
+	aw_agent_runner_opts(a, run->profile, &opts);
 	opts.keys = run->keys;
 	opts.n_keys = run->n_keys;
 	if (a->progress) {
@@ -486,24 +494,35 @@ static int deliver(struct aw_agent *a, const char *path, const char *text, size_
 	return rc;
 }
 
-int aw_agent_submit(struct aw_agent *a, const struct aw_result *r, enum aw_upload_outcome *outcome,
-                    char **err)
+int aw_agent_submit_json(struct aw_agent *a, const char *id, const json_t *doc,
+                         enum aw_upload_outcome *outcome, char **err)
 {
-	json_t *doc = aw_result_to_json(r);
 	/* 10 significant digits: 0.1 fs on a 1 ns figure, far below any timer, and a document
 	 * the collector parses faster than one of 17-digit numbers (strtod dominates parsing) */
-	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	char *path = NULL;
 	int rc;
 
-	json_decref(doc);
 	if (!text)
 		return aw_errorf(err, -ENOMEM, "out of memory");
-	rc = aw_spool_put(&a->spool, r->run_id, text, strlen(text), &path, err);
+	rc = aw_spool_put(&a->spool, id, text, strlen(text), &path, err);
 	if (!rc)
 		rc = deliver(a, path, text, strlen(text), outcome, err);
 	free(path);
 	free(text);
+	return rc;
+}
+
+int aw_agent_submit(struct aw_agent *a, const struct aw_result *r, enum aw_upload_outcome *outcome,
+                    char **err)
+{
+	json_t *doc = aw_result_to_json(r);
+	int rc;
+
+	if (!doc)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	rc = aw_agent_submit_json(a, r->run_id, doc, outcome, err);
+	json_decref(doc);
 	return rc;
 }
 

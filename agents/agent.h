@@ -105,6 +105,16 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 int aw_agent_submit(struct aw_agent *a, const struct aw_result *r, enum aw_upload_outcome *outcome,
                     char **err);
 
+/* aw_agent_submit() for a document already in JSON (an A/B document), spooled under `id`. */
+int aw_agent_submit_json(struct aw_agent *a, const char *id, const json_t *doc,
+                         enum aw_upload_outcome *outcome, char **err);
+
+/* The runner options of the agent's config (matrix, profile or `profile` when not NULL, CPUs,
+ * ops, samples, host name and labels, the stop flag). */
+struct aw_runner_opts;
+void aw_agent_runner_opts(const struct aw_agent *a, const char *profile,
+                          struct aw_runner_opts *opts);
+
 /* Uploads every spooled document, oldest first, stopping at the first one the collector could
  * not take (it is down). Counts go to the pointers (may be NULL). Returns 0 or a negative errno
  * with *err when the spool cannot be read. */

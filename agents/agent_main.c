@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ab.h"
 #include "agent.h"
 #include "atomwatch/runner.h"
 #include "aw/log.h"
@@ -100,6 +101,11 @@ enum {
 	O_LABEL,
 	O_OUT,
 	O_UPLOAD,
+	O_BASE,
+	O_HEAD,
+	O_ROUNDS,
+	O_CPUS,
+	O_AA,
 	O_HELP,
 	O_VERSION,
 	O_CONFIRM,
@@ -119,6 +125,11 @@ static const struct option longopts[] = {
     {"label", required_argument, NULL, O_LABEL},
     {"out", required_argument, NULL, O_OUT},
     {"upload", no_argument, NULL, O_UPLOAD},
+    {"base", required_argument, NULL, O_BASE},
+    {"head", required_argument, NULL, O_HEAD},
+    {"rounds", required_argument, NULL, O_ROUNDS},
+    {"cpus", required_argument, NULL, O_CPUS},
+    {"aa", no_argument, NULL, O_AA},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {"confirm", required_argument, NULL, O_CONFIRM},
@@ -128,8 +139,10 @@ static const struct option longopts[] = {
 struct args {
 	const char *command, *config, *project, *commit, *ref, *subject, *profile;
 	const char *host, *arch, *cpu_model, *out, *format, *file;
+	const char *base, *head, *cpus;
+	unsigned rounds;
 	json_t *labels;
-	bool quiet, upload, config_given;
+	bool quiet, upload, config_given, aa;
 	unsigned confirm; /* --confirm N; 0: none */
 };
 
@@ -172,14 +185,22 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_VERSION:
 		return true;
 	case O_PROJECT:
-	case O_COMMIT:
 	case O_REF:
+		return !strcmp(cmd, "run") || !strcmp(cmd, "import") || !strcmp(cmd, "ab");
+	case O_COMMIT:
 		return !strcmp(cmd, "run") || !strcmp(cmd, "import");
 	case O_SUBJECT:
 	case O_PROFILE:
 	case O_QUIET:
+		return !strcmp(cmd, "run") || !strcmp(cmd, "ab");
 	case O_CONFIRM:
 		return !strcmp(cmd, "run");
+	case O_BASE:
+	case O_HEAD:
+	case O_ROUNDS:
+	case O_CPUS:
+	case O_AA:
+		return !strcmp(cmd, "ab");
 	case O_OUT:
 		return !strcmp(cmd, "import") || !strcmp(cmd, "kernel-build");
 	default:
@@ -208,7 +229,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		if (!a->command)
 			return usage_error(
-			    "a command comes first: run, daemon, flush, fingerprint, "
+			    "a command comes first: run, ab, daemon, flush, fingerprint, "
 			    "kernel-build or import");
 		if (!option_allowed(a->command, opt))
 			return usage_error("'%s' does not take %s", a->command, argv[optind - 1]);
@@ -286,6 +307,30 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->confirm = (unsigned)n;
 			break;
 		}
+		case O_BASE:
+		case O_HEAD:
+			if (!aw_valid_commit(optarg))
+				return usage_error("bad %s '%s' (7 to 64 hex digits)",
+				                   opt == O_BASE ? "--base" : "--head", optarg);
+			*(opt == O_BASE ? &a->base : &a->head) = optarg;
+			break;
+		case O_ROUNDS: {
+			uint64_t n;
+
+			if (aw_parse_u64(optarg, AW_AB_MAX_ROUNDS, &n) || n < AW_AB_MIN_ROUNDS)
+				return usage_error(
+				    "bad --rounds '%s': %d to %d (fewer than %d rounds cannot give "
+				    "a 95%% Wilcoxon signed-rank interval)",
+				    optarg, AW_AB_MIN_ROUNDS, AW_AB_MAX_ROUNDS, AW_AB_MIN_ROUNDS);
+			a->rounds = (unsigned)n;
+			break;
+		}
+		case O_CPUS:
+			a->cpus = optarg;
+			break;
+		case O_AA:
+			a->aa = true;
+			break;
 		}
 	}
 	return 0;
@@ -429,6 +474,64 @@ out:
 	aw_result_free(&res);
 	aw_agent_close(&agent);
 	json_decref(meta);
+	free(err);
+	return status;
+}
+
+static int cmd_ab(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_agent_ab ab = {
+	    .project = a->project,
+	    .ref = a->ref,
+	    .subject = a->subject,
+	    .base = a->base,
+	    .head = a->head,
+	    .cpus = a->cpus,
+	    .rounds = a->rounds ? a->rounds : AW_AB_DEFAULT_ROUNDS,
+	    .aa = a->aa,
+	    .profile = a->profile,
+	};
+	enum aw_upload_outcome outcome;
+	struct aw_agent agent;
+	json_t *doc = NULL;
+	char *err = NULL;
+	bool loaded;
+	int status, rc;
+
+	if (!a->project || !a->subject || !a->base || !a->head)
+		return usage_error("ab needs --project, --subject, --base and --head");
+	if (!strcmp(a->base, a->head) && !a->aa)
+		return usage_error("--base and --head are the same commit: nothing to compare (add "
+		                   "--aa for an A/A measurement of two builds of one commit)");
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	status = open_agent(&agent, cfg);
+	if (status)
+		return status;
+	agent.progress = !a->quiet;
+	rc = aw_agent_ab(&agent, &ab, &doc, &err);
+	if (rc) {
+		if (rc == -EINTR)
+			aw_error("interrupted: nothing was kept");
+		else
+			aw_error("%s", err);
+		status = rc == -EINVAL ? AW_EXIT_USAGE : AW_EXIT_FAILURE;
+		goto out;
+	}
+	rc = aw_agent_submit_json(&agent, json_string_value(json_object_get(doc, "ab_id")), doc,
+	                          &outcome, &err);
+	if (rc) {
+		aw_error("%s", err);
+		status = AW_EXIT_FAILURE;
+		goto out;
+	}
+	printf("%s\n", json_string_value(json_object_get(doc, "ab_id")));
+	fflush(stdout);
+	status = exit_for(outcome);
+out:
+	json_decref(doc);
+	aw_agent_close(&agent);
 	free(err);
 	return status;
 }
@@ -710,6 +813,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(a.command, "run"))
 		status = cmd_run(&a, &cfg);
+	else if (!strcmp(a.command, "ab"))
+		status = cmd_ab(&a, &cfg);
 	else if (!strcmp(a.command, "daemon"))
 		status = cmd_daemon(&a, &cfg);
 	else if (!strcmp(a.command, "flush"))
@@ -721,7 +826,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(a.command, "kernel-build"))
 		status = cmd_kernel_build(&a, &cfg);
 	else
-		status = usage_error("unknown command '%s' (run, daemon, flush, fingerprint, "
+		status = usage_error("unknown command '%s' (run, ab, daemon, flush, fingerprint, "
 		                     "kernel-build or import)",
 		                     a.command);
 out:

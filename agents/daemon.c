@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ab.h"
 #include "agent.h"
 #include "atomwatch/runner.h"
 #include "aw/log.h"
@@ -196,6 +197,53 @@ static int run_confirmation(struct aw_agent *a, const struct aw_agent_run *run,
 	return rc;
 }
 
+/* An A/B job (atomwatch-ci trigger --ab): `atomwatch-agent ab` of the subject from ab_base to
+ * the job's commit, the document uploaded like a run. */
+static void run_ab_job(struct aw_agent *a, json_int_t id, const char *project, const char *ref,
+                       const char *subject, const char *base, const char *head)
+{
+	struct aw_agent_ab ab = {
+	    .project = project,
+	    .ref = ref,
+	    .subject = subject,
+	    .base = base,
+	    .head = head,
+	    .rounds = AW_AB_DEFAULT_ROUNDS,
+	};
+	enum aw_upload_outcome outcome = AW_UPLOAD_REJECTED;
+	const char *ab_id = NULL;
+	json_t *doc = NULL;
+	char *err = NULL;
+	int rc;
+
+	report(a, id, "running", NULL, NULL, true);
+	rc = aw_agent_ab(a, &ab, &doc, &err);
+	if (!rc) {
+		ab_id = json_string_value(json_object_get(doc, "ab_id"));
+		rc = aw_agent_submit_json(a, ab_id, doc, &outcome, &err);
+	}
+	if (rc == -EINTR || (a->stop && *a->stop)) {
+		report(a, id, "failed", NULL, "the agent was stopped before the A/B finished",
+		       false);
+	} else if (rc) {
+		aw_error("job %lld: %s", (long long)id, err);
+		report(a, id, "failed", NULL, err, true);
+	} else if (outcome == AW_UPLOAD_REJECTED) {
+		report(a, id, "failed", ab_id,
+		       "the collector rejected the A/B document (see the agent's rejected/ folder)",
+		       true);
+	} else {
+		aw_info("job %lld: A/B document %s", (long long)id, ab_id);
+		report(a, id, "done", ab_id,
+		       outcome == AW_UPLOAD_STORED
+		           ? "A/B document"
+		           : "A/B document measured; the upload is pending in the agent's spool",
+		       true);
+	}
+	json_decref(doc);
+	free(err);
+}
+
 static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 {
 	json_int_t id = json_integer_value(json_object_get(job, "id"));
@@ -203,6 +251,7 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	const char *commit = json_string_value(json_object_get(job, "commit"));
 	const char *ref = json_string_value(json_object_get(job, "ref"));
 	const char *subject = json_string_value(json_object_get(job, "subject"));
+	const char *ab_base;
 	struct aw_agent_run run = {.project = project,
 	                           .commit = commit,
 	                           .ref = ref,
@@ -222,14 +271,25 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 			report(a, id, "failed", NULL, "the agent could not read this job", true);
 		return;
 	}
-	aw_info("job %lld: %s %s (%s)%s%s", (long long)id, project, commit, ref,
-	        subject ? ", subject " : "", subject ? subject : "");
+	ab_base = json_string_value(json_object_get(job, "ab_base"));
+	if (json_object_get(job, "ab_base") && (!aw_valid_commit(ab_base) || !subject)) {
+		aw_error("ignoring a malformed A/B job from the collector");
+		report(a, id, "failed", NULL, "the agent could not read this A/B job", true);
+		return;
+	}
+	aw_info("job %lld: %s %s%s%s (%s)%s%s", (long long)id, project, ab_base ? ab_base : "",
+	        ab_base ? ".." : "", commit, ref, subject ? ", subject " : "",
+	        subject ? subject : "");
 	if (subject && !aw_agent_config_subject(a->cfg, subject)) {
 		aw_agent_config_subject_names(a->cfg, names, sizeof(names));
 		snprintf(msg, sizeof(msg), "unknown subject '%s': this agent's config defines: %s",
 		         subject, names);
 		aw_error("job %lld: %s", (long long)id, msg);
 		report(a, id, "failed", NULL, msg, true);
+		return;
+	}
+	if (ab_base) {
+		run_ab_job(a, id, project, ref, subject, ab_base, commit);
 		return;
 	}
 	report(a, id, "running", NULL, NULL, true);

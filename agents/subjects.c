@@ -171,49 +171,89 @@ static int check_names(const struct aw_agent_subject *s, const struct atomwatch_
 	return 0;
 }
 
+int aw_subject_open(const struct aw_agent_subject *s, const char *library,
+                    struct aw_subject_lib *lib, char **err)
+{
+	atomwatch_subject_fn fn;
+	int rc;
+
+	memset(lib, 0, sizeof(*lib));
+	lib->handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+	if (!lib->handle)
+		return aw_errorf(err, -ENOENT, "subject '%s': cannot load '%s': %s", s->name,
+		                 library, dlerror());
+	fn = lookup(lib->handle);
+	if (!fn) {
+		rc = aw_errorf(err, -ENOENT, "subject '%s': '%s' does not export %s()", s->name,
+		               library, ATOMWATCH_SUBJECT_SYMBOL);
+		goto fail;
+	}
+	lib->d = fn();
+	if (!lib->d || lib->d->abi != ATOMWATCH_SUBJECT_ABI) {
+		rc = aw_errorf(err, -EPROTO,
+		               "subject '%s': '%s' speaks subject ABI %u; this agent speaks %d",
+		               s->name, library, lib->d ? lib->d->abi : 0, ATOMWATCH_SUBJECT_ABI);
+		goto fail;
+	}
+	rc = check_names(s, lib->d, &lib->n_ops, &lib->n_readers, err);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	aw_subject_close(lib);
+	return rc;
+}
+
+void aw_subject_close(struct aw_subject_lib *lib)
+{
+	if (lib->handle)
+		dlclose(lib->handle);
+	memset(lib, 0, sizeof(*lib));
+}
+
+int aw_subject_cpus(struct aw_runner *r, const struct aw_agent_subject *s, const char *selection,
+                    int **cpus, char **err)
+{
+	char *why = NULL;
+	int n;
+
+	if (!selection)
+		selection = s->cpus ? s->cpus : "first-per-type";
+	*cpus = calloc(SUBJECT_CPUS, sizeof(**cpus));
+	if (!*cpus)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	n = aw_runner_cpus(r, selection, *cpus, SUBJECT_CPUS, &why);
+	if (n < 0) {
+		aw_errorf(err, n, "subject '%s': bad cpus '%s': %s", s->name, selection,
+		          why ? why : strerror(-n));
+		free(why);
+		free(*cpus);
+		*cpus = NULL;
+		return n;
+	}
+	free(why);
+	return n > SUBJECT_CPUS ? SUBJECT_CPUS : n;
+}
+
 int aw_subject_measure(struct aw_runner *r, const struct aw_agent_subject *s, struct aw_result *res,
                        struct aw_progress *progress, volatile int *stop, char **err)
 {
 	const struct atomwatch_subject *d;
-	atomwatch_subject_fn fn;
+	struct aw_subject_lib lib;
 	size_t n_ops = 0, n_readers = 0, total, done = 0;
-	void *handle;
-	char *why = NULL;
 	int *cpus = NULL, n_cpus, rc = 0;
 
-	handle = dlopen(s->library, RTLD_NOW | RTLD_LOCAL);
-	if (!handle)
-		return aw_errorf(err, -ENOENT, "subject '%s': cannot load '%s': %s", s->name,
-		                 s->library, dlerror());
-	fn = lookup(handle);
-	if (!fn) {
-		rc = aw_errorf(err, -ENOENT, "subject '%s': '%s' does not export %s()", s->name,
-		               s->library, ATOMWATCH_SUBJECT_SYMBOL);
-		goto out;
-	}
-	d = fn();
-	if (!d || d->abi != ATOMWATCH_SUBJECT_ABI) {
-		rc = aw_errorf(err, -EPROTO,
-		               "subject '%s': '%s' speaks subject ABI %u; this agent speaks %d",
-		               s->name, s->library, d ? d->abi : 0, ATOMWATCH_SUBJECT_ABI);
-		goto out;
-	}
-	rc = check_names(s, d, &n_ops, &n_readers, err);
+	rc = aw_subject_open(s, s->library, &lib, err);
 	if (rc)
-		goto out;
-	cpus = calloc(SUBJECT_CPUS, sizeof(*cpus));
-	if (!cpus) {
-		rc = aw_errorf(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	n_cpus = aw_runner_cpus(r, s->cpus ? s->cpus : "first-per-type", cpus, SUBJECT_CPUS, &why);
+		return rc;
+	d = lib.d;
+	n_ops = lib.n_ops;
+	n_readers = lib.n_readers;
+	n_cpus = aw_subject_cpus(r, s, NULL, &cpus, err);
 	if (n_cpus < 0) {
-		rc = aw_errorf(err, n_cpus, "subject '%s': bad cpus '%s': %s", s->name, s->cpus,
-		               why ? why : strerror(-n_cpus));
+		rc = n_cpus;
 		goto out;
 	}
-	if (n_cpus > SUBJECT_CPUS)
-		n_cpus = SUBJECT_CPUS;
 	total = (size_t)n_cpus * (n_ops + n_readers);
 	for (int ci = 0; ci < n_cpus && !rc; ci++) {
 		for (size_t i = 0; i < n_ops + n_readers && !rc; i++) {
@@ -258,8 +298,7 @@ int aw_subject_measure(struct aw_runner *r, const struct aw_agent_subject *s, st
 		}
 	}
 out:
-	free(why);
 	free(cpus);
-	dlclose(handle);
+	aw_subject_close(&lib);
 	return rc;
 }

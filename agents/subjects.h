@@ -7,6 +7,7 @@
 #define AW_AGENT_SUBJECTS_H
 
 #include "atomwatch/runner.h"
+#include "atomwatch/subject.h"
 #include "config.h"
 
 /* Runs the subject's build command (sh -c) in its directory with ATOMWATCH_PROJECT,
@@ -15,6 +16,27 @@
  * *err saying why, the log's last lines included when the build failed. */
 int aw_subject_build(const struct aw_agent_subject *s, const char *project, const char *commit,
                      const char *ref, const char *log_path, volatile int *stop, char **err);
+
+/* A loaded subject library whose description passed the ABI and name checks. */
+struct aw_subject_lib {
+	void *handle;
+	const struct atomwatch_subject *d; /* borrowed from the library */
+	size_t n_ops, n_readers;
+};
+
+/* dlopens `library` (RTLD_LOCAL: two builds of one subject each keep their own statics) and
+ * checks that it exports the subject ABI with valid, unique names. Returns 0 with *lib (close
+ * with aw_subject_close()), -ENOENT (cannot load, no symbol), -EPROTO (another ABI) or -EINVAL
+ * (bad names), with *err naming the library. */
+int aw_subject_open(const struct aw_agent_subject *s, const char *library,
+                    struct aw_subject_lib *lib, char **err);
+void aw_subject_close(struct aw_subject_lib *lib);
+
+/* The CPUs to measure the subject on: `selection` (NULL: the subject's cpus, default
+ * first-per-type). Returns how many (at most 4096) with *cpus (caller frees), or a negative
+ * errno with *err. */
+int aw_subject_cpus(struct aw_runner *r, const struct aw_agent_subject *s, const char *selection,
+                    int **cpus, char **err);
 
 /* Loads the subject's library and appends one measured cell per op (and reader) and CPU to
  * `res` (the subject's CPUs, default the first of each core type). `progress` (may be NULL)

@@ -9,6 +9,7 @@
 #ifndef AW_CI_H
 #define AW_CI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,6 +164,7 @@ void aw_ci_client_free(struct aw_ci_client **c);
 struct aw_ci_job {
 	const char *project, *commit, *ref;
 	const char *subject;      /* or NULL */
+	const char *ab_base;      /* an A/B job from this base commit to `commit`, or NULL */
 	const char *const *hosts; /* NULL: every host ("all") */
 	size_t n_hosts;
 };
@@ -221,5 +223,10 @@ int aw_ci_fetch_compare(struct aw_ci_client *c, const struct aw_ci_gate_query *q
 /* Runs `atomwatch-ci` with argv (argv[0] the program); returns the exit status. Reentrant
  * enough for tests: getopt is reset on entry. */
 int aw_ci_main(int argc, char **argv);
+
+/* GETs `path` (retried like the other queries) and parses the 2xx reply as JSON into *out
+ * (caller decrefs). Returns 0 or a negative errno with *err naming `what`. */
+int aw_ci_get_json(struct aw_ci_client *c, const char *path, const char *what, json_t **out,
+                   char **err);
 
 #endif

@@ -16,6 +16,7 @@
 #include "aw/log.h"
 #include "aw/util.h"
 #include "ci.h"
+#include "evidence.h"
 
 #ifndef AW_VERSION
 #define AW_VERSION "0.0.0"
@@ -35,6 +36,8 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  trigger --project P --commit SHA --ref REF [--hosts a,b|all] [--subject NAME]\n"
+    "  trigger --ab --base SHA --head SHA --subject NAME --project P --ref REF [--hosts ...]\n"
+    "        queue an interleaved A/B job: daemon agents run 'atomwatch-agent ab'\n"
     "        queue a job for the agents in daemon mode; prints the job id (needs a ci token)\n"
     "  wait --project P --commit SHA --hosts a,b [--timeout 30m]\n"
     "        return once every host has reported a run of the commit\n"
@@ -78,6 +81,7 @@ enum {
 	O_BASELINE_REF,
 	O_BASE,
 	O_HEAD,
+	O_AB,
 	O_JUNIT,
 	O_MARKDOWN,
 	O_TOKEN_FILE,
@@ -102,6 +106,7 @@ static const struct option longopts[] = {
     {"wait", required_argument, NULL, O_WAIT},
     {"baseline-ref", required_argument, NULL, O_BASELINE_REF},
     {"base", required_argument, NULL, O_BASE},
+    {"ab", no_argument, NULL, O_AB},
     {"head", required_argument, NULL, O_HEAD},
     {"junit", required_argument, NULL, O_JUNIT},
     {"markdown", required_argument, NULL, O_MARKDOWN},
@@ -134,6 +139,7 @@ struct args {
 	const char *command;
 	char *collector; /* without trailing '/' */
 	const char *project, *commit, *ref, *subject, *host, *baseline_ref, *base, *head;
+	bool ab; /* trigger --ab */
 	const char *junit, *markdown, *token_file;
 	char **hosts; /* NULL: none given */
 	size_t n_hosts;
@@ -286,6 +292,9 @@ static bool option_allowed(const char *cmd, int opt)
 		return gate || compare;
 	case O_BASE:
 	case O_HEAD:
+		return compare || trigger;
+	case O_AB:
+		return trigger;
 	case O_HOST:
 		return compare;
 	default:
@@ -428,6 +437,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (rc)
 				return rc;
 			break;
+		case O_AB:
+			a->ab = true;
+			break;
 		}
 	}
 	if (!a->command)
@@ -463,6 +475,16 @@ static int check_args(struct args *a)
 		return need(a->base, cmd, "--base") || need(a->head, cmd, "--head")
 		           ? AW_CI_EXIT_ERROR
 		           : 0;
+	if (!strcmp(cmd, "trigger") && a->ab) {
+		/* an A/B job names its commits with --base and --head */
+		if (need(a->base, "trigger --ab", "--base") ||
+		    need(a->head, "trigger --ab", "--head") ||
+		    need(a->subject, "trigger --ab", "--subject"))
+			return AW_CI_EXIT_ERROR;
+		if (!strcmp(a->base, a->head))
+			return usage_error("trigger --ab: --base and --head are the same commit");
+		return need(a->ref, cmd, "--ref");
+	}
 	if ((rc = need(a->commit, cmd, "--commit")))
 		return rc;
 	if (!strcmp(cmd, "trigger"))
@@ -558,6 +580,22 @@ static int cmd_trigger(struct args *a, struct aw_ci_client *c)
 	}
 	if (!a->hosts && !a->all_hosts)
 		job.hosts = NULL; /* every host */
+	if (a->ab) {
+		/* an A/B job: the head is the job's commit, measured against the base */
+		if (!a->base || !a->head || !a->subject) {
+			aw_error("trigger --ab needs --base, --head and --subject");
+			return AW_CI_EXIT_ERROR;
+		}
+		if (a->commit && strcmp(a->commit, a->head)) {
+			aw_error("trigger --ab: --commit %s is not --head %s", a->commit, a->head);
+			return AW_CI_EXIT_ERROR;
+		}
+		job.commit = a->head;
+		job.ab_base = a->base;
+	} else if (a->base || a->head) {
+		aw_error("--base and --head are for 'compare' and 'trigger --ab'");
+		return AW_CI_EXIT_ERROR;
+	}
 	if (aw_ci_trigger(c, &job, &id, &err)) {
 		aw_error("%s", err);
 		free(err);
@@ -687,6 +725,26 @@ static int present(struct args *a, struct aw_ci_report *r)
 	return failed ? AW_CI_EXIT_ERROR : status;
 }
 
+/* The commit's A/B document decides when there is one (evidence.h); the line says which
+ * evidence did. A collector without A/B documents leaves the history's verdict. */
+static int decide_by_evidence(struct args *a, struct aw_ci_client *c, enum aw_ci_exit history)
+{
+	struct aw_ci_evidence ev;
+	char *err = NULL;
+	int rc;
+
+	if (aw_ci_fetch_evidence(c, a->project, a->commit, &ev, &err)) {
+		aw_warn("no A/B evidence (%s); the history-based verdict decides", err);
+		free(err);
+		return history;
+	}
+	aw_ci_evidence_print(stdout, &ev, history, a->collector);
+	fflush(stdout);
+	rc = aw_ci_evidence_exit(&ev, history);
+	aw_ci_evidence_release(&ev);
+	return rc;
+}
+
 static int cmd_gate(struct args *a, struct aw_ci_client *c)
 {
 	struct aw_ci_gate_query q = {
@@ -729,7 +787,7 @@ static int cmd_gate(struct args *a, struct aw_ci_client *c)
 	}
 	rc = present(a, &r);
 	aw_ci_report_release(&r);
-	return rc;
+	return rc == AW_CI_EXIT_ERROR ? rc : decide_by_evidence(a, c, (enum aw_ci_exit)rc);
 }
 
 static int cmd_compare(struct args *a, struct aw_ci_client *c)

@@ -180,6 +180,8 @@ int aw_ci_trigger(struct aw_ci_client *c, const struct aw_ci_job *job, int64_t *
 		goto nomem;
 	if (job->subject && json_object_set_new(body, "subject", json_string(job->subject)))
 		goto nomem;
+	if (job->ab_base && json_object_set_new(body, "ab_base", json_string(job->ab_base)))
+		goto nomem;
 	if (job->hosts) {
 		hosts = json_array();
 		for (size_t i = 0; hosts && i < job->n_hosts; i++)
@@ -353,6 +355,26 @@ int aw_ci_wait(struct aw_ci_client *c, const char *project, const char *commit,
 	}
 }
 
+int aw_ci_get_json(struct aw_ci_client *c, const char *path, const char *what, json_t **out,
+                   char **err)
+{
+	struct aw_http_client_reply rep;
+	json_error_t jerr;
+	int rc;
+
+	*out = NULL;
+	reply_init(&rep);
+	rc = get(c, path, what, GET_RETRIES, &rep, err);
+	if (!rc) {
+		*out = json_loadb(rep.body.data ? rep.body.data : "", rep.body.len, 0, &jerr);
+		if (!*out)
+			rc = aw_errorf(err, -EINVAL, "the collector's reply to %s is not JSON: %s",
+			               what, jerr.text);
+	}
+	aw_http_client_reply_release(&rep);
+	return rc;
+}
+
 static int fetch_report(struct aw_ci_client *c, const char *path, const char *what, bool compare,
                         struct aw_ci_report *out, char **err)
 {
@@ -388,6 +410,9 @@ int aw_ci_fetch_gate(struct aw_ci_client *c, const struct aw_ci_gate_query *qr,
 		rc = aw_buf_puts(&q, "&all=1");
 	for (size_t i = 0; !rc && i < qr->n_cells; i++)
 		rc = query_add(&q, "cells", qr->cells[i]);
+	/* the history's own verdict: the A/B evidence is weighed by cmd_gate (evidence.h) */
+	if (!rc)
+		rc = aw_buf_puts(&q, "&evidence=history");
 	if (rc)
 		rc = query_error(rc, err);
 	else

@@ -27,44 +27,6 @@ static json_t *stored_json(const char *text)
 	return j ? j : json_null();
 }
 
-/* Reads an optional name-like query parameter. Returns 0 (with *out NULL when absent) or
- * replies 400 and returns -EINVAL. */
-static int query_checked(struct aw_ctx *x, const char *name, bool (*valid)(const char *),
-                         const char *what, const char **out)
-{
-	const char *v = aw_httpd_query(x->req, name);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!valid(v)) {
-		aw_reply_error(x->req, 400, "invalid", name, "'%s' must be %s, got '%.64s'", name,
-		               what, v);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-static int query_limit(struct aw_ctx *x, const char *name, unsigned def, unsigned max,
-                       unsigned *out)
-{
-	const char *v = aw_httpd_query(x->req, name);
-	uint64_t n;
-
-	*out = def;
-	if (!v)
-		return 0;
-	if (aw_parse_u64(v, max, &n) || n < 1) {
-		aw_reply_error(x->req, 400, "invalid", name,
-		               "'%s' must be a whole number from 1 to %u, got '%.32s'", name, max,
-		               v);
-		return -EINVAL;
-	}
-	*out = (unsigned)n;
-	return 0;
-}
-
 static void time_us(int64_t us, char *out)
 {
 	struct timespec ts = {.tv_sec = (time_t)(us / 1000000),
@@ -216,11 +178,11 @@ void aw_api_runs(struct aw_ctx *x)
 	char next[24];
 	int rc;
 
-	if (query_checked(x, "project", aw_valid_name, "a name", &f.project) ||
-	    query_checked(x, "host", aw_valid_name, "a host name", &f.host) ||
-	    query_checked(x, "commit", aw_valid_commit, "7 to 64 hex digits", &f.commit) ||
-	    query_checked(x, "ref", aw_valid_ref, "a git ref name", &f.ref) ||
-	    query_limit(x, "limit", LIST_DEFAULT, LIST_MAX, &f.limit))
+	if (aw_query_checked(x, "project", aw_valid_name, "a name", &f.project) ||
+	    aw_query_checked(x, "host", aw_valid_name, "a host name", &f.host) ||
+	    aw_query_checked(x, "commit", aw_valid_commit, "7 to 64 hex digits", &f.commit) ||
+	    aw_query_checked(x, "ref", aw_valid_ref, "a git ref name", &f.ref) ||
+	    aw_query_limit(x, "limit", LIST_DEFAULT, LIST_MAX, &f.limit))
 		goto out;
 	if (cursor && aw_parse_id(cursor, &f.before_seq)) {
 		aw_reply_error(x->req, 400, "invalid", "cursor",
@@ -373,10 +335,10 @@ void aw_api_series(struct aw_ctx *x)
 	struct store_conn *c;
 	int rc;
 
-	if (query_checked(x, "host", aw_valid_name, "a host name", &q.host) ||
-	    query_checked(x, "ref", aw_valid_ref, "a git ref name", &q.ref) ||
-	    query_checked(x, "project", aw_valid_name, "a name", &q.project) ||
-	    query_limit(x, "limit", SERIES_DEFAULT, SERIES_MAX, &q.limit))
+	if (aw_query_checked(x, "host", aw_valid_name, "a host name", &q.host) ||
+	    aw_query_checked(x, "ref", aw_valid_ref, "a git ref name", &q.ref) ||
+	    aw_query_checked(x, "project", aw_valid_name, "a name", &q.project) ||
+	    aw_query_limit(x, "limit", SERIES_DEFAULT, SERIES_MAX, &q.limit))
 		goto out;
 	q.cell_key = aw_httpd_query(x->req, "cell");
 	if (!q.host) {
@@ -677,25 +639,39 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 		aw_reply_error(x->req, 500, "internal", "", "out of memory");
 		return;
 	}
+	/* the gate: the commit's interleaved A/B document decides when there is one */
+	rc = base ? 0 : aw_ab_gate_evidence(x, project, head, reply);
+	if (rc) {
+		json_decref(reply);
+		aw_reply_store_error(x->req, rc);
+		return;
+	}
 	aw_reply_json(x->req, 200, reply);
 }
 
 void aw_api_gate(struct aw_ctx *x)
 {
 	struct aw_analysis_opts o = x->col->analysis;
-	const char *project, *commit, *ref, *globs[AW_ANALYSIS_MAX_GLOBS];
+	const char *project, *commit, *ref, *evidence, *globs[AW_ANALYSIS_MAX_GLOBS];
 	struct host_set hosts = {0};
 	char report[128];
 
-	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
-	    query_checked(x, "commit", aw_valid_commit, "a commit id (7 to 64 hex digits)",
-	                  &commit) ||
-	    query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref) ||
+	if (aw_query_checked(x, "project", aw_valid_name, "a name", &project) ||
+	    aw_query_checked(x, "commit", aw_valid_commit, "a commit id (7 to 64 hex digits)",
+	                     &commit) ||
+	    aw_query_checked(x, "baseline_ref", aw_valid_ref, "a git ref name", &ref) ||
 	    query_globs(x, globs, &o))
 		return;
 	if (!project || !commit) {
 		aw_reply_error(x->req, 400, "required", project ? "commit" : "project",
 		               "'%s' is required", project ? "commit" : "project");
+		return;
+	}
+	evidence = aw_httpd_query(x->req, "evidence");
+	if (evidence && strcmp(evidence, "history") && strcmp(evidence, "any")) {
+		aw_reply_error(x->req, 400, "invalid", "evidence",
+		               "'evidence' must be any (the default) or history, got '%.32s'",
+		               evidence);
 		return;
 	}
 	if (ref)
@@ -717,10 +693,12 @@ void aw_api_compare(struct aw_ctx *x)
 	struct host_set hosts = {0};
 	char report[192];
 
-	if (query_checked(x, "project", aw_valid_name, "a name", &project) ||
-	    query_checked(x, "base", aw_valid_commit, "a commit id (7 to 64 hex digits)", &base) ||
-	    query_checked(x, "head", aw_valid_commit, "a commit id (7 to 64 hex digits)", &head) ||
-	    query_checked(x, "host", aw_valid_name, "a host name", &host) ||
+	if (aw_query_checked(x, "project", aw_valid_name, "a name", &project) ||
+	    aw_query_checked(x, "base", aw_valid_commit, "a commit id (7 to 64 hex digits)",
+	                     &base) ||
+	    aw_query_checked(x, "head", aw_valid_commit, "a commit id (7 to 64 hex digits)",
+	                     &head) ||
+	    aw_query_checked(x, "host", aw_valid_name, "a host name", &host) ||
 	    query_globs(x, globs, &o))
 		return;
 	if (!base || !head) {
@@ -765,9 +743,9 @@ void aw_api_changepoints(struct aw_ctx *x)
 	struct store_conn *c;
 	int rc;
 
-	if (query_checked(x, "host", aw_valid_name, "a host name", &host) ||
-	    query_checked(x, "ref", aw_valid_ref, "a git ref name", &ref) ||
-	    query_checked(x, "project", aw_valid_name, "a name", &project))
+	if (aw_query_checked(x, "host", aw_valid_name, "a host name", &host) ||
+	    aw_query_checked(x, "ref", aw_valid_ref, "a git ref name", &ref) ||
+	    aw_query_checked(x, "project", aw_valid_name, "a name", &project))
 		goto out;
 	if (!host) {
 		aw_reply_error(x->req, 400, "required", "host", "'host' is required");

@@ -44,6 +44,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->detect_window = 10;
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
+	c->ab_threshold = 0.005;
 	c->cp_min_segment = 3;
 	c->confirm_runs = 2;
 	c->confirm_jobs = 3;
@@ -176,6 +177,7 @@ static const struct key keys[] = {
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
     {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
     {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
+    {"detection", "ab_threshold", K_RATIO, F(ab_threshold), 0, 0},
     {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},
     {"postingest", "charts", K_BOOL, F(charts), 0, 0},
     {"postingest", "queue", K_UINT, F(chart_queue_max), 1, 1000000},

@@ -53,6 +53,8 @@ struct aw_collector_config {
 	unsigned confirm_runs;   /* head runs of a cell a regression needs; fewer: suspect (2) */
 	unsigned confirm_jobs;   /* re-measurements queued for a daemon host's suspects (3);
 	                            0: none */
+	double ab_threshold;     /* smallest change an A/B document reports (0.005), before the
+	                          * A/A floor */
 
 	/* postingest (the work after an upload; the render.* keys of earlier releases still
 	 * work, with a warning) */

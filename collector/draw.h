@@ -103,6 +103,11 @@ int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, int64_t seq, co
 int aw_draw_commit(struct aw_draw *d, const char *project, const char *commit, const char *host,
                    char **err);
 
+/* The chart of A/B document `ab_id`: each cell's per-round change head/base - 1, the A/A
+ * rounds beside the A/B ones, a line at each estimate (at most 32 cells). Returns 0, -ENOENT
+ * (no such document), -ENOSYS (no gnuplot), or another negative errno with *err. */
+int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err);
+
 /* ---- cached verdicts as the pages show them ---- */
 
 struct aw_verdict_cell {

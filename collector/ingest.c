@@ -11,6 +11,7 @@
 #include "aw/buf.h"
 #include "aw/log.h"
 #include "aw/sha256.h"
+#include "aw/ab.h"
 #include "internal.h"
 #include "metrics.h"
 #include "postingest.h"
@@ -214,6 +215,10 @@ void aw_ingest_post(struct aw_ctx *x)
 	if (!doc) {
 		aw_reply_error(req, 400, "json", "", "invalid JSON at line %d, column %d: %s",
 		               jerr.line, jerr.column, jerr.text);
+		goto out;
+	}
+	if (aw_ab_is_ab(doc)) {
+		aw_ab_post(x, doc); /* an interleaved A/B document: judged and stored here */
 		goto out;
 	}
 	u = calloc(1, sizeof(*u));

@@ -74,11 +74,22 @@ void aw_jobs_list(struct aw_ctx *x);
 void aw_api_gate(struct aw_ctx *x);
 void aw_api_compare(struct aw_ctx *x);
 void aw_api_changepoints(struct aw_ctx *x);
+/* A/B documents (api_ab.c): the upload of a parsed atomwatch.ab document (aw_ingest_post()
+ * hands it over; the reference stays the caller's), one document, the list. */
+void aw_ab_post(struct aw_ctx *x, json_t *doc);
+void aw_api_ab(struct aw_ctx *x);
+void aw_api_ab_list(struct aw_ctx *x);
+/* Adds the gate reply's "evidence" ({"decided_by": "ab"|"history", ...}) for the commit's
+ * newest A/B document (not A/A), and sets "status" from it when its verdict decides
+ * (regressed: fail; unchanged, improved: pass), unless the query says evidence=history.
+ * Returns 0 or a store error. */
+int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commit, json_t *reply);
 /* The HTML reports (web.c). */
 void aw_web_overview(struct aw_ctx *x);
 void aw_web_host(struct aw_ctx *x);
 void aw_web_commit(struct aw_ctx *x);
 void aw_web_compare(struct aw_ctx *x);
+void aw_web_ab(struct aw_ctx *x);
 void aw_web_chart(struct aw_ctx *x);
 void aw_web_favicon(struct aw_ctx *x);
 

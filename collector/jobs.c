@@ -47,12 +47,19 @@ struct aw_jobs {
 static json_t *job_json(const struct store_job *j)
 {
 	json_t *confirm = j->confirm ? json_loads(j->confirm, 0, NULL) : NULL;
-
 	/* a confirmation job says what to re-measure; an ordinary job has no "confirm" */
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:s, s:s, s:o*}", "id", (json_int_t)j->id,
-	                 "project", j->project, "commit", j->commit, "ref", j->ref, "subject",
-	                 aw_json_str(j->subject), "all_hosts", j->all_hosts, "created_at",
-	                 j->created_at, "expires_at", j->expires_at, "confirm", confirm);
+	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:s, s:s, s:o*}", "id",
+	                      (json_int_t)j->id, "project", j->project, "commit", j->commit, "ref",
+	                      j->ref, "subject", aw_json_str(j->subject), "all_hosts", j->all_hosts,
+	                      "created_at", j->created_at, "expires_at", j->expires_at, "confirm",
+	                      confirm);
+
+	/* only on A/B jobs: an agent from before them sees the job it always saw */
+	if (o && j->ab_base && json_object_set_new(o, "ab_base", json_string(j->ab_base))) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 struct claimed {
@@ -361,7 +368,8 @@ void aw_jobs_next(struct aw_ctx *x)
 
 /* ---- POST /api/v1/jobs ---- */
 
-static const char *const job_keys[] = {"project", "commit", "ref", "subject", "hosts", "ttl", NULL};
+static const char *const job_keys[] = {"project", "commit", "ref",     "subject",
+                                       "hosts",   "ttl",    "ab_base", NULL};
 
 static bool printable(const char *s)
 {
@@ -419,7 +427,19 @@ static int parse_job(struct aw_ctx *x, json_t *doc, struct store_job_spec *spec,
 	STR_FIELD("ref", aw_valid_ref, "a valid git ref name", true, spec->ref);
 	STR_FIELD("subject", aw_valid_name, "a subject name from the agent's config", false,
 	          spec->subject);
+	STR_FIELD("ab_base", aw_valid_commit,
+	          "the base commit id of an A/B job (7 to 64 hex digits)", false, spec->ab_base);
 #undef STR_FIELD
+	if (spec->ab_base && !spec->subject) {
+		aw_reply_error(x->req, 400, "required", "subject",
+		               "an A/B job ('ab_base') measures a subject: 'subject' is required");
+		return -EINVAL;
+	}
+	if (spec->ab_base && !strcmp(spec->ab_base, spec->commit)) {
+		aw_reply_error(x->req, 400, "invalid", "ab_base",
+		               "'ab_base' is the job's own commit: nothing to compare");
+		return -EINVAL;
+	}
 	h = json_object_get(doc, "hosts");
 	if (!h) {
 		aw_reply_error(x->req, 400, "required", "hosts",

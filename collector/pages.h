@@ -60,5 +60,9 @@ int aw_site_overview_page(const struct aw_site *s, const char *a, const char *b,
                           struct aw_buf *out);
 int aw_site_host_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
 int aw_site_commit_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
+/* "/ab/{id}": an interleaved A/B document, its judgment and its chart (-ENOENT: unknown id,
+ * -EINVAL: not a UUID). */
+int aw_site_ab(const struct aw_site *s, const char *ab_id, struct aw_buf *out);
+int aw_site_ab_page(const struct aw_site *s, const char *a, const char *b, struct aw_buf *out);
 
 #endif

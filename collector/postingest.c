@@ -20,6 +20,7 @@
 
 #define TASK_RUN    "run"    /* the verdict, change points and the commit's charts */
 #define TASK_TRENDS "trends" /* the host's trend charts on a ref, after its runs' tasks */
+#define TASK_AB     "ab"     /* an A/B document's chart; its ab_id is the task's ref */
 #define MESSAGE_MAX 512      /* of the last error kept with a failed task */
 
 /* ---- the work of one task ---- */
@@ -404,6 +405,9 @@ static void run_task(struct worker *w, struct store_conn *conn, const struct tas
 	} else if (!strcmp(t->kind, TASK_TRENDS)) {
 		if (w->gp) /* a collector with charts off leaves trends undrawn */
 			rc = aw_draw_trends(&d, t->host, t->ref, &err);
+	} else if (!strcmp(t->kind, TASK_AB)) {
+		if (w->gp)
+			rc = aw_draw_ab(&d, t->ref, &err);
 	} else {
 		aw_warn("postingest: task %" PRId64 " of unknown kind '%.32s' dropped", t->id,
 		        t->kind);

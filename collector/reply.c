@@ -76,3 +76,38 @@ json_t *aw_json_str(const char *s)
 {
 	return s ? json_string(s) : json_null();
 }
+
+int aw_query_checked(struct aw_ctx *x, const char *name, bool (*valid)(const char *),
+                     const char *what, const char **out)
+{
+	const char *v = aw_httpd_query(x->req, name);
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!valid(v)) {
+		aw_reply_error(x->req, 400, "invalid", name, "'%s' must be %s, got '%.64s'", name,
+		               what, v);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int aw_query_limit(struct aw_ctx *x, const char *name, unsigned def, unsigned max, unsigned *out)
+{
+	const char *v = aw_httpd_query(x->req, name);
+	uint64_t n;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (aw_parse_u64(v, max, &n) || n < 1) {
+		aw_reply_error(x->req, 400, "invalid", name,
+		               "'%s' must be a whole number from 1 to %u, got '%.32s'", name, max,
+		               v);
+		return -EINVAL;
+	}
+	*out = (unsigned)n;
+	return 0;
+}

@@ -7,6 +7,7 @@
 #define AW_COLLECTOR_REPLY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "httpd.h"
@@ -32,6 +33,15 @@ void aw_reply_store_error(struct aw_httpd_req *req, int rc);
 
 /* Parses a decimal id (1..INT64_MAX) from a path segment. Returns 0 or -EINVAL. */
 int aw_parse_id(const char *s, int64_t *out);
+
+/* Reads an optional name-like query parameter. Returns 0 (with *out NULL when absent) or
+ * replies 400 naming it and returns -EINVAL. */
+int aw_query_checked(struct aw_ctx *x, const char *name, bool (*valid)(const char *),
+                     const char *what, const char **out);
+
+/* Reads an optional count parameter (1..max, `def` when absent). Returns 0, or replies 400
+ * naming it and returns -EINVAL. */
+int aw_query_limit(struct aw_ctx *x, const char *name, unsigned def, unsigned max, unsigned *out);
 
 /* A JSON string, or null for NULL (a new reference; NULL when out of memory). */
 json_t *aw_json_str(const char *s);

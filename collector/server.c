@@ -53,10 +53,13 @@ static const struct route routes[] = {
     {"GET", "/api/v1/gate", aw_api_gate, ACCESS_READ},
     {"GET", "/api/v1/compare", aw_api_compare, ACCESS_READ},
     {"GET", "/api/v1/changepoints", aw_api_changepoints, ACCESS_READ},
+    {"GET", "/api/v1/ab", aw_api_ab_list, ACCESS_READ},
+    {"GET", "/api/v1/ab/{id}", aw_api_ab, ACCESS_READ},
     {"GET", "/", aw_web_overview, ACCESS_READ},
     {"GET", "/hosts/{name}", aw_web_host, ACCESS_READ},
     {"GET", "/commits/{sha}", aw_web_commit, ACCESS_READ},
     {"GET", "/compare", aw_web_compare, ACCESS_READ},
+    {"GET", "/ab/{id}", aw_web_ab, ACCESS_READ},
     {"GET", "/charts/*", aw_web_chart, ACCESS_READ},
     {"GET", "/favicon.svg", aw_web_favicon, ACCESS_READ},
 };

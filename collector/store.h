@@ -280,6 +280,8 @@ int store_token_touch(struct store_conn *c, int64_t id, const char *when);
 struct store_job_spec {
 	const char *project, *commit, *ref;
 	const char *subject;      /* NULL: none */
+	const char *ab_base;      /* an A/B job of subject from this base commit to commit; NULL: a
+	                           * run */
 	const char *const *hosts; /* NULL: every host; else n_hosts names */
 	size_t n_hosts;
 	int64_t created_by; /* token id, 0 when unknown */
@@ -292,6 +294,7 @@ struct store_job_spec {
 struct store_job {
 	int64_t id;
 	const char *project, *commit, *ref, *subject; /* subject may be NULL */
+	const char *ab_base;                          /* NULL: a run; else an A/B job's base */
 	bool all_hosts;
 	const char *created_at, *expires_at;
 	const char *confirm; /* a confirmation job's JSON, or NULL */
@@ -415,8 +418,9 @@ struct store_task {
 
 typedef int (*store_task_cb)(const struct store_task *t, void *cls);
 
-/* Queues a task outside an upload (e.g. "trends" after a "run"); merged as above. -EINVAL
- * for a kind other than "run" or "trends". */
+/* Queues a task outside an upload (e.g. "trends" after a "run", "ab" for an A/B document's
+ * chart, its ab_id as the ref); merged as above. -EINVAL for a kind other than "run",
+ * "trends" or "ab". */
 int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                        const char *commit, const char *host, const char *ref);
 
@@ -462,5 +466,36 @@ int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, v
 
 /* The chart at `path` without its data (ch->data NULL, ch->len its size); -ENOENT when none. */
 int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls);
+
+/* ---- interleaved A/B documents (aw/ab.h) ---- */
+
+/* One stored A/B document: the columns it is found by, the collector's judgment (JSON of
+ * aw_ab_judge()) and the document as uploaded (canonical JSON; NULL in lists). */
+struct store_ab {
+	int64_t seq;
+	const char *ab_id, *project, *host, *subject, *base, *head, *ref; /* ref may be NULL */
+	bool aa;
+	const char *verdict; /* the document's verdict */
+	char content_hash[AW_SHA256_HEX_LEN + 1];
+	const char *received_at;
+	const char *judgment, *doc;
+	enum store_outcome outcome; /* out of store_ab_put() */
+};
+
+typedef int (*store_ab_cb)(const struct store_ab *ab, void *cls);
+
+/* Stores an A/B document in one transaction unless its ab_id is stored already: sets
+ * ab->outcome (CREATED, DUPLICATE for the same content hash, CONFLICT otherwise) and ab->seq.
+ * Returns 0, -EAGAIN on a concurrent insert of the same id (retry), or another negative
+ * errno. */
+int store_ab_put(struct store_conn *c, struct store_ab *ab);
+
+/* Calls `cb` with the document `ab_id` (doc and judgment set); -ENOENT when unknown. */
+int store_ab_get(struct store_conn *c, const char *ab_id, store_ab_cb cb, void *cls);
+
+/* The newest A/B documents first (doc NULL), filtered by project, head commit and host (each
+ * NULL: any); limit 1..10000. */
+int store_ab_list(struct store_conn *c, const char *project, const char *head, const char *host,
+                  unsigned limit, store_ab_cb cb, void *cls);
 
 #endif

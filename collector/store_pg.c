@@ -215,6 +215,26 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN confirmation_of TEXT;"
     "CREATE INDEX jobs_confirmation_of ON jobs (confirmation_of);"
     "CREATE TABLE job_polls (host TEXT PRIMARY KEY, polled_us BIGINT NOT NULL);",
+    /* 6: interleaved A/B documents (atomwatch.ab/1): the document as uploaded and the
+     * collector's judgment of it, found by id and by (project, head commit) */
+    "CREATE TABLE ab_docs ("
+    " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " ab_id TEXT NOT NULL UNIQUE,"
+    " project TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " subject TEXT NOT NULL,"
+    " base_commit TEXT NOT NULL,"
+    " head_commit TEXT NOT NULL,"
+    " ref TEXT,"
+    " aa INTEGER NOT NULL,"
+    " verdict TEXT NOT NULL,"
+    " content_hash TEXT NOT NULL,"
+    " received_at TEXT NOT NULL,"
+    " judgment TEXT NOT NULL,"
+    " doc TEXT NOT NULL);"
+    "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);"
+    /* an A/B job (atomwatch-ci trigger --ab): the base commit; NULL for a run */
+    "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

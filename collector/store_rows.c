@@ -33,7 +33,7 @@
 	"m.ci_lo, m.ci_hi, m.baseline_ns, m.below_resolution, m.reason"
 #define JOB_COLS                                                                                     \
 	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at, " \
-	"j.confirm"
+	"j.confirm, j.ab_base"
 #define TOKEN_COLS "id, role, host, hash, created_at, revoked_at, last_used_at"
 #define TASK_COLS  "id, kind, project, commit_sha, host, ref, generation, attempts, enqueued_at"
 #define HOST_COLS                                                                            \
@@ -109,10 +109,18 @@ enum stmt_id {
 	S_CHART_PUT,
 	S_CHART_GET,
 	S_CHART_STAT,
+	S_AB_FIND,
+	S_AB_ADD,
+	S_AB_GET,
+	S_AB_LIST,
 	S_N
 };
 
 _Static_assert(S_N <= STORE_STMT_SLOTS, "a slot per statement");
+
+#define AB_COLS                                                                            \
+	"seq, ab_id, project, host, subject, base_commit, head_commit, ref, aa, verdict, " \
+	"content_hash, received_at"
 
 /* A statement: its text for both dialects, or PostgreSQL's own where they differ. A multi-row
  * statement (ncols > 0) is `sql`, then groups of ncols parameters, one a row, then `tail`. */
@@ -214,8 +222,8 @@ static const struct stmt_def defs[S_N] = {
     [S_TOKEN_TOUCH] = {"update a token", "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1"},
     [S_JOB_ADD] = {"add a job",
                    "INSERT INTO jobs (project, commit_sha, ref, subject, all_hosts, created_at, "
-                   "expires_at, expires_us, created_by, confirm, confirmation_of) VALUES (?1, "
-                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id"},
+                   "expires_at, expires_us, created_by, confirm, confirmation_of, ab_base) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id"},
     [S_JOB_TARGET_ADD] = {"add a job's host",
                           "INSERT INTO job_targets (job_id, host) VALUES (?1, ?2) "
                           "ON CONFLICT DO NOTHING"},
@@ -324,6 +332,19 @@ static const struct stmt_def defs[S_N] = {
                                      "FROM charts WHERE path = ?1"},
     [S_CHART_STAT] = {"read a chart", "SELECT path, content_type, hash, updated_at, "
                                       "length(data) FROM charts WHERE path = ?1"},
+    [S_AB_FIND] = {"look up an A/B document",
+                   "SELECT seq, content_hash FROM ab_docs WHERE ab_id = ?1"},
+    [S_AB_ADD] = {"add an A/B document",
+                  "INSERT INTO ab_docs (ab_id, project, host, subject, base_commit, head_commit, "
+                  "ref, aa, verdict, content_hash, received_at, judgment, doc) VALUES (?1, ?2, "
+                  "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING seq"},
+    [S_AB_GET] = {"read an A/B document", "SELECT " AB_COLS ", judgment, doc FROM ab_docs "
+                                          "WHERE ab_id = ?1"},
+    /* newest first; the document itself is not read for a list */
+    [S_AB_LIST] = {"list A/B documents",
+                   "SELECT " AB_COLS ", judgment, NULL FROM ab_docs WHERE (CAST(?1 AS TEXT) IS "
+                   "NULL OR project = ?1) AND (CAST(?2 AS TEXT) IS NULL OR head_commit = ?2) "
+                   "AND (CAST(?3 AS TEXT) IS NULL OR host = ?3) ORDER BY seq DESC LIMIT ?4"},
 };
 #pragma GCC diagnostic pop
 
@@ -1591,6 +1612,7 @@ int store_job_create(struct store_conn *c, const struct store_job_spec *spec, in
 		b_opt(s, 9, spec->created_by ? spec->created_by : AW_NONE);
 		b_text(s, 10, spec->confirm);
 		b_text(s, 11, spec->confirmation_of);
+		b_text(s, 12, spec->ab_base);
 		rc = run_id(s, id);
 	}
 	for (size_t i = 0; !rc && spec->hosts && i < spec->n_hosts; i++) {
@@ -1624,6 +1646,7 @@ static int job_row(struct store_stmt *s, void *cls)
 	    .created_at = c_text(s, 6),
 	    .expires_at = c_text(s, 7),
 	    .confirm = c_text(s, 8),
+	    .ab_base = c_text(s, 9),
 	};
 
 	jr->found = j.id;
@@ -1990,7 +2013,7 @@ int store_task_enqueue(struct store_conn *c, const char *kind, const char *proje
 	char now[AW_TIME_LEN];
 	int64_t us;
 
-	if (!kind || (strcmp(kind, "run") && strcmp(kind, "trends")))
+	if (!kind || (strcmp(kind, "run") && strcmp(kind, "trends") && strcmp(kind, "ab")))
 		return -EINVAL; /* the other columns are the schema's to check */
 	store_now(now, &us);
 	return task_enqueue(c, kind, project, commit, host, ref, now);
@@ -2177,4 +2200,111 @@ int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, v
 int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
 {
 	return chart_read(c, S_CHART_STAT, path, cb, cls);
+}
+
+/* ---- interleaved A/B documents ---- */
+
+int store_ab_put(struct store_conn *c, struct store_ab *ab)
+{
+	struct store_stmt *s;
+	int rc = begin(c, STORE_TX_WRITE);
+
+	if (rc)
+		return rc;
+	rc = get(c, S_AB_FIND, &s);
+	if (rc)
+		return finish(c, rc);
+	b_text(s, 1, ab->ab_id);
+	rc = step(s);
+	if (rc == STORE_ROW) {
+		ab->seq = c_i64(s, 0);
+		ab->outcome =
+		    strcmp(c_text(s, 1), ab->content_hash) ? STORE_CONFLICT : STORE_DUPLICATE;
+		reset(s);
+		return finish(c, 0);
+	}
+	reset(s);
+	if (rc < 0)
+		return finish(c, rc);
+	rc = get(c, S_AB_ADD, &s);
+	if (rc)
+		return finish(c, rc);
+	b_text(s, 1, ab->ab_id);
+	b_text(s, 2, ab->project);
+	b_text(s, 3, ab->host);
+	b_text(s, 4, ab->subject);
+	b_text(s, 5, ab->base);
+	b_text(s, 6, ab->head);
+	b_text(s, 7, ab->ref);
+	b_i64(s, 8, ab->aa ? 1 : 0);
+	b_text(s, 9, ab->verdict);
+	b_text(s, 10, ab->content_hash);
+	b_text(s, 11, ab->received_at);
+	b_text(s, 12, ab->judgment);
+	b_text(s, 13, ab->doc);
+	rc = run_id(s, &ab->seq);
+	ab->outcome = STORE_CREATED;
+	return finish(c, rc);
+}
+
+struct ab_rows {
+	store_ab_cb cb;
+	void *cls;
+	bool found;
+};
+
+static int ab_row(struct store_stmt *s, void *cls)
+{
+	struct ab_rows *ar = cls;
+	struct store_ab ab = {
+	    .seq = c_i64(s, 0),
+	    .ab_id = c_text(s, 1),
+	    .project = c_text(s, 2),
+	    .host = c_text(s, 3),
+	    .subject = c_text(s, 4),
+	    .base = c_text(s, 5),
+	    .head = c_text(s, 6),
+	    .ref = c_text(s, 7),
+	    .aa = c_i64(s, 8) != 0,
+	    .verdict = c_text(s, 9),
+	    .received_at = c_text(s, 11),
+	    .judgment = c_text(s, 12),
+	    .doc = c_text(s, 13),
+	};
+
+	snprintf(ab.content_hash, sizeof(ab.content_hash), "%s", c_text(s, 10));
+	ar->found = true;
+	return ar->cb(&ab, ar->cls);
+}
+
+int store_ab_get(struct store_conn *c, const char *ab_id, store_ab_cb cb, void *cls)
+{
+	struct ab_rows ar = {cb, cls, false};
+	struct store_stmt *s;
+	int rc = get(c, S_AB_GET, &s);
+
+	if (rc)
+		return rc;
+	b_text(s, 1, ab_id);
+	rc = each_row(s, ab_row, &ar);
+	return !rc && !ar.found ? -ENOENT : rc;
+}
+
+int store_ab_list(struct store_conn *c, const char *project, const char *head, const char *host,
+                  unsigned limit, store_ab_cb cb, void *cls)
+{
+	struct ab_rows ar = {cb, cls, false};
+	struct store_stmt *s;
+	int rc;
+
+	if (limit < 1 || limit > 10000)
+		return -EINVAL;
+	rc = get(c, S_AB_LIST, &s);
+	if (rc)
+		return rc;
+	b_text(s, 1, project);
+	b_text(s, 2, head);
+	b_text(s, 3, host);
+	b_i64(s, 4, limit);
+	return each_row(s, ab_row, &ar);
 }

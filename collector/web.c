@@ -106,6 +106,11 @@ void aw_web_commit(struct aw_ctx *x)
 	reply_page(x, aw_site_commit_page, x->param, NULL, "commit");
 }
 
+void aw_web_ab(struct aw_ctx *x)
+{
+	reply_page(x, aw_site_ab_page, x->param, NULL, "A/B document");
+}
+
 void aw_web_compare(struct aw_ctx *x)
 {
 	const char *base = aw_httpd_query(x->req, "base"), *head = aw_httpd_query(x->req, "head");

@@ -657,6 +657,68 @@ static int script_percpu(struct script *s, const struct aw_chart_percpu *p)
 	return 0;
 }
 
+static int script_ab(struct script *s, const struct aw_chart_ab *c)
+{
+	double lo = 0, hi = 0;
+	bool first = true, any = false;
+	char name[32];
+
+	if (c->n_series > AW_CHART_MAX_SERIES || c->n_rounds > AW_CHART_MAX_ITEMS)
+		return -E2BIG;
+	if (c->n_series && c->n_rounds && (!c->pct || !c->aa || !c->estimate))
+		return -EINVAL;
+	for (size_t i = 0; i < c->n_series * c->n_rounds; i++)
+		if (isfinite(c->pct[i])) {
+			lo = fmin(lo, c->pct[i]);
+			hi = fmax(hi, c->pct[i]);
+			any = true;
+		}
+	if (!any) {
+		put_no_data(s, c->title);
+		return 0;
+	}
+	put_title(s, c->title);
+	s_puts(s, "set ylabel \"head / base - 1 (%)\"\nset xlabel \"round\"\n"
+	          "set grid xtics ytics lc rgb \"#dddddd\"\nset format y \"%+.1f\"\n"
+	          "set key outside right top vertical\nset xtics nomirror\n");
+	s_puts(s, "set xrange [0.5:");
+	s_num(s, (double)c->n_rounds + 0.5);
+	s_puts(s, "]\nset yrange [");
+	s_num(s, lo - 0.1 * (hi - lo) - 0.05);
+	s_puts(s, ":");
+	s_num(s, hi + 0.1 * (hi - lo) + 0.05);
+	s_puts(s, "]\n");
+	for (size_t k = 0; k < c->n_series; k++) {
+		snprintf(name, sizeof(name), "s%zu", k);
+		block_begin(s, name);
+		for (size_t j = 0; j < c->n_rounds; j++) {
+			double row[2] = {(double)(j + 1), c->pct[k * c->n_rounds + j]};
+
+			if (isfinite(row[1]))
+				block_row(s, row, 2);
+		}
+		block_end(s);
+	}
+	plot_next(s, &first);
+	s_puts(s, "0 with lines lc rgb \"#888888\" dt 2 notitle");
+	for (size_t k = 0; k < c->n_series; k++) {
+		const char *colour = c->aa[k] ? "#999999" : series_colours[(k / 2) % N_COLOURS];
+
+		plot_next(s, &first);
+		s_printf(s, "$s%zu using 1:2 with points pt %d ps 0.9 lc rgb \"%s\" title ", k,
+		         c->aa[k] ? 6 : 7, colour);
+		s_str(s, c->series ? c->series[k] : NULL);
+		if (isfinite(c->estimate[k])) {
+			plot_next(s, &first);
+			s_num(s, c->estimate[k]);
+			s_printf(s, " with lines lc rgb \"%s\" lw 1.5 dt %d notitle", colour,
+			         c->aa[k] ? 3 : 1);
+		}
+	}
+	s_puts(s, "\n");
+	return 0;
+}
+
 /* ---- drawing with the cache ---- */
 
 /* mkdir -p of the directory part of `path` (absolute). */
@@ -759,6 +821,8 @@ static const char *kind_name(enum aw_chart_kind k)
 		return "percpu";
 	case AW_CHART_CONTENTION:
 		return "contention";
+	case AW_CHART_AB:
+		return "ab";
 	}
 	return "?";
 }
@@ -903,6 +967,17 @@ int aw_render_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct a
                      const struct aw_chart_percpu *p, unsigned flags, char **err)
 {
 	return render(gp, data_dir, id, AW_CHART_PERCPU, build_percpu, p, flags, err);
+}
+
+static int build_ab(struct script *s, const void *d)
+{
+	return script_ab(s, d);
+}
+
+int aw_render_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                 const struct aw_chart_ab *c, unsigned flags, char **err)
+{
+	return render(gp, data_dir, id, AW_CHART_AB, build_ab, c, flags, err);
 }
 
 int aw_render_contention(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,

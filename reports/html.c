@@ -30,6 +30,8 @@ static const char page_css[] =
     ".v-pass{background:#dafbe1;color:#116329}.v-fail{background:#ffebe9;color:#a40e26}"
     ".v-improved{background:#ddf4ff;color:#0a3069}.v-incomplete{background:#fff8c5;"
     "color:#7d4e00}.v-unknown{background:#eaeef2;color:#57606a}"
+    ".v-regressed,.v-failed{background:#ffebe9;color:#a40e26}.v-inconclusive{background:"
+    "#fff8c5;color:#7d4e00}"
     ".label{display:inline-block;background:#eaeef2;border-radius:3px;padding:0 .4em;"
     "margin:0 .2em .2em 0;word-break:break-all}"
     "figure.chart{margin:.5em 0 1.2em;background:#fff;border:1px solid #d0d7de;padding:.5em;"
@@ -251,9 +253,13 @@ static int page_url(const struct page *pg, enum aw_page_kind kind, const char *a
 		return 0;
 	case AW_PAGE_HOST:
 	case AW_PAGE_COMMIT:
+	case AW_PAGE_AB:
 		rc = aw_segment_encode(a, path, sizeof(path));
 		if (!rc)
-			rc = aw_buf_printf(url, "%s/%s", kind == AW_PAGE_HOST ? "hosts" : "commits",
+			rc = aw_buf_printf(url, "%s/%s",
+			                   kind == AW_PAGE_HOST     ? "hosts"
+			                   : kind == AW_PAGE_COMMIT ? "commits"
+			                                            : "ab",
 			                   path);
 		return rc;
 	case AW_PAGE_COMPARE:
@@ -706,6 +712,129 @@ static void compare_form(struct page *pg, const struct aw_page_commit *p)
 	        "<button type=\"submit\">compare</button></form>\n");
 }
 
+/* An A/B verdict word (regressed, improved, unchanged, inconclusive, new, missing, failed):
+ * the same classes as the analysis' words where they exist. */
+static void ab_word(struct page *pg, const char *w)
+{
+	static const char *const known[] = {"regressed", "improved", "unchanged", "inconclusive",
+	                                    "new",       "missing",  "failed"};
+	const char *cls = "unknown";
+
+	for (size_t i = 0; w && i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(w, known[i]))
+			cls = known[i];
+	rawf(pg, "<span class=\"verdict v-%s\">", cls);
+	text_or(pg, w, "&ndash;");
+	raw(pg, "</span>");
+}
+
+/* A ratio as a signed percent change, e.g. "+1.02%". */
+static void change_pct(struct page *pg, double ratio)
+{
+	if (!isfinite(ratio))
+		raw(pg, "&ndash;");
+	else
+		rawf(pg, "%+.2f%%", 100 * (ratio - 1));
+}
+
+static void interval_pct(struct page *pg, double lo, double hi)
+{
+	if (!isfinite(lo) || !isfinite(hi)) {
+		raw(pg, "&ndash;");
+		return;
+	}
+	raw(pg, "[");
+	change_pct(pg, lo);
+	raw(pg, ", ");
+	change_pct(pg, hi);
+	raw(pg, "]");
+}
+
+int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw_page_ab *p)
+{
+	struct page pg = {.out = out, .links = links, .depth = 2};
+
+	if (!p->ab_id || !*p->ab_id || !p->base || !p->head)
+		return -EINVAL;
+	head(&pg, p->aa ? "A/A " : "A/B ", p->ab_id);
+	raw(&pg, p->aa ? "<h1>A/A <code>" : "<h1>A/B <code>");
+	link_commit(&pg, p->base);
+	raw(&pg, "</code> &rarr; <code>");
+	link_commit(&pg, p->head);
+	raw(&pg, "</code></h1>\n<dl class=\"commit\"><dt>Verdict</dt><dd>");
+	ab_word(&pg, p->verdict);
+	raw(&pg, "</dd><dt>Subject</dt><dd>");
+	text(&pg, p->subject);
+	raw(&pg, "</dd><dt>Project</dt><dd>");
+	text(&pg, p->project);
+	raw(&pg, "</dd><dt>Host</dt><dd>");
+	link_page(&pg, AW_PAGE_HOST, p->host, NULL, p->host ? p->host : "");
+	if (p->ref) {
+		raw(&pg, "</dd><dt>Ref</dt><dd>");
+		text(&pg, p->ref);
+	}
+	raw(&pg, "</dd><dt>Measured</dt><dd>");
+	text_or(&pg, p->started_at, "&ndash;");
+	raw(&pg, " &ndash; ");
+	text_or(&pg, p->finished_at, "&ndash;");
+	if (isfinite(p->base_build_s) && isfinite(p->head_build_s))
+		rawf(&pg, " (builds: base %.1f s, head %.1f s)", p->base_build_s, p->head_build_s);
+	raw(&pg, "</dd><dt>Document</dt><dd><code>");
+	text(&pg, p->ab_id);
+	raw(&pg, "</code></dd></dl>\n<p>Base and head loaded into one process and measured "
+	         "alternately on the same CPU; the A/A rounds measure base against a second "
+	         "load of itself. The interval is the Hodges-Lehmann estimate's 95% Wilcoxon "
+	         "signed-rank interval.</p>\n");
+	chart(&pg, &p->chart);
+	if (!p->n_rows)
+		raw(&pg, "<p class=\"empty\">No cells.</p>\n");
+	else
+		raw(&pg, "<table class=\"cells\"><thead><tr><th>Cell</th><th>Change</th>"
+		         "<th>95% interval</th><th>A/A</th><th>A/A interval</th><th>Threshold</th>"
+		         "<th>q</th><th>Rounds</th><th>Verdict</th></tr></thead><tbody>\n");
+	for (size_t i = 0; i < p->n_rows; i++) {
+		const struct aw_page_ab_row *r = &p->rows[i];
+
+		raw(&pg, "<tr><td><code>");
+		text(&pg, r->cell);
+		raw(&pg, "</code></td><td class=\"num\">");
+		change_pct(&pg, r->ratio);
+		raw(&pg, "</td><td class=\"num\">");
+		interval_pct(&pg, r->lo, r->hi);
+		raw(&pg, "</td><td class=\"num\">");
+		change_pct(&pg, r->aa_ratio);
+		raw(&pg, "</td><td class=\"num\">");
+		interval_pct(&pg, r->aa_lo, r->aa_hi);
+		raw(&pg, "</td><td class=\"num\">");
+		if (isfinite(r->threshold))
+			rawf(&pg, "%.2f%%", 100 * r->threshold);
+		else
+			raw(&pg, "&ndash;");
+		raw(&pg, "</td><td class=\"num\">");
+		if (isfinite(r->q))
+			rawf(&pg, "%.2g", r->q);
+		else
+			raw(&pg, "&ndash;");
+		raw(&pg, "</td><td class=\"num\">");
+		if (r->rounds > 0)
+			rawf(&pg, "%ld", r->rounds);
+		else
+			raw(&pg, "&ndash;");
+		raw(&pg, "</td><td>");
+		ab_word(&pg, r->verdict);
+		if (r->reason) {
+			raw(&pg, " <small>");
+			text(&pg, r->reason);
+			raw(&pg, "</small>");
+		}
+		raw(&pg, "</td></tr>\n");
+	}
+	if (p->n_rows)
+		raw(&pg, "</tbody></table>\n");
+	foot(&pg, p->generated_at);
+	return pg.rc;
+}
+
 int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struct aw_page_commit *p)
 {
 	bool compare = p->base != NULL;
@@ -746,6 +875,21 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 	verdict(&pg, p->verdict);
 	raw(&pg, "</dd></dl>\n");
 
+	if (p->n_ab) {
+		raw(&pg, "<h2>Interleaved A/B</h2>\n<ul class=\"ab\">");
+		for (size_t i = 0; i < p->n_ab; i++) {
+			const struct aw_page_ab_link *l = &p->ab[i];
+
+			raw(&pg, "<li>");
+			link_page(&pg, AW_PAGE_AB, l->ab_id, NULL, l->aa ? "A/A" : "A/B");
+			raw(&pg, " against <code>");
+			text(&pg, l->base);
+			raw(&pg, "</code> ");
+			ab_word(&pg, l->verdict);
+			raw(&pg, "</li>");
+		}
+		raw(&pg, "</ul>\n");
+	}
 	raw(&pg, "<h2>Across hosts</h2>\n");
 	if (p->heatmap)
 		chart(&pg, p->heatmap);

@@ -180,6 +180,13 @@ int aw_chart_path(const struct aw_chart_id *id, const char *ext, char *out, size
 		n = snprintf(out, size, "charts/commits/%s/hosts/%s/contention-%s.%s", a, b, c,
 		             ext);
 		break;
+	case AW_CHART_AB:
+		if (!present(id->name))
+			return -EINVAL;
+		if ((rc = aw_segment_encode(id->name, a, sizeof(a))))
+			return rc;
+		n = snprintf(out, size, "charts/ab/%s/ratios.%s", a, ext);
+		break;
 	case AW_CHART_TREND:
 		if (!present(id->host) || !present(id->ref) || !present(id->name))
 			return -EINVAL;
@@ -245,6 +252,11 @@ int aw_page_path(enum aw_page_kind kind, const char *a, const char *b, char *out
 		    (rc = aw_segment_encode(b, sb, sizeof(sb))))
 			return rc;
 		n = snprintf(out, size, "compare/%s/%s/index.html", sa, sb);
+		break;
+	case AW_PAGE_AB:
+		if ((rc = aw_segment_encode(a, sa, sizeof(sa))))
+			return rc;
+		n = snprintf(out, size, "ab/%s/index.html", sa);
 		break;
 	default:
 		return -EINVAL;

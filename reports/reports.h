@@ -27,11 +27,13 @@ enum aw_chart_kind {
 	AW_CHART_HEATMAP,    /* op x host for one commit */
 	AW_CHART_PERCPU,     /* op x CPU for one commit on one host */
 	AW_CHART_CONTENTION, /* contention x duty for one op, commit and host */
+	AW_CHART_AB,         /* the per-round ratios of an interleaved A/B document */
 };
 
 /* Which chart: the fields each kind uses must be non-NULL and non-empty, the others are
  * ignored. compare: commit, host, base; trend: host, ref, name (the op group); heatmap:
- * commit; percpu: commit, host; contention: commit, host, name (the op or cell). */
+ * commit; percpu: commit, host; contention: commit, host, name (the op or cell); ab: name (the
+ * document's ab_id). */
 struct aw_chart_id {
 	enum aw_chart_kind kind;
 	const char *commit; /* the head commit */
@@ -51,6 +53,7 @@ void aw_chart_size(enum aw_chart_kind kind, unsigned *width, unsigned *height);
  *   charts/commits/<commit>/hosts/<host>/percpu.<ext>
  *   charts/commits/<commit>/hosts/<host>/contention-<name>.<ext>
  *   charts/hosts/<host>/refs/<ref>/trend-<name>.<ext>
+ *   charts/ab/<name>/ratios.<ext>
  * with every <field> passed through aw_segment_encode(), so the path is safe both as a file
  * name and as a URL. Returns 0, -EINVAL (a field the kind needs is missing, bad ext) or
  * -ENAMETOOLONG (does not fit `size`). */
@@ -173,6 +176,19 @@ struct aw_chart_contention {
 	const double *p50; /* n_c * n_d, row-major */
 };
 
+/* Chart 6: an interleaved A/B document's rounds: per series (a cell's A/B rounds, its A/A
+ * rounds) the change head/base - 1 of each round in percent, the round number on x; a dashed
+ * line per series at its estimate (NAN: none). */
+struct aw_chart_ab {
+	const char *title;
+	const char *const *series; /* n_series names, e.g. "op=op cpu=0 A/B" */
+	const bool *aa;            /* n_series: an A/A series (drawn hollow, in grey) */
+	const double *estimate;    /* n_series, percent */
+	size_t n_series;
+	size_t n_rounds;
+	const double *pct; /* n_series * n_rounds, row-major; NAN: no round */
+};
+
 /* Limits on the data of one chart, beyond which rendering fails with -E2BIG. */
 #define AW_CHART_MAX_ITEMS  2048  /* items, rows, columns, ops, CPUs, c or d values */
 #define AW_CHART_MAX_POINTS 10000 /* trend points */
@@ -203,6 +219,8 @@ int aw_render_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct a
                      const struct aw_chart_percpu *p, unsigned flags, char **err);
 int aw_render_contention(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
                          const struct aw_chart_contention *c, unsigned flags, char **err);
+int aw_render_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                 const struct aw_chart_ab *c, unsigned flags, char **err);
 
 /* ---- HTML pages ---- */
 
@@ -226,6 +244,7 @@ enum aw_page_kind {
 	AW_PAGE_HOST,    /* a: host name */
 	AW_PAGE_COMMIT,  /* a: commit */
 	AW_PAGE_COMPARE, /* a: base commit, b: head commit */
+	AW_PAGE_AB,      /* a: an A/B document's ab_id */
 };
 
 /* The file a static export writes page (kind, a, b) to, relative to the export root, e.g.
@@ -328,6 +347,13 @@ struct aw_page_host_result {
 	enum aw_verdict verdict;
 };
 
+/* An interleaved A/B document of the commit, as the commit page links it. */
+struct aw_page_ab_link {
+	const char *ab_id, *base,
+	    *verdict; /* verdict: the A/B words (regressed ... inconclusive) */
+	bool aa;
+};
+
 /* "/commits/{sha}" (base NULL: compared with the baseline ref) and "/compare?base=&head="
  * (base set). */
 struct aw_page_commit {
@@ -340,6 +366,28 @@ struct aw_page_commit {
 	size_t n_hosts;
 	const struct aw_chart_ref *heatmap; /* NULL: none */
 	const char *generated_at;
+	const struct aw_page_ab_link *ab; /* the commit's A/B documents as head, newest first */
+	size_t n_ab;
+};
+
+/* One cell of "/ab/{id}": ratios are head/base (NAN: none), `threshold` a fraction. */
+struct aw_page_ab_row {
+	const char *cell, *verdict, *reason; /* reason may be NULL */
+	double ratio, lo, hi, aa_ratio, aa_lo, aa_hi, threshold, q;
+	long rounds;
+};
+
+/* "/ab/{id}": an interleaved A/B document and its judgment. */
+struct aw_page_ab {
+	const char *ab_id, *project, *subject, *host, *base, *head, *ref; /* ref may be NULL */
+	const char *verdict;
+	bool aa;
+	double base_build_s, head_build_s; /* NAN: unknown */
+	const char *started_at, *finished_at;
+	struct aw_chart_ref chart;
+	const struct aw_page_ab_row *rows;
+	size_t n_rows;
+	const char *generated_at;
 };
 
 /* Append a whole HTML document to `out`. Every string from the data is HTML-escaped and every
@@ -351,6 +399,7 @@ int aw_html_overview(struct aw_buf *out, const struct aw_links *links,
 int aw_html_host(struct aw_buf *out, const struct aw_links *links, const struct aw_page_host *p);
 int aw_html_commit(struct aw_buf *out, const struct aw_links *links,
                    const struct aw_page_commit *p);
+int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw_page_ab *p);
 
 /* The one HTML escaper: & < > " ' become entities, control characters and invalid UTF-8
  * become U+FFFD; safe in text and in double- or single-quoted attributes. Returns 0 or the

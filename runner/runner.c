@@ -301,6 +301,11 @@ int aw_runner_measure_call(struct aw_runner *r, void (*op)(uint64_t *counter),
 	return aw_measure(&job, &r->params, cell);
 }
 
+const char *aw_runner_reference_kernel(const struct aw_runner *r)
+{
+	return r->params.reference_samples ? AW_REFERENCE_KERNEL : NULL;
+}
+
 int aw_runner_cpus(const struct aw_runner *r, const char *selection, int *cpus, size_t max,
                    char **err)
 {

@@ -21,7 +21,7 @@ import reports_helpers as rh  # noqa: E402
 CELLS = 60
 
 
-def manifest(col, site):
+def manifest(col, site, ab_id=None):
     hosts, commits = site.hosts, site.commits
     pages = [{
         "path": "", "images": 0,
@@ -53,6 +53,9 @@ def manifest(col, site):
         if k == len(commits) - 1:
             page["verdicts"] = [{"host": hosts[0], "cell": rh.REGRESSED_CELL,
                                  "verdict": "regressed"}]
+            if ab_id:
+                page["rows"]["ul.ab li"] = 1
+                page["clicks"].append({"selector": "ul.ab a[href^='/ab/']", "h1": "A/B"})
         pages.append(page)
         if k:
             pages.append({
@@ -62,6 +65,17 @@ def manifest(col, site):
                          "section.host": len(hosts)},
                 "texts": [rh.REGRESSED_CELL],
             })
+    # the newest commit's interleaved A/B document: its chart and table of two cells
+    if not ab_id:
+        return {"base": "http://127.0.0.1:%d/" % col.port, "pages": pages}
+    pages.append({
+        "path": "ab/" + ab_id,
+        "images": 1,
+        "rows": {"table.cells tbody tr": 2},
+        "texts": ["regressed", "subject=subj op=op cpu=0", "A/A interval"],
+        "clicks": [{"selector": "h1 a[href^='/commits/%s']" % commits[-1],
+                    "h1": "Commit " + commits[-1]}],
+    })
     return {"base": "http://127.0.0.1:%d/" % col.port, "pages": pages}
 
 
@@ -76,14 +90,20 @@ def main():
     db = h.Database("sqlite")
     col = h.Collector(db.url).start()
     site = rh.load(col, n_hosts=4, n_commits=4, cells=CELLS)
+    doc = h.make_ab_doc(site.hosts[0], "linux", site.commits[-2], site.commits[-1], ratio=1.05,
+                        ops=("op", "op2"))
+    r = col.request("POST", "/api/v1/results", doc, token=col.token("agent", site.hosts[0]))
+    if r.status != 201:
+        raise AssertionError("A/B upload: %r" % r)
     data = os.path.join(col.dir, "data")
     charts = [p for sha in site.commits for p in rh.commit_charts(site, sha)]
+    charts += ["charts/ab/%s/ratios.svg" % doc["ab_id"], "charts/ab/%s/ratios.png" % doc["ab_id"]]
     waited = rh.wait_for_files(data, charts + rh.trend_charts(site), timeout=120)
     print("live_site: %d hosts x %d commits, charts ready after %.1fs"
           % (len(site.hosts), len(site.commits), waited), flush=True)
     path = os.path.join(h.tempdir(), "manifest.json")
     with open(path, "w") as f:
-        json.dump(manifest(col, site), f, indent=1)
+        json.dump(manifest(col, site, doc["ab_id"]), f, indent=1)
     rc = subprocess.run([args.node, os.path.join(HERE, "check_pages.js"), "--modules",
                          args.modules, "--live-manifest", path, "--out", args.out,
                          "--chromium", args.chromium], timeout=600).returncode

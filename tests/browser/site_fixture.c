@@ -389,7 +389,9 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 	                                 results,
 	                                 N_HOSTS,
 	                                 &heatmap,
-	                                 "2026-11-29T09:31:00Z"};
+	                                 "2026-11-29T09:31:00Z",
+	                                 NULL,
+	                                 0};
 
 	aw_buf_reset(b);
 	if (aw_html_commit(b, links, &p))

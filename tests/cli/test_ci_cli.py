@@ -160,8 +160,9 @@ class CiCli(unittest.TestCase):
                       "18.4 ns  +1706.9%", p.stdout)
         self.assertIn("report: %s/commits/%s" % (self.url, SHA), p.stdout)
         q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.paths("/api/v1/gate")[-1]).query)
+        # evidence=history: the gate weighs the commit's A/B document itself (ci/evidence.c)
         self.assertEqual(q, {"project": ["libpcpu"], "commit": [SHA], "baseline_ref": ["main"],
-                             "hosts": ["x86-ci"]})
+                             "hosts": ["x86-ci"], "evidence": ["history"]})
 
     def test_cells_and_strict(self):
         FAKE.gate = ("unconfirmed.json", 200)

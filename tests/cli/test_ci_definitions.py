@@ -122,6 +122,14 @@ class Definitions(unittest.TestCase):
         runs = [s.get("run", "") for s in m["steps"]]
         self.assertTrue(any(r.startswith("atomwatch-agent run") and "--subject" in r
                             for r in runs), runs)
+        # pull requests: the interleaved A/B against the merge base; pushes: history
+        steps = {s.get("name"): s for s in m["steps"]}
+        ab = steps["interleaved A/B against the merge base"]
+        self.assertIn("pull_request", ab["if"])
+        self.assertIn("atomwatch-agent ab", ab["run"])
+        self.assertIn("git merge-base", ab["run"])
+        self.assertIn("!= 'pull_request'", steps["measure this commit"]["if"])
+        self.assertEqual(m["steps"][0]["with"]["fetch-depth"], 0)
         g = jobs["gate"]
         self.assertEqual(g["needs"], "measure")
         self.assertIn("cancelled()", g["if"])
@@ -142,6 +150,10 @@ class Definitions(unittest.TestCase):
         self.assertEqual(doc["stages"], ["measure", "gate"])
         tmpl = doc[".atomwatch-measure"]
         self.assertTrue(any(s.startswith("atomwatch-agent run") for s in tmpl["script"]))
+        # merge requests: the interleaved A/B against the merge base
+        self.assertIn("atomwatch-agent ab", tmpl["script"][0])
+        self.assertIn("$CI_MERGE_REQUEST_DIFF_BASE_SHA", tmpl["script"][0])
+        self.assertEqual(tmpl["variables"]["GIT_DEPTH"], 0)
         archs = {}
         for name, job in doc.items():
             if isinstance(job, dict) and job.get("extends") == ".atomwatch-measure":

@@ -445,6 +445,32 @@ def make_doc(host="graviton4-a", project="linux", commit=None, ref="main", cells
     return doc
 
 
+def make_ab_doc(host, project, base, head, ratio=1.0, rounds=12, ops=("op",), ab_id=None,
+                aa=False):
+    """An atomwatch.ab/1 document whose A/B rounds have head = base * ratio * (1 +- e), e a
+    few tenths of a per mille alternating in sign (the A/A rounds the same around 1): its
+    verdict is fixed by `ratio` (1.0: unchanged; 1.05: regressed)."""
+    cells = []
+    for op in ops:
+        ab, aa_rounds = [], []
+        for i in range(rounds):
+            e = (1 if i % 2 else -1) * 0.0001 * (1 + i % 3)
+            ab.append({"first": "head" if i % 4 in (1, 2) else "base", "base": 10.0,
+                       "head": 10.0 * ratio * (1 + e), "base_ref": 0.95, "head_ref": 0.95})
+            aa_rounds.append({"first": "base" if i % 4 in (1, 2) else "head", "base": 10.0,
+                              "head": 10.0 * (1 - e), "base_ref": 0.95, "head_ref": 0.95})
+        cells.append({"key": "subject=subj op=%s cpu=0" % op, "op": op, "reader": None,
+                      "cpu": 0, "status": "ok", "rounds": ab, "aa_rounds": aa_rounds})
+    return {"schema": "atomwatch.ab/1", "ab_id": ab_id or str(uuid.uuid4()),
+            "project": project, "ref": "refs/pull/1/head", "subject": "subj", "aa": aa,
+            "base": {"commit": base, "build_s": 0.1}, "head": {"commit": head, "build_s": 0.1},
+            "started_at": "2026-12-01T10:00:00.000000Z",
+            "finished_at": "2026-12-01T10:00:10.000000Z",
+            "host": {"name": host, "arch": "x86_64", "cpu_model": "test", "labels": {}},
+            "agent": "atomwatch-agent 0.1.0", "reference_kernel": "mulchain-v1",
+            "rounds": rounds, "aa_rounds": rounds, "cells": cells}
+
+
 # ---- a tiny test runner ----
 
 def check(cond, what="check failed"):

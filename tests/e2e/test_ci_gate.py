@@ -207,6 +207,66 @@ def test_token_for_reads():
     col.stop()
 
 
+def test_ab_evidence():
+    """The commit's interleaved A/B document decides the gate, whatever the history says, and
+    the gate names which evidence decided; an inconclusive or A/A document leaves it to the
+    history."""
+    base = commit(0)
+    # history passes, the A/B says regressed: fail
+    same2 = commit(30)
+    upload(S.col, None, HOST, same2, "refs/heads/same2", seed=1, minute=30)
+    p = gate(same2, "--hosts", HOST)
+    eq(p.returncode, 0, p.stdout + p.stderr)
+    check("evidence: the history-based verdict (no interleaved A/B document" in p.stdout,
+          p.stdout)
+    doc = h.make_ab_doc(HOST, PROJECT, base, same2, ratio=1.05)
+    r = S.col.request("POST", "/api/v1/results", doc, token=S.agent_token)
+    eq((r.status, r.json()["verdict"]), (201, "regressed"), r)
+    p = gate(same2, "--hosts", HOST)
+    eq(p.returncode, 1, p.stdout + p.stderr)
+    check("evidence: interleaved A/B %s (regressed against base %s): fail; the history-based "
+          "verdict alone: pass" % (doc["ab_id"], base[:12]) in p.stdout, p.stdout)
+    check("deciding cell: subject=subj op=op cpu=0 x1.05" in p.stdout, p.stdout)
+    check("A/B report: %s/ab/%s" % (S.url, doc["ab_id"]) in p.stdout, p.stdout)
+    g = S.col.request("GET", "/api/v1/gate?project=%s&commit=%s" % (PROJECT, same2),
+                      token=S.ci_token).json()
+    eq((g["status"], g["evidence"]["decided_by"], g["evidence"]["history_status"],
+        g["evidence"]["ab_id"]), ("fail", "ab", "pass", doc["ab_id"]))
+    g = S.col.request("GET", "/api/v1/gate?project=%s&commit=%s&evidence=history"
+                      % (PROJECT, same2), token=S.ci_token).json()
+    eq((g["status"], g["evidence"]["decided_by"]), ("pass", "history"))
+    r = S.col.request("GET", "/api/v1/gate?project=%s&commit=%s&evidence=maybe"
+                      % (PROJECT, same2), token=S.ci_token)
+    eq((r.status, r.error()["field"]), (400, "evidence"), r)
+    # history fails (3x slower), the A/B says unchanged: pass
+    slow2 = commit(31)
+    upload(S.col, None, HOST, slow2, "refs/heads/slow2", seed=1, scale=3.0, minute=31)
+    eq(gate(slow2, "--hosts", HOST).returncode, 1)
+    # an A/A document of the commit is no A/B evidence
+    aa = h.make_ab_doc(HOST, PROJECT, slow2, slow2, ratio=1.0, aa=True)
+    eq(S.col.request("POST", "/api/v1/results", aa, token=S.agent_token).status, 201)
+    p = gate(slow2, "--hosts", HOST)
+    eq(p.returncode, 1, p.stdout + p.stderr)
+    check("no interleaved A/B document" in p.stdout, p.stdout)
+    doc = h.make_ab_doc(HOST, PROJECT, base, slow2, ratio=1.0)
+    r = S.col.request("POST", "/api/v1/results", doc, token=S.agent_token)
+    eq((r.status, r.json()["verdict"]), (201, "unchanged"), r)
+    p = gate(slow2, "--hosts", HOST)
+    eq(p.returncode, 0, p.stdout + p.stderr)
+    check("evidence: interleaved A/B %s (unchanged against base %s): pass; the history-based "
+          "verdict alone: fail" % (doc["ab_id"], base[:12]) in p.stdout, p.stdout)
+    # too few rounds for an interval: inconclusive, the history decides
+    slow3 = commit(32)
+    upload(S.col, None, HOST, slow3, "refs/heads/slow3", seed=1, scale=3.0, minute=32)
+    doc = h.make_ab_doc(HOST, PROJECT, base, slow3, ratio=1.0, rounds=5)
+    r = S.col.request("POST", "/api/v1/results", doc, token=S.agent_token)
+    eq((r.status, r.json()["verdict"]), (201, "inconclusive"), r)
+    p = gate(slow3, "--hosts", HOST)
+    eq(p.returncode, 1, p.stdout + p.stderr)
+    check("evidence: the history-based verdict (fail); the interleaved A/B %s was "
+          "inconclusive" % doc["ab_id"] in p.stdout, p.stdout)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))

@@ -80,6 +80,63 @@ static void test_bh(void **state)
 	assert_close(p[3], 0.02, 1e-12);
 }
 
+/* Expected values from brute force over every sign pattern (2^n of them) in Python: the
+ * Walsh averages' median, P(T+ <= t) by enumeration, and the interval's order statistics. */
+static void test_hodges_lehmann(void **state)
+{
+	static const double a[] = {1.5, -0.3, 2.2, 0.9, 1.1, -0.8};
+	static const double b[] = {0.011, 0.009, 0.013, -0.002, 0.010,
+	                           0.008, 0.012, 0.007, 0.015,  0.004};
+	static const double c[] = {3.1, -1.2, 0.4, 2.7, -0.5};
+	static const double d[] = {0.2,   -0.15, 0.05,  -0.31, 0.12, 0.27,
+	                           -0.08, 0.01,  -0.22, 0.17,  0.09, -0.04};
+	double big[80], zeros[7] = {0};
+	struct aw_hl hl;
+
+	(void)state;
+	assert_int_equal(aw_signrank_min_n(0.05), 6);
+	assert_int_equal(aw_hodges_lehmann(a, 6, 0.05, &hl), 0);
+	assert_close(hl.estimate, 0.9, 1e-12);
+	assert_close(hl.p, 0.15625, 1e-12);
+	assert_close(hl.lo, -0.8, 1e-12); /* n = 6: the only 95% interval is W(1), W(21) */
+	assert_close(hl.hi, 2.2, 1e-12);
+	assert_close(hl.coverage, 0.96875, 1e-12);
+	assert_true(hl.exact);
+	assert_int_equal(aw_hodges_lehmann(b, 10, 0.05, &hl), 0);
+	assert_close(hl.estimate, 0.0095, 1e-12);
+	assert_close(hl.p, 0.00390625, 1e-12);
+	assert_close(hl.lo, 0.005, 1e-12);
+	assert_close(hl.hi, 0.012, 1e-12);
+	assert_close(hl.coverage, 0.951171875, 1e-12);
+	/* five values cannot give a 95% interval */
+	assert_int_equal(aw_hodges_lehmann(c, 5, 0.05, &hl), 0);
+	assert_close(hl.estimate, 0.95, 1e-12);
+	assert_close(hl.p, 0.625, 1e-12);
+	assert_true(isnan(hl.lo) && isnan(hl.hi) && isnan(hl.coverage));
+	assert_int_equal(aw_hodges_lehmann(d, 12, 0.05, &hl), 0);
+	assert_close(hl.estimate, 0.015, 1e-12);
+	assert_close(hl.p, 0.791015625, 1e-12);
+	assert_close(hl.lo, -0.11, 1e-12);
+	assert_close(hl.hi, 0.13, 1e-12);
+	assert_close(hl.coverage, 0.95751953125, 1e-12);
+	/* all zeros: no evidence either way */
+	assert_int_equal(aw_hodges_lehmann(zeros, 7, 0.05, &hl), 0);
+	assert_close(hl.estimate, 0, 1e-15);
+	assert_close(hl.p, 1, 1e-15);
+	/* above 50 values the normal approximation: 1..80 shifted by -40.5 is symmetric about
+	 * 0, so the estimate is 0 and the interval symmetric; T+ = sum of 1..80 / 2 gives p = 1
+	 * after the continuity correction */
+	for (int i = 0; i < 80; i++)
+		big[i] = i + 1 - 40.5;
+	assert_int_equal(aw_hodges_lehmann(big, 80, 0.05, &hl), 0);
+	assert_false(hl.exact);
+	assert_close(hl.estimate, 0, 1e-12);
+	assert_close(hl.lo, -hl.hi, 1e-12);
+	assert_close(hl.lo, -5.5, 1e-12); /* k = floor(m / 2 - 1.96 sd) = 1211, by Python */
+	assert_close(hl.hi, 5.5, 1e-12);
+	assert_close(hl.p, 1, 1e-12);
+}
+
 static void test_changepoints(void **state)
 {
 	double x[60], flat[30], bad[8] = {1, 2, 3, 4, NAN, 6, 7, 8};
@@ -111,9 +168,10 @@ static void test_changepoints(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tails),        cmocka_unit_test(test_welch),
-	    cmocka_unit_test(test_mann_whitney), cmocka_unit_test(test_bh),
-	    cmocka_unit_test(test_changepoints), cmocka_unit_test(test_gamma_family),
+	    cmocka_unit_test(test_tails),          cmocka_unit_test(test_welch),
+	    cmocka_unit_test(test_mann_whitney),   cmocka_unit_test(test_bh),
+	    cmocka_unit_test(test_changepoints),   cmocka_unit_test(test_gamma_family),
+	    cmocka_unit_test(test_hodges_lehmann),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -288,8 +288,9 @@ static void test_commit_and_compare_pages(void **state)
 	};
 	const struct aw_chart_ref heatmap = {
 	    {.kind = AW_CHART_HEATMAP, .commit = "abc1234def"}, "p50 across hosts", true};
-	struct aw_page_commit page = {"abc1234def", NULL, "main",   "main", AW_VERDICT_FAIL,
-	                              results,      2,    &heatmap, "now"};
+	struct aw_page_commit page = {"abc1234def",    NULL,    "main", "main",
+	                              AW_VERDICT_FAIL, results, 2,      &heatmap,
+	                              "now",           NULL,    0};
 	const struct aw_links served = {AW_LINKS_SERVED, ""};
 	const struct aw_links exported = {AW_LINKS_EXPORT, NULL};
 	struct aw_buf b;

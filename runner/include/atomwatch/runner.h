@@ -134,6 +134,10 @@ void aw_progress_init(struct aw_progress *p, const char *prog, const struct aw_r
 /* The aw_progress_fn callback; `arg` is a struct aw_progress. */
 void aw_progress_cb(void *arg, size_t done, size_t total, const struct aw_cell *cell);
 
+/* The reference kernel measured beside each cell (e.g. "mulchain-v1"), or NULL when the runner
+ * measures none (opts.no_reference). */
+const char *aw_runner_reference_kernel(const struct aw_runner *r);
+
 /* The runner's version string. */
 const char *aw_runner_version(void);
 

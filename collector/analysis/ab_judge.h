@@ -1,0 +1,30 @@
+/* The verdict of an interleaved A/B document (aw/ab.h): each cell judged by the paired ratio
+ * head/base over its rounds, with the Hodges-Lehmann estimate of log(head/base) and its
+ * Wilcoxon signed-rank interval, the threshold calibrated by the cell's A/A rounds, and
+ * Benjamini-Hochberg over the document's cells (docs/detection.md "Interleaved A/B"). */
+#ifndef AW_ANALYSIS_AB_JUDGE_H
+#define AW_ANALYSIS_AB_JUDGE_H
+
+#include <jansson.h>
+
+struct aw_ab_opts {
+	double threshold; /* the smallest relative change that counts, e.g. 0.005 for 0.5% */
+	double alpha;     /* two-sided level of the intervals and the false discovery rate */
+};
+
+#define AW_AB_OPTS_DEFAULT                        \
+	{                                         \
+		.threshold = 0.005, .alpha = 0.05 \
+	}
+
+/* Judges a validated A/B document (aw_ab_validate()). Returns a new object (caller decrefs)
+ *   {"verdict": "regressed"|"improved"|"unchanged"|"inconclusive", "threshold", "alpha",
+ *    "cells": [{"key", "verdict", "ratio", "lo", "hi", "p", "q", "threshold", "rounds",
+ *               "aa": {"ratio", "lo", "hi", "rounds"}, "reason"}]}
+ * where a cell's verdict is also "new", "missing" or "failed" for cells without rounds, and
+ * the document's verdict is regressed when a cell is, else improved when a cell is, else
+ * inconclusive when a measured cell is (or failed), else unchanged. NULL on allocation
+ * failure. */
+json_t *aw_ab_judge(const json_t *doc, const struct aw_ab_opts *opts);
+
+#endif

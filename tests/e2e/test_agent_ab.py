@@ -1,0 +1,352 @@
+#!/usr/bin/python3
+"""atomwatch-agent ab against the real collector: a subject in a git repository built at two
+commits in worktrees of their own, both libraries loaded into one agent and measured in
+interleaved rounds; the document is uploaded, judged (a head 40 adds slower is regressed, a
+head with an extra op reports it `new` and one without an op `missing`) and served by
+GET /api/v1/ab/{id} and GET /api/v1/ab?project=&head=. Bad input: base == head without --aa,
+--rounds below 6, a commit that does not exist or does not build, a library of another ABI
+(exit status and the log's end; nothing uploaded), and A/B bodies with a bad field (400 naming
+it).
+
+usage: test_agent_ab.py [--backend sqlite|postgres]"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_helpers as a  # noqa: E402
+import harness as h  # noqa: E402
+from harness import check, eq  # noqa: E402
+
+HOST = "agent-ab"
+
+# One op whose serial chain is EXTRA adds longer per call (as bench/detect/subject_chain.c),
+# optionally a second op, and the ABI it declares.
+SUBJECT_C = r"""
+#include <stdint.h>
+#include "atomwatch/subject.h"
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static uint64_t carry = 1;
+static void op(uint64_t *counter)
+{
+	uint64_t x = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED) + carry, k = 3;
+	__asm__ __volatile__(".rept 8\n\timul %1, %0\n\t.endr\n\t.rept " STR(EXTRA)
+	                     "\n\tadd %1, %0\n\t.endr" : "+r"(x) : "r"(k) : "cc");
+	carry = x;
+}
+static void op2(uint64_t *counter) { (*counter)++; }
+static const struct atomwatch_subject_op ops[] = {{"op", op},
+#ifdef SECOND
+	{"op2", op2},
+#endif
+	{0, 0}};
+static const struct atomwatch_subject desc = {ABI, "ab-subject", ops, 0};
+const struct atomwatch_subject *atomwatch_subject(void) { return &desc; }
+"""
+
+BUILD = ('cc -O2 -shared -fPIC -I"$INC" $(cat flags) -o libsubj.so subj.c')
+
+
+class Suite:
+    pass
+
+
+S = Suite()
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", S.repo] + list(args), check=True, capture_output=True,
+                          text=True, env=a.clean_env({"GIT_AUTHOR_NAME": "t",
+                                                      "GIT_AUTHOR_EMAIL": "t@e2e",
+                                                      "GIT_COMMITTER_NAME": "t",
+                                                      "GIT_COMMITTER_EMAIL": "t@e2e"})).stdout
+
+
+def commit(flags, msg, extra_file=None):
+    with open(os.path.join(S.repo, "flags"), "w") as f:
+        f.write(flags + "\n")
+    if extra_file:
+        with open(os.path.join(S.repo, extra_file[0]), "w") as f:
+            f.write(extra_file[1])
+    git("add", "-A")
+    git("commit", "-q", "-m", msg)
+    return git("rev-parse", "HEAD").strip()
+
+
+def setup(backend):
+    S.pg = h.Postgres().start() if backend == "postgres" else None
+    S.db = h.Database(backend, S.pg)
+    S.col = h.Collector(S.db.url).start()
+    S.token = S.col.token("agent", HOST)
+    S.ci = S.col.token("ci")
+    S.url = "http://127.0.0.1:%d" % S.col.port
+    S.repo = h.tempdir("aw-ab-repo-")
+    subprocess.run(["git", "init", "-q", S.repo], check=True)
+    with open(os.path.join(S.repo, "subj.c"), "w") as f:
+        f.write(SUBJECT_C)
+    S.base = commit("-DEXTRA=0 -DABI=1", "base")
+    S.slow = commit("-DEXTRA=40 -DABI=1", "slow")
+    S.second = commit("-DEXTRA=0 -DABI=1 -DSECOND", "second op")
+    S.abi2 = commit("-DEXTRA=0 -DABI=2", "abi 2")
+    S.broken = commit("-DEXTRA=0 -DABI=1 -DBROKEN", "broken",
+                      ("subj.c", SUBJECT_C + "\n#ifdef BROKEN\n#error boom\n#endif\n"))
+    inc = os.path.join(h.SOURCE_DIR, "runner", "include")
+    extra = ("subjects:\n  subj:\n    build: '%s'\n    dir: %s\n    library: %s/libsubj.so\n"
+             "    env: {INC: %s}\n    cpus: first\n    timeout: 2m\n"
+             % (BUILD, S.repo, S.repo, inc))
+    S.ag = a.Agent(S.url, S.token, HOST, extra=extra)
+
+
+def ab(*args, timeout=300):
+    return S.ag.run("ab", "--project", "e2e", "--subject", "subj", "--quiet", *args,
+                    timeout=timeout)
+
+
+def get_ab(ab_id):
+    r = S.col.request("GET", "/api/v1/ab/" + ab_id, token=S.ci)
+    eq(r.status, 200, r)
+    return r.json()
+
+
+def listed(**query):
+    q = "&".join("%s=%s" % kv for kv in query.items())
+    r = S.col.request("GET", "/api/v1/ab?" + q, token=S.ci)
+    eq(r.status, 200, r)
+    return r.json()["items"]
+
+
+def test_regression_judged():
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "8", "--ref", "refs/pull/7/head")
+    eq(p.returncode, 0, p.stderr)
+    ab_id = p.stdout.strip()
+    eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
+    o = get_ab(ab_id)
+    eq((o["project"], o["host"], o["subject"], o["base"], o["head"], o["aa"]),
+       ("e2e", HOST, "subj", S.base, S.slow, False))
+    eq(o["page"], "/ab/" + ab_id)
+    doc = o["document"]
+    eq(doc["schema"], "atomwatch.ab/1")
+    eq(doc["ref"], "refs/pull/7/head")
+    eq(doc["reference_kernel"], "mulchain-v1")
+    eq(len(doc["cells"]), 1)
+    c = doc["cells"][0]
+    eq((c["key"], c["status"]), ("subject=subj op=op cpu=0", "ok"))
+    eq((len(c["rounds"]), len(c["aa_rounds"])), (8, 8))
+    # both orders occur within each ABBA block
+    for rounds in (c["rounds"], c["aa_rounds"]):
+        for i in range(0, 8, 2):
+            eq({rounds[i]["first"], rounds[i + 1]["first"]}, {"base", "head"}, rounds[i:i + 2])
+    for r in c["rounds"] + c["aa_rounds"]:
+        check(r["base"] > 0 and r["head"] > 0 and r["base_ref"] > 0 and r["head_ref"] > 0, r)
+    # both builds' identities and logs, the builds' time apart
+    for side, sha in (("base", S.base), ("head", S.slow)):
+        eq(doc[side]["commit"], sha)
+        check(doc[side]["build_s"] > 0, doc[side])
+        check(os.path.exists(doc[side]["build_log"]), doc[side])
+    j = o["judgment"]
+    # 40 dependent adds on a chain of 8 multiplies: several times slower, whatever the load
+    eq(j["verdict"], "regressed", j)
+    jc = j["cells"][0]
+    eq(jc["verdict"], "regressed", jc)
+    check(jc["lo"] > 1 and jc["ratio"] > 1.2 and jc["hi"] >= jc["ratio"], jc)
+    eq(jc["rounds"], 8)
+    check(jc["aa"]["lo"] <= jc["aa"]["hi"], jc)
+    # the worktrees are gone, the repository is as it was
+    eq(git("worktree", "list").count("\n"), 1)
+    items = listed(project="e2e", head=S.slow)
+    eq([i["ab_id"] for i in items], [ab_id])
+    check("document" not in items[0], items[0])
+    eq(items[0]["verdict"], "regressed")
+    eq(listed(project="e2e", head="0" * 40), [])
+    # an upload again of the same document: 200, stored once
+    doc2 = copy.deepcopy(doc)
+    r = S.col.request("POST", "/api/v1/results", body=doc2, token=S.token)
+    eq((r.status, r.json()["status"]), (200, "duplicate"), r)
+    doc2["cells"][0]["rounds"][0]["head"] *= 2
+    r = S.col.request("POST", "/api/v1/results", body=doc2, token=S.token)
+    eq((r.status, r.error()["code"], r.error()["field"]), (409, "conflict", "ab_id"), r)
+    S.doc = doc
+    # the page: the table, the verdict and the chart (drawn by the post-ingest workers)
+    r = S.col.request("GET", "/ab/" + ab_id, token=S.ci)
+    eq(r.status, 200, r)
+    page = r.body.decode()
+    check("<table class=\"cells\">" in page and "subject=subj op=op cpu=0" in page, page[:300])
+    check("v-regressed" in page and 'href="/commits/%s"' % S.slow in page, page[:300])
+    svg = h.wait_for_chart(S.col.port, "/charts/ab/%s/ratios.svg" % ab_id)
+    check("<svg" in svg, svg[:100])
+    for path, status in (("/ab/not-a-uuid", 400),
+                         ("/ab/00000000-0000-4000-8000-000000000000", 404)):
+        eq(S.col.request("GET", path, token=S.ci).status, status, path)
+    # the commit page links it once the commit has a run
+    run = h.make_doc(host=HOST, project="e2e", commit=S.slow, ref="refs/pull/7/head", cells=4)
+    eq(S.col.request("POST", "/api/v1/results", body=run, token=S.token).status, 201)
+    page = S.col.request("GET", "/commits/" + S.slow, token=S.ci).body.decode()
+    check('<ul class="ab">' in page and 'href="/ab/%s"' % ab_id in page, page[-2000:])
+
+
+def test_ops_on_one_side():
+    p = ab("--base", S.base, "--head", S.second, "--rounds", "6")
+    eq(p.returncode, 0, p.stderr)
+    o = get_ab(p.stdout.strip())
+    by_key = {c["key"]: c for c in o["document"]["cells"]}
+    eq(sorted(by_key), ["subject=subj op=op cpu=0", "subject=subj op=op2 cpu=0"])
+    eq(by_key["subject=subj op=op2 cpu=0"]["status"], "new")
+    eq(by_key["subject=subj op=op cpu=0"]["status"], "ok")
+    verdicts = {c["key"]: c["verdict"] for c in o["judgment"]["cells"]}
+    eq(verdicts["subject=subj op=op2 cpu=0"], "new")
+    check(verdicts["subject=subj op=op cpu=0"] in ("unchanged", "inconclusive", "improved",
+                                                  "regressed"), verdicts)
+    p = ab("--base", S.second, "--head", S.base, "--rounds", "6")
+    eq(p.returncode, 0, p.stderr)
+    o = get_ab(p.stdout.strip())
+    verdicts = {c["key"]: c["verdict"] for c in o["judgment"]["cells"]}
+    eq(verdicts["subject=subj op=op2 cpu=0"], "missing")
+
+
+def test_aa():
+    p = ab("--base", S.base, "--head", S.base, "--rounds", "6")
+    eq(p.returncode, 2, p.stderr)
+    check("same commit" in p.stderr and "--aa" in p.stderr, p.stderr)
+    p = ab("--base", S.base, "--head", S.base, "--rounds", "6", "--aa")
+    eq(p.returncode, 0, p.stderr)
+    o = get_ab(p.stdout.strip())
+    eq((o["aa"], o["base"], o["head"]), (True, S.base, S.base))
+    check(o["verdict"] in ("unchanged", "inconclusive", "improved", "regressed"), o)
+
+
+def test_bad_requests():
+    before = len(listed(project="e2e"))
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "5")
+    eq(p.returncode, 2, p.stderr)
+    check("--rounds '5'" in p.stderr and "6" in p.stderr and "Wilcoxon" in p.stderr, p.stderr)
+    p = ab("--base", "zz", "--head", S.slow)
+    eq(p.returncode, 2, p.stderr)
+    check("bad --base 'zz'" in p.stderr, p.stderr)
+    p = ab("--base", S.base, "--head", "ab" * 20, "--rounds", "6")
+    eq(p.returncode, 1, p.stderr)
+    check("cannot check out the head commit " + "ab" * 20 in p.stderr, p.stderr)
+    p = ab("--base", S.base, "--head", S.broken, "--rounds", "6")
+    eq(p.returncode, 1, p.stderr)
+    check("the head commit %s" % S.broken in p.stderr and "the build failed" in p.stderr and
+          "#error boom" in p.stderr, p.stderr)
+    p = ab("--base", S.abi2, "--head", S.base, "--rounds", "6")
+    eq(p.returncode, 1, p.stderr)
+    check("speaks subject ABI 2; this agent speaks 1" in p.stderr, p.stderr)
+    p = S.ag.run("ab", "--project", "e2e", "--subject", "nosuch", "--base", S.base, "--head",
+                 S.slow, "--quiet")
+    eq(p.returncode, 2, p.stderr)
+    check("unknown subject 'nosuch'" in p.stderr, p.stderr)
+    # nothing was uploaded or left behind
+    eq(len(listed(project="e2e")), before)
+    eq(S.ag.spooled(), [])
+    eq(git("worktree", "list").count("\n"), 1)
+
+
+def test_api_bad_bodies():
+    doc = S.doc
+    cases = [
+        (lambda d: d["cells"][0]["rounds"][0].update(head=-1.0),
+         "cells[0].rounds[0].head"),
+        (lambda d: d["cells"][0]["rounds"][1].update(first="left"),
+         "cells[0].rounds[1].first"),
+        (lambda d: d.update(colour="red"), "colour"),
+        (lambda d: d["base"].update(commit="xyz"), "base.commit"),
+        (lambda d: d["cells"][0].update(status="great"), "cells[0].status"),
+        (lambda d: d.update(ab_id="NOT-A-UUID"), "ab_id"),
+        (lambda d: d["head"].update(commit=d["base"]["commit"]), "head.commit"),
+        (lambda d: d.pop("rounds"), "rounds"),
+        (lambda d: d.update(schema="atomwatch.ab/9"), "schema"),
+    ]
+    for change, field in cases:
+        d = copy.deepcopy(doc)
+        change(d)
+        r = S.col.request("POST", "/api/v1/results", body=d, token=S.token)
+        eq(r.status, 400, (field, r))
+        eq(r.error()["field"], field, r)
+    d = copy.deepcopy(doc)
+    d["host"]["name"] = "someone-else"
+    r = S.col.request("POST", "/api/v1/results", body=d, token=S.token)
+    eq((r.status, r.error()["field"]), (403, "host.name"), r)
+    for path, field in (("/api/v1/ab/nope", "ab_id"), ("/api/v1/ab?head=xyz", "head"),
+                        ("/api/v1/ab?project=a%20b", "project"), ("/api/v1/ab?limit=0", "limit")):
+        r = S.col.request("GET", path, token=S.ci)
+        eq((r.status, r.error()["field"]), (400, field), (path, r))
+    r = S.col.request("GET", "/api/v1/ab/00000000-0000-4000-8000-000000000000", token=S.ci)
+    eq(r.status, 404, r)
+
+
+def ci(*args):
+    path = os.environ.get("AW_CI", os.path.join(h.BUILD_DIR, "ci", "atomwatch-ci"))
+    env = {k: v for k, v in a.clean_env().items() if not k.startswith(("ATOMWATCH_", "GITHUB_"))}
+    env["ATOMWATCH_TOKEN"] = S.ci
+    return subprocess.run([path] + list(args), capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+def test_trigger_ab_daemon():
+    """atomwatch-ci trigger --ab queues an A/B job; a daemon agent runs `ab` for it and reports
+    the document's id; bad triggers are refused naming the problem."""
+    for argv, msg in (
+            (["--base", S.base, "--head", S.slow, "--ref", "main"], "needs --subject"),
+            (["--base", S.base, "--head", S.base, "--subject", "subj", "--ref", "main"],
+             "same commit"),
+            (["--head", S.slow, "--subject", "subj", "--ref", "main"], "needs --base")):
+        p = ci("trigger", "--ab", "--collector", S.url, "--project", "e2e", *argv)
+        eq(p.returncode, 3, p.stderr)
+        check(msg in p.stderr, p.stderr)
+    r = S.col.request("POST", "/api/v1/jobs", {"project": "e2e", "commit": S.slow, "ref": "main",
+                                               "hosts": [HOST], "ab_base": S.base},
+                      token=S.ci)
+    eq((r.status, r.error()["field"]), (400, "subject"), r)
+    r = S.col.request("POST", "/api/v1/jobs", {"project": "e2e", "commit": S.slow, "ref": "main",
+                                               "hosts": [HOST], "ab_base": "xyz",
+                                               "subject": "subj"}, token=S.ci)
+    eq((r.status, r.error()["field"]), (400, "ab_base"), r)
+    p = ci("trigger", "--ab", "--collector", S.url, "--project", "e2e", "--base", S.base,
+           "--head", S.slow, "--subject", "subj", "--ref", "refs/pull/9/head", "--hosts", HOST)
+    eq(p.returncode, 0, p.stderr)
+    job = int(p.stdout.strip())
+    r = S.col.request("GET", "/api/v1/jobs/%d" % job, token=S.ci).json()["job"]
+    eq((r["ab_base"], r["commit"], r["subject"]), (S.base, S.slow, "subj"))
+    with open(S.ag.config, "a") as f:
+        f.write("schedule:\n  check_every: 1h\n")
+    text = open(S.ag.config).read().replace("  timeout: 20s\n", "  timeout: 20s\n  poll_wait: 5s\n", 1)
+    with open(S.ag.config, "w") as f:
+        f.write(text)
+    proc = S.ag.start("daemon")
+    try:
+        def done():
+            hosts = S.col.request("GET", "/api/v1/jobs/%d" % job,
+                                  token=S.ci).json()["job"]["hosts"]
+            return hosts[0] if hosts and hosts[0]["state"] in ("done", "failed") else None
+        st = a.wait_for(done, 180, "the A/B job")
+        eq(st["state"], "done", "%r\n%s" % (st, S.ag.logs()))
+        o = get_ab(st["run_id"])
+        eq((o["base"], o["head"], o["ref"], o["verdict"]),
+           (S.base, S.slow, "refs/pull/9/head", "regressed"))
+    finally:
+        proc.send_signal(15)
+        proc.wait(timeout=30)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
+    args = ap.parse_args()
+    a.agent_binary()
+    setup(args.backend)
+    tests = [("test_regression_judged", test_regression_judged),
+             ("test_ops_on_one_side", test_ops_on_one_side), ("test_aa", test_aa),
+             ("test_bad_requests", test_bad_requests),
+             ("test_api_bad_bodies", test_api_bad_bodies),
+             ("test_trigger_ab_daemon", test_trigger_ab_daemon)]
+    h.run(tests, "agent ab (%s)" % args.backend)
+
+
+if __name__ == "__main__":
+    main()
