@@ -48,11 +48,11 @@ static json_t *job_json(const struct store_job *j)
 {
 	json_t *confirm = j->confirm ? json_loads(j->confirm, 0, NULL) : NULL;
 	/* a confirmation job says what to re-measure; an ordinary job has no "confirm" */
-	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:s, s:s, s:o*}", "id",
-	                      (json_int_t)j->id, "project", j->project, "commit", j->commit, "ref",
-	                      j->ref, "subject", aw_json_str(j->subject), "all_hosts", j->all_hosts,
-	                      "created_at", j->created_at, "expires_at", j->expires_at, "confirm",
-	                      confirm);
+	json_t *o =
+	    json_pack("{s:I, s:s, s:s, s:s, s:o, s:b, s:s, s:s, s:o*}", "id", (json_int_t)j->id,
+	              "project", j->project, "commit", j->commit, "ref", j->ref, "subject",
+	              aw_json_str(j->subject), "all_hosts", j->all_hosts, "created_at",
+	              j->created_at, "expires_at", j->expires_at, "confirm", confirm);
 
 	/* only on A/B jobs: an agent from before them sees the job it always saw */
 	if (o && j->ab_base && json_object_set_new(o, "ab_base", json_string(j->ab_base))) {

@@ -241,6 +241,8 @@ def test_ab_evidence():
     # history fails (3x slower), the A/B says unchanged: pass
     slow2 = commit(31)
     upload(S.col, None, HOST, slow2, "refs/heads/slow2", seed=1, scale=3.0, minute=31)
+    # (a second run confirms the history's regression: one run only makes it suspect)
+    upload(S.col, None, HOST, slow2, "refs/heads/slow2", seed=3, scale=3.0, minute=39)
     eq(gate(slow2, "--hosts", HOST).returncode, 1)
     # an A/A document of the commit is no A/B evidence
     aa = h.make_ab_doc(HOST, PROJECT, slow2, slow2, ratio=1.0, aa=True)
@@ -258,6 +260,7 @@ def test_ab_evidence():
     # too few rounds for an interval: inconclusive, the history decides
     slow3 = commit(32)
     upload(S.col, None, HOST, slow3, "refs/heads/slow3", seed=1, scale=3.0, minute=32)
+    upload(S.col, None, HOST, slow3, "refs/heads/slow3", seed=3, scale=3.0, minute=38)
     doc = h.make_ab_doc(HOST, PROJECT, base, slow3, ratio=1.0, rounds=5)
     r = S.col.request("POST", "/api/v1/results", doc, token=S.agent_token)
     eq((r.status, r.json()["verdict"]), (201, "inconclusive"), r)
