@@ -22,7 +22,8 @@ struct aw_collector_config {
 	unsigned max_connections;    /* open connections at once */
 	unsigned max_per_client;     /* of them from one client address */
 	unsigned http_timeout_s;     /* idle connection timeout */
-	uint64_t request_timeout_ms; /* a request's headers and body must arrive within this */
+	uint64_t request_timeout_ms; /* a request's headers and body must arrive within this
+	                              * (from the connection's start or its previous reply) */
 	uint64_t drain_timeout_ms;   /* how long SIGTERM waits for in-flight requests */
 
 	/* auth */

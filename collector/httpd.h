@@ -29,8 +29,9 @@ struct aw_httpd_options {
 	unsigned max_connections;    /* open connections at once; more are closed at accept */
 	unsigned max_per_client;     /* of them from one client address; 0: no limit */
 	unsigned timeout_s;          /* idle connection timeout */
-	uint64_t request_timeout_ms; /* most time from a request's first byte to its whole body
-	                              * (a client trickling bytes is cut off); 0: none */
+	uint64_t request_timeout_ms; /* most time for a request's headers and body to arrive,
+	                              * from the connection's start or its previous reply (a
+	                              * client trickling bytes is cut off); 0: none */
 	aw_httpd_handler handle;
 	aw_httpd_done done;
 	void *cls;
