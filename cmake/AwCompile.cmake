@@ -48,6 +48,10 @@ function(aw_target target)
 		# build type
 		target_compile_options(${target} PRIVATE ${AW_SANITIZE_FLAGS} -UNDEBUG)
 		target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+		if(AW_FUZZ)
+			# libFuzzer's coverage feedback from the libraries' code, not the harness's
+			target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+		endif()
 	endif()
 endfunction()
 

@@ -388,6 +388,17 @@ void aw_api_healthz(struct aw_ctx *x)
 		aw_reply_error(x->req, 503, "database", "", "the database does not answer");
 		return;
 	}
+	/* Degraded, not down: reads are still served, so a load balancer keeps it; the reason is
+	 * for whoever looks. */
+	if (store_disk_full_now()) {
+		aw_reply_json(
+		    x->req, 200,
+		    json_pack("{s:s, s:s, s:s, s:i}", "status", "degraded", "reason",
+		              "disk full: the last upload could not be stored", "database",
+		              store_kind(x->col->store) == STORE_SQLITE ? "sqlite" : "postgres",
+		              "schema", store_schema_version()));
+		return;
+	}
 	aw_reply_json(x->req, 200,
 	              json_pack("{s:s, s:s, s:i}", "status", "ok", "database",
 	                        store_kind(x->col->store) == STORE_SQLITE ? "sqlite" : "postgres",

@@ -205,7 +205,7 @@ static const char *content_type(const char *rel)
 	return "application/json";
 }
 
-int aw_chart_read_file(const char *path, char **data, size_t *len)
+int aw_chart_read_file(const char *dir, const char *rel, char **data, size_t *len)
 {
 	struct aw_buf b;
 	struct stat st;
@@ -215,9 +215,9 @@ int aw_chart_read_file(const char *path, char **data, size_t *len)
 	*data = NULL;
 	*len = 0;
 	/* O_NONBLOCK: a FIFO planted there must not hang the request before the check below */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	fd = aw_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		goto out;
@@ -254,29 +254,38 @@ out:
 }
 
 /* Writes <dir>/<rel> under a temp name that no route serves (a leading '.'), then renames it
- * over whatever was there (a symlink or FIFO planted there is replaced, never followed).
+ * over whatever was there (a symlink or FIFO planted there is replaced, never followed). The
+ * directories on the way are created and opened without following a link (a link to a
+ * directory elsewhere planted in the data dir is refused, not written through).
  * `sync`: fsync before the rename (the export; a cache can always be fetched again). */
 static int write_file(const char *dir, const char *rel, const void *data, size_t len, bool sync,
                       char **err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	const char *slash;
+	char parent[PATH_MAX], tmp[NAME_MAX + 1];
+	const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	unsigned char rnd[6];
 	size_t off = 0;
-	int fd, rc = 0;
+	int dfd, fd, rc = 0;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
+	if (snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - rel) : 1,
+	             slash ? rel : ".") >= (int)sizeof(parent) ||
+	    strlen(name) + 9 > NAME_MAX)
 		return aw_errorf(err, -ENAMETOOLONG, "path too long: '%s/%s'", dir, rel);
-	slash = strrchr(path, '/');
-	snprintf(tmp, sizeof(tmp), "%.*s", (int)(slash - path), path);
-	rc = aw_make_dirs(tmp, 0755);
+	rc = aw_make_dirs(dir, 0755); /* the top is trusted: the data dir, an export's */
 	if (rc)
-		return aw_errorf(err, rc, "cannot create '%s': %s", tmp, strerror(-rc));
-	if (snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1) >=
-	    (int)sizeof(tmp))
-		return aw_errorf(err, -ENAMETOOLONG, "path too long: '%s'", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return aw_errorf(err, -errno, "cannot write '%s': %s", path, strerror(errno));
+		return aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
+	dfd = aw_open_beneath_walk(dir, parent, 0, 0, true);
+	if (dfd < 0)
+		return aw_errorf(err, dfd, "cannot create '%s/%s': %s", dir, parent,
+		                 strerror(-dfd));
+	aw_random_bytes(rnd, sizeof(rnd));
+	snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1], rnd[2],
+	         rnd[3], rnd[4], rnd[5]);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
 	while (off < len && !rc) {
 		ssize_t n = write(fd, (const char *)data + off, len - off);
 
@@ -291,12 +300,14 @@ static int write_file(const char *dir, const char *rel, const void *data, size_t
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
-	if (!rc && rename(tmp, path) < 0)
+	if (!rc && renameat(dfd, tmp, dfd, name) < 0)
 		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return aw_errorf(err, rc, "cannot write '%s': %s", path, strerror(-rc));
-	}
+	if (rc)
+		unlinkat(dfd, tmp, 0);
+out:
+	close(dfd);
+	if (rc)
+		return aw_errorf(err, rc, "cannot write '%s/%s': %s", dir, rel, strerror(-rc));
 	return 0;
 }
 
@@ -522,7 +533,7 @@ int aw_chart_cache_publish(struct aw_chart_cache *cc, struct store_conn *c, cons
 		remember(cc, rel, hash, d.len);
 		return 0;
 	}
-	rc = aw_chart_read_file(path, &data, &len);
+	rc = aw_chart_read_file(cc->dir, rel, &data, &len);
 	if (rc) {
 		aw_warn("chart cache: cannot read '%s' to store it: %s", path, strerror(-rc));
 		return rc;

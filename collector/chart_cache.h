@@ -19,11 +19,13 @@
 /* Bytes of one chart file read or fetched at most. */
 #define AW_CHART_FILE_MAX (32u << 20)
 
-/* Reads the file at `path` into *data (malloc'd, caller frees; *len its size) when it is a
- * regular file of at most AW_CHART_FILE_MAX bytes reached without following a final symlink
- * (a FIFO planted there does not block). Returns 0, -ENOENT (not a regular file), -ELOOP (a
- * symlink), -E2BIG (too large), -ENOMEM or the open/read errno. */
-int aw_chart_read_file(const char *path, char **data, size_t *len);
+/* Reads the file `rel` under the directory `dir` into *data (malloc'd, caller frees; *len its
+ * size) when it is a regular file of at most AW_CHART_FILE_MAX bytes reached without following
+ * any symlink, neither a directory on the way nor the file (aw_open_beneath()), and without
+ * leaving `dir` (a FIFO planted there does not block). Returns 0, -ENOENT (not a regular
+ * file), -ELOOP (a symlink), -EXDEV (outside `dir`), -E2BIG (too large), -ENOMEM or the
+ * open/read errno. */
+int aw_chart_read_file(const char *dir, const char *rel, char **data, size_t *len);
 
 struct aw_chart_cache;
 

@@ -27,7 +27,9 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->max_body = 8u << 20;
 	c->max_buffered = 256u << 20;
 	c->max_connections = 1024;
+	c->max_per_client = 128;
 	c->http_timeout_s = 60;
+	c->request_timeout_ms = 120000;
 	c->drain_timeout_ms = 30000;
 	c->read_requires_token = false;
 	c->max_cells = 50000;
@@ -36,6 +38,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->writers = 2;
 	c->pool_size = 8;
 	c->sqlite_sync_full = true;
+	c->busy_timeout_ms = 10000;
 	c->jobs_max_wait_ms = 300000;
 	c->jobs_recheck_ms = 1000;
 	c->jobs_reclaim_ms = 600000;
@@ -155,7 +158,9 @@ static const struct key keys[] = {
     {"http", "max_body", K_SIZE, F(max_body), 1024, 1u << 30},
     {"http", "max_buffered", K_SIZE, F(max_buffered), 1u << 20, UINT64_C(64) << 30},
     {"http", "max_connections", K_UINT, F(max_connections), 4, 100000},
+    {"http", "max_connections_per_client", K_UINT, F(max_per_client), 1, 100000},
     {"http", "timeout", K_DURATION, F(http_timeout_s), 1000, 3600000},
+    {"http", "request_timeout", K_DURATION, F(request_timeout_ms), 1000, 3600000},
     {"http", "drain_timeout", K_DURATION, F(drain_timeout_ms), 0, 3600000},
     {"auth", "read_requires_token", K_BOOL, F(read_requires_token), 0, 0},
     {"ingest", "max_cells", K_UINT, F(max_cells), 1, 1000000},
@@ -164,6 +169,7 @@ static const struct key keys[] = {
     {"ingest", "writers", K_UINT, F(writers), 1, 64},
     {"store", "pool", K_UINT, F(pool_size), 1, 1024},
     {"store", "sqlite_synchronous", K_SYNC, F(sqlite_sync_full), 0, 0},
+    {"store", "busy_timeout", K_DURATION, F(busy_timeout_ms), 10, 600000},
     {"jobs", "max_wait", K_DURATION, F(jobs_max_wait_ms), 0, 3600000},
     {"jobs", "recheck", K_DURATION, F(jobs_recheck_ms), 10, 60000},
     {"jobs", "reclaim_after", K_DURATION, F(jobs_reclaim_ms), 1000, UINT64_C(604800000)},
@@ -211,12 +217,12 @@ static const char *const sections[] = {"http",      "auth", "ingest",     "store
 static bool is_uint_field(size_t offset)
 {
 	return offset == F(http_threads) || offset == F(max_connections) ||
-	       offset == F(http_timeout_s) || offset == F(batch_max) || offset == F(writers) ||
-	       offset == F(pool_size) || offset == F(detect_window) ||
-	       offset == F(detect_history) || offset == F(cp_min_segment) ||
-	       offset == F(confirm_runs) || offset == F(confirm_jobs) ||
-	       offset == F(postingest_workers) || offset == F(chart_queue_max) ||
-	       offset == F(task_attempts);
+	       offset == F(max_per_client) || offset == F(http_timeout_s) ||
+	       offset == F(batch_max) || offset == F(writers) || offset == F(pool_size) ||
+	       offset == F(detect_window) || offset == F(detect_history) ||
+	       offset == F(cp_min_segment) || offset == F(confirm_runs) ||
+	       offset == F(confirm_jobs) || offset == F(postingest_workers) ||
+	       offset == F(chart_queue_max) || offset == F(task_attempts);
 }
 
 struct loader {

@@ -17,11 +17,14 @@ struct aw_collector_config {
 
 	/* http */
 	unsigned http_threads;
-	uint64_t max_body;     /* bytes of one request body (413 beyond) */
-	uint64_t max_buffered; /* bytes of request bodies held at once (503 beyond) */
-	unsigned max_connections;
-	unsigned http_timeout_s;   /* idle connection timeout */
-	uint64_t drain_timeout_ms; /* how long SIGTERM waits for in-flight requests */
+	uint64_t max_body;           /* bytes of one request body (413 beyond) */
+	uint64_t max_buffered;       /* bytes of request bodies held at once (503 beyond) */
+	unsigned max_connections;    /* open connections at once */
+	unsigned max_per_client;     /* of them from one client address */
+	unsigned http_timeout_s;     /* idle connection timeout */
+	uint64_t request_timeout_ms; /* a request's headers and body must arrive within this
+	                              * (from the connection's start or its previous reply) */
+	uint64_t drain_timeout_ms;   /* how long SIGTERM waits for in-flight requests */
 
 	/* auth */
 	bool read_requires_token;
@@ -35,6 +38,7 @@ struct aw_collector_config {
 	/* store */
 	unsigned pool_size;
 	bool sqlite_sync_full;
+	uint64_t busy_timeout_ms; /* longest wait for a database lock before 503 */
 
 	/* jobs */
 	uint64_t jobs_max_wait_ms;

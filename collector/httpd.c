@@ -1,12 +1,16 @@
 /* libmicrohttpd adapter (the only file that includes <microhttpd.h>): epoll with a pool of
  * polling threads, bodies collected into size-limited buffers, replies queued from the access
- * handler, suspend/resume for replies that come later, and a drain on shutdown. */
+ * handler, suspend/resume for replies that come later, and a drain on shutdown. The listening
+ * socket is bound here (an address in use is an error, never shared), and a reaper thread cuts
+ * off connections whose request takes longer than request_timeout_ms to arrive: MHD's own
+ * timeout is one of inactivity, which a client sending a byte a second never reaches. */
 #include "httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -21,8 +25,16 @@
 #include "aw/log.h"
 #include "aw/util.h"
 
-#define HEADERS_MAX  4
-#define PATH_MAX_LEN 1024 /* longer paths get 414 */
+#define HEADERS_MAX   4
+#define PATH_MAX_LEN  1024 /* longer paths get 414 */
+#define REAP_EVERY_MS 250  /* how often the reaper looks at the deadlines */
+
+/* One open connection, for the reaper (MHD's socket context). */
+struct conn_track {
+	struct conn_track *prev, *next;
+	MHD_socket fd;
+	uint64_t deadline_ns; /* 0: none (the handler has the request, or it was cut off) */
+};
 
 struct aw_httpd_server {
 	struct MHD_Daemon *daemon;
@@ -33,6 +45,12 @@ struct aw_httpd_server {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	uint64_t in_flight;
+	/* the reaper: open connections and their deadlines, under conns_lock */
+	pthread_mutex_t conns_lock;
+	pthread_cond_t reaper_wake;
+	struct conn_track conns; /* list head */
+	bool reaper_stop, reaper_started;
+	pthread_t reaper;
 };
 
 struct aw_httpd_req {
@@ -45,8 +63,9 @@ struct aw_httpd_req {
 	uint64_t reserved;  /* bytes of srv->buffered this request holds */
 	uint64_t discarded; /* bytes thrown away after the limit */
 	bool too_large, over_budget;
-	bool handled;   /* the handler ran */
-	bool suspended; /* written by the handler's thread only */
+	bool handled;    /* the handler ran */
+	bool must_close; /* refused before its body was read: the connection closes */
+	bool suspended;  /* written by the handler's thread only */
 	uint64_t started_ns;
 	int tag;
 	void *data;
@@ -224,7 +243,7 @@ static enum MHD_Result send_reply(struct aw_httpd_req *r)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	for (int i = 0; i < r->n_headers; i++)
 		MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
-	if (atomic_load(&r->srv->closing))
+	if (atomic_load(&r->srv->closing) || r->must_close)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(r->conn, r->status, resp);
 	MHD_destroy_response(resp);
@@ -239,6 +258,112 @@ static enum MHD_Result reply_now(struct aw_httpd_req *r, unsigned status, const 
 
 	aw_httpd_reply(r, status, "application/json", body, body ? strlen(body) : 0);
 	return send_reply(r);
+}
+
+/* Refuses a request before its body is read: what follows on the connection cannot be told
+ * from the body, so it is closed after the reply. */
+static enum MHD_Result refuse(struct aw_httpd_req *r, unsigned status, const char *code,
+                              const char *message)
+{
+	r->must_close = true;
+	return reply_now(r, status, code, message);
+}
+
+/* ---- the reaper ---- */
+
+static struct conn_track *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* Starts (`arm`) or stops the clock of the connection's current request. */
+static void set_deadline(struct aw_httpd_server *s, struct MHD_Connection *conn, bool arm)
+{
+	struct conn_track *t;
+
+	if (!s->opt.request_timeout_ms)
+		return;
+	t = conn_of(conn);
+	if (!t)
+		return;
+	pthread_mutex_lock(&s->conns_lock);
+	t->deadline_ns = arm ? aw_monotonic_ns() + s->opt.request_timeout_ms * 1000000 : 0;
+	pthread_mutex_unlock(&s->conns_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct aw_httpd_server *s = cls;
+	struct conn_track *t = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		t = calloc(1, sizeof(*t));
+		if (!t || !ci)
+			goto nomem; /* not tracked: only the idle timeout applies */
+		t->fd = ci->connect_fd;
+		pthread_mutex_lock(&s->conns_lock);
+		t->deadline_ns = s->opt.request_timeout_ms
+		                     ? aw_monotonic_ns() + s->opt.request_timeout_ms * 1000000
+		                     : 0;
+		t->next = s->conns.next;
+		t->prev = &s->conns;
+		s->conns.next->prev = t;
+		s->conns.next = t;
+		pthread_mutex_unlock(&s->conns_lock);
+		*socket_context = t;
+		return;
+nomem:
+		free(t);
+		return;
+	}
+	if (!t)
+		return;
+	/* MHD closes the socket after this returns: unlinked first, the reaper never shuts
+	 * down a descriptor that was reused for another connection. */
+	pthread_mutex_lock(&s->conns_lock);
+	t->prev->next = t->next;
+	t->next->prev = t->prev;
+	pthread_mutex_unlock(&s->conns_lock);
+	free(t);
+	*socket_context = NULL;
+}
+
+/* Shuts down the sockets of requests past their deadline: MHD then reads end-of-file and closes
+ * the connection on its own thread (closing the descriptor here would race with it). */
+static void *reaper_main(void *arg)
+{
+	struct aw_httpd_server *s = arg;
+
+	pthread_mutex_lock(&s->conns_lock);
+	while (!s->reaper_stop) {
+		struct timespec until;
+		uint64_t now = aw_monotonic_ns();
+
+		for (struct conn_track *t = s->conns.next; t != &s->conns; t = t->next) {
+			if (!t->deadline_ns || t->deadline_ns > now)
+				continue;
+			t->deadline_ns = 0;
+			aw_debug("http: a request took longer than %llu ms to arrive; closing it",
+			         (unsigned long long)s->opt.request_timeout_ms);
+			shutdown(t->fd, SHUT_RDWR);
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += REAP_EVERY_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->reaper_wake, &s->conns_lock, &until);
+	}
+	pthread_mutex_unlock(&s->conns_lock);
+	return NULL;
 }
 
 static struct aw_httpd_req *request_new(struct aw_httpd_server *s, struct MHD_Connection *conn)
@@ -290,7 +415,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct aw_httpd_server *s = cls;
 	struct aw_httpd_req *r = *con_cls;
 
-	(void)version;
 	if (!r) {
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -304,6 +428,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		snprintf(r->url, sizeof(r->url), "%s", url);
 		if (strlen(url) >= sizeof(r->url))
 			return reply_now(r, 414, "too_long", "the path is too long");
+		/* RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host. */
+		if (!strcmp(version, MHD_HTTP_VERSION_1_1) &&
+		    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+			return refuse(r, 400, "invalid", "an HTTP/1.1 request needs a Host header");
+		/* Both framings: a proxy in front may have read the other one, so where this
+		 * body ends is not known (request smuggling); RFC 9112 6.1 lets us refuse it. */
+		if (cl && MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		                                      MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			return refuse(r, 400, "invalid",
+			              "Content-Length and Transfer-Encoding must not both be sent");
 		/* Refuse an announced oversized body before reading any of it. */
 		if (cl && !aw_parse_u64(cl, UINT64_MAX, &announced) &&
 		    announced > s->opt.max_body) {
@@ -326,6 +460,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return send_reply(r);
 	}
 	r->handled = true;
+	set_deadline(s, conn, false); /* all of it arrived: now it is ours to answer */
 	if (r->too_large)
 		return reply_now(r, 413, "too_large", "the request body is too large");
 	if (r->over_budget)
@@ -345,10 +480,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct aw_httpd_server *s = cls;
 	struct aw_httpd_req *r = *con_cls;
 
-	(void)conn;
 	if (!r)
 		return;
 	*con_cls = NULL;
+	set_deadline(s, conn, true); /* the next request on this connection */
 	if (s->opt.done)
 		s->opt.done(r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, s->opt.cls);
 	if (r->free_data)
@@ -376,15 +511,11 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	aw_debug("http: %s", msg);
 }
 
-/* Percent-decoding of paths and query values, except "%00": a NUL byte would cut a path short
- * of what its handler validates (".../a.svg%00.png" read as ".../a.svg"), so it stays as the
- * three characters, which no route or name accepts. */
-static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+/* MHD's unescape callback: aw_httpd_unescape(). */
+size_t aw_httpd_unescape(char *s)
 {
 	char *w = s;
 
-	(void)cls;
-	(void)conn;
 	for (const char *r = s; *r;) {
 		int hi = r[0] == '%' ? aw_hex_value(r[1]) : -1,
 		    lo = hi < 0 ? -1 : aw_hex_value(r[2]);
@@ -400,7 +531,62 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 	return (size_t)(w - s);
 }
 
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls;
+	(void)conn;
+	return aw_httpd_unescape(s);
+}
+
 /* ---- server ---- */
+
+/* Binds and listens on `ai` ourselves rather than in MHD: its error is then the errno of
+ * bind(2), and the socket is never shared. SO_REUSEADDR only lets a restart bind while
+ * connections of the previous process linger in TIME_WAIT; a listening socket still holds the
+ * address (SO_REUSEPORT, which would split connections between two processes, is never set).
+ * Returns the socket or a negative errno with *err. */
+static int listen_on(const struct addrinfo *ai, const char *host, unsigned port, char **err)
+{
+	int fd, one = 1, zero = 0, rc;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return aw_errorf(err, -errno, "cannot create a socket: %s", strerror(errno));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (ai->ai_family == AF_INET6 && /* "[::]:8080" takes IPv4 clients too */
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)) {
+		rc = aw_errorf(err, -errno, "cannot set up the socket: %s", strerror(errno));
+		goto fail;
+	}
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
+		rc = -errno;
+		aw_errorf(err, rc, "cannot listen on '%s%s%s:%u': %s%s",
+		          strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port,
+		          strerror(-rc),
+		          rc == -EADDRINUSE ? " (another process listens there: is a collector "
+		                              "running already?)"
+		          : rc == -EADDRNOTAVAIL ? " (not an address of this machine)"
+		                                 : "");
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return rc;
+}
+
+/* The port the socket is bound to (the ephemeral one the kernel picked for port 0). */
+static unsigned bound_port(int fd, unsigned fallback)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return fallback;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
 
 int aw_httpd_start(const struct aw_httpd_options *o, struct aw_httpd_server **out, char **err)
 {
@@ -408,21 +594,21 @@ int aw_httpd_start(const struct aw_httpd_options *o, struct aw_httpd_server **ou
 	struct addrinfo hints = {0}, *ai = NULL;
 	unsigned int flags =
 	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-	const union MHD_DaemonInfo *info;
+	const char *host = o->host && *o->host ? o->host : "0.0.0.0";
 	char port[8];
-	int rc;
+	int rc, fd = -1;
 
 	*out = NULL;
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	snprintf(port, sizeof(port), "%u", o->port);
-	rc = getaddrinfo(o->host && *o->host ? o->host : "0.0.0.0", port, &hints, &ai);
+	rc = getaddrinfo(host, port, &hints, &ai);
 	if (rc)
-		return aw_errorf(err, -EINVAL, "cannot resolve listen address '%s': %s",
-		                 o->host ? o->host : "", gai_strerror(rc));
+		return aw_errorf(err, -EINVAL, "cannot resolve listen address '%s': %s", host,
+		                 gai_strerror(rc));
 	if (ai->ai_family == AF_INET6)
-		flags |= MHD_USE_DUAL_STACK; /* "[::]:8080" takes IPv4 clients too */
+		flags |= MHD_USE_IPv6;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
@@ -431,33 +617,49 @@ int aw_httpd_start(const struct aw_httpd_options *o, struct aw_httpd_server **ou
 	s->opt = *o;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
-	s->daemon = MHD_start_daemon(
-	    flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(o->threads ? o->threads : 1),
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->timeout_s,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_UNESCAPE_CALLBACK,
-	    unescape, NULL, MHD_OPTION_END);
-	if (!s->daemon) {
-		rc = aw_errorf(err, -EADDRINUSE,
-		               "cannot listen on '%s:%u' (in use, or not an "
-		               "address of this machine)",
-		               o->host && *o->host ? o->host : "0.0.0.0", o->port);
+	pthread_mutex_init(&s->conns_lock, NULL);
+	pthread_cond_init(&s->reaper_wake, NULL);
+	s->conns.next = s->conns.prev = &s->conns;
+	fd = listen_on(ai, host, o->port, err);
+	if (fd < 0) {
+		rc = fd;
 		goto out;
 	}
-	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = info ? info->port : o->port;
+	s->port = bound_port(fd, o->port);
+	/* A connection over the limits is accepted and closed at once (MHD does not read it),
+	 * so that one client cannot take every connection: the total limit keeps descriptors
+	 * and memory bounded, the per-address one leaves room for everybody else. */
+	s->daemon = MHD_start_daemon(
+	    flags, (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(o->threads ? o->threads : 1),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o->max_per_client,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->timeout_s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
+	    NULL, MHD_OPTION_END);
+	if (!s->daemon) {
+		rc = aw_errorf(err, -EIO, "cannot start the HTTP server on '%s:%u'", host, o->port);
+		goto out;
+	}
+	fd = -1; /* the daemon's now */
+	if (o->request_timeout_ms) {
+		rc = -pthread_create(&s->reaper, NULL, reaper_main, s);
+		if (rc) {
+			aw_errorf(err, rc, "cannot start a thread: %s", strerror(-rc));
+			goto out;
+		}
+		s->reaper_started = true;
+	}
 	*out = s;
 	s = NULL;
 	rc = 0;
 out:
-	if (s) {
-		pthread_cond_destroy(&s->idle);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-	}
+	if (fd >= 0)
+		close(fd);
+	if (s)
+		aw_httpd_stop(&s);
 	freeaddrinfo(ai);
 	return rc;
 }
@@ -514,7 +716,17 @@ void aw_httpd_stop(struct aw_httpd_server **sp)
 
 	if (!s)
 		return;
-	MHD_stop_daemon(s->daemon);
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	if (s->reaper_started) {
+		pthread_mutex_lock(&s->conns_lock);
+		s->reaper_stop = true;
+		pthread_cond_signal(&s->reaper_wake);
+		pthread_mutex_unlock(&s->conns_lock);
+		pthread_join(s->reaper, NULL);
+	}
+	pthread_cond_destroy(&s->reaper_wake);
+	pthread_mutex_destroy(&s->conns_lock);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

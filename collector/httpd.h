@@ -21,19 +21,25 @@ typedef void (*aw_httpd_handler)(struct aw_httpd_req *req, void *cls);
 typedef void (*aw_httpd_done)(struct aw_httpd_req *req, bool sent, void *cls);
 
 struct aw_httpd_options {
-	const char *host;      /* address to bind; "" or NULL: every IPv4 address */
-	unsigned port;         /* 0: an ephemeral port, see aw_httpd_port() */
-	unsigned threads;      /* polling threads */
-	uint64_t max_body;     /* 413 beyond this */
-	uint64_t max_buffered; /* 503 when bodies held at once would exceed this */
-	unsigned max_connections;
-	unsigned timeout_s; /* idle connection timeout */
+	const char *host;            /* address to bind; "" or NULL: every IPv4 address */
+	unsigned port;               /* 0: an ephemeral port, see aw_httpd_port() */
+	unsigned threads;            /* polling threads */
+	uint64_t max_body;           /* 413 beyond this */
+	uint64_t max_buffered;       /* 503 when bodies held at once would exceed this */
+	unsigned max_connections;    /* open connections at once; more are closed at accept */
+	unsigned max_per_client;     /* of them from one client address; 0: no limit */
+	unsigned timeout_s;          /* idle connection timeout */
+	uint64_t request_timeout_ms; /* most time for a request's headers and body to arrive,
+	                              * from the connection's start or its previous reply (a
+	                              * client trickling bytes is cut off); 0: none */
 	aw_httpd_handler handle;
 	aw_httpd_done done;
 	void *cls;
 };
 
-/* Starts listening and serving. Returns 0 with *out set, or a negative errno with *err. */
+/* Starts listening and serving. Returns 0 with *out set, or a negative errno with *err:
+ * -EADDRINUSE when something listens on the address already (the socket is never shared:
+ * no SO_REUSEPORT), -EADDRNOTAVAIL when it is no address of this machine. */
 int aw_httpd_start(const struct aw_httpd_options *o, struct aw_httpd_server **out, char **err);
 
 /* The bound port (useful after asking for port 0). */
@@ -52,6 +58,11 @@ uint64_t aw_httpd_in_flight(struct aw_httpd_server *s);
 /* Stops the server, closing every connection; every suspended request must have been resumed.
  * Sets *s to NULL. */
 void aw_httpd_stop(struct aw_httpd_server **s);
+
+/* Percent-decoding of paths and query values in place, except "%00": a NUL byte would cut a
+ * path short of what its handler validates (".../a.svg%00.png" read as ".../a.svg"), so it
+ * stays as the three characters, which no route or name accepts. Returns the new length. */
+size_t aw_httpd_unescape(char *s);
 
 /* ---- one request (valid from the handler call until `done`) ---- */
 

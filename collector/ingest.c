@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "aw/buf.h"
 #include "aw/log.h"
@@ -195,6 +196,27 @@ int aw_ingest_content_hash(const struct aw_result *r, char *hex)
 	return rc;
 }
 
+/* Whether an upload's Content-Type is JSON: "application/json" in any case, with parameters
+ * (a charset) or none. No header at all is taken as JSON too: clients that send a body
+ * without naming its type (Python's http.client, scripts) have always been accepted, and a
+ * body that is not JSON still gets 400 (docs/api.md). */
+static bool json_content_type(const char *ct)
+{
+	static const char want[] = "application/json";
+	size_t n = sizeof(want) - 1;
+
+	if (!ct)
+		return true;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	if (strncasecmp(ct, want, n))
+		return false;
+	ct += n;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return !*ct || *ct == ';';
+}
+
 void aw_ingest_post(struct aw_ctx *x)
 {
 	struct aw_httpd_req *req = x->req;
@@ -206,6 +228,12 @@ void aw_ingest_post(struct aw_ctx *x)
 	size_t len;
 	int rc;
 
+	if (!json_content_type(aw_httpd_header(req, "Content-Type"))) {
+		aw_reply_error(req, 415, "unsupported_media_type", "Content-Type",
+		               "an upload must be application/json, not '%.64s'",
+		               aw_httpd_header(req, "Content-Type"));
+		goto out;
+	}
 	body = aw_httpd_body(req, &len);
 	if (!len) {
 		aw_reply_error(req, 400, "required", "", "the request has no body");

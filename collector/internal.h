@@ -106,7 +106,17 @@ void aw_jobs_close(struct aw_jobs *j);
 void aw_jobs_stop(struct aw_jobs **j);
 unsigned aw_jobs_waiting(struct aw_jobs *j);
 
-/* The service: runs until SIGTERM/SIGINT, then drains. Returns a process exit status. */
+/* The route template a request goes to ("/api/v1/runs/{id}"), NULL when none: then
+ * *path_known tells a wrong method from an unknown path. *param receives the template's
+ * wildcard segment (into buf, `len` bytes), if any. For the fuzz target of the routing. */
+const char *aw_collector_route(const char *method, const char *path, char *buf, size_t len,
+                               const char **param, bool *path_known);
+
+/* serve's exit status when the listening address is in use (man/atomwatch-collector.8). */
+#define AW_EXIT_ADDR_IN_USE 3
+
+/* The service: runs until SIGTERM/SIGINT, then drains. Returns a process exit status: 0 after
+ * a clean stop, AW_EXIT_ADDR_IN_USE, or 1 for any other failure. */
 int aw_collector_serve(const struct aw_collector_config *cfg);
 
 #endif

@@ -141,6 +141,10 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    "# HELP atomwatch_db_errors_total Database errors seen by this process.\n"
 		    "# TYPE atomwatch_db_errors_total counter\n"
 		    "atomwatch_db_errors_total %llu\n"
+		    "# HELP atomwatch_db_disk_full_total Database statements that failed because "
+		    "its disk was full.\n"
+		    "# TYPE atomwatch_db_disk_full_total counter\n"
+		    "atomwatch_db_disk_full_total %llu\n"
 		    "# HELP atomwatch_http_requests_in_flight Requests being handled.\n"
 		    "# TYPE atomwatch_http_requests_in_flight gauge\n"
 		    "atomwatch_http_requests_in_flight %llu\n"
@@ -178,7 +182,8 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    "# HELP atomwatch_chart_cache_files Chart files in this collector's cache.\n"
 		    "# TYPE atomwatch_chart_cache_files gauge\n"
 		    "atomwatch_chart_cache_files %llu\n",
-		    (unsigned long long)store_errors_total(), (unsigned long long)g->in_flight,
+		    (unsigned long long)store_errors_total(),
+		    (unsigned long long)store_disk_full_total(), (unsigned long long)g->in_flight,
 		    (unsigned long long)g->waiters, (unsigned long long)g->queue_depth,
 		    (unsigned long long)g->postingest_tasks,
 		    (unsigned long long)g->postingest_tasks,

@@ -49,6 +49,8 @@ void aw_reply_error(struct aw_httpd_req *req, unsigned status, const char *code,
 		aw_httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"atomwatch\"");
 	if (status == 503)
 		aw_httpd_add_header(req, "Retry-After", "1");
+	if (status == 507) /* someone has to free space first */
+		aw_httpd_add_header(req, "Retry-After", "60");
 	aw_reply_json(req, status,
 	              json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", message,
 	                        "field", field ? field : ""));
@@ -58,6 +60,9 @@ void aw_reply_store_error(struct aw_httpd_req *req, int rc)
 {
 	if (rc == -EBUSY || rc == -EAGAIN)
 		aw_reply_error(req, 503, "database", "", "the database is busy or unreachable");
+	else if (rc == -ENOSPC)
+		aw_reply_error(req, 507, "storage_full", "",
+		               "the database's disk is full; nothing was stored (retry later)");
 	else
 		aw_reply_error(req, 500, "database", "", "database error (%s)", strerror(-rc));
 }

@@ -24,11 +24,12 @@ int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out);
 void aw_reply_json(struct aw_httpd_req *req, unsigned status, json_t *body);
 
 /* Replies {"error":{"code","message","field"}}; field "" when it is about no field. 401 adds
- * WWW-Authenticate, 503 adds Retry-After: 1. */
+ * WWW-Authenticate, 503 adds Retry-After: 1, 507 Retry-After: 60. */
 void aw_reply_error(struct aw_httpd_req *req, unsigned status, const char *code, const char *field,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* Replies to a store failure: 503 when the database is busy or unreachable, 500 otherwise. */
+/* Replies to a store failure: 503 when the database is busy or unreachable, 507 when its disk
+ * is full (-ENOSPC), 500 otherwise. */
 void aw_reply_store_error(struct aw_httpd_req *req, int rc);
 
 /* Parses a decimal id (1..INT64_MAX) from a path segment. Returns 0 or -EINVAL. */

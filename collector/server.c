@@ -127,6 +127,14 @@ static unsigned find_route(const char *method, const char *path, char *buf, size
 	return ROUTE_OTHER;
 }
 
+const char *aw_collector_route(const char *method, const char *path, char *buf, size_t len,
+                               const char **param, bool *path_known)
+{
+	unsigned route = find_route(method, path, buf, len, param, path_known);
+
+	return route < N_ROUTES ? routes[route].path : NULL;
+}
+
 static void method_not_allowed(struct aw_httpd_req *req, const char *path)
 {
 	char allow[64] = "", buf[256];
@@ -304,6 +312,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	}
 	sopt.pool_size = cfg->pool_size;
 	sopt.sqlite_sync_full = cfg->sqlite_sync_full;
+	sopt.busy_timeout_ms = (unsigned)cfg->busy_timeout_ms;
 	rc = store_open(cfg->db, &sopt, &col.store, &err);
 	if (!rc)
 		rc = migrate(col.store, &err);
@@ -346,11 +355,15 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	hopt.max_body = cfg->max_body;
 	hopt.max_buffered = cfg->max_buffered;
 	hopt.max_connections = cfg->max_connections;
+	hopt.max_per_client = cfg->max_per_client;
 	hopt.timeout_s = cfg->http_timeout_s;
+	hopt.request_timeout_ms = cfg->request_timeout_ms;
 	hopt.handle = handle;
 	hopt.done = request_done;
 	hopt.cls = &col;
 	rc = aw_httpd_start(&hopt, &col.http, &err);
+	if (rc == -EADDRINUSE)
+		status = AW_EXIT_ADDR_IN_USE;
 	if (rc)
 		goto out;
 	aw_info(

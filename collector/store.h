@@ -83,6 +83,14 @@ void store_disconnect(struct store_conn **c);
 /* Database errors seen by this process (for /metrics). */
 uint64_t store_errors_total(void);
 
+/* Disk full: the times a statement failed with the database's storage full (-ENOSPC: SQLite's
+ * SQLITE_FULL, PostgreSQL's 53100), for /metrics; and whether the latest write failed so,
+ * none having succeeded since (for /healthz). store_note_write_ok() is called by whoever
+ * commits writes (the ingest writers). */
+uint64_t store_disk_full_total(void);
+bool store_disk_full_now(void);
+void store_note_write_ok(void);
+
 /* ---- schema ---- */
 
 /* Applies every migration newer than the database's version, each in its own transaction, and

@@ -119,6 +119,8 @@ void store_conn_close(struct store_conn *c);
 
 /* Counts one database error for /metrics (drivers call it where they log the error). */
 void store_count_error(void);
+/* Counts one disk-full failure (drivers return -ENOSPC for it); see store_disk_full_now(). */
+void store_count_disk_full(void);
 
 /* The identity of a cell in the cells table: every field that defines it, joined with 0x1f
  * ("key\x1fop\x1freader..."), absent values empty. Returns 0 or -ENAMETOOLONG. */

@@ -12,7 +12,8 @@
 
 #include "aw/util.h"
 
-static atomic_uint_fast64_t db_errors;
+static atomic_uint_fast64_t db_errors, disk_full;
+static atomic_bool disk_full_now;
 
 void store_count_error(void)
 {
@@ -22,6 +23,28 @@ void store_count_error(void)
 uint64_t store_errors_total(void)
 {
 	return atomic_load_explicit(&db_errors, memory_order_relaxed);
+}
+
+void store_count_disk_full(void)
+{
+	atomic_fetch_add_explicit(&disk_full, 1, memory_order_relaxed);
+	atomic_store(&disk_full_now, true);
+}
+
+uint64_t store_disk_full_total(void)
+{
+	return atomic_load_explicit(&disk_full, memory_order_relaxed);
+}
+
+bool store_disk_full_now(void)
+{
+	return atomic_load(&disk_full_now);
+}
+
+void store_note_write_ok(void)
+{
+	if (atomic_load_explicit(&disk_full_now, memory_order_relaxed))
+		atomic_store(&disk_full_now, false);
 }
 
 const char *const store_metric_columns[STORE_METRIC_COUNT] = {

@@ -316,6 +316,12 @@ static int pg_fail(struct pg_conn *c, PGresult *res, const char *what)
 	aw_error("postgres: cannot %s: %.*s", what, first_line(msg), msg);
 	if (PQstatus(c->pg) != CONNECTION_OK || (state && !strncmp(state, "08", 2)))
 		return -EBUSY;
+	/* 53100 disk_full, and 53000 (insufficient_resources) that the server may raise for a
+	 * file it cannot extend */
+	if (state && (!strcmp(state, "53100") || !strcmp(state, "53000"))) {
+		store_count_disk_full();
+		return -ENOSPC;
+	}
 	return -EIO;
 }
 

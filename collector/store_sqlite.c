@@ -286,6 +286,10 @@ static int sq_fail(sqlite3 *db, int rc, const char *what)
 		return -EBUSY;
 	}
 	aw_error("sqlite: cannot %s: %s", what, sqlite3_errmsg(db));
+	if (rc == SQLITE_FULL) {
+		store_count_disk_full();
+		return -ENOSPC;
+	}
 	return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
 }
 

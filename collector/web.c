@@ -144,8 +144,8 @@ void aw_web_chart(struct aw_ctx *x)
 	/* the database's copy when this collector's cache has none, or an older one */
 	if (!aw_ctx_conn(x, &c))
 		aw_chart_cache_refresh(x->col->charts, c, rel);
-	rc = aw_chart_read_file(path, &data, &len);
-	if (rc == -ENOENT || rc == -ELOOP || rc == -ENOTDIR) {
+	rc = aw_chart_read_file(x->col->cfg->data_dir, rel, &data, &len);
+	if (rc == -ENOENT || rc == -ELOOP || rc == -ENOTDIR || rc == -EXDEV) {
 		aw_reply_error(x->req, 404, "not_found", "", "no such chart (not drawn yet?)");
 		return;
 	}

@@ -51,9 +51,11 @@ static int store_batch(struct writer_thread *t, struct aw_write **items, size_t 
 		aw_random_bytes(&r, 1);
 		aw_sleep_ns((uint64_t)(1 + attempt) * (500000 + r * 4000u), NULL);
 	}
-	if (!rc)
+	if (!rc) {
+		store_note_write_ok();
 		for (size_t i = 0; i < n; i++)
 			items[i]->put = t->puts[i];
+	}
 	return rc;
 }
 

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void aw_freep(void *pp)
@@ -229,6 +231,79 @@ int aw_make_dirs(const char *path, mode_t mode)
 	}
 	free(copy);
 	return rc;
+}
+
+int aw_open_beneath_walk(const char *dir, const char *rel, int flags, mode_t mode, bool mkdirs)
+{
+	const int dflags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (dfd < 0)
+		return -errno;
+	for (const char *p = rel;;) {
+		size_t n = strcspn(p, "/");
+		char name[256];
+
+		if (n >= sizeof(name)) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		/* what RESOLVE_BENEATH refuses: an absolute path or "..", which may leave dir */
+		if (!strcmp(name, "..") || (p == rel && !n)) {
+			fd = -EXDEV;
+			break;
+		}
+		p += n;
+		while (*p == '/')
+			p++;
+		if (!*p && !mkdirs) {
+			fd = openat(dfd, *name ? name : ".", flags | O_NOFOLLOW | O_CLOEXEC, mode);
+			fd = fd < 0 ? -errno : fd;
+			break;
+		}
+		if (mkdirs && *name && mkdirat(dfd, name, 0755) < 0 && errno != EEXIST) {
+			fd = -errno;
+			break;
+		}
+		fd = openat(dfd, *name ? name : ".", dflags);
+		if (fd < 0) {
+			struct stat st;
+
+			/* a link met says ENOTDIR (O_DIRECTORY): tell it as openat2 would */
+			fd = -errno;
+			if (fd == -ENOTDIR && !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISLNK(st.st_mode))
+				fd = -ELOOP;
+			break;
+		}
+		close(dfd);
+		dfd = fd;
+		if (!*p)
+			return dfd; /* mkdirs: the directory itself */
+	}
+	close(dfd);
+	return fd;
+}
+
+int aw_open_beneath(const char *dir, const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+	                       .mode = flags & O_CREAT ? mode : 0,
+	                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
+	int dfd, fd;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	if (fd == -ENOSYS || fd == -EPERM) /* no openat2, or a seccomp filter refusing it */
+		return aw_open_beneath_walk(dir, rel, flags, mode, false);
+	return fd;
 }
 
 int aw_random_bytes(void *buf, size_t len)

@@ -2,7 +2,7 @@
 # Runs every test of atomwatch on a fresh Debian 12 machine (as root): installs what the tests
 # need, then the native build's suite (with the style checks and the Debian packages), the same
 # suite under ASan/UBSan, the aarch64 build's suite under qemu-aarch64 with LSE (-cpu max) and
-# without (-cpu cortex-a57), and the unit and CLI tests of a clang Release build.
+# without (-cpu cortex-a57), and the unit, CLI and fuzz-replay tests of a clang Release build.
 # Every configuration builds with warnings as errors (scripts/build.sh).
 # The native suite holds the kernel tests (label kernel: real Debian kernels booted under
 # QEMU); `kernel` runs only those, on the native build.
@@ -41,8 +41,8 @@ for conf in $confs; do
 		;;
 	clang)
 		# the other configurations run the rest; this one proves the clang build works
-		echo "=== clang: unit and CLI tests"
-		ctest --test-dir build/clang -j "$jobs" --output-on-failure -L 'unit|cli' ||
+		echo "=== clang: unit, CLI and fuzz-replay tests"
+		ctest --test-dir build/clang -j "$jobs" --output-on-failure -L 'unit|cli|fuzz' ||
 			failed="$failed clang"
 		;;
 	kernel)

@@ -56,7 +56,9 @@ static void test_defaults_and_full_file(void **state)
 	                   "  max_body: 16MiB\n"
 	                   "  max_buffered: 1GiB\n"
 	                   "  max_connections: 100\n"
+	                   "  max_connections_per_client: 10\n"
 	                   "  timeout: 2m\n"
+	                   "  request_timeout: 30s\n"
 	                   "  drain_timeout: 1500ms\n"
 	                   "auth:\n"
 	                   "  read_requires_token: true\n"
@@ -68,6 +70,7 @@ static void test_defaults_and_full_file(void **state)
 	                   "store:\n"
 	                   "  pool: 5\n"
 	                   "  sqlite_synchronous: normal\n"
+	                   "  busy_timeout: 2500ms\n"
 	                   "jobs:\n"
 	                   "  max_wait: 60s\n"
 	                   "  recheck: 500ms\n"
@@ -89,7 +92,10 @@ static void test_defaults_and_full_file(void **state)
 	assert_int_equal(c.max_body, 16u << 20);
 	assert_int_equal(c.max_buffered, 1u << 30);
 	assert_int_equal(c.max_connections, 100);
+	assert_int_equal(c.max_per_client, 10);
 	assert_int_equal(c.http_timeout_s, 120);
+	assert_int_equal(c.request_timeout_ms, 30000);
+	assert_int_equal(c.busy_timeout_ms, 2500);
 	assert_int_equal(c.drain_timeout_ms, 1500);
 	assert_true(c.read_requires_token);
 	assert_int_equal(c.max_cells, 1000);
@@ -254,6 +260,16 @@ static void test_render_keys(void **state)
 	             "collector.yaml:2:12: 'render.workers' must be between 0 and 64");
 	expect_error("render:\n  queue: 0\n",
 	             "collector.yaml:2:10: 'render.queue' must be between 1 and 1000000");
+	expect_error("http:\n  max_connections_per_client: 0\n",
+	             "collector.yaml:2:31: 'http.max_connections_per_client' must be between 1 and "
+	             "100000");
+	expect_error("http:\n  request_timeout: 500ms\n",
+	             "collector.yaml:2:20: 'http.request_timeout' must be between 1000 and 3600000 "
+	             "ms");
+	expect_error(
+	    "store:\n  busy_timeout: forever\n",
+	    "collector.yaml:2:17: 'store.busy_timeout' must be a duration such as 30s, not "
+	    "'forever'");
 	expect_error("render:\n  timeout: 1ms\n",
 	             "collector.yaml:2:12: 'render.timeout' must be between 1000 and 600000 ms");
 	expect_error("render:\n  charts: off\n", "collector.yaml:2:3: unknown key 'render.charts'");
@@ -347,6 +363,10 @@ static void test_shipped_file(void **state)
 	assert_int_equal(c.task_poll_ms, d.task_poll_ms);
 	assert_int_equal(c.task_attempts, d.task_attempts);
 	assert_int_equal(c.chart_cache_bytes, d.chart_cache_bytes);
+	assert_int_equal(c.max_connections, d.max_connections);
+	assert_int_equal(c.max_per_client, d.max_per_client);
+	assert_int_equal(c.request_timeout_ms, d.request_timeout_ms);
+	assert_int_equal(c.busy_timeout_ms, d.busy_timeout_ms);
 	aw_config_release(&c);
 	aw_config_release(&d);
 }

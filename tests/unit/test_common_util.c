@@ -1,6 +1,7 @@
 /* Shared utilities: RFC 3339 times, names, commits, refs, UUIDs, durations, numbers, bounded
  * buffers, files written atomically and mkdir -p. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -209,13 +210,66 @@ static void test_make_dirs(void **state)
 	umask(mask);
 }
 
+/* Both ways of opening beneath a directory refuse every symlink on the way and any way out. */
+static void test_open_beneath(void **state)
+{
+	char dir[] = "/tmp/aw-util-XXXXXX", out[] = "/tmp/aw-util-XXXXXX", p[128], q[128];
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(mkdtemp(out));
+	snprintf(p, sizeof(p), "%s/real/sub", dir);
+	assert_int_equal(aw_make_dirs(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/real/sub/f.svg", dir);
+	fclose(fopen(p, "w"));
+	snprintf(p, sizeof(p), "%s/secret.svg", out);
+	fclose(fopen(p, "w"));
+	snprintf(p, sizeof(p), "%s/linked", dir); /* a directory link */
+	assert_int_equal(symlink(out, p), 0);
+	snprintf(p, sizeof(p), "%s/real/file-link.svg", dir); /* a file link */
+	snprintf(q, sizeof(q), "%s/secret.svg", out);
+	assert_int_equal(symlink(q, p), 0);
+	for (int walk = 0; walk < 2; walk++) {
+#define OPEN(rel)                                                  \
+	(walk ? aw_open_beneath_walk(dir, rel, O_RDONLY, 0, false) \
+	      : aw_open_beneath(dir, rel, O_RDONLY, 0))
+		fd = OPEN("real/sub/f.svg");
+		assert_true(fd >= 0);
+		close(fd);
+		fd = OPEN("real//sub/f.svg");
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(OPEN("linked/secret.svg"), -ELOOP);
+		assert_int_equal(OPEN("real/file-link.svg"), -ELOOP);
+		/* openat2 resolves the ".." (inside) and meets the link; the walk refuses ".." */
+		fd = OPEN("real/../linked/secret.svg");
+		assert_true(fd == -ELOOP || fd == -EXDEV);
+		assert_int_equal(OPEN("../x"), -EXDEV);
+		assert_int_equal(OPEN("/etc/passwd"), -EXDEV);
+		assert_int_equal(OPEN("real/none.svg"), -ENOENT);
+#undef OPEN
+	}
+	/* with mkdirs: directories created on the way, a link on the way refused */
+	fd = aw_open_beneath_walk(dir, "new/a/b", 0, 0, true);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/new/a/b", dir);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(aw_open_beneath_walk(dir, "linked/x", 0, 0, true), -ELOOP);
+	snprintf(p, sizeof(p), "%s/x", out);
+	assert_int_equal(access(p, F_OK), -1); /* nothing made outside */
+	snprintf(p, sizeof(p), "rm -rf '%s' '%s'", dir, out);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_time),      cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_uuid),      cmocka_unit_test(test_numbers),
 	    cmocka_unit_test(test_buf_limit), cmocka_unit_test(test_files),
-	    cmocka_unit_test(test_make_dirs),
+	    cmocka_unit_test(test_make_dirs), cmocka_unit_test(test_open_beneath),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

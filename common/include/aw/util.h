@@ -39,6 +39,20 @@ int aw_read_file(const char *path, size_t limit, char **data, size_t *len, char 
  * left as it is). Returns 0 or a negative errno (-ENOMEM, or mkdir's, -ENOENT for ""). */
 int aw_make_dirs(const char *path, mode_t mode);
 
+/* Opens `rel` (a relative path) under the directory `dir` without following any symbolic link
+ * on the way, neither a directory nor the file, and without leaving `dir` (".."). `dir`
+ * itself is trusted (followed). Uses openat2(2) with RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+ * and aw_open_beneath_walk() where the kernel has no openat2 (ENOSYS, before Linux 5.6).
+ * `flags` are open(2)'s (O_CLOEXEC and O_NOFOLLOW are added). Returns the descriptor or a
+ * negative errno: -ELOOP for a link met, -EXDEV for a path that leaves `dir`, -ENOENT,
+ * -ENOTDIR... */
+int aw_open_beneath(const char *dir, const char *rel, int flags, mode_t mode);
+
+/* The same by one openat(O_NOFOLLOW) per component; with `mkdirs`, the missing directories
+ * are created (0755) on the way and `rel` itself is opened as a directory (then `flags` and
+ * `mode` are ignored). Exposed for the tests of the fallback. */
+int aw_open_beneath_walk(const char *dir, const char *rel, int flags, mode_t mode, bool mkdirs);
+
 /* Fills `buf` with `len` bytes from the kernel's CSPRNG (getrandom, EINTR retried).
  * Returns 0 or a negative errno. */
 int aw_random_bytes(void *buf, size_t len);
