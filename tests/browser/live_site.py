@@ -88,7 +88,7 @@ def main():
     args = ap.parse_args()
 
     db = h.Database("sqlite")
-    col = h.Collector(db.url).start()
+    col = h.Collector(db.url, config=rh.ONE_RUN_DECIDES).start()  # one run decides here
     site = rh.load(col, n_hosts=4, n_commits=4, cells=CELLS)
     doc = h.make_ab_doc(site.hosts[0], "linux", site.commits[-2], site.commits[-1], ratio=1.05,
                         ops=("op", "op2"))

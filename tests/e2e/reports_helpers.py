@@ -34,7 +34,7 @@ def commit_sha(tag, k):
 
 
 # The pages' tests judge the newest commit from one run per host: one run decides there
-# (detection.confirm_runs: 1), as before confirmation; test_gate_confirm.py tests the default.
+# (detection.confirm_runs: 1), as before confirmation; test_agent_confirm.py and test_ci_gate.py test the default.
 ONE_RUN_DECIDES = "detection:\n  confirm_runs: 1\n"
 
 
