@@ -551,6 +551,17 @@ static void put_md_links(struct sink *s, const char *first, const struct aw_ci_l
 	}
 }
 
+/* "common mode x1.12, reference kernel x1.00" of a disturbed head run (unknown ones left out). */
+static void put_disturbance(struct sink *s, const struct aw_ci_host *h)
+{
+	if (isfinite(h->disturbed_common))
+		putf(s, "common mode x%.3f", h->disturbed_common);
+	if (isfinite(h->disturbed_common) && isfinite(h->disturbed_reference))
+		put(s, ", ");
+	if (isfinite(h->disturbed_reference))
+		putf(s, "reference kernel x%.3f", h->disturbed_reference);
+}
+
 /* ---- console ---- */
 
 static void text_regression(struct sink *s, const struct aw_ci_report *r,
@@ -614,6 +625,20 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 	n = each_listed(&s, r, L_WARNING, TEXT_MAX_ROWS, text_regression, warning_label);
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more warnings\n", n - TEXT_MAX_ROWS);
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+
+		if (!h->disturbed_run)
+			continue;
+		put(&s, "  disturbed  ");
+		put_text_plain(&s, h->name);
+		put(&s, ": head run ");
+		put_text_plain(&s, h->disturbed_run);
+		put(&s, " (");
+		put_disturbance(&s, h);
+		put(&s,
+		    ", beyond what its history shows); changes it explains are not regressions\n");
+	}
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
@@ -784,6 +809,20 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				others++;
 	}
 	put(&s, "\n");
+	for (size_t i = 0; i < r->n_hosts; i++) {
+		const struct aw_ci_host *h = &r->hosts[i];
+
+		if (!h->disturbed_run)
+			continue;
+		put(&s, "**Disturbed run** on ");
+		put_md(&s, h->name);
+		put(&s, ": head run `");
+		put_md(&s, h->disturbed_run);
+		put(&s, "` (");
+		put_disturbance(&s, h);
+		put(&s, ") moved beyond what its history shows; a change it explains is not a "
+		        "regression.\n\n");
+	}
 
 	if (others) {
 		size_t rows = 0;

@@ -74,6 +74,7 @@ static void test_parse_fail(void **state)
 	assert_string_equal(r.baseline, "main");
 	assert_int_equal(r.status, AW_VERDICT_FAIL);
 	assert_string_equal(r.report, "/commits/b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80");
+	assert_null(r.hosts[0].disturbed_run); /* a reply without "runs": nothing disturbed */
 	assert_int_equal(r.n_charts, 1);
 	assert_string_equal(r.charts[0].name, "heatmap");
 	assert_int_equal(r.n_hosts, 2);
@@ -226,6 +227,10 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_non_null(strstr(text, "  warning    x86-ci  op=lock_inc cpu=0 contender=1"));
 	assert_null(strstr(text, "regressed  "));
 	assert_null(strstr(text, "reader=srcu"));
+	/* the head run the collector found disturbed, with its factors */
+	assert_non_null(strstr(text,
+	                       "  disturbed  x86-ci: head run 1e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d "
+	                       "(common mode x1.118, reference kernel x1.002, beyond"));
 	free(text);
 
 	md = render(&r, aw_ci_render_markdown);
@@ -233,6 +238,9 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_null(strstr(md, "### Regressions"));
 	assert_non_null(strstr(md, "### Unconfirmed"));
 	assert_non_null(strstr(md, "### Warnings"));
+	assert_non_null(strstr(md, "**Disturbed run** on x86-ci: head run "
+	                           "`1e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d` (common mode x1.118, "
+	                           "reference kernel x1.002)"));
 	assert_true(strstr(md, "### Unconfirmed") < strstr(md, "subject=libpcpu"));
 	/* the off cell is shown among the others, marked */
 	assert_non_null(strstr(md, "regressed (gate: off)"));
