@@ -161,9 +161,11 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 	enum aw_factor use = AW_FACTOR_NONE;
 	double beyond = NAN; /* the head's factor over the nearest run's, when beyond them all */
 
-	memcpy(st->base, win, n_win * sizeof(*win));
+	if (n_win)
+		memcpy(st->base, win, n_win * sizeof(*win));
 	st->n_base = n_win;
-	memcpy(st->head, in->head, in->n_head * sizeof(*in->head));
+	if (in->n_head) /* (a missing cell has no head array at all) */
+		memcpy(st->head, in->head, in->n_head * sizeof(*in->head));
 	st->n_head = in->n_head;
 	for (int f = 0; f < AW_FACTOR_COUNT; f++) {
 		const double *hf = in->history_factor[f];
@@ -381,7 +383,8 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 		/* a compare: the base commit's runs are the baseline, the window the noise */
 		memcpy(st->base, in->reference, in->n_reference * sizeof(double));
 		st->n_base = in->n_reference;
-		memcpy(st->head, in->head, in->n_head * sizeof(double));
+		if (in->n_head)
+			memcpy(st->head, in->head, in->n_head * sizeof(double));
 		st->n_head = in->n_head;
 	} else {
 		factors(in, o, r, st, w);
@@ -487,7 +490,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	if (in->n_reference) {
 		/* the window's own noise, as before */
-		const double *win = in->history + r->window_start;
+		const double *win = in->history ? in->history + r->window_start : NULL;
 
 		if (n_win >= 3 && center > 0 && !r->absolute) {
 			memcpy(w->a, win, n_win * sizeof(*win));
