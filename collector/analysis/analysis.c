@@ -550,6 +550,18 @@ out:
 	return rc;
 }
 
+/* A run's reference kernel: the median log of its first 64 values (NAN without a series);
+ * `buf` holds 64. */
+static double run_reference(const struct run_ref *r, double *buf)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < r->n_ref && m < 64; i++)
+		if (isfinite(r->ref[i]))
+			buf[m++] = log(r->ref[i]);
+	return median_of(buf, m);
+}
+
 /* The host's head runs against its baseline: each head run's common mode and reference kernel
  * (the median over its cells) over the median of the last `window` baseline runs, and whether
  * either moved beyond what those runs show (the rule of aw_detect()). */
@@ -565,37 +577,14 @@ static void run_states(const struct table *t, const struct run_list *base,
 		size_t n = 0;
 
 		for (size_t j = from; j < base->n && n < 64; j++) {
-			const struct run_ref *r = &base->r[j];
-			double x = NAN;
+			double x = k == 0 ? (t->cm_hist ? t->cm_hist[j] : NAN)
+			                  : run_reference(&base->r[j], buf);
 
-			if (k == 0) {
-				x = t->cm_hist ? t->cm_hist[j] : NAN;
-			} else if (r->n_ref) {
-				size_t m = 0;
-
-				for (size_t i = 0; i < r->n_ref && m < 64; i++)
-					if (isfinite(r->ref[i]))
-						buf[m++] = log(r->ref[i]);
-				x = median_of(buf, m);
-			}
 			if (isfinite(x))
 				f[k][n++] = x;
 		}
-		for (size_t h = 0; h < head->n && h < MAX_HEAD_RUNS; h++) {
-			const struct run_ref *r = &head->r[h];
-
-			hf[k][h] = NAN;
-			if (k == 0) {
-				hf[k][h] = t->cm_head[h];
-			} else if (r->n_ref) {
-				size_t m = 0;
-
-				for (size_t i = 0; i < r->n_ref && m < 64; i++)
-					if (isfinite(r->ref[i]))
-						buf[m++] = log(r->ref[i]);
-				hf[k][h] = median_of(buf, m);
-			}
-		}
+		for (size_t h = 0; h < head->n && h < MAX_HEAD_RUNS; h++)
+			hf[k][h] = k == 0 ? t->cm_head[h] : run_reference(&head->r[h], buf);
 		if (n < 3)
 			continue;
 		memcpy(buf, f[k], n * sizeof(double));
