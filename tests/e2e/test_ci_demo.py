@@ -77,8 +77,8 @@ def tell_the_story():
 def test_story_exit_statuses():
     p = S.proc
     eq(p.returncode, 0, "the story:\n%s\n%s" % (p.stdout, p.stderr))
-    eq((S.env["GATE_A"], S.env["GATE_B"]), ("0", "1"), "gate exit statuses")
-    check(S.took < 120, "the story takes %.0f s" % S.took)
+    eq((S.env["GATE_A"], S.env["GATE_B"]), ("0", "1"), "gate exit statuses; the story:\n%s\n%s"
+       % (p.stdout, p.stderr))
     url, b, pid = S.env["URL"], S.env["COMMIT_B"], S.env["PID"]
     check("    %s/commits/%s\n" % (url, b) in p.stdout, "the report's address:\n" + p.stdout)
     check("kill %s" % pid in p.stdout, "how to stop it")
