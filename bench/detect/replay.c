@@ -388,7 +388,8 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	static unsigned serial;
 	const char *project = json_string_value(json_object_get(rec->docs[at], "project"));
 	char label[128], commit[41], ref[64];
-	struct verdict_of first, after;
+	struct verdict_of first, after, single;
+	struct aw_analysis_opts one;
 	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0};
 	size_t next[MAX_CONFIRM], k;
 
@@ -399,12 +400,14 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 		        rec->variant[at], commit);
 	snprintf(ref, sizeof(ref), "pr-%u", serial);
 	put(c, rec->docs[at], commit, ref, NULL, 0);
+	/* one head run decides (detection.confirm_runs: 1): any fail-level regression fails */
+	one = *o;
+	one.confirm_runs = 1;
+	judge(c, &one, project, commit, host, &single);
+	flags[M_SINGLE] = single.fail;
+	subj[M_SINGLE] = single.subject;
+	verdict_release(&single);
 	judge(c, o, project, commit, host, &first);
-	/* one head run: any fail-level regression fails */
-	flags[M_SINGLE] = first.suspect || first.fail;
-	for (size_t i = 0; i < first.n_keys; i++)
-		subj[M_SINGLE] |= !strncmp(first.keys[i], SUBJECT_PREFIX, strlen(SUBJECT_PREFIX));
-	subj[M_SINGLE] |= first.subject;
 	after = first;
 	if (first.suspect && confirm_n) {
 		k = next_of(rec, at, rec->variant[at], next, confirm_n);
@@ -439,6 +442,7 @@ static void replay(const char *path, const char *tmp)
 	struct store_conn *c = NULL;
 	struct aw_analysis_opts o;
 	struct tally aa[M_COUNT] = {{0}}, ab[3][M_COUNT] = {{{0}}};
+	size_t next[MAX_CONFIRM];
 	static const char *const variants[3] = {"plus2", "plus5", "plus10"};
 	char url[512], *err = NULL, commit[41], label[128];
 	const char *host, *project;
@@ -477,6 +481,10 @@ static void replay(const char *path, const char *tmp)
 		for (int k = 0; k < 3; k++)
 			if (!strcmp(rec.variant[i], variants[k]))
 				v = k;
+		/* only heads that have their N confirmations in the recording, for every method
+		 * alike (the last runs of a variant would be judged on fewer) */
+		if (next_of(&rec, i, rec.variant[i], next, confirm_n) < confirm_n)
+			continue;
 		if (base)
 			one_head(c, &o, &rec, i, host, true, aa);
 		else if (v >= 0)
@@ -573,7 +581,8 @@ int main(int argc, char **argv)
 	printf(
 	    "Recordings replayed through the collector's store and analysis (default thresholds, "
 	    "window %u); a head is a commit judged against the base runs measured before it "
-	    "(at least %d).\nA/A false = commits of an unchanged subject whose gate fails; "
+	    "(at least %d), and followed by at least N runs of its variant (its confirmations).\n"
+	    "A/A false = commits of an unchanged subject whose gate fails; "
 	    "plusK = heads of a really slower subject whose subject cell fails the gate.\n",
 	    10u, MIN_HISTORY);
 	for (; i < argc; i++)

@@ -701,9 +701,11 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		/* one run is a suspicion: the re-measurements of confirmation decide */
 		/* (the head runs judged: a disturbed run set aside beside quiet ones confirms
 		 * nothing) */
-		if (c->p50.verdict == AW_VERDICT_REGRESSED && c->p50.head_n < o->confirm_runs)
+		/* (a disturbed run set aside still confirms a change far beyond its disturbance:
+		 * agree_n) */
+		if (c->p50.verdict == AW_VERDICT_REGRESSED && c->p50.agree_n < o->confirm_runs)
 			c->p50.verdict = AW_VERDICT_SUSPECT;
-		if (c->p99.verdict == AW_VERDICT_REGRESSED && c->p99.head_n < o->confirm_runs)
+		if (c->p99.verdict == AW_VERDICT_REGRESSED && c->p99.agree_n < o->confirm_runs)
 			c->p99.verdict = AW_VERDICT_SUSPECT;
 		if (s->failed && !s->in_head) {
 			c->p50.verdict = AW_VERDICT_MISSING;
@@ -893,13 +895,14 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	const char *adj = aw_factor_name(r->matched), *by = aw_factor_name(r->disturbed_by);
 
 	/* what the judgement rested on: regimes, ns, a run factor, a disturbance */
-	if (o && json_object_update_new(
-	             o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:b, s:o, s:b}", "regimes", r->regimes,
-	                          "absolute", r->absolute, "change_ns", num(r->change_ns),
-	                          "matched", adj ? json_string(adj) : json_null(), "head_n",
-	                          (json_int_t)r->head_n, "disturbed", r->disturbed, "disturb",
-	                          r->disturbed ? num(r->disturb) : json_null(), "explained",
-	                          r->explained))) {
+	if (o &&
+	    json_object_update_new(
+	        o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:I, s:b, s:o, s:b}", "regimes", r->regimes,
+	                     "absolute", r->absolute, "change_ns", num(r->change_ns), "matched",
+	                     adj ? json_string(adj) : json_null(), "head_n", (json_int_t)r->head_n,
+	                     "agree_n", (json_int_t)r->agree_n, "disturbed", r->disturbed,
+	                     "disturb", r->disturbed ? num(r->disturb) : json_null(), "explained",
+	                     r->explained))) {
 		json_decref(o);
 		return NULL;
 	}

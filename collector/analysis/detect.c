@@ -86,18 +86,22 @@ struct work {
 
 /* What phase 1 learns of a cell before the host's noise is pooled. */
 struct cell_state {
-	double between; /* own relative run-to-run noise (MAD), NAN with < 3 baseline runs */
-	double within;  /* the runs' own relative precision, NAN when unknown */
-	int zero_base;  /* the baseline was below resolution: an unbounded regression if the
-	                   head clears it */
-	int pooled;     /* its group's prior is estimated and the cell tested */
-	double *base;   /* the baseline values judged: the window (or the base commit's runs),
-	                   normalised to a factor or cut to one regime */
+	double between;   /* own relative run-to-run noise (MAD), NAN with < 3 baseline runs */
+	size_t between_n; /* the runs it was measured on */
+	double within;    /* the runs' own relative precision, NAN when unknown */
+	int zero_base;    /* the baseline was below resolution: an unbounded regression if the
+	                     head clears it */
+	int pooled;       /* its group's prior is estimated and the cell tested */
+	double *base;     /* the baseline values judged: the window (or the base commit's runs),
+	                     normalised to a factor or cut to one regime */
 	size_t n_base;
 	double *head; /* the head values judged */
 	size_t n_head;
-	double noise_ns; /* absolute: the noise in ns */
-	double level;    /* absolute: the ns a relative change is expressed against */
+	double slow[64];    /* per head run (all of them): how much slower its factors say it was
+	                       (log, >= 0) */
+	double head_factor; /* the head's factor of r->matched (log), NAN when none */
+	double noise_ns;    /* absolute: the noise in ns */
+	double level;       /* absolute: the ns a relative change is expressed against */
 };
 
 const char *aw_factor_name(enum aw_factor f)
@@ -187,6 +191,12 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 				disturbed[h] |= 1u << f;
 		}
 	}
+	for (size_t h = 0; h < in->n_head && h < 64; h++) {
+		st->slow[h] = 0;
+		for (int f = 0; f < AW_FACTOR_COUNT; f++)
+			if (isfinite(center[f]) && isfinite(dev[h][f]) && dev[h][f] > st->slow[h])
+				st->slow[h] = dev[h][f];
+	}
 	/* Disturbed head runs are set aside while others are not. */
 	for (size_t h = 0; h < st->n_head; h++)
 		if (h >= 64 || !disturbed[h])
@@ -229,6 +239,7 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 					st->base[i] = in->history[near[i].i];
 				st->n_base = r->window_n = m;
 				r->matched = use;
+				st->head_factor = fh;
 				nearest = near[0].d;
 				/* beyond every run of the history: the head is disturbed (and was
 				 * not set aside, since all head runs are) */
@@ -334,6 +345,99 @@ static void regimes(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->window_n = st->n_base;
 }
 
+/* The history as it compares with the head: a cell whose baseline runs were matched by their
+ * reference kernel follows it, so each run is taken as it would have measured beside the
+ * head's reference (in `out`, n_history values). Other cells' runs are taken as measured:
+ * the common mode is the host's, not the cell's, and only picks the runs alike. */
+static const double *like_head(const struct aw_detect_input *in, const struct aw_detect_result *r,
+                               const struct cell_state *st, double *out)
+{
+	const double *hf = in->history_factor[AW_FACTOR_REFERENCE];
+
+	if (r->matched != AW_FACTOR_REFERENCE || !hf || !isfinite(st->head_factor))
+		return in->history;
+	for (size_t i = 0; i < in->n_history; i++)
+		out[i] = isfinite(hf[i]) ? in->history[i] * exp(st->head_factor - hf[i])
+		                         : in->history[i];
+	return out;
+}
+
+/* The noise of a cell without regimes: the MAD of every run since the last change point
+ * when there are more of them than baseline runs. The baseline runs (the window, or those
+ * matched by their factor) give the level; six or ten runs' MAD is worth only two or three
+ * degrees of freedom, so the test would ask a steady cell for a huge z, and the six runs
+ * matched to a disturbed head are as disturbed as it is. The runs since the change measure
+ * the cell's spread on more of them; what they leave out (a host's slow spells, a tail) is
+ * the stretches' business (seen_stretches), and a suspect's confirmation's. */
+static void history_noise(const struct aw_detect_input *in, const struct aw_detect_result *r,
+                          struct cell_state *st, struct work *w)
+{
+	size_t from = r->last_change, m = 0;
+	const double *v = like_head(in, r, st, w->b);
+	double med, mad;
+
+	for (size_t i = from; i < in->n_history; i++)
+		if (isfinite(v[i]) && v[i] > 0)
+			w->a[m++] = v[i];
+	if (m <= st->n_base || m < 3)
+		return;
+	aw_sort_doubles(w->a, m);
+	med = aw_quantile_sorted(w->a, m, 0.5);
+	mad = MAD_TO_SIGMA * aw_mad_sorted(w->a, m, w->b) / med;
+	/* (never under the spread of runs matched to the head by their factor: those are the
+	 * head's own regime) */
+	st->between =
+	    r->matched != AW_FACTOR_NONE && !isnan(st->between) ? fmax(mad, st->between) : mad;
+	st->between_n = m;
+}
+
+/* A head no further from the baseline than SEEN_RUNS stretches of the history is something
+ * the history has done: real hosts' runs are a tight mode with a tail (or a floor with a
+ * tail), whose MAD sees only the mode, and a host's slow spells last several runs. A stretch
+ * is as many consecutive runs as the head has judged runs, and its median is compared with
+ * the head's, so that one slow run in the history does not hide a change that several head
+ * runs all show. The whole history, not only the runs since the last change point: a cell
+ * that flips between two levels for spells of runs gets a change point at every flip, and
+ * the level before it is one the host goes back to. (The price: a regression fixed and
+ * brought back within the history's runs is noisy, with this note, not regressed.) */
+static void seen_stretches(const struct aw_detect_input *in, struct aw_detect_result *r,
+                           const struct cell_state *st, struct work *w)
+{
+	size_t k = st->n_head, n = in->n_history, beyond = 0, total = 0;
+	bool up = r->head > r->baseline;
+	const double *v = like_head(in, r, st, w->b);
+
+	if (r->regimes) {
+		/* the runs of the head's own regime, one by one */
+		v = st->base;
+		n = st->n_base;
+		k = 1;
+	}
+	if (!k || n < k)
+		return;
+	for (size_t i = 0; i + k <= n; i++) {
+		double m = median_copy(v + i, k, w->a);
+
+		if (isnan(m))
+			continue;
+		total++;
+		beyond += up ? m >= r->head : m <= r->head;
+	}
+	if (beyond < SEEN_RUNS)
+		return;
+	r->seen_before = true;
+	if (k == 1)
+		snprintf(r->note, sizeof(r->note),
+		         "%zu of the %zu runs of the history were as far from the baseline "
+		         "(%.4g ns)",
+		         beyond, total, r->baseline);
+	else
+		snprintf(r->note, sizeof(r->note),
+		         "%zu of the %zu stretches of %zu runs of the history were as far from "
+		         "the baseline (%.4g ns)",
+		         beyond, total, k, r->baseline);
+}
+
 /* Phase 1: window, run factors, medians, the cell's own noise, regimes and excursions. */
 static void observe(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                     struct aw_detect_result *r, struct cell_state *st, struct work *w)
@@ -353,8 +457,10 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->bimodal = in->tail_bimodal;
 	r->matched = r->disturbed_by = AW_FACTOR_NONE;
 	r->disturb = 1;
-	r->head_n = in->n_head;
+	r->head_n = r->agree_n = in->n_head;
 	st->between = st->within = st->noise_ns = st->level = NAN;
+	st->between_n = 0;
+	st->head_factor = NAN;
 	st->zero_base = 0;
 	st->n_head = st->n_base = 0;
 	if (in->n_head)
@@ -408,29 +514,19 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	center = r->baseline;
 	if (!r->absolute && st->n_base >= 3) {
-		size_t beyond = 0;
-
 		aw_sort_doubles(st->base, st->n_base);
 		regimes(in, o, r, st, w->b);
 		r->baseline = aw_quantile_sorted(st->base, st->n_base, 0.5);
-		if (st->n_base >= 3)
+		if (st->n_base >= 3) {
 			st->between =
 			    MAD_TO_SIGMA * aw_mad_sorted(st->base, st->n_base, w->b) / r->baseline;
-		center = r->baseline;
-		/* A head no further from the baseline than two of the runs it is compared with is
-		 * something those runs have done: real hosts' runs are a tight mode with a tail,
-		 * whose MAD sees only the mode. */
-		for (size_t i = 0; i < st->n_base; i++)
-			beyond +=
-			    r->head > r->baseline ? st->base[i] >= r->head : st->base[i] <= r->head;
-		if (!in->n_reference && beyond >= SEEN_RUNS && r->head != r->baseline &&
-		    !r->seen_before) {
-			r->seen_before = true;
-			snprintf(r->note, sizeof(r->note),
-			         "%zu of the %zu runs compared with were as far from the baseline "
-			         "(%.4g ns)",
-			         beyond, st->n_base, r->baseline);
+			st->between_n = st->n_base;
 		}
+		if (!r->regimes && !in->n_reference)
+			history_noise(in, r, st, w);
+		center = r->baseline;
+		if (!in->n_reference && r->head != r->baseline && !r->seen_before)
+			seen_stretches(in, r, st, w);
 	}
 	if (r->absolute) {
 		/* In ns: the MAD of a cell that sits at 0 in most runs is 0 whatever it does in
@@ -497,6 +593,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 			aw_sort_doubles(w->a, n_win);
 			st->between = MAD_TO_SIGMA * aw_mad_sorted(w->a, n_win, w->b) /
 			              aw_quantile_sorted(w->a, n_win, 0.5);
+			st->between_n = n_win;
 		}
 	}
 	st->within =
@@ -578,7 +675,7 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	if (!isnan(st->between)) {
 		/* A MAD from w runs estimates sigma as well as a standard deviation from about
 		 * 0.37 (w - 1) degrees of freedom would. */
-		double dfc = MAD_EFFICIENCY * (double)(r->window_n > 1 ? r->window_n - 1 : 1);
+		double dfc = MAD_EFFICIENCY * (double)(st->between_n > 1 ? st->between_n - 1 : 1);
 
 		noise = st->between;
 		df = dfc;
@@ -622,8 +719,23 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	r->change_hi = r->change + o->power_z * se_rel;
 }
 
+/* The head runs that each show a regression beyond their own slowdown: a disturbed run set
+ * aside for the level still confirms a change far larger than its disturbance. */
+static size_t agreeing_runs(const struct aw_detect_input *in, const struct aw_detect_result *r,
+                            const struct cell_state *st)
+{
+	size_t agree = 0;
+
+	if (r->head_n >= in->n_head || !(r->baseline > 0) || r->absolute)
+		return r->head_n;
+	for (size_t h = 0; h < in->n_head && h < 64; h++)
+		agree += in->head[h] > 0 &&
+		         log(in->head[h] / r->baseline) - st->slow[h] >= log1p(in->threshold);
+	return agree > r->head_n ? agree : r->head_n;
+}
+
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o,
-                   struct aw_detect_result *r)
+                   struct aw_detect_result *r, const struct cell_state *st)
 {
 	bool significant = r->qvalue <= o->fdr;
 
@@ -673,6 +785,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			         aw_factor_name(r->disturbed_by), r->disturb);
 		}
 	}
+	r->agree_n = r->verdict == AW_VERDICT_REGRESSED ? agreeing_runs(in, r, st) : r->head_n;
 }
 
 /* The prior of one group's noises (Smyth 2004, the moment estimates of limma's fitFDist): with
@@ -756,7 +869,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 			if (in[j].group != in[i].group || isnan(st[j].between))
 				continue;
 			w.b[k] = fmax(st[j].between, o->noise_floor);
-			fdf[k++] = MAD_EFFICIENCY * (double)(out[j].window_n - 1);
+			fdf[k++] = MAD_EFFICIENCY *
+			           (double)(st[j].between_n > 1 ? st[j].between_n - 1 : 1);
 		}
 		estimate_prior(w.b, fdf, k, o->prior_df_max, &s0, &d0);
 		for (size_t j = i; j < n; j++) {
@@ -770,7 +884,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		out[i].qvalue = p[i];
-		decide(&in[i], o, &out[i]);
+		decide(&in[i], o, &out[i], &st[i]);
 	}
 	rc = 0;
 out:

@@ -117,6 +117,8 @@ struct aw_detect_result {
 	                   never regressed or improved (verdict noisy) */
 	size_t head_n;  /* head runs judged (disturbed ones are set aside when others are
 	                   not) */
+	size_t agree_n; /* of a regression: head runs, set aside or not, that each show it beyond
+	                   their own slowdown (>= head_n); confirmation counts these */
 	char note[160]; /* the reason behind noisy / new / bimodal, "" otherwise */
 };
 

@@ -267,6 +267,60 @@ static void test_run_factors(void **state)
 	assert_null(aw_factor_name(AW_FACTOR_NONE));
 }
 
+/* Seen before, over the whole history: a head no further out than two runs of it (one head
+ * run) or two stretches of as many runs (several) is noisy, so two lone slow runs hide a
+ * one-run head but not three head runs that all show the change, while two slow spells of
+ * four runs hide those too. */
+static void test_stretches(void **state)
+{
+	double h[40], one[] = {5.4}, three[] = {5.4, 5.41, 5.39};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 40, 5.0, 0.002);
+	h[7] = h[23] = 5.5; /* two lone slow runs */
+	r = judge_one(h, 40, one, 1, 0.05);
+	assert_true(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	assert_non_null(strstr(r.note, "2 of the 40 runs"));
+	r = judge_one(h, 40, three, 3, 0.05);
+	assert_false(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	for (int i = 0; i < 4; i++) /* two slow spells of four runs */
+		h[2 + i] = h[20 + i] = 5.45;
+	r = judge_one(h, 40, three, 3, 0.05);
+	assert_true(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	assert_non_null(strstr(r.note, "stretches of 3 runs"));
+}
+
+/* A disturbed head run is set aside for the level, but it still confirms a change far beyond
+ * its disturbance (agree_n); one the disturbance explains does not. */
+static void test_disturbed_runs_confirm(void **state)
+{
+	double h[20], hf[20], x[] = {50.0, 52.0}, xf[] = {0.001, log(1.3)};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 20, .head = x, .n_head = 2, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 20, 5.0, 0.002);
+	for (int i = 0; i < 20; i++)
+		hf[i] = 0.002 * (i % 3);
+	in.history_factor[AW_FACTOR_COMMON] = hf;
+	in.head_factor[AW_FACTOR_COMMON] = xf;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.head_n, 1);
+	assert_int_equal(r.agree_n, 2);
+	/* 5.9 in the disturbed run: 18% over the baseline, 30% slower a run */
+	x[1] = 5.9;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.head_n, 1);
+	assert_int_equal(r.agree_n, 1);
+}
+
 static void test_sub_cycle_changes(void **state)
 {
 	double h[10], x[] = {0.33};
@@ -391,6 +445,8 @@ int main(void)
 	    cmocka_unit_test(test_excursions),
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_noisy_baseline),
+	    cmocka_unit_test(test_stretches),
+	    cmocka_unit_test(test_disturbed_runs_confirm),
 	    cmocka_unit_test(test_rank_test_with_three_head_runs),
 	    cmocka_unit_test(test_threshold_rules),
 	};
