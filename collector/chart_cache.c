@@ -140,23 +140,50 @@ static void sidecar_of(const char *path, char *out, size_t size)
 		snprintf(out, size, "%.*s.hash", (int)(n - 4), path);
 }
 
+/* Removes <dir>/<rel> (and, with `sidecar`, the .hash beside a chart) without following a
+ * symbolic link on the way: a directory of the cache swapped for a link elsewhere makes the
+ * walk fail (-ELOOP), so nothing outside `dir` is ever removed. Returns 0 or a negative
+ * errno (-ENOENT when it was not there). */
+static int unlink_beneath(const char *dir, const char *rel, bool sidecar)
+{
+	char parent[PATH_MAX], side[PATH_MAX];
+	const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	int dfd, rc = 0;
+
+	if (slash) {
+		if ((size_t)(slash - rel) >= sizeof(parent))
+			return -ENAMETOOLONG;
+		memcpy(parent, rel, (size_t)(slash - rel));
+		parent[slash - rel] = '\0';
+		dfd = aw_open_beneath(dir, parent, O_RDONLY | O_DIRECTORY, 0);
+	} else {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		dfd = dfd < 0 ? -errno : dfd;
+	}
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, 0) < 0)
+		rc = -errno;
+	if (sidecar) {
+		sidecar_of(name, side, sizeof(side));
+		if (*side)
+			unlinkat(dfd, side, 0); /* (not there: nothing to distrust) */
+	}
+	close(dfd);
+	return rc;
+}
+
 /* Removes the oldest files until the cache fits, never `keep` (the file just added). */
 static void evict(struct aw_chart_cache *cc, const struct entry *keep)
 {
-	char path[PATH_MAX], sidecar[PATH_MAX];
-
 	while (cc->max_bytes && cc->bytes > cc->max_bytes && cc->oldest && cc->oldest != keep) {
 		struct entry *e = cc->oldest;
+		/* the pair is drawn again rather than trusted half gone */
+		int rc = unlink_beneath(cc->dir, e->rel, true);
 
-		if (snprintf(path, sizeof(path), "%s/%s", cc->dir, e->rel) < (int)sizeof(path)) {
-			if (unlink(path) < 0 && errno != ENOENT)
-				aw_warn("chart cache: cannot remove '%s': %s", path,
-				        strerror(errno));
-			/* the pair is drawn again rather than trusted half gone */
-			sidecar_of(path, sidecar, sizeof(sidecar));
-			if (*sidecar)
-				unlink(sidecar);
-		}
+		if (rc < 0 && rc != -ENOENT)
+			aw_warn("chart cache: cannot remove '%s' under '%s': %s", e->rel, cc->dir,
+			        strerror(-rc));
 		forget(cc, e);
 	}
 }
@@ -562,7 +589,7 @@ bool aw_chart_cache_has(struct aw_chart_cache *cc, struct store_conn *c, const c
 
 int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
 {
-	char path[PATH_MAX], sidecar[PATH_MAX], known[AW_SHA256_HEX_LEN + 1];
+	char path[PATH_MAX], known[AW_SHA256_HEX_LEN + 1];
 	struct db_copy d = {.rc = 0};
 	char *err = NULL;
 	struct stat st;
@@ -583,9 +610,13 @@ int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, cons
 	rc = write_file(cc->dir, rel, d.data, d.len, false, &err);
 	if (!rc) {
 		/* the reports library must not take this file for one it drew */
-		sidecar_of(path, sidecar, sizeof(sidecar));
-		if (*sidecar)
-			unlink(sidecar);
+		{
+			char side[PATH_MAX];
+
+			sidecar_of(rel, side, sizeof(side));
+			if (*side)
+				unlink_beneath(cc->dir, side, false);
+		}
 		remember(cc, rel, d.hash, d.len);
 	} else {
 		aw_warn("chart cache: %s", err);

@@ -195,6 +195,29 @@ static void test_bound_and_scan(void **state)
 	assert_int_equal(aw_chart_cache_new(root, 35, true, &cc, &err), 0);
 	aw_chart_cache_usage(cc, &bytes, &files);
 	assert_int_equal(files, 3);
+	/* a cached directory swapped for a link to another with the same file in it: evicting
+	 * that chart never removes what the link points at */
+	{
+		char from[256], to[256], outside[256];
+
+		snprintf(outside, sizeof(outside), "%s/outside", dir);
+		put_file(outside, "heatmap.svg", "not the cache's");
+		put_file(outside, "heatmap.hash", "not the cache's");
+		snprintf(from, sizeof(from), "%s/charts/commits/c4", root);
+		snprintf(to, sizeof(to), "%s/charts/commits/c4.moved", root);
+		assert_int_equal(rename(from, to), 0);
+		assert_int_equal(symlink(outside, from), 0);
+		for (int i = 5; i < 9; i++) { /* evicts all three cached before, c4 among them */
+			snprintf(rel, sizeof(rel), "charts/commits/c%d/heatmap.svg", i);
+			put_file(root, rel, "abcdefghij");
+			assert_int_equal(aw_chart_cache_publish(cc, c, rel, "h"), 0);
+		}
+		assert_string_equal(file_text(outside, "heatmap.svg"), "not the cache's");
+		assert_string_equal(file_text(outside, "heatmap.hash"), "not the cache's");
+		assert_false(exists(root, "charts/commits/c1/heatmap.svg")); /* evicted */
+		aw_chart_cache_usage(cc, &bytes, &files);
+		assert_int_equal(files, 3);
+	}
 	aw_chart_cache_free(&cc);
 	store_disconnect(&c);
 	store_close(&s);
