@@ -140,6 +140,18 @@ static void sidecar_of(const char *path, char *out, size_t size)
 		snprintf(out, size, "%.*s.hash", (int)(n - 4), path);
 }
 
+/* Splits `rel` into its directory (into parent[size]; "." for none) and its last component,
+ * which it returns; NULL when the directory does not fit. */
+static const char *split_rel(const char *rel, char *parent, size_t size)
+{
+	const char *slash = strrchr(rel, '/');
+
+	if (snprintf(parent, size, "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".") >=
+	    (int)size)
+		return NULL;
+	return slash ? slash + 1 : rel;
+}
+
 /* Removes <dir>/<rel> (and, with `sidecar`, the .hash beside a chart) without following a
  * symbolic link on the way: a directory of the cache swapped for a link elsewhere makes the
  * walk fail (-ELOOP), so nothing outside `dir` is ever removed. Returns 0 or a negative
@@ -147,19 +159,12 @@ static void sidecar_of(const char *path, char *out, size_t size)
 static int unlink_beneath(const char *dir, const char *rel, bool sidecar)
 {
 	char parent[PATH_MAX], side[PATH_MAX];
-	const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	const char *name = split_rel(rel, parent, sizeof(parent));
 	int dfd, rc = 0;
 
-	if (slash) {
-		if ((size_t)(slash - rel) >= sizeof(parent))
-			return -ENAMETOOLONG;
-		memcpy(parent, rel, (size_t)(slash - rel));
-		parent[slash - rel] = '\0';
-		dfd = aw_open_beneath(dir, parent, O_RDONLY | O_DIRECTORY, 0);
-	} else {
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		dfd = dfd < 0 ? -errno : dfd;
-	}
+	if (!name)
+		return -ENAMETOOLONG;
+	dfd = aw_open_beneath(dir, parent, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
 		return dfd;
 	if (unlinkat(dfd, name, 0) < 0)
@@ -289,14 +294,12 @@ static int write_file(const char *dir, const char *rel, const void *data, size_t
                       char **err)
 {
 	char parent[PATH_MAX], tmp[NAME_MAX + 1];
-	const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	const char *name = split_rel(rel, parent, sizeof(parent));
 	unsigned char rnd[6];
 	size_t off = 0;
 	int dfd, fd, rc = 0;
 
-	if (snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - rel) : 1,
-	             slash ? rel : ".") >= (int)sizeof(parent) ||
-	    strlen(name) + 9 > NAME_MAX)
+	if (!name || strlen(name) + 9 > NAME_MAX)
 		return aw_errorf(err, -ENAMETOOLONG, "path too long: '%s/%s'", dir, rel);
 	rc = aw_make_dirs(dir, 0755); /* the top is trusted: the data dir, an export's */
 	if (rc)
