@@ -140,41 +140,19 @@ static void sidecar_of(const char *path, char *out, size_t size)
 		snprintf(out, size, "%.*s.hash", (int)(n - 4), path);
 }
 
-/* Splits `rel` into its directory (into parent[size]; "." for none) and its last component,
- * which it returns; NULL when the directory does not fit. */
-static const char *split_rel(const char *rel, char *parent, size_t size)
-{
-	const char *slash = strrchr(rel, '/');
-
-	if (snprintf(parent, size, "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".") >=
-	    (int)size)
-		return NULL;
-	return slash ? slash + 1 : rel;
-}
-
-/* Removes <dir>/<rel> (and, with `sidecar`, the .hash beside a chart) without following a
- * symbolic link on the way: a directory of the cache swapped for a link elsewhere makes the
- * walk fail (-ELOOP), so nothing outside `dir` is ever removed. Returns 0 or a negative
- * errno (-ENOENT when it was not there). */
+/* Removes <dir>/<rel> and, with `sidecar`, the .hash beside a chart, without following a
+ * symbolic link on the way (aw_unlink_beneath()). Returns 0 or a negative errno (-ENOENT
+ * when it was not there). */
 static int unlink_beneath(const char *dir, const char *rel, bool sidecar)
 {
-	char parent[PATH_MAX], side[PATH_MAX];
-	const char *name = split_rel(rel, parent, sizeof(parent));
-	int dfd, rc = 0;
+	char side[PATH_MAX];
+	int rc = aw_unlink_beneath(dir, rel);
 
-	if (!name)
-		return -ENAMETOOLONG;
-	dfd = aw_open_beneath(dir, parent, O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return dfd;
-	if (unlinkat(dfd, name, 0) < 0)
-		rc = -errno;
 	if (sidecar) {
-		sidecar_of(name, side, sizeof(side));
+		sidecar_of(rel, side, sizeof(side));
 		if (*side)
-			unlinkat(dfd, side, 0); /* (not there: nothing to distrust) */
+			aw_unlink_beneath(dir, side); /* (not there: nothing to distrust) */
 	}
-	close(dfd);
 	return rc;
 }
 
@@ -239,106 +217,7 @@ static const char *content_type(const char *rel)
 
 int aw_chart_read_file(const char *dir, const char *rel, char **data, size_t *len)
 {
-	struct aw_buf b;
-	struct stat st;
-	char chunk[65536];
-	int fd, rc = 0;
-
-	*data = NULL;
-	*len = 0;
-	/* O_NONBLOCK: a FIFO planted there must not hang the request before the check below */
-	fd = aw_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK, 0);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -ENOENT;
-		goto out;
-	}
-	aw_buf_init(&b, AW_CHART_FILE_MAX);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		rc = aw_buf_append(&b, chunk, (size_t)n);
-		if (rc)
-			break;
-	}
-	if (!rc) {
-		*len = b.len;
-		*data = aw_buf_detach(&b);
-		rc = *data || !*len ? 0 : -ENOMEM;
-	}
-	aw_buf_release(&b);
-out:
-	close(fd);
-	return rc;
-}
-
-/* Writes <dir>/<rel> under a temp name that no route serves (a leading '.'), then renames it
- * over whatever was there (a symlink or FIFO planted there is replaced, never followed). The
- * directories on the way are created and opened without following a link (a link to a
- * directory elsewhere planted in the data dir is refused, not written through).
- * `sync`: fsync before the rename (the export; a cache can always be fetched again). */
-static int write_file(const char *dir, const char *rel, const void *data, size_t len, bool sync,
-                      char **err)
-{
-	char parent[PATH_MAX], tmp[NAME_MAX + 1];
-	const char *name = split_rel(rel, parent, sizeof(parent));
-	unsigned char rnd[6];
-	size_t off = 0;
-	int dfd, fd, rc = 0;
-
-	if (!name || strlen(name) + 9 > NAME_MAX)
-		return aw_errorf(err, -ENAMETOOLONG, "path too long: '%s/%s'", dir, rel);
-	rc = aw_make_dirs(dir, 0755); /* the top is trusted: the data dir, an export's */
-	if (rc)
-		return aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
-	dfd = aw_open_beneath_walk(dir, parent, 0, 0, true);
-	if (dfd < 0)
-		return aw_errorf(err, dfd, "cannot create '%s/%s': %s", dir, parent,
-		                 strerror(-dfd));
-	aw_random_bytes(rnd, sizeof(rnd));
-	snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1], rnd[2],
-	         rnd[3], rnd[4], rnd[5]);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	while (off < len && !rc) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-
-		if (n < 0 && errno != EINTR)
-			rc = -errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
-	if (!rc && fchmod(fd, 0644) < 0)
-		rc = -errno;
-	if (!rc && sync && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && renameat(dfd, tmp, dfd, name) < 0)
-		rc = -errno;
-	if (rc)
-		unlinkat(dfd, tmp, 0);
-out:
-	close(dfd);
-	if (rc)
-		return aw_errorf(err, rc, "cannot write '%s/%s': %s", dir, rel, strerror(-rc));
-	return 0;
+	return aw_read_beneath(dir, rel, AW_CHART_FILE_MAX, data, len);
 }
 
 /* ---- the database ---- */
@@ -374,7 +253,7 @@ int aw_chart_fetch(struct store_conn *c, const char *rel, const char *dir, char 
 		return rc;
 	if (rc)
 		return aw_errorf(err, rc, "cannot read the chart '%s': %s", rel, strerror(-rc));
-	rc = write_file(dir, rel, d.data, d.len, true, err);
+	rc = aw_write_beneath(dir, rel, d.data, d.len, true, err);
 	free(d.data);
 	return rc;
 }
@@ -400,13 +279,17 @@ static bool cached_name(const char *name)
 /* Lists the chart files under <dir>/<rel> (a directory), descending at most `depth` levels. */
 static void scan_dir(struct scan *s, char *rel, size_t rel_len, int depth)
 {
-	char path[PATH_MAX];
+	int fd = aw_open_beneath(s->cc->dir, rel, O_RDONLY | O_DIRECTORY, 0);
 	struct dirent *de;
 	DIR *d;
 
-	if (snprintf(path, sizeof(path), "%s/%s", s->cc->dir, rel) >= (int)sizeof(path) ||
-	    !(d = opendir(path)))
+	if (fd < 0)
 		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
 	while (!s->rc && (de = readdir(d))) {
 		struct stat st;
 		size_t n = strlen(de->d_name);
@@ -581,36 +464,34 @@ int aw_chart_cache_publish(struct aw_chart_cache *cc, struct store_conn *c, cons
 bool aw_chart_cache_has(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
 {
 	struct db_copy d = {.rc = 0};
-	char path[PATH_MAX];
 	struct stat st;
 
-	if (snprintf(path, sizeof(path), "%s/%s", cc->dir, rel) < (int)sizeof(path) &&
-	    lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+	if (aw_stat_beneath(cc->dir, rel, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
 		return true;
 	return c && store_chart_stat(c, rel, on_chart, &d) == 0;
 }
 
 int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
 {
-	char path[PATH_MAX], known[AW_SHA256_HEX_LEN + 1];
+	char known[AW_SHA256_HEX_LEN + 1];
 	struct db_copy d = {.rc = 0};
 	char *err = NULL;
 	struct stat st;
 	int rc;
 
-	if (!c || snprintf(path, sizeof(path), "%s/%s", cc->dir, rel) >= (int)sizeof(path))
+	if (!c)
 		return 0;
 	known_hash(cc, rel, known, sizeof(known));
 	rc = store_chart_stat(c, rel, on_chart, &d);
 	if (rc)
 		return 0; /* none there (or no answer): what the cache holds, if anything */
-	if (*known && !strcmp(known, d.hash) && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size == d.len)
+	if (*known && !strcmp(known, d.hash) && aw_stat_beneath(cc->dir, rel, &st) == 0 &&
+	    S_ISREG(st.st_mode) && (uint64_t)st.st_size == d.len)
 		return 0;
 	rc = store_chart_get(c, rel, on_chart, &d);
 	if (rc)
 		return rc == -ENOENT ? 0 : rc;
-	rc = write_file(cc->dir, rel, d.data, d.len, false, &err);
+	rc = aw_write_beneath(cc->dir, rel, d.data, d.len, false, &err);
 	if (!rc) {
 		/* the reports library must not take this file for one it drew */
 		{

@@ -438,17 +438,6 @@ int aw_chart_table_rel(const struct aw_chart_id *id, char *out, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size)
-{
-	char rel[1100];
-	int rc = aw_chart_table_rel(id, rel, sizeof(rel)), n;
-
-	if (rc)
-		return rc;
-	n = snprintf(out, size, "%s/%s", data_dir, rel);
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
 /* ---- charts in the database ---- */
 
 #define HASH_FILE_MAX 256
@@ -474,7 +463,7 @@ static int file_hash(const char *data_dir, const char *rel, bool sidecar, char *
 	size_t len = 0;
 	int rc;
 
-	if (snprintf(path, sizeof(path), "%s/%s", data_dir, rel) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	if (sidecar) {
 		size_t n = strlen(path);
@@ -483,7 +472,7 @@ static int file_hash(const char *data_dir, const char *rel, bool sidecar, char *
 			return -EINVAL;
 		snprintf(path + n - 4, sizeof(path) - (n - 4), ".hash");
 	}
-	rc = aw_read_file(path, sidecar ? HASH_FILE_MAX : TABLE_MAX, &text, &len, NULL);
+	rc = aw_read_beneath(data_dir, path, sidecar ? HASH_FILE_MAX : TABLE_MAX, &text, &len);
 	if (!rc && sidecar) {
 		len = strcspn(text, "\n");
 		rc = len == AW_SHA256_HEX_LEN ? 0 : -EINVAL;
@@ -556,7 +545,7 @@ static json_t *json_value(double v)
 static int write_table(const char *data_dir, const struct aw_chart_id *id, struct aw_arena *a,
                        const struct cellset *head, const struct cellset *base, char **err)
 {
-	char path[PATH_MAX], *text = NULL, *old = NULL;
+	char rel[1100], *text = NULL, *old = NULL;
 	json_t *cells = json_array(), *doc = json_pack("{s:o}", "cells", cells);
 	size_t old_len = 0;
 	int rc = doc ? 0 : -ENOMEM;
@@ -579,16 +568,16 @@ static int write_table(const char *data_dir, const struct aw_chart_id *id, struc
 		}
 	}
 	if (!rc)
-		rc = aw_chart_table_path(data_dir, id, path, sizeof(path));
+		rc = aw_chart_table_rel(id, rel, sizeof(rel));
 	if (!rc && !(text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10))))
 		rc = -ENOMEM;
 	if (rc) {
 		aw_errorf(err, rc, "cannot write the table of a compare chart: %s", strerror(-rc));
 		goto out;
 	}
-	if (aw_read_file(path, TABLE_MAX, &old, &old_len, NULL) == 0 && !strcmp(old, text))
+	if (aw_read_beneath(data_dir, rel, TABLE_MAX, &old, &old_len) == 0 && !strcmp(old, text))
 		goto out;
-	rc = aw_write_file_atomic(path, text, strlen(text), err);
+	rc = aw_write_beneath(data_dir, rel, text, strlen(text), true, err);
 out:
 	free(old);
 	free(text);

@@ -49,18 +49,18 @@ struct aw_draw {
 };
 
 /* Draws the chart `id` from the stored data (a compare chart with its table, see
- * aw_chart_table_path()) and counts the outcome in d (a compare chart's base is
+ * aw_chart_table_rel()) and counts the outcome in d (a compare chart's base is
  * a commit when runs of that commit exist on the host, else a ref whose newest earlier runs are the
  * baseline). Returns 0 (drawn), AW_RENDER_CACHED (unchanged), -ENOENT (no run to draw it from),
  * -ENOSYS (no gnuplot), or another negative errno with *err. */
 int aw_draw_chart(struct aw_draw *d, const struct aw_chart_id *id, char **err);
 
-/* Where a compare chart's table lives: <data_dir>/<its path without .svg>.cells.json, a file
- * the chart routes never serve (aw_chart_table_rel(): the same, relative to the data dir). It
+/* Where a compare chart's table lives, relative to the data dir: <its path without
+ * .svg>.cells.json, a file the chart routes never serve (read and written beneath the data
+ * dir, never through a link: aw_read_beneath(), aw_write_beneath()). It
  * holds {"cells": [[key, base_p50, head_p50], ...]}: the medians the chart was drawn from for
  * every cell of the head and the base (null: none), what a page shows for cells the cached
  * verdict does not list. Returns 0, -EINVAL or -ENAMETOOLONG. */
-int aw_chart_table_path(const char *data_dir, const struct aw_chart_id *id, char *out, size_t size);
 int aw_chart_table_rel(const struct aw_chart_id *id, char *out, size_t size);
 
 /* Whether chart `id` can be shown: its SVG and PNG are in the cache or the database; a compare

@@ -33,13 +33,13 @@
 bool aw_site_chart_exists(const char *data_dir, const struct aw_chart_id *id)
 {
 	static const char *const ext[2] = {"svg", "png"};
-	char rel[1024], path[PATH_MAX];
+	char rel[1024];
 	struct stat st;
 
 	for (int i = 0; i < 2; i++) {
 		if (aw_chart_path(id, ext[i], rel, sizeof(rel)) ||
-		    snprintf(path, sizeof(path), "%s/%s", data_dir, rel) >= (int)sizeof(path) ||
-		    stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		    aw_stat_beneath(data_dir, rel, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_size == 0)
 			return false;
 	}
 	return true;
@@ -687,7 +687,7 @@ static struct aw_strmap *index_keys(const void *items, size_t n, size_t size, si
 	return m;
 }
 
-/* A compare chart's table (aw_chart_table_path()): the medians it was drawn from. */
+/* A compare chart's table (aw_chart_table_rel()): the medians it was drawn from. */
 struct table {
 	struct aw_strmap *index; /* key -> position */
 	double *base, *head;
@@ -704,14 +704,14 @@ static double json_number(const json_t *j)
 static int read_table(struct aw_arena *a, const char *data_dir, const struct aw_chart_id *id,
                       struct table *t)
 {
-	char path[PATH_MAX], *text = NULL;
+	char rel[1100], *text = NULL;
 	json_t *doc = NULL, *row;
 	size_t len, i, n_head = 0;
 	int rc = 0;
 
 	memset(t, 0, sizeof(*t));
-	if (aw_chart_table_path(data_dir, id, path, sizeof(path)) ||
-	    aw_read_file(path, TABLE_MAX, &text, &len, NULL))
+	if (aw_chart_table_rel(id, rel, sizeof(rel)) ||
+	    aw_read_beneath(data_dir, rel, TABLE_MAX, &text, &len))
 		return 0;
 	doc = json_loadb(text, len, 0, NULL);
 	free(text);

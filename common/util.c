@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -143,17 +144,14 @@ out:
 	return rc;
 }
 
-int aw_read_file(const char *path, size_t limit, char **data, size_t *len, char **err)
+/* Reads all of `fd` (at most `limit` bytes) into *data and *len, and closes it; *err names
+ * `path`. */
+static int read_fd(int fd, const char *path, size_t limit, char **data, size_t *len, char **err)
 {
 	char *buf = NULL;
 	size_t used = 0, cap = 0;
-	int fd, rc = 0;
+	int rc = 0;
 
-	*data = NULL;
-	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return aw_errorf(err, -errno, "cannot open '%s': %s", path, strerror(errno));
 	for (;;) {
 		ssize_t n;
 
@@ -207,6 +205,18 @@ out:
 	free(buf);
 	close(fd);
 	return rc;
+}
+
+int aw_read_file(const char *path, size_t limit, char **data, size_t *len, char **err)
+{
+	int fd;
+
+	*data = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return aw_errorf(err, -errno, "cannot open '%s': %s", path, strerror(errno));
+	return read_fd(fd, path, limit, data, len, err);
 }
 
 int aw_make_dirs(const char *path, mode_t mode)
@@ -300,10 +310,129 @@ int aw_open_beneath(const char *dir, const char *rel, int flags, mode_t mode)
 	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
 	if (fd < 0)
 		fd = -errno;
+	if (fd == -ENOTDIR && (flags & O_DIRECTORY)) {
+		struct stat st;
+
+		/* a link as the last component: ENOTDIR (O_DIRECTORY); tell it as a link */
+		if (!fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+			fd = -ELOOP;
+	}
 	close(dfd);
 	if (fd == -ENOSYS || fd == -EPERM) /* no openat2, or a seccomp filter refusing it */
 		return aw_open_beneath_walk(dir, rel, flags, mode, false);
 	return fd;
+}
+
+/* Splits `rel` into its directory (into parent[size]; "." for none) and its last component,
+ * which it returns; NULL when the directory does not fit. */
+static const char *split_rel(const char *rel, char *parent, size_t size)
+{
+	const char *slash = strrchr(rel, '/');
+
+	if (snprintf(parent, size, "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".") >=
+	    (int)size)
+		return NULL;
+	return slash ? slash + 1 : rel;
+}
+
+int aw_stat_beneath(const char *dir, const char *rel, struct stat *st)
+{
+	/* O_NONBLOCK: a FIFO planted there opens at once (and is then no regular file) */
+	int fd = aw_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK, 0), rc = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, st) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int aw_read_beneath(const char *dir, const char *rel, size_t limit, char **data, size_t *len)
+{
+	struct stat st;
+	int fd, flags, rc = 0;
+
+	*data = NULL;
+	*len = 0;
+	fd = aw_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -ENOENT;
+	else if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		rc = -errno;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return read_fd(fd, rel, limit, data, len, NULL);
+}
+
+int aw_write_beneath(const char *dir, const char *rel, const void *data, size_t len, bool sync,
+                     char **err)
+{
+	char parent[PATH_MAX], tmp[NAME_MAX + 1];
+	const char *name = split_rel(rel, parent, sizeof(parent));
+	unsigned char rnd[6];
+	int dfd, fd, rc = 0;
+
+	if (!name || !*name || strlen(name) + 14 > NAME_MAX)
+		return aw_errorf(err, -ENAMETOOLONG, "bad path '%s/%s'", dir, rel);
+	rc = aw_make_dirs(dir, 0755); /* the top is trusted */
+	if (rc)
+		return aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
+	dfd = aw_open_beneath_walk(dir, parent, 0, 0, true);
+	if (dfd < 0)
+		return aw_errorf(err, dfd, "cannot create '%s/%s': %s", dir, parent,
+		                 strerror(-dfd));
+	rc = aw_random_bytes(rnd, sizeof(rnd));
+	if (rc)
+		goto out;
+	snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1], rnd[2],
+	         rnd[3], rnd[4], rnd[5]);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = write_all(fd, data, len);
+	if (!rc && fchmod(fd, 0644) < 0)
+		rc = -errno;
+	if (!rc && sync && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && renameat(dfd, tmp, dfd, name) < 0)
+		rc = -errno;
+	if (rc)
+		unlinkat(dfd, tmp, 0);
+	if (!rc && sync && fsync(dfd) < 0)
+		rc = -errno;
+out:
+	close(dfd);
+	if (rc)
+		return aw_errorf(err, rc, "cannot write '%s/%s': %s", dir, rel, strerror(-rc));
+	return 0;
+}
+
+int aw_unlink_beneath(const char *dir, const char *rel)
+{
+	char parent[PATH_MAX];
+	const char *name = split_rel(rel, parent, sizeof(parent));
+	int dfd, rc = 0;
+
+	if (!name || !*name)
+		return -ENAMETOOLONG;
+	dfd = aw_open_beneath(dir, parent, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, 0) < 0)
+		rc = -errno;
+	close(dfd);
+	return rc;
 }
 
 int aw_random_bytes(void *buf, size_t len)

@@ -721,91 +721,28 @@ static int script_ab(struct script *s, const struct aw_chart_ab *c)
 
 /* ---- drawing with the cache ---- */
 
-/* mkdir -p of the directory part of `path` (absolute). */
-static int make_parents(const char *path, char **err)
+/* Whether <dir>/<rel> is a regular file with something in it, reached without a link. */
+static bool file_there(const char *dir, const char *rel)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir = aw_asprintf("%.*s", slash ? (int)(slash - path) : 0, path);
-	int rc;
+	struct stat st;
 
-	if (!dir)
-		return aw_errorf(err, -ENOMEM, "out of memory");
-	rc = !*dir ? 0 : aw_make_dirs(dir, 0755);
-	if (rc)
-		aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
-	free(dir);
-	return rc;
+	return aw_stat_beneath(dir, rel, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
-/* The data dir as an absolute path (gnuplot runs in "/"), created when missing. */
-static char *absolute_dir(const char *data_dir, char **err)
-{
-	char *abs = realpath(data_dir, NULL);
-
-	if (!abs && errno == ENOENT && mkdir(data_dir, 0755) == 0)
-		abs = realpath(data_dir, NULL);
-	if (!abs)
-		aw_errorf(err, -errno, "cannot use data dir '%s': %s", data_dir, strerror(errno));
-	return abs;
-}
-
-static bool cache_fresh(const char *hash_path, const char *hash, const char *svg, const char *png)
+/* Whether the sidecar <dir>/<rel[2]> says `hash` and both drawings are there. */
+static bool cache_fresh(const char *dir, char rel[3][PATH_MAX], const char *hash)
 {
 	char *data = NULL;
 	size_t len = 0;
 	bool fresh = false;
 
-	if (aw_read_file(hash_path, HASH_FILE_MAX, &data, &len, NULL) < 0)
+	if (aw_read_beneath(dir, rel[2], HASH_FILE_MAX, &data, &len) < 0)
 		return false;
 	while (len && (data[len - 1] == '\n' || data[len - 1] == ' '))
 		data[--len] = '\0';
-	fresh = strcmp(data, hash) == 0 && access(svg, F_OK) == 0 && access(png, F_OK) == 0;
+	fresh = strcmp(data, hash) == 0 && file_there(dir, rel[0]) && file_there(dir, rel[1]);
 	free(data);
 	return fresh;
-}
-
-/* Writes the sidecar through a hidden temp file and a rename (no fsync: a lost sidecar only
- * costs a redraw). */
-static int write_hash(const char *hash_path, const char *hash, char **err)
-{
-	const char *slash = strrchr(hash_path, '/');
-	char *tmp = aw_asprintf("%.*s/.%s.XXXXXX", (int)(slash - hash_path), hash_path, slash + 1);
-	char line[AW_SHA256_HEX_LEN + 2];
-	int fd = -1, rc = 0;
-	size_t len;
-
-	if (!tmp)
-		return aw_errorf(err, -ENOMEM, "cannot write '%s': out of memory", hash_path);
-	len = (size_t)snprintf(line, sizeof(line), "%s\n", hash);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = aw_errorf(err, -errno, "cannot write '%s': %s", hash_path, strerror(errno));
-		goto out;
-	}
-	for (size_t off = 0; off < len;) {
-		ssize_t n = write(fd, line + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (!rc && fchmod(fd, 0644) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, hash_path) < 0)
-		rc = -errno;
-	if (rc) {
-		aw_errorf(err, rc, "cannot write '%s': %s", hash_path, strerror(-rc));
-		unlink(tmp);
-	}
-out:
-	free(tmp);
-	return rc;
 }
 
 static const char *kind_name(enum aw_chart_kind k)
@@ -830,64 +767,40 @@ static const char *kind_name(enum aw_chart_kind k)
 static int draw(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
                 struct script *s, unsigned flags, char **err)
 {
-	char rel[3][PATH_MAX];
-	char *paths[3] = {NULL, NULL, NULL}; /* svg, png, hash */
+	char rel[3][PATH_MAX]; /* svg, png, hash */
 	static const char *const ext[3] = {"svg", "png", "hash"};
-	char hash[AW_SHA256_HEX_LEN + 1];
-	char *root = NULL;
+	char hash[AW_SHA256_HEX_LEN + 1], line[AW_SHA256_HEX_LEN + 2];
 	unsigned width, height;
 	int rc = 0;
 
 	aw_chart_size(id->kind, &width, &height);
 	for (int i = 0; i < 3; i++) {
 		rc = aw_chart_path(id, ext[i], rel[i], sizeof(rel[i]));
-		if (rc) {
-			aw_errorf(err, rc, "bad %s chart id: %s", kind_name(id->kind),
-			          rc == -EINVAL ? "a field it needs is missing" : strerror(-rc));
-			goto out;
-		}
-	}
-	root = absolute_dir(data_dir, err);
-	if (!root) {
-		rc = -EIO;
-		goto out;
-	}
-	for (int i = 0; i < 3; i++) {
-		paths[i] = aw_asprintf("%s/%s", root, rel[i]);
-		if (!paths[i]) {
-			rc = aw_errorf(err, -ENOMEM, "cannot draw '%s': out of memory", rel[i]);
-			goto out;
-		}
+		if (rc)
+			return aw_errorf(err, rc, "bad %s chart id: %s", kind_name(id->kind),
+			                 rc == -EINVAL ? "a field it needs is missing"
+			                               : strerror(-rc));
 	}
 	rc = aw_sha256_hex(s->b.data, s->b.len, hash);
-	if (rc) {
-		aw_errorf(err, rc, "cannot hash the data of '%s'", rel[0]);
-		goto out;
-	}
-	if (!(flags & AW_RENDER_FORCE) && cache_fresh(paths[2], hash, paths[0], paths[1])) {
-		rc = AW_RENDER_CACHED;
-		goto out;
-	}
-	rc = make_parents(paths[0], err);
 	if (rc)
-		goto out;
+		return aw_errorf(err, rc, "cannot hash the data of '%s'", rel[0]);
+	if (!(flags & AW_RENDER_FORCE) && cache_fresh(data_dir, rel, hash))
+		return AW_RENDER_CACHED;
 	struct aw_gp_job job = {
 	    .script = s->b.data,
 	    .script_len = s->b.len,
 	    .width = width,
 	    .height = height,
-	    .svg_path = paths[0],
-	    .png_path = paths[1],
+	    .dir = data_dir,
+	    .svg_rel = rel[0],
+	    .png_rel = rel[1],
 	};
 	rc = aw_gnuplot_draw(gp, &job, err);
 	if (rc)
-		goto out;
-	rc = write_hash(paths[2], hash, err);
-out:
-	for (int i = 0; i < 3; i++)
-		free(paths[i]);
-	free(root);
-	return rc;
+		return rc;
+	/* no fsync: a lost sidecar only costs a redraw */
+	snprintf(line, sizeof(line), "%s\n", hash);
+	return aw_write_beneath(data_dir, rel[2], line, strlen(line), false, err);
 }
 
 /* The part every render function shares: check the kind, build the script, draw. */

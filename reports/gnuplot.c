@@ -524,16 +524,29 @@ bool aw_gnuplot_has_pngcairo(const struct aw_gnuplot *gp)
 
 /* ---- drawing ---- */
 
-/* "<dir>/.<base>.<nonce>-<seq>.tmp": beside the final file (same file system for rename), and
- * hidden (never served, see aw_chart_path_servable()). */
-static char *temp_path(const struct aw_gnuplot *gp, const char *final)
-{
-	const char *slash = strrchr(final, '/');
+/* Bytes of one chart gnuplot wrote, at most. */
+#define GP_OUTPUT_MAX (32u << 20)
 
-	if (!slash)
-		return NULL;
-	return aw_asprintf("%.*s/.%s.%s-%llu.tmp", (int)(slash - final), final, slash + 1,
-	                   gp->nonce, gp->seq);
+/* "<private dir>/out-<seq>.<ext>": where gnuplot writes a chart before it is copied under the
+ * data dir (nobody else can plant anything in the private dir). */
+static char *temp_path(const struct aw_gnuplot *gp, const char *ext)
+{
+	return aw_asprintf("%s/out-%llu.%s", gp->fifo_dir, gp->seq, ext);
+}
+
+/* Copies gnuplot's temp `tmp` to <dir>/<rel>, never through a link (aw_write_beneath()). */
+static int install(const char *tmp, const char *dir, const char *rel, char **err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int rc = aw_read_file(tmp, GP_OUTPUT_MAX, &data, &len, err);
+
+	if (!rc && !len)
+		rc = aw_errorf(err, -EIO, "gnuplot wrote nothing for '%s'", rel);
+	if (!rc)
+		rc = aw_write_beneath(dir, rel, data, len, false, err);
+	free(data);
+	return rc;
 }
 
 static int put_output(struct aw_buf *s, const struct aw_gnuplot *gp, const struct aw_gp_job *job,
@@ -565,7 +578,8 @@ static int put_output(struct aw_buf *s, const struct aw_gnuplot *gp, const struc
 
 static int draw_once(struct aw_gnuplot *gp, const struct aw_gp_job *job, char **err)
 {
-	const char *finals[2] = {job->svg_path, job->png_path};
+	const char *finals[2] = {job->svg_rel, job->png_rel};
+	static const char *const ext[2] = {"svg", "png"};
 	char *tmps[2] = {NULL, NULL};
 	struct aw_buf script, cmd;
 	char marker[64];
@@ -588,9 +602,9 @@ static int draw_once(struct aw_gnuplot *gp, const struct aw_gp_job *job, char **
 	for (int i = 0; i < 2 && !rc; i++) {
 		if (!finals[i])
 			continue;
-		tmps[i] = temp_path(gp, finals[i]);
+		tmps[i] = temp_path(gp, ext[i]);
 		if (!tmps[i]) {
-			rc = aw_errorf(err, -EINVAL, "bad chart path '%s'", finals[i]);
+			rc = aw_errorf(err, -ENOMEM, "cannot draw '%s': out of memory", finals[i]);
 			goto out;
 		}
 		rc = put_output(&script, gp, job, i == 1, tmps[i]);
@@ -618,27 +632,14 @@ static int draw_once(struct aw_gnuplot *gp, const struct aw_gp_job *job, char **
 		aw_debug("gnuplot said: %s", gp->msgs.data ? gp->msgs.data : "");
 		goto out;
 	}
-	for (int i = 0; i < 2; i++) {
-		struct stat st;
-
-		if (!tmps[i])
-			continue;
-		if (stat(tmps[i], &st) < 0 || st.st_size == 0) {
-			rc = aw_errorf(err, -EIO, "gnuplot wrote nothing for '%s'", finals[i]);
-			goto out;
-		}
-	}
-	for (int i = 0; i < 2; i++) {
-		if (tmps[i] && rename(tmps[i], finals[i]) < 0) {
-			rc = aw_errorf(err, -errno, "cannot rename '%s' to '%s': %s", tmps[i],
-			               finals[i], strerror(errno));
-			goto out;
-		}
+	for (int i = 0; i < 2 && !rc; i++) {
+		if (tmps[i])
+			rc = install(tmps[i], job->dir, finals[i], err);
 	}
 out:
 	for (int i = 0; i < 2; i++) {
-		if (tmps[i] && rc < 0)
-			unlink(tmps[i]);
+		if (tmps[i])
+			unlink(tmps[i]); /* (not there when gnuplot failed early) */
 		free(tmps[i]);
 	}
 	aw_buf_release(&cmd);
@@ -650,7 +651,7 @@ int aw_gnuplot_draw(struct aw_gnuplot *gp, const struct aw_gp_job *job, char **e
 {
 	int rc;
 
-	if (!job->svg_path && !job->png_path)
+	if (!job->dir || (!job->svg_rel && !job->png_rel))
 		return aw_errorf(err, -EINVAL, "gnuplot job without an output");
 	for (int attempt = 0;; attempt++) {
 		bool fresh = false;

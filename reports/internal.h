@@ -36,14 +36,17 @@ int aw_gp_put_number(struct aw_buf *b, double v);
 
 /* One chart to draw: `script` (settings, data blocks and plot commands, built with the two
  * helpers above) is run once for each output, after the terminal and a temp output file are
- * set; the temps are renamed to svg_path / png_path (absolute, either may be NULL) once
- * gnuplot printed that it finished without error. */
+ * set. gnuplot writes the temps into its own private (0700) directory, never into `dir`;
+ * once it printed that it finished without error, each is copied to <dir>/<svg_rel> or
+ * <dir>/<png_rel> (either may be NULL) by aw_write_beneath(): no symbolic link under `dir`
+ * is followed, and a reader sees the old file or the new one, never a part. */
 struct aw_gp_job {
 	const char *script;
 	size_t script_len;
 	unsigned width, height;
-	const char *svg_path;
-	const char *png_path;
+	const char *dir;
+	const char *svg_rel;
+	const char *png_rel;
 };
 
 /* Draws a job. Restarts a dead gnuplot first, and retries once when the process it found

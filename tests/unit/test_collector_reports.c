@@ -263,10 +263,10 @@ static void test_names(void **state)
 
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_COMPARE, .commit = SHA1, .host = "grace", .base = "main"};
-	assert_int_equal(aw_chart_table_path("/d", &id, path, sizeof(path)), 0);
-	assert_string_equal(path, "/d/charts/commits/" SHA1 "/hosts/grace/compare-main.cells.json");
-	assert_false(aw_chart_path_servable(path + 3));
-	assert_int_equal(aw_chart_table_path("/d", &id, path, 20), -ENAMETOOLONG);
+	assert_int_equal(aw_chart_table_rel(&id, path, sizeof(path)), 0);
+	assert_string_equal(path, "charts/commits/" SHA1 "/hosts/grace/compare-main.cells.json");
+	assert_false(aw_chart_path_servable(path));
+	assert_int_equal(aw_chart_table_rel(&id, path, 20), -ENAMETOOLONG);
 	store_disconnect(&c);
 	store_close(&s);
 }

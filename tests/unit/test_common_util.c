@@ -263,13 +263,76 @@ static void test_open_beneath(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* The file helpers built on it: read, stat, write and unlink beneath a directory. */
+static void test_files_beneath(void **state)
+{
+	char dir[] = "/tmp/aw-util-XXXXXX", out[] = "/tmp/aw-util-XXXXXX", p[128], q[128];
+	char *data = NULL, *err = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(mkdtemp(out));
+	snprintf(q, sizeof(q), "%s/secret", out);
+	assert_int_equal(aw_write_file_atomic(q, "secret", 6, NULL), 0);
+	snprintf(p, sizeof(p), "%s/linked", dir);
+	assert_int_equal(symlink(out, p), 0);
+
+	/* written with the directories on the way, read back; a second write replaces it */
+	assert_int_equal(aw_write_beneath(dir, "a/b/f.json", "{}", 2, true, &err), 0);
+	assert_int_equal(aw_write_beneath(dir, "a/b/f.json", "[1]", 3, false, &err), 0);
+	assert_int_equal(aw_read_beneath(dir, "a/b/f.json", 64, &data, &len), 0);
+	assert_int_equal(len, 3);
+	assert_string_equal(data, "[1]");
+	free(data);
+	assert_int_equal(aw_read_beneath(dir, "a/b/f.json", 2, &data, &len), -E2BIG);
+	assert_null(data);
+	assert_int_equal(aw_stat_beneath(dir, "a/b/f.json", &st), 0);
+	assert_int_equal(st.st_size, 3);
+
+	/* a link on the way: nothing read, written or removed through it */
+	assert_int_equal(aw_read_beneath(dir, "linked/secret", 64, &data, &len), -ELOOP);
+	assert_int_equal(aw_stat_beneath(dir, "linked/secret", &st), -ELOOP);
+	assert_int_equal(aw_write_beneath(dir, "linked/secret", "x", 1, false, &err), -ELOOP);
+	assert_non_null(strstr(err, "linked"));
+	aw_freep(&err);
+	assert_int_equal(aw_unlink_beneath(dir, "linked/secret"), -ELOOP);
+	assert_int_equal(aw_read_file(q, 64, &data, &len, NULL), 0);
+	assert_string_equal(data, "secret");
+	free(data);
+
+	/* a link at the name itself is replaced by the write, its target untouched */
+	snprintf(p, sizeof(p), "%s/a/b/g.json", dir);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(aw_read_beneath(dir, "a/b/g.json", 64, &data, &len), -ELOOP);
+	assert_int_equal(aw_write_beneath(dir, "a/b/g.json", "new", 3, false, &err), 0);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(aw_read_file(q, 64, &data, &len, NULL), 0);
+	assert_string_equal(data, "secret");
+	free(data);
+
+	/* a FIFO is no file, and reading it does not block */
+	snprintf(p, sizeof(p), "%s/a/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(aw_read_beneath(dir, "a/fifo", 64, &data, &len), -ENOENT);
+
+	assert_int_equal(aw_unlink_beneath(dir, "a/b/g.json"), 0);
+	assert_int_equal(aw_unlink_beneath(dir, "a/b/g.json"), -ENOENT);
+	assert_int_equal(aw_unlink_beneath(dir, "../x"), -EXDEV);
+	snprintf(p, sizeof(p), "rm -rf '%s' '%s'", dir, out);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_time),      cmocka_unit_test(test_names),
-	    cmocka_unit_test(test_uuid),      cmocka_unit_test(test_numbers),
-	    cmocka_unit_test(test_buf_limit), cmocka_unit_test(test_files),
-	    cmocka_unit_test(test_make_dirs), cmocka_unit_test(test_open_beneath),
+	    cmocka_unit_test(test_time),          cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_uuid),          cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_buf_limit),     cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_make_dirs),     cmocka_unit_test(test_open_beneath),
+	    cmocka_unit_test(test_files_beneath),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

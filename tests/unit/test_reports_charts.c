@@ -661,7 +661,13 @@ static void test_gnuplot_error(void **state)
 	    .kind = AW_CHART_COMPARE, .commit = "e7707e7", .host = "h", .base = "main"};
 	char *svg = path_of(&id, "svg"), *png = path_of(&id, "png");
 	static const char bad[] = "set nosuchoption\nplot x\n";
-	struct aw_gp_job job = {bad, sizeof(bad) - 1, 320, 240, svg, png};
+	struct aw_gp_job job = {bad,
+	                        sizeof(bad) - 1,
+	                        320,
+	                        240,
+	                        data_dir,
+	                        svg + strlen(data_dir) + 1,
+	                        png + strlen(data_dir) + 1};
 	unsigned starts = aw_gnuplot_starts(gp);
 	char *err = NULL;
 
@@ -682,6 +688,58 @@ static void test_gnuplot_error(void **state)
 	assert_int_equal(aw_gnuplot_starts(gp), starts);
 	free(svg);
 	free(png);
+}
+
+/* No symbolic link under the data dir is followed by a drawing: a directory of the charts
+ * swapped for a link elsewhere makes the drawing fail and writes nothing there; a link
+ * planted at a chart's or sidecar's own name is replaced, and what it pointed at is left as
+ * it was. (Before, gnuplot opened its output by path and wrote through both.) */
+static void test_no_link_followed(void **state)
+{
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_COMPARE, .commit = "1eaf000", .host = "linked", .base = "main"};
+	char *svg = path_of(&id, "svg"), *png = path_of(&id, "png"), *side = path_of(&id, "hash");
+	char *host_dir = aw_asprintf("%.*s", (int)(strrchr(svg, '/') - svg), svg);
+	char *outside = aw_asprintf("%s/outside", tmp_root);
+	char *victim = aw_asprintf("%s/victim", outside), *cmd, *err = NULL, *data = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(aw_make_dirs(outside, 0755), 0);
+	assert_int_equal(aw_make_dirs(host_dir, 0755), 0);
+	assert_int_equal(rmdir(host_dir), 0);
+	assert_int_equal(symlink(outside, host_dir), 0);
+	assert_int_equal(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), -ELOOP);
+	assert_non_null(err);
+	aw_freep(&err);
+	cmd = aw_asprintf("test -z \"$(ls -A '%s')\"", outside);
+	assert_int_equal(system(cmd), 0); /* nothing written through the link */
+	free(cmd);
+
+	/* links at the files' own names: replaced by the drawing, their targets untouched */
+	assert_int_equal(unlink(host_dir), 0);
+	assert_int_equal(aw_write_file_atomic(victim, "keep\n", 5, NULL), 0);
+	assert_int_equal(aw_make_dirs(host_dir, 0755), 0);
+	assert_int_equal(symlink(victim, svg), 0);
+	assert_int_equal(symlink(victim, png), 0);
+	assert_int_equal(symlink(victim, side), 0);
+	check_rc(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(lstat(i == 0 ? svg : i == 1 ? png : side, &st), 0);
+		assert_true(S_ISREG(st.st_mode));
+	}
+	assert_int_equal(aw_read_file(victim, 64, &data, &len, NULL), 0);
+	assert_string_equal(data, "keep\n");
+	free(data);
+	assert_png_size(&id, 960, 480);
+	assert_no_temps(&id);
+	free(victim);
+	free(outside);
+	free(host_dir);
+	free(side);
+	free(png);
+	free(svg);
 }
 
 /* A stand-in for gnuplot that answers the start-up probe, then hangs on the first chart. */
@@ -782,6 +840,7 @@ int main(void)
 	    cmocka_unit_test(test_cache),
 	    cmocka_unit_test(test_restart_after_kill),
 	    cmocka_unit_test(test_gnuplot_error),
+	    cmocka_unit_test(test_no_link_followed),
 	    cmocka_unit_test(test_timeout),
 	    cmocka_unit_test(test_missing_program),
 	    cmocka_unit_test(test_bad_arguments),

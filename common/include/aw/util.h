@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+struct stat;
+
 #define AW_UUID_LEN   36
 #define AW_TIME_LEN   32 /* "2026-11-29T19:19:00.123456Z" and the terminator fit */
 #define AW_NAME_MAX   64
@@ -52,6 +54,27 @@ int aw_open_beneath(const char *dir, const char *rel, int flags, mode_t mode);
  * are created (0755) on the way and `rel` itself is opened as a directory (then `flags` and
  * `mode` are ignored). Exposed for the tests of the fallback. */
 int aw_open_beneath_walk(const char *dir, const char *rel, int flags, mode_t mode, bool mkdirs);
+
+/* fstat(2) of <dir>/<rel> reached as aw_open_beneath() does (a FIFO is opened without
+ * blocking). Returns 0 or aw_open_beneath()'s negative errno. */
+int aw_stat_beneath(const char *dir, const char *rel, struct stat *st);
+
+/* aw_read_file() of <dir>/<rel> reached as aw_open_beneath() does: a regular file (anything
+ * else is -ENOENT; a FIFO never blocks it), at most `limit` bytes (-E2BIG). */
+int aw_read_beneath(const char *dir, const char *rel, size_t limit, char **data, size_t *len);
+
+/* Writes <dir>/<rel> under a hidden temp name beside it (a leading '.'), then renames it over
+ * whatever was there: a link or FIFO planted at that name is replaced, never written through.
+ * `dir` is created when missing (it is trusted); the directories below it are created and
+ * opened without following a link (a link to a directory elsewhere is refused, -ELOOP).
+ * `sync`: fsync of the file before the rename and of its directory after. Returns 0 or a
+ * negative errno with *err naming the path; on error the temp file is removed. */
+int aw_write_beneath(const char *dir, const char *rel, const void *data, size_t len, bool sync,
+                     char **err);
+
+/* unlink(2) of <dir>/<rel>, its directory reached as aw_open_beneath() does: nothing outside
+ * `dir` is ever removed. Returns 0 or a negative errno (-ENOENT when it was not there). */
+int aw_unlink_beneath(const char *dir, const char *rel);
 
 /* Fills `buf` with `len` bytes from the kernel's CSPRNG (getrandom, EINTR retried).
  * Returns 0 or a negative errno. */
