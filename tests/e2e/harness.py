@@ -108,22 +108,30 @@ class Postgres:
             os.chmod(self.dir, 0o755)
             shutil.chown(self.dir, "postgres", "postgres")
 
-    def _run(self, argv, **kw):
+    def _run(self, argv, wrap=(), **kw):
         if self.as_root:
             argv = ["runuser", "-u", "postgres", "--"] + argv
+        argv = list(wrap) + argv
         return subprocess.run(argv, check=True, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, **kw)
 
-    def start(self):
+    def start(self, wrap=()):
+        """Starts the server; `wrap`: an argv prefix the start runs under (as root, before
+        the switch to 'postgres'), e.g. an `unshare -m` that mounts something first."""
         self._run([os.path.join(PG_BIN, "initdb"), "-D", self.data, "-U", "postgres",
                    "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
         on_exit(self.stop)
         self._run([os.path.join(PG_BIN, "pg_ctl"), "-D", self.data, "-w", "-t", "60",
                    "-l", os.path.join(self.dir, "log"), "-o",
                    "-p %d -k %s -c listen_addresses='' -c fsync=on -c max_connections=200"
-                   % (self.port, self.dir), "start"])
+                   % (self.port, self.dir), "start"], wrap=wrap)
         self.started = True
         return self
+
+    def pid(self):
+        """The postmaster's pid (the first line of postmaster.pid)."""
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            return int(f.readline())
 
     def stop(self):
         if self.started:
@@ -145,8 +153,9 @@ class Postgres:
             check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return out.stdout.strip()
 
-    def create_db(self, name):
-        self.psql("CREATE DATABASE %s" % name)
+    def create_db(self, name, tablespace=None):
+        self.psql("CREATE DATABASE %s%s" % (name, " TABLESPACE " + tablespace
+                                             if tablespace else ""))
         return self.url(name)
 
 
@@ -157,7 +166,7 @@ class Database:
 
     _serial = 0
 
-    def __init__(self, backend, pg=None):
+    def __init__(self, backend, pg=None, tablespace=None):
         Database._serial += 1
         self.backend = backend
         if backend == "sqlite":
@@ -166,7 +175,7 @@ class Database:
         else:
             self.pg = pg
             self.name = "aw_%d_%d" % (os.getpid(), Database._serial)
-            self.url = pg.create_db(self.name)
+            self.url = pg.create_db(self.name, tablespace)
 
     def count(self, table, where=""):
         sql = "SELECT COUNT(*) FROM %s %s" % (table, where)
