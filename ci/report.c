@@ -188,35 +188,18 @@ static int parse_cell(const json_t *obj, struct aw_ci_cell *c, const char *path,
 	return 0;
 }
 
-/* The host's most disturbed head run ("runs": [{run_id, common, reference, disturbed}]); a
- * reply without it (an older collector) has none. Returns 0 or -ENOMEM. */
+/* The host's most disturbed head run (aw_verdict_most_disturbed()); a reply without it (an
+ * older collector) has none. Returns 0 or -ENOMEM. */
 static int parse_disturbed(const json_t *obj, struct aw_ci_host *h)
 {
-	const json_t *runs = json_object_get(obj, "runs"), *r;
-	double most = 0;
-	size_t i;
+	struct aw_disturbance d;
 
-	h->disturbed_common = h->disturbed_reference = NAN;
-	json_array_foreach (runs, i, r) {
-		const json_t *c = json_object_get(r, "common"),
-		             *f = json_object_get(r, "reference");
-		const char *id = json_string_value(json_object_get(r, "run_id"));
-		double cv = json_is_number(c) ? json_number_value(c) : NAN;
-		double fv = json_is_number(f) ? json_number_value(f) : NAN;
-		double size = fmax(isfinite(cv) && cv > 0 ? fabs(log(cv)) : 0,
-		                   isfinite(fv) && fv > 0 ? fabs(log(fv)) : 0);
-
-		if (!json_is_true(json_object_get(r, "disturbed")) || !id || size <= most)
-			continue;
-		most = size;
-		free(h->disturbed_run);
-		h->disturbed_run = strdup(id);
-		if (!h->disturbed_run)
-			return -ENOMEM;
-		h->disturbed_common = cv;
-		h->disturbed_reference = fv;
-	}
-	return 0;
+	aw_verdict_most_disturbed(obj, &d);
+	h->disturbed_common = d.common;
+	h->disturbed_reference = d.reference;
+	free(h->disturbed_run);
+	h->disturbed_run = d.run_id ? strdup(d.run_id) : NULL;
+	return d.run_id && !h->disturbed_run ? -ENOMEM : 0;
 }
 
 static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path, char **err)

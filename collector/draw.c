@@ -52,6 +52,9 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 	runs = json_object_get(doc, "baseline_runs");
 	if (json_is_integer(runs))
 		out->baseline_runs = (long)json_integer_value(runs);
+	aw_verdict_most_disturbed(doc, &out->disturbed);
+	if (out->disturbed.run_id)
+		out->disturbed.run_id = aw_arena_strdup(a, out->disturbed.run_id);
 	cells = json_object_get(doc, "cells");
 	json_array_foreach (cells, i, cell) {
 		const char *key = json_string_value(json_object_get(cell, "key"));

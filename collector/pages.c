@@ -1018,6 +1018,8 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 		table_release(&t);
 		r->host = run->host;
 		r->verdict = v ? v->status : AW_VERDICT_UNKNOWN;
+		if (v)
+			r->disturbed = v->disturbed;
 		if (v && v->baseline_runs >= 0)
 			r->baseline = fmt(&a, "%s, %ld earlier run%s",
 			                  v->baseline_ref ? v->baseline_ref : s->baseline_ref,

@@ -2,6 +2,7 @@
 #include "aw/verdict.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 static const char *const names[AW_VERDICT_COUNT] = {
@@ -63,4 +64,29 @@ int aw_gate_parse(const char *name, enum aw_gate *out)
 		}
 	}
 	return -EINVAL;
+}
+
+void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance *out)
+{
+	const json_t *r;
+	double most = 0;
+	size_t i;
+
+	out->run_id = NULL;
+	out->common = out->reference = NAN;
+	json_array_foreach (json_object_get(host_verdict, "runs"), i, r) {
+		const json_t *c = json_object_get(r, "common"), *f = json_object_get(r, "reference");
+		const char *id = json_string_value(json_object_get(r, "run_id"));
+		double cv = json_is_number(c) ? json_number_value(c) : NAN;
+		double fv = json_is_number(f) ? json_number_value(f) : NAN;
+		double size = fmax(isfinite(cv) && cv > 0 ? fabs(log(cv)) : 0,
+		                   isfinite(fv) && fv > 0 ? fabs(log(fv)) : 0);
+
+		if (!json_is_true(json_object_get(r, "disturbed")) || !id || size <= most)
+			continue;
+		most = size;
+		out->run_id = id;
+		out->common = cv;
+		out->reference = fv;
+	}
 }

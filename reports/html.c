@@ -43,7 +43,9 @@ static const char page_css[] =
     "gap:.2em 1em}dt{font-weight:600}dd{margin:0;word-break:break-all}"
     "form{margin:.5em 0}input{font:inherit;padding:.15em .4em;width:22em}"
     "footer{color:#57606a;font-size:.85em;padding:1em 1.5em}"
-    "p.empty{color:#57606a;font-style:italic}";
+    "p.empty{color:#57606a;font-style:italic}"
+    "p.disturbed{background:#fff8c5;border:1px solid #d4a72c;padding:.3em .6em;"
+    "display:inline-block}";
 
 #define CSP_MAX 512
 
@@ -336,6 +338,29 @@ static void verdict(struct page *pg, enum aw_verdict v)
 	const char *name = aw_verdict_name(v);
 
 	rawf(pg, "<span class=\"verdict v-%s\">%s</span>", name, name);
+}
+
+/* A host's most disturbed head run, as atomwatch-ci's Markdown says it. */
+static void disturbance(struct page *pg, const struct aw_disturbance *d)
+{
+	const double f[2] = {d->common, d->reference};
+	static const char *const what[2] = {"common mode", "reference kernel"};
+	bool any = false;
+
+	if (!d->run_id)
+		return;
+	raw(pg, "<p class=\"disturbed\"><strong>Disturbed run:</strong> head run <code>");
+	text(pg, d->run_id);
+	raw(pg, "</code>");
+	for (int i = 0; i < 2; i++) {
+		if (!isfinite(f[i]) || f[i] <= 0)
+			continue;
+		rawf(pg, "%s%s &times;%.3f", any ? ", " : " (", what[i], f[i]);
+		any = true;
+	}
+	raw(pg, any ? ")" : "");
+	raw(pg, " moved beyond what its history shows; a change it explains is not a "
+	        "regression.</p>\n");
 }
 
 static void ns(struct page *pg, double v)
@@ -911,6 +936,7 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 			text(&pg, h->baseline);
 			raw(&pg, "</p>\n");
 		}
+		disturbance(&pg, &h->disturbed);
 		chart(&pg, &h->chart);
 		if (!h->n_rows) {
 			raw(&pg, "<p class=\"empty\">No cells.</p>\n");

@@ -345,6 +345,7 @@ struct aw_page_host_result {
 	const struct aw_page_cell_row *rows;
 	size_t n_rows;
 	enum aw_verdict verdict;
+	struct aw_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
 };
 
 /* An interleaved A/B document of the commit, as the commit page links it. */

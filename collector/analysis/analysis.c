@@ -608,6 +608,14 @@ static void run_states(const struct table *t, const struct run_list *base,
 }
 
 /* Judges every series of the table (p50 and p99 as one family). */
+
+/* A regression of one disturbed run that the reference kernel's move explains: noisy. */
+static void explained_noisy(struct aw_detect_result *r)
+{
+	if ((r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) &&
+	    r->explained && r->by_reference)
+		r->verdict = AW_VERDICT_NOISY;
+}
 static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_host_verdict *v)
 {
 	struct aw_detect_input *in = NULL;
@@ -707,6 +715,12 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 			c->p50.verdict = AW_VERDICT_SUSPECT;
 		if (c->p99.verdict == AW_VERDICT_REGRESSED && c->p99.agree_n < o->confirm_runs)
 			c->p99.verdict = AW_VERDICT_SUSPECT;
+		/* with no confirmation to come (confirm_runs 1), a change that the reference
+		 * kernel's own slowdown explains is the machine's, never a regression */
+		if (o->confirm_runs <= 1) {
+			explained_noisy(&c->p50);
+			explained_noisy(&c->p99);
+		}
 		if (s->failed && !s->in_head) {
 			c->p50.verdict = AW_VERDICT_MISSING;
 			snprintf(c->p50.note, sizeof(c->p50.note), "the head's cell failed: %.100s",
@@ -897,12 +911,12 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	/* what the judgement rested on: regimes, ns, a run factor, a disturbance */
 	if (o &&
 	    json_object_update_new(
-	        o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:I, s:b, s:o, s:b}", "regimes", r->regimes,
-	                     "absolute", r->absolute, "change_ns", num(r->change_ns), "matched",
-	                     adj ? json_string(adj) : json_null(), "head_n", (json_int_t)r->head_n,
-	                     "agree_n", (json_int_t)r->agree_n, "disturbed", r->disturbed,
-	                     "disturb", r->disturbed ? num(r->disturb) : json_null(), "explained",
-	                     r->explained))) {
+	        o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:I, s:b, s:o, s:b, s:b}", "regimes",
+	                     r->regimes, "absolute", r->absolute, "change_ns", num(r->change_ns),
+	                     "matched", adj ? json_string(adj) : json_null(), "head_n",
+	                     (json_int_t)r->head_n, "agree_n", (json_int_t)r->agree_n, "disturbed",
+	                     r->disturbed, "disturb", r->disturbed ? num(r->disturb) : json_null(),
+	                     "explained", r->explained, "by_reference", r->by_reference))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -100,6 +100,8 @@ struct cell_state {
 	double slow[64];    /* per head run (all of them): how much slower its factors say it was
 	                       (log, >= 0) */
 	double head_factor; /* the head's factor of r->matched (log), NAN when none */
+	double ref_moved;   /* the reference kernel's move in the head runs (log, their median)
+	                       when it moved beyond its history in every one, else NAN */
 	double noise_ns;    /* absolute: the noise in ns */
 	double level;       /* absolute: the ns a relative change is expressed against */
 };
@@ -191,11 +193,18 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 				disturbed[h] |= 1u << f;
 		}
 	}
+	k = 0;
 	for (size_t h = 0; h < in->n_head && h < 64; h++) {
 		st->slow[h] = 0;
 		for (int f = 0; f < AW_FACTOR_COUNT; f++)
 			if (isfinite(center[f]) && isfinite(dev[h][f]) && dev[h][f] > st->slow[h])
 				st->slow[h] = dev[h][f];
+		if (disturbed[h] & (1u << AW_FACTOR_REFERENCE))
+			w->a[k++] = dev[h][AW_FACTOR_REFERENCE];
+	}
+	if (k && k == in->n_head) {
+		aw_sort_doubles(w->a, k);
+		st->ref_moved = aw_quantile_sorted(w->a, k, 0.5);
 	}
 	/* Disturbed head runs are set aside while others are not. */
 	for (size_t h = 0; h < st->n_head; h++)
@@ -460,7 +469,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->head_n = r->agree_n = in->n_head;
 	st->between = st->within = st->noise_ns = st->level = NAN;
 	st->between_n = 0;
-	st->head_factor = NAN;
+	st->head_factor = st->ref_moved = NAN;
 	st->zero_base = 0;
 	st->n_head = st->n_base = 0;
 	if (in->n_head)
@@ -771,10 +780,16 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	if (r->disturbed && isfinite(r->change) &&
 	    (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED)) {
 		double moved = log(r->disturb), c = log1p(r->change);
-		double room = 1.25 * fabs(moved) + 2 * (isfinite(r->noise) ? r->noise : 0);
+		double slack = 2 * (isfinite(r->noise) ? r->noise : 0);
+		double room = 1.25 * fabs(moved) + slack;
 
 		if (c * moved > 0 && fabs(c) <= room && fabs(moved) <= log(o->disturb_max)) {
+			double ref = st->ref_moved;
+
 			r->explained = true;
+			r->by_reference = isfinite(ref) && c * ref > 0 &&
+			                  fabs(c) <= 1.25 * fabs(ref) + slack &&
+			                  fabs(ref) <= log(o->disturb_max);
 			if (r->head_n >= 2)
 				r->verdict = AW_VERDICT_NOISY;
 			snprintf(r->note, sizeof(r->note),

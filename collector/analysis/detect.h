@@ -115,6 +115,9 @@ struct aw_detect_result {
 	double disturb;              /* the head's factor over the window's usual one (1 = none) */
 	bool explained; /* the change lies within what the disturbance explains, so it is
 	                   never regressed or improved (verdict noisy) */
+	bool by_reference; /* explained, and the reference kernel itself moved as far in every
+	                      head run: the machine, since nothing under test moves it (with no
+	                      confirmation to come, even one such run is noisy) */
 	size_t head_n;  /* head runs judged (disturbed ones are set aside when others are
 	                   not) */
 	size_t agree_n; /* of a regression: head runs, set aside or not, that each show it beyond

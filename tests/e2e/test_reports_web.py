@@ -8,6 +8,7 @@ sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text,
 usage: test_reports_web.py --backend sqlite|postgres"""
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -290,6 +291,51 @@ def test_charts_off_keeps_verdicts():
     check("charts off" in col.logs(), col.logs())
     eq(col.stop(), 0)
     check(not os.path.exists(os.path.join(col.dir, "data", "charts")), "nothing drawn")
+
+
+def test_disturbed_run_shown():
+    # a head run 1.5 times slower in every cell and in its reference kernel (a host's slow
+    # spell, nothing changed): its commit page names the run and the factors, and no cell of
+    # it is regressed
+    db = h.Database(S.backend, S.pg)
+    col = h.Collector(db.url, config=rh.ONE_RUN_DECIDES + "postingest:\n  charts: off\n").start()
+    host = "disturbed-0"
+    token = col.token("agent", host)
+
+    def upload(k, scale):
+        doc = h.make_doc(host=host, commit=rh.commit_sha(0xd15, k), cells=CELLS, seed=500 + k,
+                         scale=scale, commit_time="2026-11-%02dT09:00:00Z" % (k + 1),
+                         started_at="2026-11-%02dT10:00:00.000000Z" % (k + 1))
+        rng = h.random.Random(k)
+        doc["reference"] = {"kernel": "mulchain-v1", "unit": "ns",
+                            "values": [round(0.95 * scale * rng.uniform(0.997, 1.003), 6)
+                                       for _ in doc["cells"]]}
+        r = col.request("POST", "/api/v1/results", doc, token=token)
+        eq(r.status, 201, "upload %d: %r" % (k, r))
+        return doc
+
+    for k in range(8):
+        upload(k, 1.0)
+    head = upload(8, 1.5)
+    h.wait_for_renders(col.port)
+    sha = head["commit"]
+    text = check_html(col.request("GET", "/commits/" + sha), "disturbed commit")
+    sec = section(text, host)
+    gate = col.request("GET", "/api/v1/gate?project=linux&commit=%s" % sha).json()
+    m = re.search(r'<p class="disturbed"><strong>Disturbed run:</strong> head run '
+                  r'<code>([^<]*)</code> \(common mode &times;([0-9.]+), reference kernel '
+                  r'&times;([0-9.]+)\) moved beyond what its history shows', sec)
+    check(m, "no disturbed run on the page: %s\ngate: %s" % (sec[:1500], gate))
+    eq(m.group(1), head["run_id"], "the disturbed run")
+    for factor in (float(m.group(2)), float(m.group(3))):
+        check(1.4 < factor < 1.6, "a factor of about 1.5: %s" % m.group(0))
+    regressed = [c for c in re.findall(r"<tr><td><code>([^<]*)</code>", sec)
+                 if row_verdict(text, host, c) == "regressed"]
+    eq(regressed, [], "a change the common mode explains is no regression (gate: %s)"
+       % json.dumps([c for hh in gate.get("hosts", []) for c in hh.get("cells", [])
+                     if c.get("verdict") == "regressed"])[:3000])
+    check("v-fail" not in sec[:sec.find("</h2>")], "the host does not fail")
+    eq(col.stop(), 0)
 
 
 def test_shutdown():

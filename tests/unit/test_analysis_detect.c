@@ -218,6 +218,24 @@ static void test_run_factors(void **state)
 	assert_non_null(strstr(r.note, "disturbed"));
 	/* from one head run it awaits confirmation; two head runs both disturbed are noisy */
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_false(r.by_reference); /* the common mode alone: a real change of every cell? */
+	{
+		/* the reference kernel slowed as much in that run: the machine's doing */
+		double rf[10], xrf1[] = {log(1.115)};
+
+		for (int i = 0; i < 10; i++)
+			rf[i] = 0.001 * (i % 2);
+		in.history_factor[AW_FACTOR_REFERENCE] = rf;
+		in.head_factor[AW_FACTOR_REFERENCE] = xrf1;
+		assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+		assert_true(r.disturbed && r.explained && r.by_reference);
+		assert_int_equal(r.verdict, AW_VERDICT_REGRESSED); /* still confirmation's call */
+		xrf1[0] = log(1.01);                               /* its reference unmoved */
+		assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+		assert_true(r.explained);
+		assert_false(r.by_reference);
+		in.history_factor[AW_FACTOR_REFERENCE] = in.head_factor[AW_FACTOR_REFERENCE] = NULL;
+	}
 	{
 		double x3[] = {5.5, 5.52}, xf3[] = {log(1.12), log(1.11)};
 
