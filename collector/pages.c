@@ -642,6 +642,7 @@ out:
 struct cell_copy {
 	const char *key;
 	double p50;
+	double duty_ns; /* a duty cell's empty loop (the duty alone), NAN for other cells */
 };
 
 struct cells {
@@ -662,6 +663,7 @@ static int on_cell(const struct aw_cell *cell, void *cls)
 		return l->a->rc;
 	x->key = aw_arena_strdup(l->a, cell->key);
 	x->p50 = cell->status == AW_CELL_OK ? cell->p50 : NAN;
+	x->duty_ns = cell->d > 0 && isfinite(cell->baseline_ns) ? cell->baseline_ns : NAN;
 	return l->a->rc;
 }
 
@@ -783,20 +785,20 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			if (isfinite(t->head[pos]))
 				r->head_p50 = t->head[pos]; /* the median over the commit's runs */
 		}
-		if (!v)
-			continue;
-		if (!aw_strmap_get(verdict_index, r->cell, &pos)) {
+		if (v && !aw_strmap_get(verdict_index, r->cell, &pos)) {
 			const struct aw_verdict_cell *c = &v->cells[pos];
 
 			r->verdict = c->verdict;
 			r->base_p50 = c->base_p50;
 			if (isfinite(c->head_p50))
 				r->head_p50 = c->head_p50; /* the median over the commit's runs */
-		} else if (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL ||
-		           v->status == AW_VERDICT_UNCONFIRMED) {
+		} else if (v && (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL ||
+		                 v->status == AW_VERDICT_UNCONFIRMED)) {
 			r->verdict =
 			    AW_VERDICT_UNCHANGED; /* the verdict lists changed cells only */
 		}
+		/* the net figure shown, plus the duty's own time */
+		r->head_gross = r->head_p50 + head->v[i].duty_ns;
 	}
 	/* cells of the baseline the head lacks */
 	for (size_t i = 0; v && i < v->n_cells && !a->rc; i++) {
@@ -807,7 +809,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
 		if (r)
-			*r = (struct aw_page_cell_row){c->key, c->base_p50, NAN, c->verdict};
+			*r = (struct aw_page_cell_row){c->key, c->base_p50, NAN, c->verdict, NAN};
 	}
 	out->rows = rows;
 	out->n_rows = n;

@@ -862,7 +862,7 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 
 int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struct aw_page_commit *p)
 {
-	bool compare = p->base != NULL;
+	bool compare = p->base != NULL, gross;
 	struct page pg = {.out = out, .links = links, .depth = compare ? 3 : 2};
 
 	if (!p->sha || !*p->sha || (compare && !*p->base))
@@ -938,12 +938,20 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 		}
 		disturbance(&pg, &h->disturbed);
 		chart(&pg, &h->chart);
+		gross = false;
+		for (size_t j = 0; j < h->n_rows && !gross; j++)
+			gross = isfinite(h->rows[j].head_gross);
 		if (!h->n_rows) {
 			raw(&pg, "<p class=\"empty\">No cells.</p>\n");
 		} else {
 			raw(&pg, "<table class=\"cells\"><thead><tr><th>Cell</th>"
 			         "<th>Baseline p50 (ns)</th><th>Head p50 (ns)</th><th>Change</th>"
-			         "<th>Verdict</th></tr></thead><tbody>\n");
+			         "<th>Verdict</th>");
+			raw(&pg, gross ? "<th title=\"a duty cell's head p50 plus its duty's own "
+			                 "time: the op and the duty together\">Head gross per "
+			                 "iteration (ns)</th>"
+			               : "");
+			raw(&pg, "</tr></thead><tbody>\n");
 		}
 		for (size_t j = 0; j < h->n_rows; j++) {
 			const struct aw_page_cell_row *r = &h->rows[j];
@@ -958,6 +966,10 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 			change_cell(&pg, r->base_p50, r->head_p50);
 			raw(&pg, "</td><td>");
 			verdict(&pg, r->verdict);
+			if (gross) {
+				raw(&pg, "</td><td class=\"num\">");
+				ns(&pg, r->head_gross);
+			}
 			raw(&pg, "</td></tr>\n");
 		}
 		if (h->n_rows)

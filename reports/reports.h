@@ -336,6 +336,9 @@ struct aw_page_cell_row {
 	const char *cell;          /* the cell key, e.g. "op=stadd cpu=0" */
 	double base_p50, head_p50; /* NAN: none */
 	enum aw_verdict verdict;
+	double head_gross; /* a duty cell's gross ns per iteration (op and duty: head_p50 plus
+	                      the duty's own time); NAN for other cells. A table with one shows
+	                      the column (result-schema.md, "Duty cells on an out-of-order core") */
 };
 
 struct aw_page_host_result {

@@ -347,16 +347,30 @@ static void write_host(const struct aw_links *links, struct aw_buf *b, size_t h)
 }
 
 /* The commit page of commit k (base_k < 0) or its compare page against commit base_k. */
+#define DUTY_NS 40.0 /* the duty cell's nops alone */
+
+/* The host tables of commit k with a gross column: those whose duty cell was measured. */
+static size_t gross_tables(size_t k)
+{
+	size_t n = 0;
+
+	for (size_t h = 0; h < N_HOSTS; h++)
+		n += isfinite(head_ns(h, N_OPS - 1, k));
+	return n;
+}
+
 static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t k, int base_k)
 {
 	struct aw_page_cell_row rows[N_HOSTS][N_OPS];
 	struct aw_page_host_result results[N_HOSTS];
-	char cells[N_OPS][32], rel[512];
+	char cells[N_OPS][64], rel[512];
 	const struct aw_chart_ref heatmap = {
 	    {.kind = AW_CHART_HEATMAP, .commit = commits[k]}, "p50 across hosts", true};
 
+	/* the last op as a duty cell: its table shows the gross time per iteration */
 	for (size_t op = 0; op < N_OPS; op++)
-		snprintf(cells[op], sizeof(cells[op]), "op=%s cpu=0", ops[op]);
+		snprintf(cells[op], sizeof(cells[op]), "op=%s cpu=0%s", ops[op],
+		         op == N_OPS - 1 ? " contender=1 c=100 d=100" : "");
 	for (size_t h = 0; h < N_HOSTS; h++) {
 		for (size_t op = 0; op < N_OPS; op++) {
 			double base = base_k < 0 ? base_ns[h][op] : head_ns(h, op, (size_t)base_k);
@@ -366,7 +380,8 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 			    (struct aw_page_cell_row){cells[op], base, head,
 			                              !isfinite(head)       ? AW_VERDICT_MISSING
 			                              : regressed(h, op, k) ? AW_VERDICT_REGRESSED
-			                                                    : AW_VERDICT_UNCHANGED};
+			                                                    : AW_VERDICT_UNCHANGED,
+			                              op == N_OPS - 1 ? head + DUTY_NS : NAN};
 		}
 		results[h] = (struct aw_page_host_result){
 		    host_names[h],
@@ -409,6 +424,8 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 	expect_rows(e, "table.cells tbody tr", N_HOSTS * N_OPS);
 	expect_rows(e, "section.host", N_HOSTS);
 	expect_text(e, "op=llsc cpu=0");
+	/* the gross column: in each host's table whose duty cell has a head */
+	expect_rows(e, "table.cells th[title]", gross_tables(k));
 	expect_rows(e, "section.host p.disturbed", k == N_COMMITS - 1 && base_k < 0 ? 1 : 0);
 	if (k == N_COMMITS - 1 && base_k < 0)
 		expect_text(e, "Disturbed run: head run run-graviton4-3 (common mode \u00d71.480, "

@@ -134,6 +134,16 @@ def test_pages():
             check(base and head, "%s %s: baseline %s, head %s" % (host, cell, base, head))
     base, head = row_numbers(text, site.hosts[0], rh.REGRESSED_CELL)
     check(head > 2.5 * base, "the regression shows: %s -> %s" % (base, head))
+    # a duty cell's gross time per iteration: its head plus the duty's own time (the
+    # documents' baseline_ns, 0.312), in a column the table has for it; other cells a dash
+    sec = section(text, site.hosts[0])
+    check("Head gross per iteration (ns)</th>" in sec, "no gross column")
+    duty = re.findall(r'<td class="num">([^<]*)</td>',
+                      row(text, site.hosts[0], "op=stadd cpu=0 contender=1 c=10 d=100"))
+    plain = re.findall(r'<td class="num">([^<]*)</td>', row(text, site.hosts[0], "op=plain cpu=0"))
+    eq(plain[-1], "&ndash;", "no gross time for a cell without duty")
+    head, gross = float(duty[1]), float(duty[-1])
+    check(abs(gross - (head + 0.312)) <= 0.01 * gross, "gross %s = head %s + 0.312" % (gross, head))
     check("v-fail" in section(text, site.hosts[0]), "the host with the regression fails")
     text = check_html(get("/compare?base=%s&head=%s" % (site.commits[0], site.commits[2])),
                       "compare")

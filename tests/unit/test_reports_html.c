@@ -268,9 +268,10 @@ static void test_host_page(void **state)
 static void test_commit_and_compare_pages(void **state)
 {
 	const struct aw_page_cell_row rows[] = {
-	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED},
-	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED},
-	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW},
+	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED, NAN},
+	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED, NAN},
+	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW, NAN},
+	    {"op=stadd cpu=0 contender=1 c=100 d=100", 0, 3.25, AW_VERDICT_UNCHANGED, 41.5},
 	};
 	const struct aw_page_host_result results[] = {
 	    {"graviton4",
@@ -282,7 +283,7 @@ static void test_commit_and_compare_pages(void **state)
 	      "graviton4 against main",
 	      true},
 	     rows,
-	     3,
+	     4,
 	     AW_VERDICT_FAIL,
 	     {"7c3e-run", 1.3314, 1.305}},
 	    {ATTRY,
@@ -329,8 +330,16 @@ static void test_commit_and_compare_pages(void **state)
 	assert_contains(html, "<span class=\"verdict v-regressed\">regressed</span>");
 	assert_contains(html, "<span class=\"verdict v-new\">new</span>");
 	assert_contains(html, "<a href=\"/hosts/a~22~20onmouseover~3D~22alert~282~29\">");
-	/* header + 3 rows in the one table */
-	assert_int_equal(count(html, "<tr>"), 4);
+	/* header + 4 rows in the one table */
+	assert_int_equal(count(html, "<tr>"), 5);
+	/* a table with a duty cell shows its gross time per iteration, once, in a column of
+	 * its own (a dash for the other cells) */
+	assert_int_equal(count(html, "Head gross per iteration (ns)</th>"), 1);
+	assert_contains(html, "<td class=\"num\">3.25</td><td class=\"num\">&ndash;</td>");
+	assert_contains(html, "<span class=\"verdict v-unchanged\">unchanged</span></td>"
+	                      "<td class=\"num\">41.5</td></tr>");
+	assert_contains(html, "<span class=\"verdict v-regressed\">regressed</span></td>"
+	                      "<td class=\"num\">&ndash;</td></tr>");
 	assert_null(strstr(html, "<form"));
 
 	/* the compare page: a form in served mode only, links to both commits */
