@@ -420,6 +420,8 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
 	flags[M_CONFIRM] = after.fail;
 	subj[M_CONFIRM] = after.subject;
+	if (getenv("AW_REPLAY_VERBOSE") && aa && after.fail)
+		fprintf(stderr, "  => A/A head %zu: the gate fails after confirmation\n", at);
 	simple_methods(rec, at, flags, subj);
 	for (int m = 0; m < M_COUNT; m++) {
 		if (aa) {

@@ -179,6 +179,9 @@ struct table {
 	const struct aw_detect_opts *detect;
 	/* the common mode of each baseline and head run (log), NAN where too few cells */
 	double *cm_hist, cm_head[MAX_HEAD_RUNS];
+	/* the same of log(p99): how the run's tails went (a VM's reader tails swing tenfold
+	 * between runs, every cell of a run together) */
+	double *tm_hist, tm_head[MAX_HEAD_RUNS];
 	size_t n_head_runs;
 	const char *const *globs; /* only cells matching one of these (none: every cell) */
 	size_t n_globs;
@@ -213,6 +216,7 @@ static void table_release(struct table *t)
 		series_release(&t->s[i]);
 	free(t->s);
 	free(t->cm_hist);
+	free(t->tm_hist);
 	aw_strmap_free(&t->index);
 	memset(t, 0, sizeof(*t));
 }
@@ -482,21 +486,23 @@ static double median_of(double *v, size_t n)
 	return aw_quantile_sorted(v, n, 0.5);
 }
 
-/* Each run's common mode: a median polish of log(p50) over the baseline runs and the
- * uncontended matrix cells (row effect = the run's factor, column effect = the cell's level),
- * two rounds; head runs take their factor against the levels the baseline gave. A run with
- * fewer than CM_MIN_CELLS such cells (a confirmation run) has none. */
-static int common_mode(struct table *t)
+/* Each run's common mode: a median polish of log(p50) (with `tail`, of log(p99)) over the
+ * baseline runs and the uncontended matrix cells (row effect = the run's factor, column
+ * effect = the cell's level), two rounds; head runs take their factor against the levels the
+ * baseline gave. A run with fewer than CM_MIN_CELLS such cells (a confirmation run) has none.
+ * Fills *hist (malloc'd, n_runs) and head[MAX_HEAD_RUNS]. */
+static int common_mode(const struct table *t, bool tail, double **hist, double *head)
 {
 	size_t nr = t->n_runs, most = t->n > nr ? t->n : nr;
-	double *lvl = NULL, *v = NULL;
+	double *lvl = NULL, *v = NULL, *f = NULL;
 	int rc = -ENOMEM;
 
 	for (size_t h = 0; h < MAX_HEAD_RUNS; h++)
-		t->cm_head[h] = NAN;
+		head[h] = NAN;
+	*hist = NULL;
 	if (nr) {
-		t->cm_hist = malloc(nr * sizeof(double));
-		if (!t->cm_hist)
+		f = *hist = malloc(nr * sizeof(double));
+		if (!f)
 			goto out;
 	}
 	lvl = malloc((t->n ? t->n : 1) * sizeof(double));
@@ -504,29 +510,33 @@ static int common_mode(struct table *t)
 	if (!lvl || !v)
 		goto out;
 	for (size_t j = 0; j < nr; j++)
-		t->cm_hist[j] = 0;
+		f[j] = 0;
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < t->n; i++) {
 			const struct series *s = &t->s[i];
+			const double *x = tail ? s->p99 : s->p50;
 			size_t k = 0;
 
 			lvl[i] = NAN;
 			if (!in_common_mode(s))
 				continue;
 			for (size_t j = 0; j < nr; j++)
-				if (s->p50[j] > 0 && isfinite(t->cm_hist[j]))
-					v[k++] = log(s->p50[j]) - t->cm_hist[j];
+				if (x[j] > 0 && isfinite(f[j]))
+					v[k++] = log(x[j]) - f[j];
 			lvl[i] = k >= 3 ? median_of(v, k) : NAN;
 		}
 		for (size_t j = 0; j < nr; j++) {
 			size_t k = 0;
 
-			for (size_t i = 0; i < t->n; i++)
-				if (isfinite(lvl[i]) && t->s[i].p50[j] > 0)
-					v[k++] = log(t->s[i].p50[j]) - lvl[i];
-			t->cm_hist[j] = k >= CM_MIN_CELLS ? median_of(v, k) : NAN;
-			if (round == 0 && !isfinite(t->cm_hist[j]))
-				t->cm_hist[j] = 0; /* (kept in the first round's levels) */
+			for (size_t i = 0; i < t->n; i++) {
+				const double *x = tail ? t->s[i].p99 : t->s[i].p50;
+
+				if (isfinite(lvl[i]) && x[j] > 0)
+					v[k++] = log(x[j]) - lvl[i];
+			}
+			f[j] = k >= CM_MIN_CELLS ? median_of(v, k) : NAN;
+			if (round == 0 && !isfinite(f[j]))
+				f[j] = 0; /* (kept in the first round's levels) */
 		}
 	}
 	for (size_t h = 0; h < t->n_head_runs && h < MAX_HEAD_RUNS; h++) {
@@ -534,14 +544,15 @@ static int common_mode(struct table *t)
 
 		for (size_t i = 0; i < t->n; i++) {
 			const struct series *s = &t->s[i];
+			const double *x = tail ? s->head99 : s->head50;
 
 			if (!isfinite(lvl[i]))
 				continue;
-			for (size_t x = 0; x < s->n_head; x++)
-				if (s->head_run[x] == h && s->head50[x] > 0)
-					v[k++] = log(s->head50[x]) - lvl[i];
+			for (size_t y = 0; y < s->n_head; y++)
+				if (s->head_run[y] == h && x[y] > 0)
+					v[k++] = log(x[y]) - lvl[i];
 		}
-		t->cm_head[h] = k >= CM_MIN_CELLS ? median_of(v, k) : NAN;
+		head[h] = k >= CM_MIN_CELLS ? median_of(v, k) : NAN;
 	}
 	rc = 0;
 out:
@@ -644,7 +655,7 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		                               t->cm_hist, cm50)
 		                       : 0;
 		size_t n99 = t->n_runs ? dense(s->p99, NULL, t->n_runs, h99, NULL, s->rf, rf99,
-		                               t->cm_hist, cm99)
+		                               t->tm_hist, cm99)
 		                       : 0;
 		size_t nh99 = 0;
 		bool strict =
@@ -652,7 +663,8 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 
 		for (size_t k = 0; k < s->n_head; k++) {
 			xrf[k] = xrf99[k] = s->headrf[k];
-			xcm[k] = xcm99[k] = t->cm_head[s->head_run[k]];
+			xcm[k] = t->cm_head[s->head_run[k]];
+			xcm99[k] = t->tm_head[s->head_run[k]]; /* p99: against the run's tails */
 		}
 
 		/* heads without a p99 (imports) leave that metric out */
@@ -685,6 +697,7 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		                             .strict_resolution = strict,
 		                             .threshold = threshold_for(o->thresholds, 1, s),
 		                             .tail_bimodal = s->tail_bimodal,
+		                             .tail = true,
 		                             .group = 2 * s->kind + 1};
 	}
 	rc = aw_detect(in, 2 * n, &o->detect, out);
@@ -856,7 +869,9 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	if (rc)
 		goto fail;
 	out->globs_matched = t.globs_matched;
-	rc = common_mode(&t);
+	rc = common_mode(&t, false, &t.cm_hist, t.cm_head);
+	if (!rc)
+		rc = common_mode(&t, true, &t.tm_hist, t.tm_head);
 	if (rc)
 		goto out;
 	out->runs = calloc(head.n, sizeof(*out->runs));

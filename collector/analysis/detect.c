@@ -782,14 +782,14 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		double moved = log(r->disturb), c = log1p(r->change);
 		double slack = 2 * (isfinite(r->noise) ? r->noise : 0);
 		double room = 1.25 * fabs(moved) + slack;
+		double most = log(in->tail ? o->tail_disturb_max : o->disturb_max);
 
-		if (c * moved > 0 && fabs(c) <= room && fabs(moved) <= log(o->disturb_max)) {
+		if (c * moved > 0 && fabs(c) <= room && fabs(moved) <= most) {
 			double ref = st->ref_moved;
 
 			r->explained = true;
 			r->by_reference = isfinite(ref) && c * ref > 0 &&
-			                  fabs(c) <= 1.25 * fabs(ref) + slack &&
-			                  fabs(ref) <= log(o->disturb_max);
+			                  fabs(c) <= 1.25 * fabs(ref) + slack && fabs(ref) <= most;
 			if (r->head_n >= 2)
 				r->verdict = AW_VERDICT_NOISY;
 			snprintf(r->note, sizeof(r->note),

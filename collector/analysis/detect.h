@@ -33,7 +33,10 @@ struct aw_detect_opts {
 	double disturb_max;   /* a disturbance explains a change only up to this factor (x or 1/x,
 	                         default 2.5): whole runs of the VMs we measured moved by up to
 	                         2.2x; every cell of a run 3x slower is a change of everything */
-	struct aw_cp_opts cp; /* change points of the baseline history */
+	double tail_disturb_max; /* the same for a tail (aw_detect_input.tail; default 20): a
+	                            VM's reader tails swing tenfold between runs, every cell's
+	                            of a run together */
+	struct aw_cp_opts cp;    /* change points of the baseline history */
 };
 
 #define AW_DETECT_OPTS_DEFAULT                                                                     \
@@ -41,7 +44,7 @@ struct aw_detect_opts {
 		.window = 10, .fdr = 0.05, .power_z = 1.645, .min_abs_ns = 0.1,                    \
 		.noise_floor = 0.001, .bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, \
 		.mw_alpha = 0.05, .excursion = 1.5, .disturb_min = 0.03, .disturb_k = 4,           \
-		.disturb_max = 2.5, .cp = AW_CP_OPTS_DEFAULT                                       \
+		.disturb_max = 2.5, .tail_disturb_max = 20, .cp = AW_CP_OPTS_DEFAULT               \
 	}
 
 /* The run factors a cell can be judged relative to (aw_detect_input.factor). */
@@ -83,6 +86,8 @@ struct aw_detect_input {
 	int group;              /* cells of one group share a pooled noise (e.g. uncontended ops,
 	                           readers, contended cells); any int */
 	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50 (flag only) */
+	bool tail;              /* the series is a tail (p99): its run factors are the runs'
+	                           tails, a disturbance explains up to tail_disturb_max */
 };
 
 struct aw_detect_result {
@@ -113,16 +118,16 @@ struct aw_detect_result {
 	bool disturbed;         /* every head run judged was disturbed (see factor/disturb) */
 	enum aw_factor disturbed_by; /* which factor said so, or AW_FACTOR_NONE */
 	double disturb;              /* the head's factor over the window's usual one (1 = none) */
-	bool explained; /* the change lies within what the disturbance explains, so it is
-	                   never regressed or improved (verdict noisy) */
+	bool explained;    /* the change lies within what the disturbance explains, so it is
+	                      never regressed or improved (verdict noisy) */
 	bool by_reference; /* explained, and the reference kernel itself moved as far in every
 	                      head run: the machine, since nothing under test moves it (with no
 	                      confirmation to come, even one such run is noisy) */
-	size_t head_n;  /* head runs judged (disturbed ones are set aside when others are
-	                   not) */
-	size_t agree_n; /* of a regression: head runs, set aside or not, that each show it beyond
-	                   their own slowdown (>= head_n); confirmation counts these */
-	char note[160]; /* the reason behind noisy / new / bimodal, "" otherwise */
+	size_t head_n;     /* head runs judged (disturbed ones are set aside when others are
+	                      not) */
+	size_t agree_n;    /* of a regression: head runs, set aside or not, that each show it beyond
+	                      their own slowdown (>= head_n); confirmation counts these */
+	char note[160];    /* the reason behind noisy / new / bimodal, "" otherwise */
 };
 
 /* The word of a factor: "reference", "common", or NULL for AW_FACTOR_NONE. */

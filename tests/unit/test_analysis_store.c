@@ -365,6 +365,64 @@ static void test_confirmation(void **state)
 	store_close(&s);
 }
 
+/* Multiplies the tails (p99, max) of r's cells by `factor`: all of them, or only `key`'s. */
+static struct aw_result *tails(struct aw_result *r, double factor, const char *key)
+{
+	for (size_t i = 0; i < r->n_cells; i++) {
+		struct aw_cell *c = &r->cells[i];
+
+		if (key && strcmp(c->key, key))
+			continue;
+		c->p99 *= factor;
+		c->max *= factor;
+	}
+	return r;
+}
+
+/* The tails of a run, against the run's own tails: a run whose every p99 is eight times the
+ * usual (a VM's slow spell) is disturbed in its tails and regresses no p99 once a second such
+ * run confirms the spell; one cell's tail eight times longer in runs whose other tails are as
+ * usual is still a regression. */
+static void test_tail_spell(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "tails");
+	put(c, tails(run_of("tails", "7a115e11", "feature", 14, 5.0, 50.0, 20.0, HASH), 8, NULL));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a115e11", NULL, "tails", &v, &err), 0);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 0);
+	assert_true(cell_of(&v, "op=stadd cpu=0")->p99.disturbed);
+	assert_true(cell_of(&v, "op=stadd cpu=0")->p99.explained);
+	aw_host_verdict_release(&v);
+	put(c, tails(run_of("tails", "7a115e11", "feature", 14, 5.0, 50.0, 20.0, HASH), 7.5, NULL));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a115e11", NULL, "tails", &v, &err), 0);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 0);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->p99.verdict, AW_VERDICT_NOISY);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
+
+	/* one cell's tail alone */
+	put(c, tails(run_of("tails", "7a115e12", "feature", 15, 5.0, 50.0, 20.0, HASH), 8,
+	             "op=stadd cpu=0"));
+	put(c, tails(run_of("tails", "7a115e12", "feature", 15, 5.0, 50.0, 20.0, HASH), 8,
+	             "op=stadd cpu=0"));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a115e12", NULL, "tails", &v, &err), 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->p99.verdict, AW_VERDICT_REGRESSED);
+	assert_false(cell_of(&v, "op=stadd cpu=0")->p99.disturbed);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 struct cps {
 	int n;
 	char key[64], commit[16];
@@ -442,6 +500,7 @@ int main(void)
 	    cmocka_unit_test(test_gate_levels),
 	    cmocka_unit_test(test_cell_globs),
 	    cmocka_unit_test(test_confirmation),
+	    cmocka_unit_test(test_tail_spell),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
