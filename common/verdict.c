@@ -75,7 +75,8 @@ void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance
 	out->run_id = NULL;
 	out->common = out->reference = NAN;
 	json_array_foreach (json_object_get(host_verdict, "runs"), i, r) {
-		const json_t *c = json_object_get(r, "common"), *f = json_object_get(r, "reference");
+		const json_t *c = json_object_get(r, "common"),
+		             *f = json_object_get(r, "reference");
 		const char *id = json_string_value(json_object_get(r, "run_id"));
 		double cv = json_is_number(c) ? json_number_value(c) : NAN;
 		double fv = json_is_number(f) ? json_number_value(f) : NAN;
