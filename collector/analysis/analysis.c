@@ -618,8 +618,6 @@ static void run_states(const struct table *t, const struct run_list *base,
 		v->disturbed = v->disturbed || v->runs[h].disturbed;
 }
 
-/* Judges every series of the table (p50 and p99 as one family). */
-
 /* A regression of one disturbed run that the reference kernel's move explains: noisy. */
 static void explained_noisy(struct aw_detect_result *r)
 {
@@ -627,6 +625,8 @@ static void explained_noisy(struct aw_detect_result *r)
 	    r->explained && r->by_reference)
 		r->verdict = AW_VERDICT_NOISY;
 }
+
+/* Judges every series of the table (p50 and p99 as one family). */
 static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_host_verdict *v)
 {
 	struct aw_detect_input *in = NULL;
@@ -921,7 +921,8 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	    num(r->qvalue), "mw_pvalue", num(r->mw_pvalue), "window", (json_int_t)r->window_n,
 	    "bimodal", r->bimodal, "seen_before", r->seen_before, "note",
 	    r->note[0] ? json_string(r->note) : json_null(), "threshold", num(threshold));
-	const char *adj = aw_factor_name(r->matched), *by = aw_factor_name(r->disturbed_by);
+	const char *adj = aw_result_factor_name(r, r->matched),
+	           *by = aw_result_factor_name(r, r->disturbed_by);
 
 	/* what the judgement rested on: regimes, ns, a run factor, a disturbance */
 	if (o &&

@@ -119,6 +119,11 @@ const char *aw_factor_name(enum aw_factor f)
 	return NULL;
 }
 
+const char *aw_result_factor_name(const struct aw_detect_result *r, enum aw_factor f)
+{
+	return r->tail && f == AW_FACTOR_COMMON ? "tails" : aw_factor_name(f);
+}
+
 /* Median and robust spread (1.4826 MAD) of the finite values of v[0..n); the count in *k. */
 static double finite_center(const double *v, size_t n, double *spread, size_t *k, double *scratch,
                             double *scratch2)
@@ -464,6 +469,7 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->change = r->change_lo = r->change_hi = r->change_ns = NAN;
 	r->baseline = r->head = r->noise = NAN;
 	r->bimodal = in->tail_bimodal;
+	r->tail = in->tail;
 	r->matched = r->disturbed_by = AW_FACTOR_NONE;
 	r->disturb = 1;
 	r->head_n = r->agree_n = in->n_head;
@@ -797,7 +803,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			         "what that explains",
 			         r->head_n >= 2 ? "every" : "the",
 			         r->head_n >= 2 ? "s were" : " was",
-			         aw_factor_name(r->disturbed_by), r->disturb);
+			         aw_result_factor_name(r, r->disturbed_by), r->disturb);
 		}
 	}
 	r->agree_n = r->verdict == AW_VERDICT_REGRESSED ? agreeing_runs(in, r, st) : r->head_n;

@@ -123,6 +123,7 @@ struct aw_detect_result {
 	bool by_reference; /* explained, and the reference kernel itself moved as far in every
 	                      head run: the machine, since nothing under test moves it (with no
 	                      confirmation to come, even one such run is noisy) */
+	bool tail;         /* of a tail input: its common factor is the runs' tails */
 	size_t head_n;     /* head runs judged (disturbed ones are set aside when others are
 	                      not) */
 	size_t agree_n;    /* of a regression: head runs, set aside or not, that each show it beyond
@@ -132,6 +133,10 @@ struct aw_detect_result {
 
 /* The word of a factor: "reference", "common", or NULL for AW_FACTOR_NONE. */
 const char *aw_factor_name(enum aw_factor f);
+
+/* The word of a factor as result `r` used it: "tails" for the common factor of a tail input,
+ * else aw_factor_name(). */
+const char *aw_result_factor_name(const struct aw_detect_result *r, enum aw_factor f);
 
 /* Judges n cells of one host (one family for the false discovery correction). Returns 0 or
  * -ENOMEM; out[i] answers in[i]. */

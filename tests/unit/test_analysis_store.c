@@ -399,6 +399,25 @@ static void test_tail_spell(void **state)
 	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 0);
 	assert_true(cell_of(&v, "op=stadd cpu=0")->p99.disturbed);
 	assert_true(cell_of(&v, "op=stadd cpu=0")->p99.explained);
+	/* named as the tails it was judged against, in the note and the JSON */
+	assert_non_null(strstr(cell_of(&v, "op=stadd cpu=0")->p99.note, "(tails factor x8"));
+	{
+		json_t *j = aw_host_verdict_json(&v, true), *cell;
+		size_t i;
+		int seen = 0;
+
+		json_array_foreach (json_object_get(j, "cells"), i, cell) {
+			if (strcmp(json_string_value(json_object_get(cell, "key")),
+			           "op=stadd cpu=0"))
+				continue;
+			assert_string_equal(json_string_value(json_object_get(
+			                        json_object_get(cell, "p99"), "disturbed_by")),
+			                    "tails");
+			seen++;
+		}
+		assert_int_equal(seen, 1);
+		json_decref(j);
+	}
 	aw_host_verdict_release(&v);
 	put(c, tails(run_of("tails", "7a115e11", "feature", 14, 5.0, 50.0, 20.0, HASH), 7.5, NULL));
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a115e11", NULL, "tails", &v, &err), 0);
