@@ -243,6 +243,17 @@ int aw_make_dirs(const char *path, mode_t mode)
 	return rc;
 }
 
+/* An open of `name` under `dfd` that failed with `err`: a link opened with O_DIRECTORY and
+ * O_NOFOLLOW says ENOTDIR, told as openat2 tells a link (-ELOOP). */
+static int link_errno(int dfd, const char *name, int err)
+{
+	struct stat st;
+
+	if (err == -ENOTDIR && !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+		return -ELOOP;
+	return err;
+}
+
 int aw_open_beneath_walk(const char *dir, const char *rel, int flags, mode_t mode, bool mkdirs)
 {
 	const int dflags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -270,7 +281,7 @@ int aw_open_beneath_walk(const char *dir, const char *rel, int flags, mode_t mod
 			p++;
 		if (!*p && !mkdirs) {
 			fd = openat(dfd, *name ? name : ".", flags | O_NOFOLLOW | O_CLOEXEC, mode);
-			fd = fd < 0 ? -errno : fd;
+			fd = fd < 0 ? link_errno(dfd, name, -errno) : fd;
 			break;
 		}
 		if (mkdirs && *name && mkdirat(dfd, name, 0755) < 0 && errno != EEXIST) {
@@ -279,13 +290,7 @@ int aw_open_beneath_walk(const char *dir, const char *rel, int flags, mode_t mod
 		}
 		fd = openat(dfd, *name ? name : ".", dflags);
 		if (fd < 0) {
-			struct stat st;
-
-			/* a link met says ENOTDIR (O_DIRECTORY): tell it as openat2 would */
-			fd = -errno;
-			if (fd == -ENOTDIR && !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
-			    S_ISLNK(st.st_mode))
-				fd = -ELOOP;
+			fd = link_errno(dfd, name, -errno);
 			break;
 		}
 		close(dfd);
@@ -310,13 +315,7 @@ int aw_open_beneath(const char *dir, const char *rel, int flags, mode_t mode)
 	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
 	if (fd < 0)
 		fd = -errno;
-	if (fd == -ENOTDIR && (flags & O_DIRECTORY)) {
-		struct stat st;
-
-		/* a link as the last component: ENOTDIR (O_DIRECTORY); tell it as a link */
-		if (!fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
-			fd = -ELOOP;
-	}
+	fd = link_errno(dfd, rel, fd);
 	close(dfd);
 	if (fd == -ENOSYS || fd == -EPERM) /* no openat2, or a seccomp filter refusing it */
 		return aw_open_beneath_walk(dir, rel, flags, mode, false);

@@ -126,13 +126,15 @@ def test_subject_two_versions():
         check(c["n"] == 101 and c["baseline_ns"] is not None, c)
     # What "clearly slower" means comes from the same run, never from a number of ns seen on
     # one CPU: the slow build adds a seq_cst atomic (and a fence) to the plain increment, so
-    # it must cost at least half of the matrix's own c11_seqcst cell more than the plain one.
+    # it must cost at least half of the matrix's own c11_seqcst cell more than the plain one
+    # (and be half as slow again: the plain increment's p50 itself ranged from 0.3 ns here to
+    # 1.08 ns under ASan on a loaded machine, so no larger ratio holds everywhere).
     atomic = cell(slow, "op=c11_seqcst cpu=0")
     eq(atomic["status"], "ok")
     check(not atomic["below_resolution"] and atomic["p50"] > 0, atomic)
     print("     subject inc p50: plain %.2f ns, lock xadd + mfence %.2f ns (c11_seqcst %.2f ns)"
           % (f["p50"], s["p50"], atomic["p50"]))
-    check(s["p50"] > 3 * f["p50"] and s["p50"] - f["p50"] > 0.5 * atomic["p50"],
+    check(s["p50"] > 1.5 * f["p50"] and s["p50"] - f["p50"] > 0.5 * atomic["p50"],
           "the slow build is clearly slower: %.2f vs %.2f ns (c11_seqcst %.2f ns)"
           % (s["p50"], f["p50"], atomic["p50"]))
     r = cell(fast, "subject=subj reader=nest op=subj cpu=0")

@@ -241,6 +241,11 @@ static void test_open_beneath(void **state)
 		assert_true(fd >= 0);
 		close(fd);
 		assert_int_equal(OPEN("linked/secret.svg"), -ELOOP);
+		/* a link as the directory opened itself (O_DIRECTORY says ENOTDIR) */
+		assert_int_equal(
+		    walk ? aw_open_beneath_walk(dir, "linked", O_RDONLY | O_DIRECTORY, 0, false)
+		         : aw_open_beneath(dir, "linked", O_RDONLY | O_DIRECTORY, 0),
+		    -ELOOP);
 		assert_int_equal(OPEN("real/file-link.svg"), -ELOOP);
 		/* openat2 resolves the ".." (inside) and meets the link; the walk refuses ".." */
 		fd = OPEN("real/../linked/secret.svg");
