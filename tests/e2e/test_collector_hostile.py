@@ -305,6 +305,22 @@ def fill(path):
     return n
 
 
+def check_disk_full(col, r):
+    """What an upload `r` refused on a full disk must show: 507 with Retry-After, /healthz
+    degraded with the reason (reads still work), the metric counting it."""
+    eq(r.status, 507, "an upload on a full disk: %r" % r)
+    eq(r.error()["code"], "storage_full", "code")
+    check(int(r.headers["retry-after"]) > 0, "Retry-After")
+    hz = col.request("GET", "/healthz")
+    eq(hz.status, 200, "healthz on a full disk (reads still work)")
+    eq(hz.json()["status"], "degraded", "healthz status")
+    check("disk full" in hz.json()["reason"], hz.json())
+    metrics = col.request("GET", "/metrics").body.decode()
+    full = [line for line in metrics.splitlines()
+            if line.startswith("atomwatch_db_disk_full_total ")]
+    check(full and int(full[0].split()[1]) >= 1, "atomwatch_db_disk_full_total: %r" % full)
+
+
 def test_disk_full_is_507():
     if not can_mount_tmpfs():
         print("  SKIP: cannot mount a tmpfs in a mount namespace here")
@@ -329,17 +345,7 @@ def test_disk_full_is_507():
     filler = os.path.join(seen, "filler")
     check(fill(filler) > 0, "the filler file")
     doc, r = upload(col, token, cells=3000)
-    eq(r.status, 507, "an upload on a full disk: %r" % r)
-    eq(r.error()["code"], "storage_full", "code")
-    check(int(r.headers["retry-after"]) > 0, "Retry-After")
-    hz = col.request("GET", "/healthz")
-    eq(hz.status, 200, "healthz on a full disk (reads still work)")
-    eq(hz.json()["status"], "degraded", "healthz status")
-    check("disk full" in hz.json()["reason"], hz.json())
-    metrics = col.request("GET", "/metrics").body.decode()
-    full = [line for line in metrics.splitlines()
-            if line.startswith("atomwatch_db_disk_full_total ")]
-    check(full and int(full[0].split()[1]) >= 1, "atomwatch_db_disk_full_total: %r" % full)
+    check_disk_full(col, r)
     eq(run_ids(col), set(kept), "what was acknowledged is there, nothing else")
     # Space again: the same upload, retried, is stored; health is back.
     os.unlink(filler)
