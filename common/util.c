@@ -380,10 +380,13 @@ int aw_write_beneath(const char *dir, const char *rel, const void *data, size_t 
 
 	if (!name || !*name || strlen(name) + 14 > NAME_MAX)
 		return aw_errorf(err, -ENAMETOOLONG, "bad path '%s/%s'", dir, rel);
-	rc = aw_make_dirs(dir, 0755); /* the top is trusted */
-	if (rc)
-		return aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
 	dfd = aw_open_beneath_walk(dir, parent, 0, 0, true);
+	if (dfd == -ENOENT) { /* `dir` itself is missing (below it the walk creates): the top */
+		rc = aw_make_dirs(dir, 0755); /* is trusted */
+		if (rc)
+			return aw_errorf(err, rc, "cannot create '%s': %s", dir, strerror(-rc));
+		dfd = aw_open_beneath_walk(dir, parent, 0, 0, true);
+	}
 	if (dfd < 0)
 		return aw_errorf(err, dfd, "cannot create '%s/%s': %s", dir, parent,
 		                 strerror(-dfd));
