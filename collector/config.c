@@ -39,6 +39,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->pool_size = 8;
 	c->sqlite_sync_full = true;
 	c->busy_timeout_ms = 10000;
+	c->sqlite_cache = UINT64_C(1) << 20;
 	c->jobs_max_wait_ms = 300000;
 	c->jobs_recheck_ms = 1000;
 	c->jobs_reclaim_ms = 600000;
@@ -170,6 +171,7 @@ static const struct key keys[] = {
     {"store", "pool", K_UINT, F(pool_size), 1, 1024},
     {"store", "sqlite_synchronous", K_SYNC, F(sqlite_sync_full), 0, 0},
     {"store", "busy_timeout", K_DURATION, F(busy_timeout_ms), 10, 600000},
+    {"store", "sqlite_cache", K_SIZE, F(sqlite_cache), 64u << 10, UINT64_C(1) << 34},
     {"jobs", "max_wait", K_DURATION, F(jobs_max_wait_ms), 0, 3600000},
     {"jobs", "recheck", K_DURATION, F(jobs_recheck_ms), 10, 60000},
     {"jobs", "reclaim_after", K_DURATION, F(jobs_reclaim_ms), 1000, UINT64_C(604800000)},

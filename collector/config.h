@@ -39,6 +39,7 @@ struct aw_collector_config {
 	unsigned pool_size;
 	bool sqlite_sync_full;
 	uint64_t busy_timeout_ms; /* longest wait for a database lock before 503 */
+	uint64_t sqlite_cache;    /* page cache bytes of each SQLite connection */
 
 	/* jobs */
 	uint64_t jobs_max_wait_ms;

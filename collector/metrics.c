@@ -2,6 +2,7 @@
  * no allocation and no lock on the request path. */
 #include "metrics.h"
 
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,17 @@
 static const unsigned statuses[] = {200, 201, 204, 400, 401, 403, 404,
                                     405, 409, 413, 414, 500, 503, 0 /* other */};
 #define N_STATUS (sizeof(statuses) / sizeof(statuses[0]))
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
 
 static const char *const methods[] = {"GET", "POST", "HEAD", "other"};
 #define N_METHOD (sizeof(methods) / sizeof(methods[0]))
@@ -80,6 +92,7 @@ static uint64_t load(atomic_uint_fast64_t *a)
 int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 {
 	static const char *const outcomes[] = {"created", "duplicate", "conflict"};
+	struct mallinfo2 heap = mallinfo2();
 	uint64_t cumulative = 0;
 	int rc;
 
@@ -192,5 +205,15 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    (unsigned long long)g->postingest_failed,
 		    (unsigned long long)g->chart_cache_bytes,
 		    (unsigned long long)g->chart_cache_files);
+	if (!rc && !SANITIZED) /* a sanitizer's allocator replaces glibc's: nothing to say */
+		rc = aw_buf_printf(
+		    out,
+		    "# HELP atomwatch_heap_bytes The collector's malloc heap: bytes in use, and bytes "
+		    "free in its arenas (their whole pages handed back to the kernel every 30 s).\n"
+		    "# TYPE atomwatch_heap_bytes gauge\n"
+		    "atomwatch_heap_bytes{state=\"in_use\"} %llu\n"
+		    "atomwatch_heap_bytes{state=\"free\"} %llu\n",
+		    (unsigned long long)(heap.uordblks + heap.hblkhd),
+		    (unsigned long long)heap.fordblks);
 	return rc;
 }

@@ -46,6 +46,8 @@ struct store_options {
 	bool sqlite_sync_full;    /* SQLite synchronous=FULL (durable across power loss) or NORMAL
 	                           * (durable across process crashes; see docs/benchmarks.md) */
 	unsigned busy_timeout_ms; /* how long SQLite waits for a lock before -EBUSY */
+	uint64_t sqlite_cache;    /* bytes of page cache each SQLite connection keeps (0: SQLite's
+	                           * own default, 2000 KiB) */
 };
 
 #define STORE_OPTIONS_DEFAULT                                                      \

@@ -316,7 +316,7 @@ static int sq_connect(const char *path, const struct store_options *opt, struct 
                       char **err)
 {
 	struct sq_conn *c = calloc(1, sizeof(*c));
-	char pragmas[256];
+	char pragmas[320];
 	char *msg = NULL;
 	int rc;
 
@@ -336,8 +336,10 @@ static int sq_connect(const char *path, const struct store_options *opt, struct 
 	sqlite3_extended_result_codes(c->db, 1);
 	snprintf(pragmas, sizeof(pragmas),
 	         "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA foreign_keys = ON;"
-	         " PRAGMA temp_store = MEMORY;",
-	         opt->sqlite_sync_full ? "FULL" : "NORMAL");
+	         " PRAGMA temp_store = MEMORY; PRAGMA cache_size = %lld;",
+	         opt->sqlite_sync_full ? "FULL" : "NORMAL",
+	         /* negative: KiB */
+	         opt->sqlite_cache ? -(long long)((opt->sqlite_cache + 1023) / 1024) : -2000LL);
 	rc = sqlite3_exec(c->db, pragmas, NULL, NULL, &msg);
 	if (rc != SQLITE_OK) {
 		rc = aw_errorf(err, -EIO, "cannot set up database '%s': %s", path,

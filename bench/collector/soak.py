@@ -6,14 +6,15 @@ the end (want flat: growth <= 10%), and per minute the upload p99 and the page p
 SQLite and once for PostgreSQL (a throw-away server, tests/e2e/harness.py).
 
 usage: soak.py [--agents N] [--readers M] [--minutes T] [--backend sqlite|postgres|both]
-               [--cells C] [--json FILE]
+               [--cells C] [--chart-cache SIZE] [--json FILE]
 
 An agent uploads a new run of its own host every --interval seconds (default 1; a realistic
 fleet uploads far less often, this is a soak), a reader GETs the overview, a host page, a
 commit page, a compare page, /api/v1/runs and a chart in turn without pause. An error is any
 reply other than 200/201 (404 for a chart not drawn yet is counted apart) or a failed
 connection. RSS is read from /proc after the first minute's warm-up (the caches are full by
-then) and at the end."""
+then: the chart cache is bounded at --chart-cache, 64 MiB, so that it evicts from then on) and
+at the end; per minute, the median of RSS and of the heap in use (/metrics) sampled every 5 s."""
 
 import argparse
 import json
@@ -121,9 +122,27 @@ def reader(col, hosts, i, stop, st):
             st.error("chart: %s" % e)
 
 
+def gauges(col):
+    """The collector's heap and chart-cache gauges from /metrics (None where absent)."""
+    want = {'atomwatch_heap_bytes{state="in_use"}': "heap_in_use",
+            'atomwatch_heap_bytes{state="free"}': "heap_free",
+            "atomwatch_chart_cache_files": "chart_files",
+            "atomwatch_chart_cache_bytes": "chart_bytes"}
+    out = dict.fromkeys(want.values())
+    r = col.request("GET", "/metrics", timeout=60)
+    for line in r.body.decode(errors="replace").splitlines():
+        name, _, value = line.rpartition(" ")
+        if name in want:
+            out[want[name]] = int(float(value))
+    return out
+
+
 def soak(backend, args, pg):
     db = h.Database(backend, pg)
-    col = h.Collector(db.url, config="postingest:\n  workers: 2\n")
+    config = "postingest:\n  workers: 2\n"
+    if args.chart_cache:
+        config += "  chart_cache: %s\n" % args.chart_cache
+    col = h.Collector(db.url, config=config)
     hosts = ["soak-%02d" % i for i in range(args.agents)]
     tokens = [col.token("agent", host) for host in hosts]
     col.start()
@@ -147,11 +166,17 @@ def soak(backend, args, pg):
         t.start()
     end = t0 + args.minutes * 60
     rss_start = None
+    samples = {}  # minute -> [(rss KiB, heap in use bytes)], every 5 s
     while time.monotonic() < end:
         time.sleep(min(5, max(0, end - time.monotonic())))
+        minute = int((time.monotonic() - t0) // 60)
+        if minute < args.minutes:
+            samples.setdefault(minute, []).append((col.rss_kib(), gauges(col)["heap_in_use"]))
         if rss_start is None and time.monotonic() - t0 >= min(60, args.minutes * 30):
             rss_start = col.rss_kib()
+            g_start = gauges(col)
     rss_end = col.rss_kib()
+    g_end = gauges(col)
     stop.set()
     for t in threads:
         t.join(90)
@@ -161,7 +186,9 @@ def soak(backend, args, pg):
                    "uploads": len(st.uploads.get(m, [])),
                    "upload_p99_ms": round(1e3 * (pct(st.uploads.get(m, []), 99) or 0), 1),
                    "pages": len(st.pages.get(m, [])),
-                   "page_p95_ms": round(1e3 * (pct(st.pages.get(m, []), 95) or 0), 1)}
+                   "page_p95_ms": round(1e3 * (pct(st.pages.get(m, []), 95) or 0), 1),
+                   "rss_kib": pct([x[0] for x in samples.get(m, [])], 50),
+                   "heap_in_use_kib": (pct([x[1] for x in samples.get(m, [])], 50) or 0) // 1024}
                   for m in minutes if m < args.minutes]
     return {"backend": backend, "agents": args.agents, "readers": args.readers,
             "minutes": args.minutes, "uploads": st.count["uploads"],
@@ -170,6 +197,7 @@ def soak(backend, args, pg):
             "rss_start_kib": rss_start, "rss_end_kib": rss_end,
             "rss_growth_pct": round(100.0 * (rss_end - rss_start) / rss_start, 1)
             if rss_start else None,
+            "gauges_start": g_start, "gauges_end": g_end,
             "exit_status": eq_stop, "per_minute": per_minute}
 
 
@@ -181,6 +209,9 @@ def main():
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--cells", type=int, default=300)
     ap.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    ap.add_argument("--chart-cache", default="64MiB",
+                    help="postingest.chart_cache (64MiB: full and evicting within the first "
+                    "minute; the collector's default is 1GiB)")
     ap.add_argument("--json")
     args = ap.parse_args()
     backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
@@ -194,14 +225,21 @@ def main():
                   backend, r["agents"], r["readers"], r["minutes"], r["uploads"], r["pages"],
                   r["errors"], r["rss_start_kib"], r["rss_end_kib"], r["rss_growth_pct"],
                   r["exit_status"]))
+        a, b = r["gauges_start"], r["gauges_end"]
+        print("  heap in use %s -> %s KiB, free in the arenas %s -> %s KiB; chart cache %s -> "
+              "%s files, %s -> %s MiB" % (
+                  a["heap_in_use"] // 1024, b["heap_in_use"] // 1024, a["heap_free"] // 1024,
+                  b["heap_free"] // 1024, a["chart_files"], b["chart_files"],
+                  a["chart_bytes"] >> 20, b["chart_bytes"] >> 20))
         for e in r["error_samples"]:
             print("  error: " + e)
-        print("| minute | uploads | upload p99 ms | pages | page p95 ms |")
-        print("|---|---|---|---|---|")
+        print("| minute | uploads | upload p99 ms | pages | page p95 ms | RSS KiB | heap in use "
+              "KiB |")
+        print("|---|---|---|---|---|---|---|")
         for m in r["per_minute"]:
-            print("| %d | %d | %.1f | %d | %.1f |" % (m["minute"], m["uploads"],
-                                                    m["upload_p99_ms"], m["pages"],
-                                                    m["page_p95_ms"]))
+            print("| %d | %d | %.1f | %d | %.1f | %s | %s |" % (
+                m["minute"], m["uploads"], m["upload_p99_ms"], m["pages"], m["page_p95_ms"],
+                m["rss_kib"], m["heap_in_use_kib"]))
         sys.stdout.flush()
     if args.json:
         with open(args.json, "w") as f:

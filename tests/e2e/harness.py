@@ -34,6 +34,15 @@ def collector_binary():
     return path
 
 
+def sanitized():
+    """Whether BUILD_DIR is the ASan/UBSan configuration (AW_SANITIZE)."""
+    try:
+        with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+            return any(l.strip() == "AW_SANITIZE:BOOL=ON" for l in f)
+    except OSError:
+        return False
+
+
 # ---- process registry: everything we start is stopped at exit ----
 
 _procs = []

@@ -81,6 +81,13 @@ def test_health_and_metrics():
     for name in ("atomwatch_http_requests_total", "atomwatch_ingest_duration_seconds_bucket",
                  "atomwatch_runs_stored_total", "atomwatch_db_errors_total"):
         check("# TYPE " + name.replace("_bucket", "") in text, name)
+    heap = {l.split('"')[1]: int(l.split()[-1]) for l in text.splitlines()
+            if l.startswith("atomwatch_heap_bytes{")}
+    if h.sanitized():  # ASan's allocator replaces glibc's: mallinfo2() would say 0
+        eq(heap, {}, "no heap gauges under a sanitizer")
+    else:
+        eq(sorted(heap), ["free", "in_use"], "heap gauges")
+        check(heap["in_use"] > 64 * 1024, heap)  # a serving collector's config, caches...
 
 
 def test_upload_round_trip():

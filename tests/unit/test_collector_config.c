@@ -71,6 +71,7 @@ static void test_defaults_and_full_file(void **state)
 	                   "  pool: 5\n"
 	                   "  sqlite_synchronous: normal\n"
 	                   "  busy_timeout: 2500ms\n"
+	                   "  sqlite_cache: 256KiB\n"
 	                   "jobs:\n"
 	                   "  max_wait: 60s\n"
 	                   "  recheck: 500ms\n"
@@ -96,6 +97,7 @@ static void test_defaults_and_full_file(void **state)
 	assert_int_equal(c.http_timeout_s, 120);
 	assert_int_equal(c.request_timeout_ms, 30000);
 	assert_int_equal(c.busy_timeout_ms, 2500);
+	assert_int_equal(c.sqlite_cache, 256u << 10);
 	assert_int_equal(c.drain_timeout_ms, 1500);
 	assert_true(c.read_requires_token);
 	assert_int_equal(c.max_cells, 1000);
@@ -270,6 +272,9 @@ static void test_render_keys(void **state)
 	    "store:\n  busy_timeout: forever\n",
 	    "collector.yaml:2:17: 'store.busy_timeout' must be a duration such as 30s, not "
 	    "'forever'");
+	expect_error("store:\n  sqlite_cache: 4KiB\n",
+	             "collector.yaml:2:17: 'store.sqlite_cache' must be between 65536 and "
+	             "17179869184 bytes");
 	expect_error("render:\n  timeout: 1ms\n",
 	             "collector.yaml:2:12: 'render.timeout' must be between 1000 and 600000 ms");
 	expect_error("render:\n  charts: off\n", "collector.yaml:2:3: unknown key 'render.charts'");
@@ -367,6 +372,7 @@ static void test_shipped_file(void **state)
 	assert_int_equal(c.max_per_client, d.max_per_client);
 	assert_int_equal(c.request_timeout_ms, d.request_timeout_ms);
 	assert_int_equal(c.busy_timeout_ms, d.busy_timeout_ms);
+	assert_int_equal(c.sqlite_cache, d.sqlite_cache);
 	aw_config_release(&c);
 	aw_config_release(&d);
 }

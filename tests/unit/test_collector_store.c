@@ -1463,10 +1463,20 @@ static void test_pool(void **state)
 
 	(void)state;
 	opt.pool_size = 2;
+	opt.sqlite_cache = 300u << 10;
 	assert_int_equal(store_open(url, &opt, &s, &err), 0);
 	assert_int_equal(store_acquire(s, &a), 0);
 	assert_int_equal(store_acquire(s, &b), 0);
 	assert_ptr_not_equal(a, b);
+	if (store_kind(s) == STORE_SQLITE) { /* each connection's page cache is bounded */
+		struct store_stmt *st = NULL;
+
+		assert_int_equal(b->drv->prepare(b, "PRAGMA cache_size", "cache size", false, &st),
+		                 0);
+		assert_int_equal(b->drv->step(st), STORE_ROW);
+		assert_int_equal(b->drv->col_i64(st, 0), -300); /* KiB */
+		b->drv->finalize(st);
+	}
 	store_release(s, &a);
 	assert_null(a);
 	assert_int_equal(store_acquire(s, &a2), 0); /* the idle one is reused */
