@@ -99,11 +99,12 @@ struct cell_state {
 	size_t n_head;
 	double slow[64];    /* per head run (all of them): how much slower its factors say it was
 	                       (log, >= 0) */
-	double head_factor; /* the head's factor of r->matched (log), NAN when none */
 	double ref_moved;   /* the reference kernel's move in the head runs (log, their median)
 	                       when it moved beyond its history in every one, else NAN */
 	double noise_ns;    /* absolute: the noise in ns */
 	double level;       /* absolute: the ns a relative change is expressed against */
+	/* each factor of the head runs judged (log, their median), NAN when unknown */
+	double regime[AW_FACTOR_COUNT];
 };
 
 const char *aw_factor_name(enum aw_factor f)
@@ -222,17 +223,25 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 				memmove(dev[j++], dev[h], sizeof(dev[h]));
 	}
 	r->head_n = st->n_head;
-	if (use != AW_FACTOR_NONE) {
-		/* the head's factor: the median over the head runs judged that have one */
-		const double *hf = in->history_factor[use];
-		struct by_distance *near = malloc((in->n_history - from + 1) * sizeof(*near));
-		double fh, nearest;
+	for (int f = 0; f < AW_FACTOR_COUNT; f++) {
 		size_t m = 0;
 
+		if (!isfinite(center[f]))
+			continue;
 		for (size_t h = 0; h < st->n_head && h < 64; h++)
-			if (isfinite(dev[h][use]))
-				w->a[m++] = dev[h][use] + center[use];
-		fh = m ? (aw_sort_doubles(w->a, m), aw_quantile_sorted(w->a, m, 0.5)) : NAN;
+			if (isfinite(dev[h][f]))
+				w->a[m++] = dev[h][f] + center[f];
+		if (!m)
+			continue;
+		aw_sort_doubles(w->a, m);
+		st->regime[f] = aw_quantile_sorted(w->a, m, 0.5);
+	}
+	if (use != AW_FACTOR_NONE) {
+		const double *hf = in->history_factor[use];
+		struct by_distance *near = malloc((in->n_history - from + 1) * sizeof(*near));
+		double fh = st->regime[use], nearest;
+		size_t m = 0;
+
 		if (near && isfinite(fh)) {
 			m = 0;
 			for (size_t j = from; j < in->n_history; j++)
@@ -253,7 +262,6 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 					st->base[i] = in->history[near[i].i];
 				st->n_base = r->window_n = m;
 				r->matched = use;
-				st->head_factor = fh;
 				nearest = near[0].d;
 				/* beyond every run of the history: the head is disturbed (and was
 				 * not set aside, since all head runs are) */
@@ -359,20 +367,25 @@ static void regimes(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->window_n = st->n_base;
 }
 
-/* The history as it compares with the head: a cell whose baseline runs were matched by their
- * reference kernel follows it, so each run is taken as it would have measured beside the
- * head's reference (in `out`, n_history values). Other cells' runs are taken as measured:
- * the common mode is the host's, not the cell's, and only picks the runs alike. */
-static const double *like_head(const struct aw_detect_input *in, const struct aw_detect_result *r,
+/* The history as it compares with the head: a run whose reference kernel, beside the cell, ran
+ * more than disturb_min slower than beside the head's is taken as it would have measured beside
+ * the head's reference (in `out`, n_history values); the others as measured. The machine slowed
+ * that run, so a lone slow value of it is nothing the cell does (seen_stretches), nor is it the
+ * noise of a cell that follows its reference (history_noise). Never the other way round: a
+ * head whose own reference ran slow is the disturbance rules' business (explained,
+ * by_reference), which hold it suspect until re-measured rather than call it seen before. */
+static const double *like_head(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                                const struct cell_state *st, double *out)
 {
 	const double *hf = in->history_factor[AW_FACTOR_REFERENCE];
+	double fh = st->regime[AW_FACTOR_REFERENCE];
 
-	if (r->matched != AW_FACTOR_REFERENCE || !hf || !isfinite(st->head_factor))
+	if (!hf || !isfinite(fh))
 		return in->history;
 	for (size_t i = 0; i < in->n_history; i++)
-		out[i] = isfinite(hf[i]) ? in->history[i] * exp(st->head_factor - hf[i])
-		                         : in->history[i];
+		out[i] = isfinite(hf[i]) && hf[i] - fh > o->disturb_min
+		             ? in->history[i] * exp(fh - hf[i])
+		             : in->history[i];
 	return out;
 }
 
@@ -383,11 +396,14 @@ static const double *like_head(const struct aw_detect_input *in, const struct aw
  * matched to a disturbed head are as disturbed as it is. The runs since the change measure
  * the cell's spread on more of them; what they leave out (a host's slow spells, a tail) is
  * the stretches' business (seen_stretches), and a suspect's confirmation's. */
-static void history_noise(const struct aw_detect_input *in, const struct aw_detect_result *r,
-                          struct cell_state *st, struct work *w)
+static void history_noise(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                          const struct aw_detect_result *r, struct cell_state *st, struct work *w)
 {
 	size_t from = r->last_change, m = 0;
-	const double *v = like_head(in, r, st, w->b);
+	/* (a cell matched by its reference follows it; any other cell's MAD is not moved by the
+	 * few runs the machine slowed) */
+	const double *v =
+	    r->matched == AW_FACTOR_REFERENCE ? like_head(in, o, st, w->b) : in->history;
 	double med, mad;
 
 	for (size_t i = from; i < in->n_history; i++)
@@ -414,12 +430,12 @@ static void history_noise(const struct aw_detect_input *in, const struct aw_dete
  * that flips between two levels for spells of runs gets a change point at every flip, and
  * the level before it is one the host goes back to. (The price: a regression fixed and
  * brought back within the history's runs is noisy, with this note, not regressed.) */
-static void seen_stretches(const struct aw_detect_input *in, struct aw_detect_result *r,
-                           const struct cell_state *st, struct work *w)
+static void seen_stretches(const struct aw_detect_input *in, const struct aw_detect_opts *o,
+                           struct aw_detect_result *r, const struct cell_state *st, struct work *w)
 {
 	size_t k = st->n_head, n = in->n_history, beyond = 0, total = 0;
 	bool up = r->head > r->baseline;
-	const double *v = like_head(in, r, st, w->b);
+	const double *v = like_head(in, o, st, w->b);
 
 	if (r->regimes) {
 		/* the runs of the head's own regime, one by one */
@@ -475,7 +491,9 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->head_n = r->agree_n = in->n_head;
 	st->between = st->within = st->noise_ns = st->level = NAN;
 	st->between_n = 0;
-	st->head_factor = st->ref_moved = NAN;
+	st->ref_moved = NAN;
+	for (int f = 0; f < AW_FACTOR_COUNT; f++)
+		st->regime[f] = NAN;
 	st->zero_base = 0;
 	st->n_head = st->n_base = 0;
 	if (in->n_head)
@@ -538,10 +556,10 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 			st->between_n = st->n_base;
 		}
 		if (!r->regimes && !in->n_reference)
-			history_noise(in, r, st, w);
+			history_noise(in, o, r, st, w);
 		center = r->baseline;
 		if (!in->n_reference && r->head != r->baseline && !r->seen_before)
-			seen_stretches(in, r, st, w);
+			seen_stretches(in, o, r, st, w);
 	}
 	if (r->absolute) {
 		/* In ns: the MAD of a cell that sits at 0 in most runs is 0 whatever it does in

@@ -312,6 +312,52 @@ static void test_stretches(void **state)
 	assert_non_null(strstr(r.note, "stretches of 3 runs"));
 }
 
+/* Seen before as the cell would have measured beside the head's reference kernel: two lone
+ * slow runs hide a one-run head (test_stretches) unless the reference beside the cell ran 10%
+ * slower in them too: the machine slowed those runs, the cell did nothing. Never the other way
+ * round: a head whose own reference ran slow is explained by it (still confirmation's call),
+ * not seen before. */
+static void test_stretches_beside_reference(void **state)
+{
+	double h[40], cm[40], rf[40], x[] = {5.4}, xcm[] = {0.001}, xrf[] = {0.0005};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 40, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 40, 5.0, 0.002);
+	for (int i = 0; i < 40; i++) {
+		cm[i] = 0.002 * (i % 3);
+		rf[i] = 0.001 * (i % 2);
+	}
+	h[7] = h[23] = 5.5;
+	in.history_factor[AW_FACTOR_COMMON] = cm;
+	in.head_factor[AW_FACTOR_COMMON] = xcm;
+	in.history_factor[AW_FACTOR_REFERENCE] = rf;
+	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	rf[7] = rf[23] = log(1.1);
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.matched, AW_FACTOR_COMMON);
+	assert_false(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* 3% slower is within the reference's reach of the head's: taken as measured */
+	rf[7] = rf[23] = log(1.02);
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.seen_before);
+	rf[7] = rf[23] = 0.001;
+	xrf[0] = log(1.1);
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.seen_before); /* (the two lone runs, as measured) */
+	h[7] = h[23] = 5.0;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_false(r.seen_before);
+	assert_true(r.disturbed && r.explained && r.by_reference);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
 /* A disturbed head run is set aside for the level, but it still confirms a change far beyond
  * its disturbance (agree_n); one the disturbance explains does not. */
 static void test_disturbed_runs_confirm(void **state)
@@ -464,6 +510,7 @@ int main(void)
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_noisy_baseline),
 	    cmocka_unit_test(test_stretches),
+	    cmocka_unit_test(test_stretches_beside_reference),
 	    cmocka_unit_test(test_disturbed_runs_confirm),
 	    cmocka_unit_test(test_rank_test_with_three_head_runs),
 	    cmocka_unit_test(test_threshold_rules),
