@@ -97,12 +97,12 @@ struct cell_state {
 	size_t n_base;
 	double *head; /* the head values judged */
 	size_t n_head;
-	double slow[64];    /* per head run (all of them): how much slower its factors say it was
-	                       (log, >= 0) */
-	double ref_moved;   /* the reference kernel's move in the head runs (log, their median)
-	                       when it moved beyond its history in every one, else NAN */
-	double noise_ns;    /* absolute: the noise in ns */
-	double level;       /* absolute: the ns a relative change is expressed against */
+	double slow[64];  /* per head run (all of them): how much slower its factors say it was
+	                     (log, >= 0) */
+	double ref_moved; /* the reference kernel's move in the head runs (log, their median)
+	                     when it moved beyond its history in every one, else NAN */
+	double noise_ns;  /* absolute: the noise in ns */
+	double level;     /* absolute: the ns a relative change is expressed against */
 	/* each factor of the head runs judged (log, their median), NAN when unknown */
 	double regime[AW_FACTOR_COUNT];
 };
@@ -236,6 +236,11 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 		aw_sort_doubles(w->a, m);
 		st->regime[f] = aw_quantile_sorted(w->a, m, 0.5);
 	}
+	/* head runs judged without a common mode (confirmation runs carry only the suspect
+	 * cells) are matched by the factor they have: their reference */
+	if (use == AW_FACTOR_COMMON && !isfinite(st->regime[use]) &&
+	    isfinite(st->regime[AW_FACTOR_REFERENCE]))
+		use = AW_FACTOR_REFERENCE;
 	if (use != AW_FACTOR_NONE) {
 		const double *hf = in->history_factor[use];
 		struct by_distance *near = malloc((in->n_history - from + 1) * sizeof(*near));

@@ -358,6 +358,40 @@ static void test_stretches_beside_reference(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* Head runs without a common mode (confirmation runs carry only the suspect cells) are matched
+ * by their reference kernel: three quiet re-measurements of a cell 6% slower are compared with
+ * the history's quiet runs, not with a window that also holds the runs the machine slowed (its
+ * reference 6% slower beside the cell, the cell with it). */
+static void test_confirmations_by_reference(void **state)
+{
+	double h[20], cm[20], rf[20], x[] = {5.3, 5.31, 5.29}, xcm[] = {NAN, NAN, NAN},
+	                              xrf[] = {0.0005, 0.001, 0};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 20, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 20; i++) {
+		rf[i] = i % 2 ? log(1.06) : 0.0005 * (i % 3);
+		h[i] = (i % 2 ? 5.3 : 5.0) * (1 + 0.001 * (i % 4));
+		cm[i] = 0.002 * (i % 3);
+	}
+	in.history_factor[AW_FACTOR_COMMON] = cm;
+	in.head_factor[AW_FACTOR_COMMON] = xcm;
+	in.history_factor[AW_FACTOR_REFERENCE] = rf;
+	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
+	assert_true(fabs(r.baseline - 5.0) < 0.02);
+	assert_false(r.seen_before);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* without a reference they are judged against the window, which hides the change */
+	in.history_factor[AW_FACTOR_REFERENCE] = in.head_factor[AW_FACTOR_REFERENCE] = NULL;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.matched, AW_FACTOR_NONE);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
 /* A disturbed head run is set aside for the level, but it still confirms a change far beyond
  * its disturbance (agree_n); one the disturbance explains does not. */
 static void test_disturbed_runs_confirm(void **state)
@@ -511,6 +545,7 @@ int main(void)
 	    cmocka_unit_test(test_noisy_baseline),
 	    cmocka_unit_test(test_stretches),
 	    cmocka_unit_test(test_stretches_beside_reference),
+	    cmocka_unit_test(test_confirmations_by_reference),
 	    cmocka_unit_test(test_disturbed_runs_confirm),
 	    cmocka_unit_test(test_rank_test_with_three_head_runs),
 	    cmocka_unit_test(test_threshold_rules),
