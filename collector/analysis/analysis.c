@@ -728,6 +728,12 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 			c->p50.verdict = AW_VERDICT_SUSPECT;
 		if (c->p99.verdict == AW_VERDICT_REGRESSED && c->p99.agree_n < o->confirm_runs)
 			c->p99.verdict = AW_VERDICT_SUSPECT;
+		/* nor do disturbed runs clear a threshold-sized change that their regime's spread
+		 * hid: re-measured, the quiet runs decide */
+		if (c->p50.hidden && c->p50.head_n < o->confirm_runs)
+			c->p50.verdict = AW_VERDICT_SUSPECT;
+		if (c->p99.hidden && c->p99.head_n < o->confirm_runs)
+			c->p99.verdict = AW_VERDICT_SUSPECT;
 		/* with no confirmation to come (confirm_runs 1), a change that the reference
 		 * kernel's own slowdown explains is the machine's, never a regression */
 		if (o->confirm_runs <= 1) {
@@ -927,12 +933,13 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	/* what the judgement rested on: regimes, ns, a run factor, a disturbance */
 	if (o &&
 	    json_object_update_new(
-	        o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:I, s:b, s:o, s:b, s:b}", "regimes",
+	        o, json_pack("{s:b, s:b, s:o, s:o, s:I, s:I, s:b, s:o, s:b, s:b, s:b}", "regimes",
 	                     r->regimes, "absolute", r->absolute, "change_ns", num(r->change_ns),
 	                     "matched", adj ? json_string(adj) : json_null(), "head_n",
 	                     (json_int_t)r->head_n, "agree_n", (json_int_t)r->agree_n, "disturbed",
 	                     r->disturbed, "disturb", r->disturbed ? num(r->disturb) : json_null(),
-	                     "explained", r->explained, "by_reference", r->by_reference))) {
+	                     "explained", r->explained, "by_reference", r->by_reference, "hidden",
+	                     r->hidden))) {
 		json_decref(o);
 		return NULL;
 	}

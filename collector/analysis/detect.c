@@ -830,6 +830,12 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		}
 	}
 	r->agree_n = r->verdict == AW_VERDICT_REGRESSED ? agreeing_runs(in, r, st) : r->head_n;
+	/* Nor does a disturbed head clear a threshold-sized slowdown: the runs of its disturbed
+	 * regime that it was compared with are spread so wide that they hide it, which says
+	 * nothing either way (the analysis holds such a cell suspect until re-measured). */
+	r->hidden = r->disturbed && r->verdict == AW_VERDICT_UNCHANGED && !r->seen_before &&
+	            isfinite(r->change) && r->change >= in->threshold &&
+	            r->head - r->baseline >= o->min_abs_ns;
 }
 
 /* The prior of one group's noises (Smyth 2004, the moment estimates of limma's fitFDist): with

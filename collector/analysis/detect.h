@@ -124,6 +124,9 @@ struct aw_detect_result {
 	                      head run: the machine, since nothing under test moves it (with no
 	                      confirmation to come, even one such run is noisy) */
 	bool tail;         /* of a tail input: its common factor is the runs' tails */
+	bool hidden;       /* unchanged, but every head run judged was disturbed and the change
+	                      reaches the threshold: the disturbed regime's own spread hid it, so
+	                      one such run clears nothing (the analysis holds it suspect) */
 	size_t head_n;     /* head runs judged (disturbed ones are set aside when others are
 	                      not) */
 	size_t agree_n;    /* of a regression: head runs, set aside or not, that each show it beyond

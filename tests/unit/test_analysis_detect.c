@@ -392,6 +392,46 @@ static void test_confirmations_by_reference(void **state)
 	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* A disturbed head run clears no threshold-sized slowdown: compared with the runs of its own
+ * slow regime (the common mode 8% up), which the cell spreads over 5.1-5.4 ns, a head 5.6% over
+ * them is not significant, but `hidden`; the same value from a quiet run is a regression, and
+ * a head within the slow runs hides nothing. */
+static void test_disturbed_head_hides(void **state)
+{
+	static const double slow[] = {5.12, 5.3, 5.42, 5.17, 5.36, 5.22};
+	double h[20], cm[20], x[] = {5.555}, xcm[] = {log(1.08)};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 20, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 20, 5.0, 0.002);
+	for (int i = 0; i < 20; i++)
+		cm[i] = 0.002 * (i % 3);
+	for (int i = 0; i < 6; i++) {
+		h[2 + 3 * i] = slow[i];
+		cm[2 + 3 * i] = log(1.08) + 0.001 * (i % 2);
+	}
+	in.history_factor[AW_FACTOR_COMMON] = cm;
+	in.head_factor[AW_FACTOR_COMMON] = xcm;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.disturbed);
+	assert_int_equal(r.matched, AW_FACTOR_COMMON);
+	assert_int_equal(r.window_n, 6);
+	assert_true(r.change >= 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	assert_true(r.hidden);
+	x[0] = 5.3;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_false(r.hidden);
+	x[0] = 5.555;
+	xcm[0] = 0.001;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_false(r.disturbed);
+	assert_false(r.hidden);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
 /* A disturbed head run is set aside for the level, but it still confirms a change far beyond
  * its disturbance (agree_n); one the disturbance explains does not. */
 static void test_disturbed_runs_confirm(void **state)
@@ -546,6 +586,7 @@ int main(void)
 	    cmocka_unit_test(test_stretches),
 	    cmocka_unit_test(test_stretches_beside_reference),
 	    cmocka_unit_test(test_confirmations_by_reference),
+	    cmocka_unit_test(test_disturbed_head_hides),
 	    cmocka_unit_test(test_disturbed_runs_confirm),
 	    cmocka_unit_test(test_rank_test_with_three_head_runs),
 	    cmocka_unit_test(test_threshold_rules),
