@@ -76,7 +76,7 @@ struct aw_ci_host {
 	 * spread): the most disturbed one's common mode and reference kernel over their usual
 	 * values (NAN: unknown); disturbed_run NULL when none was */
 	char *disturbed_run;
-	double disturbed_common, disturbed_reference;
+	double disturbed_common, disturbed_reference, disturbed_tails;
 };
 
 struct aw_ci_report {

@@ -551,15 +551,20 @@ static void put_md_links(struct sink *s, const char *first, const struct aw_ci_l
 	}
 }
 
-/* "common mode x1.12, reference kernel x1.00" of a disturbed head run (unknown ones left out). */
+/* "common mode x1.12, reference kernel x1.00, tails x3.20" of a disturbed head run (unknown
+ * ones left out). */
 static void put_disturbance(struct sink *s, const struct aw_ci_host *h)
 {
-	if (isfinite(h->disturbed_common))
-		putf(s, "common mode x%.3f", h->disturbed_common);
-	if (isfinite(h->disturbed_common) && isfinite(h->disturbed_reference))
-		put(s, ", ");
-	if (isfinite(h->disturbed_reference))
-		putf(s, "reference kernel x%.3f", h->disturbed_reference);
+	const double f[3] = {h->disturbed_common, h->disturbed_reference, h->disturbed_tails};
+	static const char *const what[3] = {"common mode", "reference kernel", "tails"};
+	bool any = false;
+
+	for (int k = 0; k < 3; k++) {
+		if (!isfinite(f[k]))
+			continue;
+		putf(s, "%s%s x%.3f", any ? ", " : "", what[k], f[k]);
+		any = true;
+	}
 }
 
 /* ---- console ---- */

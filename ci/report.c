@@ -197,6 +197,7 @@ static int parse_disturbed(const json_t *obj, struct aw_ci_host *h)
 	aw_verdict_most_disturbed(obj, &d);
 	h->disturbed_common = d.common;
 	h->disturbed_reference = d.reference;
+	h->disturbed_tails = d.tails;
 	free(h->disturbed_run);
 	h->disturbed_run = d.run_id ? strdup(d.run_id) : NULL;
 	return d.run_id && !h->disturbed_run ? -ENOMEM : 0;

@@ -73,21 +73,25 @@ void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance
 	size_t i;
 
 	out->run_id = NULL;
-	out->common = out->reference = NAN;
+	out->common = out->reference = out->tails = NAN;
 	json_array_foreach (json_object_get(host_verdict, "runs"), i, r) {
-		const json_t *c = json_object_get(r, "common"),
-		             *f = json_object_get(r, "reference");
+		static const char *const factor[3] = {"common", "reference", "tails"};
 		const char *id = json_string_value(json_object_get(r, "run_id"));
-		double cv = json_is_number(c) ? json_number_value(c) : NAN;
-		double fv = json_is_number(f) ? json_number_value(f) : NAN;
-		double size = fmax(isfinite(cv) && cv > 0 ? fabs(log(cv)) : 0,
-		                   isfinite(fv) && fv > 0 ? fabs(log(fv)) : 0);
+		double v[3], size = 0;
 
+		for (int k = 0; k < 3; k++) {
+			const json_t *f = json_object_get(r, factor[k]);
+
+			v[k] = json_is_number(f) ? json_number_value(f) : NAN;
+			if (isfinite(v[k]) && v[k] > 0)
+				size = fmax(size, fabs(log(v[k])));
+		}
 		if (!json_is_true(json_object_get(r, "disturbed")) || !id || size <= most)
 			continue;
 		most = size;
 		out->run_id = id;
-		out->common = cv;
-		out->reference = fv;
+		out->common = v[0];
+		out->reference = v[1];
+		out->tails = v[2];
 	}
 }

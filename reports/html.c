@@ -343,8 +343,8 @@ static void verdict(struct page *pg, enum aw_verdict v)
 /* A host's most disturbed head run, as atomwatch-ci's Markdown says it. */
 static void disturbance(struct page *pg, const struct aw_disturbance *d)
 {
-	const double f[2] = {d->common, d->reference};
-	static const char *const what[2] = {"common mode", "reference kernel"};
+	const double f[3] = {d->common, d->reference, d->tails};
+	static const char *const what[3] = {"common mode", "reference kernel", "tails"};
 	bool any = false;
 
 	if (!d->run_id)
@@ -352,7 +352,7 @@ static void disturbance(struct page *pg, const struct aw_disturbance *d)
 	raw(pg, "<p class=\"disturbed\"><strong>Disturbed run:</strong> head run <code>");
 	text(pg, d->run_id);
 	raw(pg, "</code>");
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (!isfinite(f[i]) || f[i] <= 0)
 			continue;
 		rawf(pg, "%s%s &times;%.3f", any ? ", " : " (", what[i], f[i]);

@@ -573,29 +573,33 @@ static double run_reference(const struct run_ref *r, double *buf)
 	return median_of(buf, m);
 }
 
-/* The host's head runs against its baseline: each head run's common mode and reference kernel
- * (the median over its cells) over the median of the last `window` baseline runs, and whether
- * either moved beyond what those runs show (the rule of aw_detect()). */
+/* The host's head runs against its baseline: each head run's common mode, reference kernel
+ * (the median over its cells) and tails (the common mode of its p99s) over the median of the
+ * last `window` baseline runs, and whether one moved beyond what those runs show (the rule of
+ * aw_detect()). */
 static void run_states(const struct table *t, const struct run_list *base,
                        const struct run_list *head, const struct aw_detect_opts *o,
                        struct aw_host_verdict *v)
 {
-	double f[2][64], hf[2][MAX_HEAD_RUNS];
+	double f[3][64], hf[3][MAX_HEAD_RUNS];
 	size_t from = base->n > o->window ? base->n - o->window : 0;
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) { /* common mode, reference, tails */
 		double buf[64], center, spread, d;
 		size_t n = 0;
 
 		for (size_t j = from; j < base->n && n < 64; j++) {
-			double x = k == 0 ? (t->cm_hist ? t->cm_hist[j] : NAN)
-			                  : run_reference(&base->r[j], buf);
+			double x = k == 0   ? (t->cm_hist ? t->cm_hist[j] : NAN)
+			           : k == 2 ? (t->tm_hist ? t->tm_hist[j] : NAN)
+			                    : run_reference(&base->r[j], buf);
 
 			if (isfinite(x))
 				f[k][n++] = x;
 		}
 		for (size_t h = 0; h < head->n && h < MAX_HEAD_RUNS; h++)
-			hf[k][h] = k == 0 ? t->cm_head[h] : run_reference(&head->r[h], buf);
+			hf[k][h] = k == 0   ? t->cm_head[h]
+			           : k == 2 ? t->tm_head[h]
+			                    : run_reference(&head->r[h], buf);
 		if (n < 3)
 			continue;
 		memcpy(buf, f[k], n * sizeof(double));
@@ -608,6 +612,8 @@ static void run_states(const struct table *t, const struct run_list *base,
 				continue;
 			if (k == 0)
 				v->runs[h].common = exp(d);
+			else if (k == 2)
+				v->runs[h].tails = exp(d);
 			else
 				v->runs[h].reference = exp(d);
 			if (fabs(d) > o->disturb_min && fabs(d) > o->disturb_k * spread)
@@ -887,7 +893,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	}
 	out->n_runs = head.n;
 	for (size_t i = 0; i < head.n; i++)
-		out->runs[i].common = out->runs[i].reference = NAN;
+		out->runs[i].common = out->runs[i].reference = out->runs[i].tails = NAN;
 	if (!base_commit)
 		run_states(&t, &base, &head, &o->detect, out);
 	rc = judge(&t, o, out);
@@ -950,7 +956,7 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 	return o;
 }
 
-/* The head runs' states: [{run_id, common, reference, disturbed}]. */
+/* The head runs' states: [{run_id, common, reference, tails, disturbed}]. */
 static json_t *runs_json(const struct aw_host_verdict *v)
 {
 	json_t *a = json_array();
@@ -958,10 +964,10 @@ static json_t *runs_json(const struct aw_host_verdict *v)
 	for (size_t i = 0; a && i < v->n_runs && i < v->n_head_runs; i++) {
 		const struct aw_run_state *r = &v->runs[i];
 
-		if (json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:b}", "run_id",
+		if (json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:o, s:b}", "run_id",
 		                                       v->head_runs[i], "common", num(r->common),
-		                                       "reference", num(r->reference), "disturbed",
-		                                       r->disturbed))) {
+		                                       "reference", num(r->reference), "tails",
+		                                       num(r->tails), "disturbed", r->disturbed))) {
 			json_decref(a);
 			return NULL;
 		}

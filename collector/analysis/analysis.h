@@ -76,8 +76,8 @@ struct aw_cell_verdict {
  * their usual values (1 = as usual, NAN: unknown), and whether either moved beyond the spread
  * those runs show. */
 struct aw_run_state {
-	double common, reference;
-	bool disturbed;
+	double common, reference, tails; /* each over its baseline median (NAN: unknown) */
+	bool disturbed;                  /* some factor moved beyond what the baseline shows */
 };
 
 /* A commit on one host. */

@@ -479,10 +479,22 @@ static void test_tail_spell(void **state)
 	assert_true(cell_of(&v, "op=stadd cpu=0")->p99.explained);
 	/* named as the tails it was judged against, in the note and the JSON */
 	assert_non_null(strstr(cell_of(&v, "op=stadd cpu=0")->p99.note, "(tails factor x8"));
+	/* and the run is disturbed by its tails, in its state, the JSON and what pages show */
+	assert_int_equal(v.n_runs, 1);
+	assert_true(v.runs[0].disturbed && v.disturbed);
+	assert_true(fabs(v.runs[0].tails / 8 - 1) < 0.05);
+	assert_true(fabs(v.runs[0].common - 1) < 0.05);
 	{
 		json_t *j = aw_host_verdict_json(&v, true), *cell;
+		struct aw_disturbance d;
 		size_t i;
 		int seen = 0;
+
+		aw_verdict_most_disturbed(j, &d);
+		assert_non_null(d.run_id);
+		assert_string_equal(d.run_id, v.head_runs[0]);
+		assert_true(fabs(d.tails / 8 - 1) < 0.05);
+		assert_true(fabs(d.common - 1) < 0.05);
 
 		json_array_foreach (json_object_get(j, "cells"), i, cell) {
 			if (strcmp(json_string_value(json_object_get(cell, "key")),
@@ -514,6 +526,8 @@ static void test_tail_spell(void **state)
 	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->p99.verdict, AW_VERDICT_REGRESSED);
 	assert_false(cell_of(&v, "op=stadd cpu=0")->p99.disturbed);
 	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	for (size_t k = 0; k < v.n_runs; k++) /* one cell's tail moves no run's tails */
+		assert_true(fabs(v.runs[k].tails - 1) < 0.05 && !v.runs[k].disturbed);
 	aw_host_verdict_release(&v);
 	assert_null(err);
 	store_disconnect(&c);

@@ -65,12 +65,12 @@ const char *aw_gate_name(enum aw_gate g);
 int aw_gate_parse(const char *name, enum aw_gate *out);
 
 /* The most disturbed head run of a host's verdict (the JSON of one host: "runs": [{run_id,
- * common, reference, disturbed}]): of the runs marked disturbed, the one whose factor lies
- * farthest from 1 (in log), with its two factors (NAN when unknown). `run_id` points into
- * the JSON. */
+ * common, reference, tails, disturbed}]): of the runs marked disturbed, the one whose factor
+ * lies farthest from 1 (in log), with its factors (NAN when unknown, as "tails" is in an older
+ * collector's JSON). `run_id` points into the JSON. */
 struct aw_disturbance {
 	const char *run_id; /* NULL: no head run was disturbed (or an older collector's JSON) */
-	double common, reference;
+	double common, reference, tails;
 };
 
 void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance *out);
