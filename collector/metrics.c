@@ -1,5 +1,6 @@
 /* Prometheus counters and their text exposition; see metrics.h. Fixed-size tables of atomics:
- * no allocation and no lock on the request path. */
+ * no allocation and no lock on the request path (GET /metrics itself reads the malloc
+ * heap's figures, which locks each arena in turn). */
 #include "metrics.h"
 
 #include <malloc.h>
@@ -92,7 +93,6 @@ static uint64_t load(atomic_uint_fast64_t *a)
 int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 {
 	static const char *const outcomes[] = {"created", "duplicate", "conflict"};
-	struct mallinfo2 heap = mallinfo2();
 	uint64_t cumulative = 0;
 	int rc;
 
@@ -205,7 +205,9 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    (unsigned long long)g->postingest_failed,
 		    (unsigned long long)g->chart_cache_bytes,
 		    (unsigned long long)g->chart_cache_files);
-	if (!rc && !SANITIZED) /* a sanitizer's allocator replaces glibc's: nothing to say */
+	if (!rc && !SANITIZED) { /* a sanitizer's allocator replaces glibc's: nothing to say */
+		struct mallinfo2 heap = mallinfo2(); /* (takes each arena's lock in turn) */
+
 		rc = aw_buf_printf(
 		    out,
 		    "# HELP atomwatch_heap_bytes The collector's malloc heap: bytes in use, and bytes "
@@ -215,5 +217,6 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    "atomwatch_heap_bytes{state=\"free\"} %llu\n",
 		    (unsigned long long)(heap.uordblks + heap.hblkhd),
 		    (unsigned long long)heap.fordblks);
+	}
 	return rc;
 }

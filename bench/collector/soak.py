@@ -165,7 +165,7 @@ def soak(backend, args, pg):
         t.daemon = True
         t.start()
     end = t0 + args.minutes * 60
-    rss_start = None
+    rss_start = g_start = None
     samples = {}  # minute -> [(rss KiB, heap in use bytes)], every 5 s
     while time.monotonic() < end:
         time.sleep(min(5, max(0, end - time.monotonic())))
@@ -225,7 +225,7 @@ def main():
                   backend, r["agents"], r["readers"], r["minutes"], r["uploads"], r["pages"],
                   r["errors"], r["rss_start_kib"], r["rss_end_kib"], r["rss_growth_pct"],
                   r["exit_status"]))
-        a, b = r["gauges_start"], r["gauges_end"]
+        a, b = r["gauges_start"] or r["gauges_end"], r["gauges_end"]
         print("  heap in use %s -> %s KiB, free in the arenas %s -> %s KiB; chart cache %s -> "
               "%s files, %s -> %s MiB" % (
                   a["heap_in_use"] // 1024, b["heap_in_use"] // 1024, a["heap_free"] // 1024,
