@@ -772,6 +772,35 @@ static size_t agreeing_runs(const struct aw_detect_input *in, const struct aw_de
 	return agree > r->head_n ? agree : r->head_n;
 }
 
+/* A change that several head runs make only between them: one of them is still at the
+ * baseline's level (within the cell's noise, or half the threshold if that is less). A change of
+ * the code moves every run of the cell; runs that land some at the baseline and some above it
+ * are a cell that flips between levels in a spell of the host's, which the re-measurements
+ * taken right after the head share, whatever their median says. Noisy, never regressed or
+ * improved. (The noise and not the half threshold alone: a real change of a cell whose
+ * run-to-run noise is 1% puts a run below half of a 5% threshold often enough to cost
+ * detection, bench_detect_quality's typical class.) */
+static void mixed_levels(const struct aw_detect_input *in, struct aw_detect_result *r,
+                         const struct cell_state *st)
+{
+	double level = log1p(in->threshold) / 2, sign = r->change > 0 ? 1 : -1;
+	size_t at_base = 0;
+
+	if (st->n_head < 2 || r->absolute || !(r->baseline > 0))
+		return;
+	if (isfinite(r->noise) && r->noise < level)
+		level = r->noise;
+	for (size_t h = 0; h < st->n_head; h++)
+		at_base += !(st->head[h] > 0) || sign * log(st->head[h] / r->baseline) < level;
+	if (!at_base)
+		return;
+	r->verdict = AW_VERDICT_NOISY;
+	snprintf(r->note, sizeof(r->note),
+	         "%zu of the %zu head runs stayed at the baseline (%.4g ns, within %.2g%%): a "
+	         "cell that flips between levels",
+	         at_base, st->n_head, r->baseline, 100 * level);
+}
+
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                    struct aw_detect_result *r, const struct cell_state *st)
 {
@@ -829,6 +858,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			         aw_result_factor_name(r, r->disturbed_by), r->disturb);
 		}
 	}
+	if (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED)
+		mixed_levels(in, r, st);
 	r->agree_n = r->verdict == AW_VERDICT_REGRESSED ? agreeing_runs(in, r, st) : r->head_n;
 	/* Nor does a disturbed head clear a threshold-sized slowdown: the runs of its disturbed
 	 * regime that it was compared with are spread so wide that they hide it, which says

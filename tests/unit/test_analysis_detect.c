@@ -551,6 +551,30 @@ static void test_rank_test_with_three_head_runs(void **state)
 	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* A cell that flips between two levels for spells of runs (vm-default-none-2's op=c11_relaxed:
+ * 2.0 ns, now and then 2.3): a head and re-measurements that land three at 2.3 and one at 2.0
+ * are the spell, though their median is 14% up and the rank test agrees. The same four runs
+ * all at 2.3 are a regression. */
+static void test_mixed_levels(void **state)
+{
+	double h[20], spell[] = {2.309, 2.319, 1.998, 2.255}, moved[] = {2.309, 2.319, 2.3, 2.255};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 20, 2.0, 0.003);
+	h[5] = 2.565;
+	h[3] = 2.308;
+	r = judge_one(h, 20, spell, 4, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	assert_non_null(strstr(r.note, "1 of the 4 head runs stayed at the baseline"));
+	assert_true(r.mw_pvalue < 0.05);
+	r = judge_one(h, 20, moved, 4, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* one run is no mix of levels: it stays the suspect the analysis makes of it */
+	r = judge_one(h, 20, spell, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
 static void test_threshold_rules(void **state)
 {
 	const struct aw_threshold_rule rules[] = {
@@ -589,6 +613,7 @@ int main(void)
 	    cmocka_unit_test(test_disturbed_head_hides),
 	    cmocka_unit_test(test_disturbed_runs_confirm),
 	    cmocka_unit_test(test_rank_test_with_three_head_runs),
+	    cmocka_unit_test(test_mixed_levels),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
