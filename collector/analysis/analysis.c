@@ -39,6 +39,7 @@ struct run_ref {
 	char *run_id, *commit, *matrix_hash, *platform_hash;
 	double *ref; /* the reference kernel beside each cell, document order (NAN: none) */
 	size_t n_ref;
+	bool confirmation; /* re-measures another run's suspects */
 };
 
 static void run_ref_release(struct run_ref *x)
@@ -104,6 +105,7 @@ static int collect_run(const struct store_run *run, void *cls)
 	memset(x, 0, sizeof(*x));
 	x->seq = run->seq;
 	x->order_us = run->order_us;
+	x->confirmation = run->confirmation_of != NULL;
 	if (aw_set_str(&x->run_id, run->run_id) || aw_set_str(&x->commit, run->commit) ||
 	    aw_set_str(&x->matrix_hash, run->matrix_hash) ||
 	    aw_set_str(&x->platform_hash, run->platform_hash) ||
@@ -489,7 +491,8 @@ static double median_of(double *v, size_t n)
 /* Each run's common mode: a median polish of log(p50) (with `tail`, of log(p99)) over the
  * baseline runs and the uncontended matrix cells (row effect = the run's factor, column
  * effect = the cell's level), two rounds; head runs take their factor against the levels the
- * baseline gave. A run with fewer than CM_MIN_CELLS such cells (a confirmation run) has none.
+ * baseline gave. A run with fewer than CM_MIN_CELLS such cells has none (nor has a confirmation
+ * run, whatever it holds: aw_analysis_host() clears its factors).
  * Fills *hist (malloc'd, n_runs) and head[MAX_HEAD_RUNS]. */
 static int common_mode(const struct table *t, bool tail, double **hist, double *head)
 {
@@ -886,6 +889,11 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		rc = common_mode(&t, true, &t.tm_hist, t.tm_head);
 	if (rc)
 		goto out;
+	/* A confirmation run carries only the suspects, the very cells that moved: a factor
+	 * over them would explain their move by itself. It is judged by its reference. */
+	for (size_t h = 0; h < head.n && h < MAX_HEAD_RUNS; h++)
+		if (head.r[h].confirmation)
+			t.cm_head[h] = t.tm_head[h] = NAN;
 	out->runs = calloc(head.n, sizeof(*out->runs));
 	if (!out->runs) {
 		rc = -ENOMEM;

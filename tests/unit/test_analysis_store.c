@@ -365,6 +365,57 @@ static void test_confirmation(void **state)
 	store_close(&s);
 }
 
+/* Keeps the first three cells of r (ldadd, stadd, llsc): a confirmation run of those. */
+static struct aw_result *first_three(struct aw_result *r)
+{
+	for (size_t i = 3; i < r->n_cells; i++)
+		aw_cell_release(&r->cells[i]);
+	r->n_cells = 3;
+	return r;
+}
+
+/* A confirmation run carries only the suspects, the cells that moved, so it has no common mode
+ * of its own: three cells twice as slow in the head's first run (whose 30 other cells are as
+ * usual) and again in its confirmation are confirmed regressions, not a run "disturbed" by the
+ * median of those same three cells. */
+static void test_confirmation_has_no_common_mode(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	struct aw_result *conf;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_main(c, "grace");
+	put(c, run_of("grace", "badc0de4", "feature", 14, 10.0, 100.0, 40.0, HASH));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de4", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_UNCONFIRMED);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 3);
+	assert_true(fabs(v.runs[0].common - 1) < 0.05);
+	aw_host_verdict_release(&v);
+
+	conf = first_three(run_of("grace", "badc0de4", "feature", 14, 10.1, 100.5, 40.2, HASH));
+	assert_int_equal(aw_set_str(&conf->confirmation_of, "0e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0e"),
+	                 0);
+	put(c, conf);
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de4", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.n_head_runs, 2);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 3);
+	for (size_t i = 0; i < v.n_runs; i++)
+		assert_false(v.runs[i].disturbed);
+	assert_true(isnan(v.runs[0].common) || isnan(v.runs[1].common));
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->n_head, 2);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->p50.head_n, 2);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* Multiplies every cell of r but stadd by `factor`: a run the machine slowed. */
 static struct aw_result *slowed(struct aw_result *r, double factor)
 {
@@ -611,6 +662,7 @@ int main(void)
 	    cmocka_unit_test(test_gate_levels),
 	    cmocka_unit_test(test_cell_globs),
 	    cmocka_unit_test(test_confirmation),
+	    cmocka_unit_test(test_confirmation_has_no_common_mode),
 	    cmocka_unit_test(test_tail_spell),
 	    cmocka_unit_test(test_hidden_by_disturbance),
 	};
