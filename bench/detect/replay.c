@@ -11,16 +11,26 @@
  * N runs of the same kind (base for A/A, the same variant for A/B) are put as further runs of
  * the head's commit with only the suspect cells, as `atomwatch-agent run --confirm N` uploads
  * them. (The agent measures them right after the head with fewer batches; here they are the
- * recording's next runs, seconds later.) Beside atomwatch: one head run without confirmation,
- * a plain 5% threshold on p50 against the median of the last 10 runs, and |z| > 5.
+ * recording's next runs, seconds later, marked `confirmation_of` the head's run.) Beside
+ * atomwatch: one head run without confirmation, a plain 5% threshold on p50 against the median
+ * of the last 10 runs, and |z| > 5.
  *
- * usage: bench_detect_replay [--confirm N] [--thresholds FILE] [--window N] RECORDING...
+ * The base runs of a recording are seconds apart, a CI's commits minutes or hours: a spell of
+ * the host that lasts several runs shows in the recording's history as consecutive runs, in a
+ * CI's history as lone runs. --spaced SEED replays the latter: each head's history is 40 base
+ * runs drawn at random (seeded) from the whole recording, more than SPACING runs away from the
+ * head and from its confirmations, in a random order. --confirm-after K takes the
+ * confirmations from K runs after the head on, as a confirmation waiting that long would.
+ *
+ * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--spaced SEED]
+ *                            [--thresholds FILE] RECORDING...
  * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +79,20 @@ static const char *const method_names[M_COUNT] = {"atomwatch, --confirm N", "ato
 
 static unsigned confirm_n = 3;
 static const struct aw_thresholds *thresholds;
+/* --spaced SEED: each head's history is drawn at random from the recording's base runs away
+ * from it, in a random order, as a CI's commits are measured minutes or hours apart (0: the
+ * base runs before the head, in measuring order) */
+static unsigned long spaced_seed;
+/* --confirm-after K: a head's confirmations are the first N runs of its kind from K runs after
+ * it on (1: the next ones, as the agent measures them right away) */
+static unsigned long confirm_after = 1;
+
+#define SPACING 12 /* runs on either side of a head that its spaced history leaves out */
+
+/* The drawn history of the head being judged (--spaced): positions in the recording, oldest
+ * first; NULL when the history is the base runs before the head. */
+static const size_t *spaced_hist;
+static size_t n_spaced_hist;
 
 static void die(const char *what, const char *detail)
 {
@@ -158,10 +182,14 @@ static bool listed(const char *key, char *const *keys, size_t n)
 	return false;
 }
 
+/* The run id put() gave the last run it stored. */
+static char last_run_id[AW_UUID_LEN + 1];
+
 /* Puts `doc` as a run of `commit` on `ref` with a fresh run id; with `keep`, only the cells
- * whose keys it lists (and their reference values), as a confirmation run carries. */
+ * whose keys it lists (and their reference values), marked as a confirmation of the run
+ * `of`, as `atomwatch-agent run --confirm N` uploads one. */
 static void put(struct store_conn *c, const json_t *doc, const char *commit, const char *ref,
-                char *const *keep, size_t n_keep)
+                char *const *keep, size_t n_keep, const char *of)
 {
 	json_t *d = json_deep_copy(doc), *cells = json_array(), *vals = json_array();
 	json_t *ref_obj = json_object_get(d, "reference");
@@ -190,6 +218,9 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	else
 		json_decref(vals);
 	json_object_set_new(d, "run_id", json_string(id->run_id));
+	snprintf(last_run_id, sizeof(last_run_id), "%s", id->run_id);
+	if (of)
+		json_object_set_new(d, "confirmation_of", json_string(of));
 	json_object_set_new(d, "commit", json_string(commit));
 	json_object_set_new(d, "ref", json_string(ref));
 	aw_result_free(&id);
@@ -242,13 +273,14 @@ struct cellhist {
 	size_t n;
 };
 
-/* The last MIN_HISTORY base runs' p50 of `key` before position `at` (measuring order). */
+/* The last MIN_HISTORY base runs' p50 of `key` before position `at` (measuring order), or the
+ * last of the head's drawn history (--spaced). */
 static size_t last_base(const struct recording *rec, size_t at, const char *key, double *out)
 {
-	size_t n = 0;
+	size_t n = 0, from = spaced_hist ? n_spaced_hist : at;
 
-	for (size_t j = at; j-- > 0 && n < MIN_HISTORY;) {
-		size_t i;
+	for (size_t jj = from; jj-- > 0 && n < MIN_HISTORY;) {
+		size_t i, j = spaced_hist ? spaced_hist[jj] : jj;
 		json_t *cell;
 
 		if (strcmp(rec->variant[j], "base"))
@@ -367,13 +399,13 @@ static void verdict_release(struct verdict_of *v)
 	v->n_keys = 0;
 }
 
-/* The next `n` runs of `variant` after position `at`. */
+/* The next `n` runs of `variant` from confirm_after runs after position `at` on. */
 static size_t next_of(const struct recording *rec, size_t at, const char *variant, size_t *out,
                       size_t n)
 {
 	size_t k = 0;
 
-	for (size_t j = at + 1; j < rec->n && k < n; j++)
+	for (size_t j = at + confirm_after; j < rec->n && k < n; j++)
 		if (!strcmp(rec->variant[j], variant))
 			out[k++] = j;
 	return k;
@@ -387,7 +419,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 {
 	static unsigned serial;
 	const char *project = json_string_value(json_object_get(rec->docs[at], "project"));
-	char label[128], commit[41], ref[64];
+	char label[128], commit[41], ref[64], head_id[AW_UUID_LEN + 1];
 	struct verdict_of first, after, single;
 	struct aw_analysis_opts one;
 	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0};
@@ -399,7 +431,8 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 		fprintf(stderr, "%s head %zu (%s) commit %s\n", aa ? "A/A" : "A/B", at,
 		        rec->variant[at], commit);
 	snprintf(ref, sizeof(ref), "pr-%u", serial);
-	put(c, rec->docs[at], commit, ref, NULL, 0);
+	put(c, rec->docs[at], commit, ref, NULL, 0, NULL);
+	snprintf(head_id, sizeof(head_id), "%s", last_run_id);
 	/* one head run decides (detection.confirm_runs: 1): any fail-level regression fails */
 	one = *o;
 	one.confirm_runs = 1;
@@ -412,7 +445,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	if (first.suspect && confirm_n) {
 		k = next_of(rec, at, rec->variant[at], next, confirm_n);
 		for (size_t i = 0; i < k; i++)
-			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys);
+			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys, head_id);
 		t[M_CONFIRM].suspects++;
 		t[M_CONFIRM].confirm_cells += k * first.n_keys;
 		judge(c, o, project, commit, host, &after);
@@ -435,6 +468,67 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	if (after.keys[0] != first.keys[0] || after.n_keys != first.n_keys)
 		verdict_release(&after);
 	verdict_release(&first);
+}
+
+/* splitmix64 */
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+/* --spaced: draws the history of the head at position `at`, up to `want` base runs more than
+ * SPACING runs away from it (so neither the head's confirmations nor the spell it was measured
+ * in), in a random order, and puts them as commits of a ref of their own, named in `ref`.
+ * Returns how many it drew (spaced_hist lists them). */
+static size_t draw_history(const struct recording *rec, size_t at, size_t want, char *ref,
+                           size_t ref_size, struct store_conn *c)
+{
+	static size_t pool[8192], serial;
+	uint64_t state = spaced_seed * 0x100000001b3u + at;
+	size_t n = 0;
+	char label[128], commit[41];
+
+	size_t conf[MAX_CONFIRM], n_conf = next_of(rec, at, rec->variant[at], conf, confirm_n);
+
+	for (size_t j = 0; j < rec->n && n < 8192; j++) {
+		bool near = j + SPACING >= at && j <= at + SPACING;
+
+		for (size_t q = 0; q < n_conf; q++)
+			near = near || (j + SPACING >= conf[q] && j <= conf[q] + SPACING);
+		if (!strcmp(rec->variant[j], "base") && !near)
+			pool[n++] = j;
+	}
+	/* a partial Fisher-Yates shuffle: the first `want` of the pool */
+	if (want > n)
+		want = n;
+	for (size_t k = 0; k < want; k++) {
+		size_t r = k + (size_t)(next_random(&state) % (n - k)), t = pool[k];
+
+		pool[k] = pool[r];
+		pool[r] = t;
+	}
+	snprintf(ref, ref_size, "spaced-%zu", ++serial);
+	for (size_t k = 0; k < want; k++) {
+		/* an hour apart, and before every head (whose commits have no commit time and
+		 * are ordered by when they were measured) */
+		json_t *d = json_deep_copy(rec->docs[pool[k]]);
+		char when[32];
+
+		snprintf(when, sizeof(when), "2020-01-%02zuT%02zu:00:00Z", 1 + k / 24, k % 24);
+		if (!d || json_object_set_new(d, "commit_time", json_string(when)))
+			die("out of memory", NULL);
+		snprintf(label, sizeof(label), "%s:%s:%zu", rec->path, ref, k);
+		commit_of(label, commit);
+		put(c, d, commit, ref, NULL, 0, NULL);
+		json_decref(d);
+	}
+	spaced_hist = pool;
+	n_spaced_hist = want;
+	return want;
 }
 
 static void replay(const char *path, const char *tmp)
@@ -464,22 +558,30 @@ static void replay(const char *path, const char *tmp)
 	if (!host || !project)
 		die("the first run has no host name or project", path);
 	/* the history of main: the base runs, each its own commit, in measuring order; a head
-	 * is judged against those measured before it */
-	for (size_t i = 0; i < rec.n; i++) {
+	 * is judged against those measured before it (with --spaced, each head gets its own) */
+	for (size_t i = 0; !spaced_seed && i < rec.n; i++) {
 		if (strcmp(rec.variant[i], "base"))
 			continue;
 		snprintf(label, sizeof(label), "main:%zu", i);
 		commit_of(label, commit);
-		put(c, rec.docs[i], commit, "main", NULL, 0);
+		put(c, rec.docs[i], commit, "main", NULL, 0, NULL);
 	}
 	for (size_t i = 0; i < rec.n; i++) {
 		bool base = !strcmp(rec.variant[i], "base");
 		int v = -1;
+		char hist_ref[64];
 
-		if (base && n_base++ < MIN_HISTORY)
-			continue;
-		if (n_base < MIN_HISTORY)
-			continue;
+		if (spaced_seed) {
+			if (draw_history(&rec, i, o.history, hist_ref, sizeof(hist_ref), c) <
+			    MIN_HISTORY)
+				continue;
+			o.baseline_ref = hist_ref;
+		} else {
+			if (base && n_base++ < MIN_HISTORY)
+				continue;
+			if (n_base < MIN_HISTORY)
+				continue;
+		}
 		for (int k = 0; k < 3; k++)
 			if (!strcmp(rec.variant[i], variants[k]))
 				v = k;
@@ -491,6 +593,7 @@ static void replay(const char *path, const char *tmp)
 			one_head(c, &o, &rec, i, host, true, aa);
 		else if (v >= 0)
 			one_head(c, &o, &rec, i, host, false, ab[v]);
+		o.baseline_ref = "main";
 	}
 	printf("\n%s: %s, profile %s, load %s, %zu runs\n", path,
 	       json_string_value(json_object_get(rec.header, "cpu_model")),
@@ -562,12 +665,30 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			confirm_n = (unsigned)n;
+		} else if (!strcmp(argv[i], "--confirm-after") && i + 1 < argc) {
+			char *end;
+			unsigned long n = strtoul(argv[++i], &end, 10);
+
+			if (*end || !n || n > 1000 || argv[i][0] == '-') {
+				fprintf(stderr, "bench_detect_replay: --confirm-after takes 1..1000\n");
+				return 2;
+			}
+			confirm_after = n;
+		} else if (!strcmp(argv[i], "--spaced") && i + 1 < argc) {
+			char *end;
+			unsigned long n = strtoul(argv[++i], &end, 10);
+
+			if (*end || !n || argv[i][0] == '-') {
+				fprintf(stderr, "bench_detect_replay: --spaced takes a seed >= 1\n");
+				return 2;
+			}
+			spaced_seed = n;
 		} else if (!strcmp(argv[i], "--thresholds") && i + 1 < argc) {
 			th_path = argv[++i];
 		} else {
 			fprintf(stderr,
-			        "usage: bench_detect_replay [--confirm N] [--thresholds FILE] "
-			        "RECORDING...\n");
+			        "usage: bench_detect_replay [--confirm N] [--confirm-after K] "
+			        "[--spaced SEED] [--thresholds FILE] RECORDING...\n");
 			return 2;
 		}
 	}
@@ -582,11 +703,18 @@ int main(int argc, char **argv)
 		die("cannot make a temporary directory", strerror(errno));
 	printf(
 	    "Recordings replayed through the collector's store and analysis (default thresholds, "
-	    "window %u); a head is a commit judged against the base runs measured before it "
-	    "(at least %d), and followed by at least N runs of its variant (its confirmations).\n"
+	    "window %u); a head is a commit judged against %s (at least %d), and followed by at "
+	    "least N runs of its variant (its confirmations, from %lu runs after it on; N = %u).\n"
 	    "A/A false = commits of an unchanged subject whose gate fails; "
 	    "plusK = heads of a really slower subject whose subject cell fails the gate.\n",
-	    10u, MIN_HISTORY);
+	    10u,
+	    spaced_seed ? "40 base runs drawn at random away from it (--spaced)"
+	                : "the base runs measured before it",
+	    MIN_HISTORY, confirm_after, confirm_n);
+	if (spaced_seed)
+		printf("History drawn with seed %lu, leaving out %d runs on either side of the head "
+		       "and of each confirmation.\n",
+		       spaced_seed, SPACING);
 	for (; i < argc; i++)
 		replay(argv[i], tmp);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
