@@ -52,7 +52,7 @@ static double normal(void)
 }
 
 struct run {
-	double p50, p99, se50, se99;
+	double min, p50, p99, se50, se99;
 };
 
 static struct run one_run(const struct noise *nz, double truth)
@@ -69,6 +69,7 @@ static struct run one_run(const struct noise *nz, double truth)
 			v[i] = 0;
 	}
 	aw_summarize(v, SAMPLES, &s);
+	r.min = s.min;
 	r.p50 = s.p50;
 	r.p99 = s.p99;
 	r.se50 = (s.ci_hi - s.ci_lo) / (2 * 1.96);
@@ -114,6 +115,7 @@ static int zscore(const double *b, size_t n, double head)
 
 static double hist[2][CELLS][HISTORY], hse[2][CELLS][HISTORY];
 static double head[2][CELLS][3], xse[2][CELLS][3];
+static double hmin[CELLS][HISTORY], xmin[CELLS][3]; /* the p50 runs' fastest batches */
 static struct aw_detect_input in[2 * CELLS];
 static struct aw_detect_result out[2 * CELLS];
 static bool tail_bimodal[CELLS];
@@ -141,7 +143,9 @@ static void detect_cells(int n_head, int *flags)
 			                             .n_head = (size_t)n_head,
 			                             .threshold = 0.05,
 			                             .tail_bimodal = tail_bimodal[c],
-			                             .group = m};
+			                             .group = m,
+			                             .history_min = m ? NULL : hmin[c],
+			                             .head_min = m ? NULL : xmin[c]};
 	if (aw_detect(in, 2 * CELLS, NULL, out))
 		exit(1);
 	for (int m = 0; m < 2; m++)
@@ -180,13 +184,13 @@ static void simulate(const struct noise *nz, double shift, struct tally *t)
 			for (int i = 0; i < HISTORY; i++) {
 				struct run r = one_run(nz, truth);
 
-				hist[0][c][i] = r.p50, hse[0][c][i] = r.se50;
+				hist[0][c][i] = r.p50, hse[0][c][i] = r.se50, hmin[c][i] = r.min;
 				hist[1][c][i] = r.p99, hse[1][c][i] = r.se99;
 			}
 			for (int i = 0; i < 3; i++) {
 				struct run r = one_run(nz, truth * (shifted ? 1 + shift : 1));
 
-				head[0][c][i] = r.p50, xse[0][c][i] = r.se50;
+				head[0][c][i] = r.p50, xse[0][c][i] = r.se50, xmin[c][i] = r.min;
 				head[1][c][i] = r.p99, xse[1][c][i] = r.se99;
 			}
 			for (int m = 0; m < 2; m++) {

@@ -162,8 +162,10 @@ struct series {
 	bool duty;      /* d > 0 */
 	bool warn_only; /* contended or with duty: its default gate level is warn */
 	double *p50, *p99, *se50;
+	double *mn; /* the fastest batch, per baseline run */
 	double *rf; /* log of the reference kernel beside the cell, per baseline run */
 	double head50[MAX_HEAD_RUNS], head99[MAX_HEAD_RUNS], headse[MAX_HEAD_RUNS];
+	double headmn[MAX_HEAD_RUNS];
 	double headrf[MAX_HEAD_RUNS];
 	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
 	size_t n_head;
@@ -208,6 +210,7 @@ static void series_release(struct series *s)
 	free(s->p50);
 	free(s->p99);
 	free(s->se50);
+	free(s->mn);
 	free(s->rf);
 	free(s->failed);
 }
@@ -259,11 +262,12 @@ static struct series *series_for(struct table *t, const struct aw_cell *c, int *
 		s->p50 = malloc(t->n_runs * sizeof(double));
 		s->p99 = malloc(t->n_runs * sizeof(double));
 		s->se50 = malloc(t->n_runs * sizeof(double));
+		s->mn = malloc(t->n_runs * sizeof(double));
 		s->rf = malloc(t->n_runs * sizeof(double));
-		if (!s->p50 || !s->p99 || !s->se50 || !s->rf)
+		if (!s->p50 || !s->p99 || !s->se50 || !s->mn || !s->rf)
 			goto fail;
 		for (size_t i = 0; i < t->n_runs; i++)
-			s->p50[i] = s->p99[i] = s->se50[i] = s->rf[i] = NAN;
+			s->p50[i] = s->p99[i] = s->se50[i] = s->mn[i] = s->rf[i] = NAN;
 	}
 	*rc = aw_strmap_put(t->index, c->key, (int64_t)t->n);
 	if (*rc) {
@@ -329,6 +333,7 @@ static int read_cell(const struct aw_cell *c, void *cls)
 			s->head50[s->n_head] = c->p50;
 			s->head99[s->n_head] = c->p99;
 			s->headse[s->n_head] = se_of(c);
+			s->headmn[s->n_head] = c->min;
 			s->headrf[s->n_head] = rf;
 			s->head_run[s->n_head] = t->run;
 			s->n_head++;
@@ -346,6 +351,7 @@ static int read_cell(const struct aw_cell *c, void *cls)
 		s->p50[t->run] = c->p50;
 		s->p99[t->run] = c->p99;
 		s->se50[t->run] = se_of(c);
+		s->mn[t->run] = c->min;
 		s->rf[t->run] = rf;
 		break;
 	}
@@ -648,18 +654,18 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		return 0;
 	in = calloc(2 * n, sizeof(*in));
 	out = calloc(2 * n, sizeof(*out));
-	/* p50, se50, p99, and the reference and common-mode factors of p50's and p99's runs,
-	 * dense per series; then the head's factors */
-	buf = malloc((8 * w + 4 * MAX_HEAD_RUNS) * n * sizeof(double));
+	/* p50, se50, p99, the reference and common-mode factors of p50's and p99's runs and the
+	 * p50 runs' fastest batches, dense per series; then the head's factors */
+	buf = malloc((9 * w + 4 * MAX_HEAD_RUNS) * n * sizeof(double));
 	v->cells = calloc(n, sizeof(*v->cells));
 	if (!in || !out || !buf || !v->cells)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct series *s = &t->s[i];
-		double *h50 = buf + (8 * w + 4 * MAX_HEAD_RUNS) * i, *hse = h50 + w, *h99 = hse + w;
+		double *h50 = buf + (9 * w + 4 * MAX_HEAD_RUNS) * i, *hse = h50 + w, *h99 = hse + w;
 		double *rf50 = h99 + w, *cm50 = rf50 + w, *rf99 = cm50 + w, *cm99 = rf99 + w;
-		double *xrf = cm99 + w, *xcm = xrf + MAX_HEAD_RUNS, *xrf99 = xcm + MAX_HEAD_RUNS,
-		       *xcm99 = xrf99 + MAX_HEAD_RUNS;
+		double *hmn = cm99 + w, *xrf = hmn + w, *xcm = xrf + MAX_HEAD_RUNS;
+		double *xrf99 = xcm + MAX_HEAD_RUNS, *xcm99 = xrf99 + MAX_HEAD_RUNS;
 		size_t n50 = t->n_runs ? dense(s->p50, s->se50, t->n_runs, h50, hse, s->rf, rf50,
 		                               t->cm_hist, cm50)
 		                       : 0;
@@ -669,6 +675,10 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		size_t nh99 = 0;
 		bool strict =
 		    (s->kind == 0 || s->kind == 1 || s->kind == 3 || s->kind == 4) && !s->duty;
+
+		/* (the fastest batches, aligned with the p50s) */
+		if (t->n_runs)
+			dense(s->p50, s->mn, t->n_runs, h50, hmn, NULL, NULL, NULL, NULL);
 
 		for (size_t k = 0; k < s->n_head; k++) {
 			xrf[k] = xrf99[k] = s->headrf[k];
@@ -693,7 +703,9 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		                             .strict_resolution = strict,
 		                             .threshold = threshold_for(o->thresholds, 0, s),
 		                             .tail_bimodal = s->tail_bimodal,
-		                             .group = 2 * s->kind};
+		                             .group = 2 * s->kind,
+		                             .history_min = hmn,
+		                             .head_min = s->headmn};
 		in[2 * i + 1] =
 		    (struct aw_detect_input){.history = h99,
 		                             .n_history = n99,

@@ -88,6 +88,11 @@ struct aw_detect_input {
 	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50 (flag only) */
 	bool tail;              /* the series is a tail (p99): its run factors are the runs'
 	                           tails, a disturbance explains up to tail_disturb_max */
+	/* Optional (NULL: unknown), of a p50 series: each run's fastest batch, aligned with
+	 * history[] and head[]. A change of the code slows every batch, the fastest too; a
+	 * spell of the host's that slows only part of a run leaves it where it was (step 9d). */
+	const double *history_min;
+	const double *head_min;
 };
 
 struct aw_detect_result {
