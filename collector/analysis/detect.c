@@ -19,6 +19,8 @@
 #define MATCH_MIN         6 /* baseline runs chosen by their factor, at least */
 #define PART_MIN_RUNS     2 /* head runs judged before step 9d looks at the fastest batches */
 #define PART_GAP_K        3 /* ... and the gap it needs, in the history gap's spreads */
+#define SEEN_SHARE        0.1 /* lone runs of the history as far out: seen before */
+#define SEEN_LONE_MIN     4   /* ... and never fewer than this many (10% of 40 runs) */
 #define SEEN_RUNS         2 /* baseline runs at least as far out as the head: seen before */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
@@ -443,7 +445,11 @@ static void history_noise(const struct aw_detect_input *in, const struct aw_dete
  * runs all show. The whole history, not only the runs since the last change point: a cell
  * that flips between two levels for spells of runs gets a change point at every flip, and
  * the level before it is one the host goes back to. (The price: a regression fixed and
- * brought back within the history's runs is noisy, with this note, not regressed.) */
+ * brought back within the history's runs is noisy, with this note, not regressed.) Or, whatever
+ * the stretches, when one run in ten of the history (SEEN_SHARE, and SEEN_LONE_MIN at least)
+ * lies as far out on its own: a head and its re-measurements are taken seconds apart and share one
+ * spell of the host's, while a CI's history runs are minutes or hours apart, so that its spells
+ * show there as lone runs, not stretches (bench_detect_replay --spaced). */
 static void seen_stretches(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                            struct aw_detect_result *r, const struct cell_state *st, struct work *w)
 {
@@ -466,6 +472,25 @@ static void seen_stretches(const struct aw_detect_input *in, const struct aw_det
 			continue;
 		total++;
 		beyond += up ? m >= r->head : m <= r->head;
+	}
+	if (beyond < SEEN_RUNS && k > 1) {
+		/* the head's runs, seconds apart, share one spell of the host's; a level the
+		 * history shows in one run in ten or more, alone, is one such spell */
+		size_t lone = 0, need = (size_t)ceil(SEEN_SHARE * (double)n);
+
+		if (need < SEEN_LONE_MIN)
+			need = SEEN_LONE_MIN;
+
+		for (size_t i = 0; i < n; i++)
+			lone += up ? v[i] >= r->head : v[i] <= r->head;
+		if (lone >= need) {
+			r->seen_before = true;
+			snprintf(r->note, sizeof(r->note),
+			         "%zu of the %zu runs of the history were as far from the baseline "
+			         "(%.4g ns), each alone",
+			         lone, n, r->baseline);
+			return;
+		}
 	}
 	if (beyond < SEEN_RUNS)
 		return;

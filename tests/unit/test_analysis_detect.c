@@ -621,6 +621,31 @@ static void test_part_of_runs(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* A level the host shows in one run in ten of its history, each run alone (a CI's commits are
+ * minutes apart, so a spell of the host's shows in it as lone runs), is seen before even for a
+ * head of four runs, which are seconds apart and share one spell: vm-quick-none-2's
+ * op=c11_relaxed, at 2.0 ns and now and then at 2.4-2.5. Three such runs in forty are not
+ * enough: those four head runs are then a regression. */
+static void test_seen_alone(void **state)
+{
+	double h[40], x[] = {2.431, 2.446, 2.452, 2.438};
+	static const size_t spell[] = {3, 11, 19, 26, 34};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 40, 2.0, 0.003);
+	for (size_t i = 0; i < 5; i++)
+		h[spell[i]] = 2.45 + 0.01 * (double)i;
+	r = judge_one(h, 40, x, 4, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
+	assert_true(r.seen_before);
+	assert_non_null(strstr(r.note, "5 of the 40 runs of the history were as far"));
+	h[spell[3]] = h[spell[4]] = 2.0;
+	r = judge_one(h, 40, x, 4, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_false(r.seen_before);
+}
+
 static void test_threshold_rules(void **state)
 {
 	const struct aw_threshold_rule rules[] = {
@@ -661,6 +686,7 @@ int main(void)
 	    cmocka_unit_test(test_rank_test_with_three_head_runs),
 	    cmocka_unit_test(test_mixed_levels),
 	    cmocka_unit_test(test_part_of_runs),
+	    cmocka_unit_test(test_seen_alone),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
