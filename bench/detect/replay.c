@@ -670,7 +670,8 @@ int main(int argc, char **argv)
 			unsigned long n = strtoul(argv[++i], &end, 10);
 
 			if (*end || !n || n > 1000 || argv[i][0] == '-') {
-				fprintf(stderr, "bench_detect_replay: --confirm-after takes 1..1000\n");
+				fprintf(stderr,
+				        "bench_detect_replay: --confirm-after takes 1..1000\n");
 				return 2;
 			}
 			confirm_after = n;
@@ -679,7 +680,8 @@ int main(int argc, char **argv)
 			unsigned long n = strtoul(argv[++i], &end, 10);
 
 			if (*end || !n || argv[i][0] == '-') {
-				fprintf(stderr, "bench_detect_replay: --spaced takes a seed >= 1\n");
+				fprintf(stderr,
+				        "bench_detect_replay: --spaced takes a seed >= 1\n");
 				return 2;
 			}
 			spaced_seed = n;
@@ -712,9 +714,10 @@ int main(int argc, char **argv)
 	                : "the base runs measured before it",
 	    MIN_HISTORY, confirm_after, confirm_n);
 	if (spaced_seed)
-		printf("History drawn with seed %lu, leaving out %d runs on either side of the head "
-		       "and of each confirmation.\n",
-		       spaced_seed, SPACING);
+		printf(
+		    "History drawn with seed %lu, leaving out %d runs on either side of the head "
+		    "and of each confirmation.\n",
+		    spaced_seed, SPACING);
 	for (; i < argc; i++)
 		replay(argv[i], tmp);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);

@@ -16,12 +16,12 @@
 #define MAD_EFFICIENCY    0.3675 /* of the MAD relative to the standard deviation, normal data */
 #define UNKNOWN_NOISE     0.01   /* assumed when nothing measures the noise */
 #define MAX_CHANGE_POINTS 32
-#define MATCH_MIN         6 /* baseline runs chosen by their factor, at least */
-#define PART_MIN_RUNS     2 /* head runs judged before step 9d looks at the fastest batches */
-#define PART_GAP_K        3 /* ... and the gap it needs, in the history gap's spreads */
+#define MATCH_MIN         6   /* baseline runs chosen by their factor, at least */
+#define PART_MIN_RUNS     2   /* head runs judged before step 9d looks at the fastest batches */
+#define PART_GAP_K        3   /* ... and the gap it needs, in the history gap's spreads */
 #define SEEN_SHARE        0.1 /* lone runs of the history as far out: seen before */
 #define SEEN_LONE_MIN     4   /* ... and never fewer than this many (10% of 40 runs) */
-#define SEEN_RUNS         2 /* baseline runs at least as far out as the head: seen before */
+#define SEEN_RUNS         2   /* baseline runs at least as far out as the head: seen before */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -99,11 +99,11 @@ struct cell_state {
 	double *base;     /* the baseline values judged: the window (or the base commit's runs),
 	                     normalised to a factor or cut to one regime */
 	size_t n_base;
-	double *head; /* the head values judged */
+	double *head;     /* the head values judged */
 	double *head_min; /* their runs' fastest batches (NAN: unknown) */
 	size_t n_head;
-	double gap, gap_noise; /* log(p50 / min) of the history's runs since the last change
-	                          point: median and 1.4826 MAD (NAN: unknown) */
+	double gap;       /* log(p50 / min), median over the history since its last change point */
+	double gap_noise; /* ... and its 1.4826 MAD (NAN: unknown) */
 	double slow[64];  /* per head run (all of them): how much slower its factors say it was
 	                     (log, >= 0) */
 	double ref_moved; /* the reference kernel's move in the head runs (log, their median)

@@ -23,9 +23,9 @@ static void series(double *x, size_t n, double v, double amp)
 
 /* One host with a filler of quiet cells around the cell under test, so that the false discovery
  * correction sees a realistic family. Returns the verdict of cell 0. */
-static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min,
-                                             size_t nh, const double *head,
-                                             const double *head_min, size_t nx, double threshold);
+static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min, size_t nh,
+                                             const double *head, const double *head_min, size_t nx,
+                                             double threshold);
 
 static struct aw_detect_result judge_one(const double *hist, size_t nh, const double *head,
                                          size_t nx, double threshold)
@@ -34,9 +34,9 @@ static struct aw_detect_result judge_one(const double *hist, size_t nh, const do
 }
 
 /* The same, with the runs' fastest batches of the cell under test. */
-static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min,
-                                             size_t nh, const double *head,
-                                             const double *head_min, size_t nx, double threshold)
+static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min, size_t nh,
+                                             const double *head, const double *head_min, size_t nx,
+                                             double threshold)
 {
 	enum {
 		FILLER = 40
@@ -603,8 +603,10 @@ static void test_part_of_runs(void **state)
 	                             1.657, 1.657, 1.657, 1.659, 1.657, 1.656, 1.657};
 	static const double hmin[15] = {1.651, 1.649, 1.647, 2.185, 1.649, 2.188, 1.648, 1.650,
 	                                1.649, 1.649, 1.648, 1.650, 1.648, 1.648, 1.649};
-	static const double x[] = {2.366, 1.816, 2.145, 1.825}, xmin[] = {1.638, 1.648, 1.724, 1.653};
-	static const double code[] = {1.99, 1.99, 1.98, 2.00}, code_min[] = {1.98, 1.98, 1.97, 1.99};
+	static const double x[] = {2.366, 1.816, 2.145, 1.825},
+	                    xmin[] = {1.638, 1.648, 1.724, 1.653};
+	static const double code[] = {1.99, 1.99, 1.98, 2.00},
+	                    code_min[] = {1.98, 1.98, 1.97, 1.99};
 	struct aw_detect_result r;
 
 	(void)state;
