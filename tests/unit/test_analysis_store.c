@@ -269,17 +269,21 @@ static void test_cell_globs(void **state)
 }
 
 /* A run of the head that re-measures only stadd (a confirmation run measures the suspects). */
+/* Keeps cells [from, from + n) of r, as a confirmation run of them carries. */
+static struct aw_result *keep_cells(struct aw_result *r, size_t from, size_t n)
+{
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (i < from || i >= from + n)
+			aw_cell_release(&r->cells[i]);
+	memmove(r->cells, r->cells + from, n * sizeof(*r->cells));
+	r->n_cells = n;
+	return r;
+}
+
 static struct aw_result *only_stadd(struct aw_result *r)
 {
-	struct aw_cell keep = r->cells[1];
-
-	assert_string_equal(keep.op, "stadd");
-	for (size_t i = 0; i < r->n_cells; i++)
-		if (i != 1)
-			aw_cell_release(&r->cells[i]);
-	r->cells[0] = keep;
-	r->n_cells = 1;
-	return r;
+	assert_string_equal(r->cells[1].op, "stadd");
+	return keep_cells(r, 1, 1);
 }
 
 /* The default detection.confirm_runs (2): one head run makes stadd suspect and the host
@@ -365,15 +369,6 @@ static void test_confirmation(void **state)
 	store_close(&s);
 }
 
-/* Keeps the first three cells of r (ldadd, stadd, llsc): a confirmation run of those. */
-static struct aw_result *first_three(struct aw_result *r)
-{
-	for (size_t i = 3; i < r->n_cells; i++)
-		aw_cell_release(&r->cells[i]);
-	r->n_cells = 3;
-	return r;
-}
-
 /* A confirmation run carries only the suspects, the cells that moved, so it has no common mode
  * of its own: three cells twice as slow in the head's first run (whose 30 other cells are as
  * usual) and again in its confirmation are confirmed regressions, not a run "disturbed" by the
@@ -397,7 +392,8 @@ static void test_confirmation_has_no_common_mode(void **state)
 	assert_true(fabs(v.runs[0].common - 1) < 0.05);
 	aw_host_verdict_release(&v);
 
-	conf = first_three(run_of("grace", "badc0de4", "feature", 14, 10.1, 100.5, 40.2, HASH));
+	conf =
+	    keep_cells(run_of("grace", "badc0de4", "feature", 14, 10.1, 100.5, 40.2, HASH), 0, 3);
 	assert_int_equal(aw_set_str(&conf->confirmation_of, "0e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0e"),
 	                 0);
 	put(c, conf);
