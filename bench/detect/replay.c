@@ -571,12 +571,7 @@ static void replay(const char *path, const char *tmp)
 		int v = -1;
 		char hist_ref[64];
 
-		if (spaced_seed) {
-			if (draw_history(&rec, i, o.history, hist_ref, sizeof(hist_ref), c) <
-			    MIN_HISTORY)
-				continue;
-			o.baseline_ref = hist_ref;
-		} else {
+		if (!spaced_seed) {
 			if (base && n_base++ < MIN_HISTORY)
 				continue;
 			if (n_base < MIN_HISTORY)
@@ -587,8 +582,16 @@ static void replay(const char *path, const char *tmp)
 				v = k;
 		/* only heads that have their N confirmations in the recording, for every method
 		 * alike (the last runs of a variant would be judged on fewer) */
-		if (next_of(&rec, i, rec.variant[i], next, confirm_n) < confirm_n)
+		if ((!base && v < 0) ||
+		    next_of(&rec, i, rec.variant[i], next, confirm_n) < confirm_n)
 			continue;
+		/* (a history drawn only for a head that is judged) */
+		if (spaced_seed) {
+			if (draw_history(&rec, i, o.history, hist_ref, sizeof(hist_ref), c) <
+			    MIN_HISTORY)
+				continue;
+			o.baseline_ref = hist_ref;
+		}
 		if (base)
 			one_head(c, &o, &rec, i, host, true, aa);
 		else if (v >= 0)
