@@ -11,6 +11,7 @@
 
 #include "aw/stats.h"
 #include "detect.h"
+#include "splitmix.h"
 
 #define CELLS   300
 #define SHIFTED 10  /* cells shifted in a commit with a shift */
@@ -37,13 +38,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
 static double uniform(void)
 {
-	/* splitmix64 */
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	z ^= z >> 31;
-	return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+	return ((double)(aw_splitmix64(&rng_state) >> 11) + 0.5) / 9007199254740992.0;
 }
 
 static double normal(void)

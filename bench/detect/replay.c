@@ -44,6 +44,7 @@
 #include "aw/stats.h"
 #include "aw/util.h"
 #include "config.h"
+#include "splitmix.h"
 #include "store.h"
 
 #define MIN_HISTORY    10
@@ -470,16 +471,6 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	verdict_release(&first);
 }
 
-/* splitmix64 */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	return z ^ (z >> 31);
-}
-
 /* --spaced: draws the history of the head at position `at`, up to `want` base runs more than
  * SPACING runs away from it (so neither the head's confirmations nor the spell it was measured
  * in), in a random order, and puts them as commits of a ref of their own, named in `ref`.
@@ -506,7 +497,7 @@ static size_t draw_history(const struct recording *rec, size_t at, size_t want, 
 	if (want > n)
 		want = n;
 	for (size_t k = 0; k < want; k++) {
-		size_t r = k + (size_t)(next_random(&state) % (n - k)), t = pool[k];
+		size_t r = k + (size_t)(aw_splitmix64(&state) % (n - k)), t = pool[k];
 
 		pool[k] = pool[r];
 		pool[r] = t;
