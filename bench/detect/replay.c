@@ -376,10 +376,18 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 			    is_subject(cv)                            ? cv->p50.note
 			    : cv->p50.verdict == AW_VERDICT_REGRESSED ? cv->p50.note
 			                                              : cv->p99.note);
-		if (getenv("AW_REPLAY_VERBOSE") && is_subject(cv))
-			fprintf(stderr, "    q %.3g p %.3g noise %.3g window %zu seen %d\n",
-			        cv->p50.qvalue, cv->p50.pvalue, cv->p50.noise, cv->p50.window_n,
-			        cv->p50.seen_before);
+		if (getenv("AW_REPLAY_VERBOSE")) {
+			/* (the subject's p50, else the metric that failed) */
+			const struct aw_detect_result *m =
+			    is_subject(cv) || cv->p50.verdict == AW_VERDICT_REGRESSED ||
+			            cv->p50.verdict == AW_VERDICT_SUSPECT
+			        ? &cv->p50
+			        : &cv->p99;
+
+			fprintf(stderr, "    %s q %.3g p %.3g noise %.3g window %zu seen %d\n",
+			        m == &cv->p50 ? "p50" : "p99", m->qvalue, m->pvalue, m->noise,
+			        m->window_n, m->seen_before);
+		}
 		if (!regressed(cv) || !fails_gate(cv))
 			continue;
 		if (confirmed) {
