@@ -963,6 +963,30 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	            r->head - r->baseline >= o->min_abs_ns;
 }
 
+/* Benjamini-Hochberg over each family of inputs apart, p[] in place (qa, qb: n scratch each). */
+static int bh_by_family(const struct aw_detect_input *in, size_t n, double *p, double *qa,
+                        double *qb)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0, at = 0;
+		bool first = true;
+
+		for (size_t j = 0; j < i && first; j++)
+			first = in[j].family != in[i].family;
+		if (!first)
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (in[j].family == in[i].family)
+				qa[k++] = p[j];
+		if (aw_bh_adjust(qa, k, qb))
+			return -ENOMEM;
+		for (size_t j = i; j < n; j++)
+			if (in[j].family == in[i].family)
+				p[j] = qb[at++];
+	}
+	return 0;
+}
+
 /* The prior of one group's noises (Smyth 2004, the moment estimates of limma's fitFDist): with
  * e_i = log(s_i^2) - digamma(f_i / 2) + log(f_i / 2), the spread of e beyond the sampling part
  * mean(trigamma(f_i / 2)) is trigamma(d0 / 2); s0^2 = exp(mean(e) + digamma(d0/2) - log(d0/2)).
@@ -1056,7 +1080,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 			test_cell(&in[j], o, &out[j], &st[j], s0, d0, &p[j]);
 		}
 	}
-	if (aw_bh_adjust(p, n, p))
+	if (bh_by_family(in, n, p, w.b, w.b + n))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		out[i].qvalue = p[i];

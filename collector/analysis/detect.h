@@ -85,6 +85,8 @@ struct aw_detect_input {
 	double threshold;       /* relative, e.g. 0.05 */
 	int group;              /* cells of one group share a pooled noise (e.g. uncontended ops,
 	                           readers, contended cells); any int */
+	int family;             /* cells of one family share one false discovery correction
+	                           (e.g. the re-measured suspects apart); any int */
 	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50 (flag only) */
 	bool tail;              /* the series is a tail (p99): its run factors are the runs'
 	                           tails, a disturbance explains up to tail_disturb_max */
