@@ -51,6 +51,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->ab_threshold = 0.005;
 	c->cp_min_segment = 3;
 	c->confirm_runs = 2;
+	c->suspect_p = 0.05;
 	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
 	c->charts = true;
@@ -184,6 +185,7 @@ static const struct key keys[] = {
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
     {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
+    {"detection", "suspect_p", K_RATIO, F(suspect_p), 0, 0},
     {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
     {"detection", "ab_threshold", K_RATIO, F(ab_threshold), 0, 0},
     {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},

@@ -29,6 +29,7 @@ void aw_analysis_opts_default(struct aw_analysis_opts *o)
 	o->detect = d;
 	o->thresholds = NULL;
 	o->confirm_runs = 2;
+	o->suspect_p = 0.05;
 }
 
 /* ---- reading runs ---- */
@@ -641,6 +642,25 @@ static void explained_noisy(struct aw_detect_result *r)
 		r->verdict = AW_VERDICT_NOISY;
 }
 
+/* The screen of a first run: a slowdown that could reach the threshold (its one-sided upper
+ * bound does) and whose own p-value is below suspect_p, before the false discovery correction
+ * over the host's hundreds of cells, is a suspect too. One run is a screen, not a verdict: the
+ * re-measurement decides, in a family of its own (judge()), so that a subject cell alone in its
+ * noise group, +5% on a host whose runs spread 1%, is re-measured rather than passed. */
+static void screen(struct aw_detect_result *r, double threshold, const struct aw_analysis_opts *o)
+{
+	if (r->verdict != AW_VERDICT_UNCHANGED || r->head_n >= o->confirm_runs || r->absolute ||
+	    r->seen_before || !(r->change > 0) || !(r->pvalue < o->suspect_p) ||
+	    !(r->change_hi >= threshold))
+		return;
+	r->verdict = AW_VERDICT_SUSPECT;
+	if (!r->note[0])
+		snprintf(r->note, sizeof(r->note),
+		         "one run's %+.3g%% (p %.2g before the correction over the host's cells): "
+		         "re-measure it",
+		         100 * r->change, r->pvalue);
+}
+
 /* Judges every series of the table (p50 and p99 as one family). */
 static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_host_verdict *v)
 {
@@ -721,6 +741,12 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 		                             .tail = true,
 		                             .group = 2 * s->kind + 1};
 	}
+	/* The cells re-measured (as many head runs as a confirmation needs, where the others
+	 * have one) are a family of their own: the first run selected them, their confirmation
+	 * tests them, and the hundreds of cells that one run cleared do not dilute it. */
+	if (o->confirm_runs > 1)
+		for (size_t i = 0; i < n; i++)
+			in[2 * i].family = in[2 * i + 1].family = t->s[i].n_head >= o->confirm_runs;
 	rc = aw_detect(in, 2 * n, &o->detect, out);
 	if (rc)
 		goto out;
@@ -755,6 +781,10 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 			c->p50.verdict = AW_VERDICT_SUSPECT;
 		if (c->p99.hidden && c->p99.head_n < o->confirm_runs)
 			c->p99.verdict = AW_VERDICT_SUSPECT;
+		if (o->confirm_runs > 1) {
+			screen(&c->p50, c->p50_threshold, o);
+			screen(&c->p99, c->p99_threshold, o);
+		}
 		/* with no confirmation to come (confirm_runs 1), a change that the reference
 		 * kernel's own slowdown explains is the machine's, never a regression */
 		if (o->confirm_runs <= 1) {

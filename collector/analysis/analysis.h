@@ -46,6 +46,11 @@ struct aw_analysis_opts {
 	/* A cell judged regressed on fewer head runs of it than this is `suspect` instead (the
 	 * first run plus confirm_runs - 1 re-measurements; default 2; 0 or 1: one run decides). */
 	unsigned confirm_runs;
+	/* With confirm_runs > 1, a first run's slowdown whose upper bound reaches the threshold
+	 * and whose p-value, before the false discovery correction over the host's cells, is
+	 * below this is suspect too (default 0.05; 0: only a significant regression is). The
+	 * cells re-measured are judged as a false discovery family of their own. */
+	double suspect_p;
 	/* After the post-ingest verdict of a daemon host's first run with suspects, queue a job
 	 * re-measuring them this many times (0: none), claimable for confirm_ttl_us. */
 	unsigned confirm_jobs;
@@ -53,7 +58,7 @@ struct aw_analysis_opts {
 };
 
 /* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL, no
- * globs, confirm_runs 2. */
+ * globs, confirm_runs 2, suspect_p 0.05. */
 void aw_analysis_opts_default(struct aw_analysis_opts *o);
 
 /* One cell of one host: p50 and p99 judged separately; `verdict` is the more severe of the two

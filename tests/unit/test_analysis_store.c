@@ -412,6 +412,99 @@ static void test_confirmation_has_no_common_mode(void **state)
 	store_close(&s);
 }
 
+/* stadd's own run-to-run spread on main (in %, about 1.1% robust sigma), while the other
+ * cells follow the runs' common ripple: a cell alone in its noise, like a library's subject. */
+static const double spread[12] = {0, 1.2, -0.8, 0.5, -1.5, 0.9, -0.3, 1.6, -1.1, 0.2, -0.6, 1.0};
+
+/* r's stadd cell made the cell of a subject library, "subject=chain op=op cpu=0" */
+static struct aw_result *as_subject(struct aw_result *r)
+{
+	for (size_t i = 0; i < r->n_cells; i++) {
+		struct aw_cell *cell = &r->cells[i];
+
+		if (strcmp(cell->op, "stadd"))
+			continue;
+		assert_int_equal(aw_set_str(&cell->subject, "chain"), 0);
+		assert_int_equal(aw_set_str(&cell->op, "op"), 0);
+		free(cell->key);
+		cell->key = NULL;
+		assert_int_equal(aw_cell_make_key(cell), 0);
+	}
+	return r;
+}
+
+static void load_spread(struct store_conn *c, const char *host)
+{
+	for (int i = 1; i <= 12; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, as_subject(run_of(host, sha, "main", i, 5.0,
+		                         50.0 * (1 + spread[i - 1] / 100), 10.0, HASH)));
+	}
+}
+
+/* The screen of a first run and the re-measured cells' own family: stadd 6% slower in one run
+ * is no significant change over the host's 33 cells (its p-value, about 0.01, is no discovery
+ * among 66), but its upper bound reaches the 5% threshold and its own p-value is under
+ * detection.suspect_p, so it is suspect and the host unconfirmed; re-measured twice as slow,
+ * the three runs are tested in the family of the cells re-measured and fail the gate. With
+ * suspect_p 0 the first run passes it, as one run cleared it before the screen. */
+static void test_screen_first_run(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	const struct aw_cell_verdict *cv;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	assert_true(o.suspect_p == 0.05);
+	load_spread(c, "grace");
+	put(c, as_subject(run_of("grace", "badc0de5", "feature", 14, 5.0, 53.0, 10.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de5", NULL, "grace", &v, &err), 0);
+	cv = cell_of(&v, "subject=chain op=op cpu=0");
+	assert_int_equal(cv->p50.verdict, AW_VERDICT_SUSPECT);
+	assert_true(cv->p50.qvalue > o.detect.fdr);
+	assert_true(cv->p50.pvalue < o.suspect_p);
+	assert_non_null(strstr(cv->p50.note, "re-measure"));
+	assert_int_equal(v.status, AW_VERDICT_UNCONFIRMED);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 1);
+	aw_host_verdict_release(&v);
+
+	o.suspect_p = 0;
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de5", NULL, "grace", &v, &err), 0);
+	assert_int_equal(cell_of(&v, "subject=chain op=op cpu=0")->p50.verdict,
+	                 AW_VERDICT_UNCHANGED);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
+	o.suspect_p = 0.05;
+
+	put(c, as_subject(
+	           only_stadd(run_of("grace", "badc0de5", "feature", 14, 5.0, 53.1, 10.0, HASH))));
+	put(c, as_subject(
+	           only_stadd(run_of("grace", "badc0de5", "feature", 14, 5.0, 52.9, 10.0, HASH))));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de5", NULL, "grace", &v, &err), 0);
+	cv = cell_of(&v, "subject=chain op=op cpu=0");
+	assert_int_equal(cv->n_head, 3);
+	assert_int_equal(cv->p50.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 1);
+	aw_host_verdict_release(&v);
+
+	/* a head as main measured it is no suspect */
+	put(c, as_subject(run_of("grace", "badc0de6", "feature", 15, 5.0, 50.2, 10.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de6", NULL, "grace", &v, &err), 0);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	assert_int_equal(v.counts[AW_VERDICT_SUSPECT], 0);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* Multiplies every cell of r but stadd by `factor`: a run the machine slowed. */
 static struct aw_result *slowed(struct aw_result *r, double factor)
 {
@@ -659,6 +752,7 @@ int main(void)
 	    cmocka_unit_test(test_cell_globs),
 	    cmocka_unit_test(test_confirmation),
 	    cmocka_unit_test(test_confirmation_has_no_common_mode),
+	    cmocka_unit_test(test_screen_first_run),
 	    cmocka_unit_test(test_tail_spell),
 	    cmocka_unit_test(test_hidden_by_disturbance),
 	};

@@ -1,6 +1,7 @@
 /* The collector's configuration: defaults, every key of configs/collector.yaml, and errors that
  * point at file:line:col; the listen-address and size parsers. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -321,9 +322,8 @@ static void test_postingest_keys(void **state)
 	             "collector.yaml:2:11: 'postingest.charts' must be true or false, not 'maybe'");
 }
 
-/* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
- * postingest values are the defaults it says they are. */
-/* detection.confirm_runs and detection.confirm_jobs: defaults, values, ranges */
+/* detection.confirm_runs, detection.suspect_p and detection.confirm_jobs: defaults, values,
+ * ranges */
 static void test_confirm_keys(void **state)
 {
 	struct aw_collector_config c;
@@ -343,8 +343,21 @@ static void test_confirm_keys(void **state)
 	    "collector.yaml:2:17: 'detection.confirm_jobs' must be a whole number, not '-1'");
 	expect_error("detection:\n  confirm_jobs: 17\n",
 	             "collector.yaml:2:17: 'detection.confirm_jobs' must be between 0 and 16");
+	aw_config_defaults(&c);
+	assert_true(c.suspect_p == 0.05);
+	assert_null(parse(&c, "detection:\n  suspect_p: 1%\n"));
+	assert_true(fabs(c.suspect_p - 0.01) < 1e-12);
+	aw_config_release(&c);
+	expect_error("detection:\n  suspect_p: 0.9\n",
+	             "collector.yaml:2:14: 'detection.suspect_p' must be a fraction in (0, 0.5] "
+	             "such as 5% or 0.05, not '0.9'");
+	expect_error("detection:\n  suspect_p: often\n",
+	             "collector.yaml:2:14: 'detection.suspect_p' must be a fraction in (0, 0.5] "
+	             "such as 5% or 0.05, not 'often'");
 }
 
+/* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
+ * postingest values are the defaults it says they are. */
 static void test_shipped_file(void **state)
 {
 	struct aw_collector_config c, d;
