@@ -16,12 +16,12 @@
 #define MAD_EFFICIENCY    0.3675 /* of the MAD relative to the standard deviation, normal data */
 #define UNKNOWN_NOISE     0.01   /* assumed when nothing measures the noise */
 #define MAX_CHANGE_POINTS 32
-#define MATCH_MIN         6   /* baseline runs chosen by their factor, at least */
-#define PART_MIN_RUNS     2   /* head runs judged before step 9d looks at the fastest batches */
-#define PART_GAP_K        3   /* ... and the gap it needs, in the history gap's spreads */
-#define SEEN_SHARE        0.1 /* lone runs of the history as far out: seen before */
-#define SEEN_LONE_MIN     4   /* ... and never fewer than this many (10% of 40 runs) */
-#define SEEN_RUNS         2   /* baseline runs at least as far out as the head: seen before */
+#define MATCH_MIN         6     /* baseline runs chosen by their factor, at least */
+#define PART_MIN_RUNS     2     /* head runs judged before step 9d looks at the fastest batches */
+#define PART_GAP_K        3     /* ... and the gap it needs, in the history gap's spreads */
+#define SEEN_SHARE        0.075 /* lone runs of the history as far out: seen before */
+#define SEEN_LONE_MIN     3     /* ... and never fewer than this many (3 of the 40 runs) */
+#define SEEN_RUNS         2     /* baseline runs at least as far out as the head: seen before */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -446,7 +446,7 @@ static void history_noise(const struct aw_detect_input *in, const struct aw_dete
  * that flips between two levels for spells of runs gets a change point at every flip, and
  * the level before it is one the host goes back to. (The price: a regression fixed and
  * brought back within the history's runs is noisy, with this note, not regressed.) Or, whatever
- * the stretches, when one run in ten of the history (SEEN_SHARE, and SEEN_LONE_MIN at least)
+ * the stretches, when 3 runs in 40 of the history (SEEN_SHARE, and SEEN_LONE_MIN at least)
  * lies as far out on its own: a head and its re-measurements are taken seconds apart and share one
  * spell of the host's, while a CI's history runs are minutes or hours apart, so that its spells
  * show there as lone runs, not stretches (bench_detect_replay --spaced). */
@@ -475,7 +475,7 @@ static void seen_stretches(const struct aw_detect_input *in, const struct aw_det
 	}
 	if (beyond < SEEN_RUNS && k > 1) {
 		/* the head's runs, seconds apart, share one spell of the host's; a level the
-		 * history shows in one run in ten or more, alone, is one such spell */
+		 * history shows in 3 runs in 40 or more, alone, is one such spell */
 		size_t lone = 0, need = (size_t)ceil(SEEN_SHARE * (double)n);
 
 		if (need < SEEN_LONE_MIN)
