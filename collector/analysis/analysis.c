@@ -743,7 +743,8 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, struct aw_ho
 	}
 	/* The cells re-measured (as many head runs as a confirmation needs, where the others
 	 * have one) are a family of their own: the first run selected them, their confirmation
-	 * tests them, and the hundreds of cells that one run cleared do not dilute it. */
+	 * tests them, and the hundreds of cells that one run cleared do not dilute it. A head
+	 * whose every cell has that many runs is one family, as without confirmation. */
 	if (o->confirm_runs > 1)
 		for (size_t i = 0; i < n; i++)
 			in[2 * i].family = in[2 * i + 1].family = t->s[i].n_head >= o->confirm_runs;
