@@ -51,7 +51,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->ab_threshold = 0.005;
 	c->cp_min_segment = 3;
 	c->confirm_runs = 2;
-	c->suspect_p = 0.05;
+	c->suspect_p = 0.20;
 	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
 	c->charts = true;

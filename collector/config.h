@@ -56,7 +56,7 @@ struct aw_collector_config {
 	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
 	unsigned confirm_runs;   /* head runs of a cell a regression needs; fewer: suspect (2) */
-	double suspect_p;        /* first-run p under which a slowdown is suspect (0.05) */
+	double suspect_p;        /* first-run p under which a slowdown is suspect (0.20) */
 	unsigned confirm_jobs;   /* re-measurements queued for a daemon host's suspects (3);
 	                            0: none */
 	double ab_threshold;     /* smallest change an A/B document reports (0.005), before the

@@ -29,7 +29,7 @@ void aw_analysis_opts_default(struct aw_analysis_opts *o)
 	o->detect = d;
 	o->thresholds = NULL;
 	o->confirm_runs = 2;
-	o->suspect_p = 0.05;
+	o->suspect_p = 0.20;
 }
 
 /* ---- reading runs ---- */

@@ -48,7 +48,7 @@ struct aw_analysis_opts {
 	unsigned confirm_runs;
 	/* With confirm_runs > 1, a first run's slowdown whose upper bound reaches the threshold
 	 * and whose p-value, before the false discovery correction over the host's cells, is
-	 * below this is suspect too (default 0.05; 0: only a significant regression is). The
+	 * below this is suspect too (default 0.20; 0: only a significant regression is). The
 	 * cells re-measured are judged as a false discovery family of their own. */
 	double suspect_p;
 	/* After the post-ingest verdict of a daemon host's first run with suspects, queue a job
@@ -58,7 +58,7 @@ struct aw_analysis_opts {
 };
 
 /* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL, no
- * globs, confirm_runs 2, suspect_p 0.05. */
+ * globs, confirm_runs 2, suspect_p 0.20. */
 void aw_analysis_opts_default(struct aw_analysis_opts *o);
 
 /* One cell of one host: p50 and p99 judged separately; `verdict` is the more severe of the two

@@ -461,7 +461,7 @@ static void test_screen_first_run(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
-	assert_true(o.suspect_p == 0.05);
+	assert_true(o.suspect_p == 0.20);
 	load_spread(c, "grace");
 	put(c, as_subject(run_of("grace", "badc0de5", "feature", 14, 5.0, 53.0, 10.0, HASH)));
 	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de5", NULL, "grace", &v, &err), 0);
@@ -480,7 +480,7 @@ static void test_screen_first_run(void **state)
 	                 AW_VERDICT_UNCHANGED);
 	assert_int_equal(v.status, AW_VERDICT_PASS);
 	aw_host_verdict_release(&v);
-	o.suspect_p = 0.05;
+	o.suspect_p = 0.20;
 
 	put(c, as_subject(
 	           only_stadd(run_of("grace", "badc0de5", "feature", 14, 5.0, 53.1, 10.0, HASH))));

@@ -344,7 +344,7 @@ static void test_confirm_keys(void **state)
 	expect_error("detection:\n  confirm_jobs: 17\n",
 	             "collector.yaml:2:17: 'detection.confirm_jobs' must be between 0 and 16");
 	aw_config_defaults(&c);
-	assert_true(c.suspect_p == 0.05);
+	assert_true(c.suspect_p == 0.20);
 	assert_null(parse(&c, "detection:\n  suspect_p: 1%\n"));
 	assert_true(fabs(c.suspect_p - 0.01) < 1e-12);
 	aw_config_release(&c);
