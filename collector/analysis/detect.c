@@ -23,6 +23,10 @@
 #define SEEN_LONE_MIN     3     /* ... and never fewer than this many (3 of the 40 runs) */
 #define SEEN_RUNS         2     /* baseline runs at least as far out as the head: seen before */
 
+/* a p50 history whose spread about its reference (the MAD of its log less the factor) is under
+ * this share of its spread about its runs' common mode is matched by the reference */
+#define REF_FOLLOW 0.2
+
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
 {
@@ -164,6 +168,23 @@ static int cmp_distance(const void *a, const void *b)
 	return x->i < y->i ? 1 : x->i > y->i ? -1 : 0; /* the newer first */
 }
 
+/* How closely a cell's history since `from` followed one run factor: the robust spread of
+ * log(value) less the factor (NAN with fewer than MATCH_MIN runs that have both). */
+static double follow_spread(const struct aw_detect_input *in, size_t from, enum aw_factor f,
+                            struct work *w)
+{
+	const double *hf = in->history_factor[f];
+	size_t m = 0;
+
+	for (size_t j = from; hf && j < in->n_history; j++)
+		if (in->history[j] > 0 && isfinite(hf[j]))
+			w->a[m++] = log(in->history[j]) - hf[j];
+	if (m < MATCH_MIN)
+		return NAN;
+	aw_sort_doubles(w->a, m);
+	return aw_mad_sorted(w->a, m, w->b);
+}
+
 /* The run factors: which head runs were disturbed (set aside while others are not), and the
  * baseline: the window, or, when the runs carry a factor, the `window` runs since the last
  * change point whose factor is nearest the head's, so that a head from a fast run is compared
@@ -246,6 +267,17 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 			continue;
 		aw_sort_doubles(w->a, m);
 		st->regime[f] = aw_quantile_sorted(w->a, m, 0.5);
+	}
+	/* a p50 whose history follows the reference kernel beside it much more closely than
+	 * its runs' common mode is matched by its reference: a chain of dependent operations
+	 * keeps time with the machine's clock, whatever the lock ops beside it do, and so does
+	 * each of its head runs, the confirmations too (which have no common mode) */
+	if (!in->tail && use == AW_FACTOR_COMMON && isfinite(st->regime[AW_FACTOR_REFERENCE])) {
+		double by_ref = follow_spread(in, from, AW_FACTOR_REFERENCE, w),
+		       by_cm = follow_spread(in, from, AW_FACTOR_COMMON, w);
+
+		if (by_ref < REF_FOLLOW * by_cm)
+			use = AW_FACTOR_REFERENCE;
 	}
 	/* head runs judged without a common mode (confirmation runs carry only the suspect
 	 * cells) are matched by the factor they have: their reference */

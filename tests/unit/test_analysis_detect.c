@@ -329,6 +329,48 @@ static void test_stretches(void **state)
 	assert_non_null(strstr(r.note, "stretches of 3 runs"));
 }
 
+/* A cell whose history follows the reference kernel beside it far more closely than its runs'
+ * common mode (a mul chain on a host whose clock steps between two levels 12% apart, while the
+ * lock ops of the common mode wander on their own) is matched by its reference: a head on the
+ * slow clock is compared with the runs of that clock, so it is unchanged, and 6% slower than
+ * them it is a 6% regression (against the runs nearest its common mode, of both clocks, it
+ * read +12% and +19%). A cell that follows the common mode keeps it. */
+static void test_matched_by_closer_factor(void **state)
+{
+	double h[40], cm[40], rf[40], x[] = {5.0 * 1.12}, xcm[] = {0.02}, xrf[] = {log(1.12)};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 40, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 40, 5.0, 0.001);
+	for (int i = 0; i < 40; i++) {
+		cm[i] = 0.02 * ((i * 7) % 5);
+		rf[i] = i % 3 ? 0 : log(1.12);
+		h[i] *= exp(rf[i]);
+	}
+	in.history_factor[AW_FACTOR_COMMON] = cm;
+	in.head_factor[AW_FACTOR_COMMON] = xcm;
+	in.history_factor[AW_FACTOR_REFERENCE] = rf;
+	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
+	assert_true(fabs(r.change) < 0.005);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+	x[0] *= 1.06;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
+	assert_true(fabs(r.change - 0.06) < 0.005);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* the same cell following its common mode instead: matched by it */
+	for (int i = 0; i < 40; i++)
+		h[i] = 5.0 * exp(cm[i]) * (1 + 0.001 * ((i % 5) - 2));
+	x[0] = 5.0 * exp(xcm[0]);
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.matched, AW_FACTOR_COMMON);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
 /* Seen before as the cell would have measured beside the head's reference kernel: two lone
  * slow runs hide a one-run head (test_stretches) unless the reference beside the cell ran 10%
  * slower in them too: the machine slowed those runs, the cell did nothing. Never the other way
@@ -346,6 +388,7 @@ static void test_stretches_beside_reference(void **state)
 	for (int i = 0; i < 40; i++) {
 		cm[i] = 0.002 * (i % 3);
 		rf[i] = 0.001 * (i % 2);
+		h[i] *= exp(cm[i]); /* (a cell that follows its runs' common mode) */
 	}
 	h[7] = h[23] = 5.5;
 	in.history_factor[AW_FACTOR_COMMON] = cm;
@@ -726,6 +769,7 @@ int main(void)
 	    cmocka_unit_test(test_noisy_baseline),
 	    cmocka_unit_test(test_stretches),
 	    cmocka_unit_test(test_stretches_beside_reference),
+	    cmocka_unit_test(test_matched_by_closer_factor),
 	    cmocka_unit_test(test_confirmations_by_reference),
 	    cmocka_unit_test(test_disturbed_head_hides),
 	    cmocka_unit_test(test_disturbed_runs_confirm),
