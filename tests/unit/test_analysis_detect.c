@@ -21,6 +21,16 @@ static void series(double *x, size_t n, double v, double amp)
 		x[i] = v * (1 + amp * r[i % 11]);
 }
 
+/* Gives `in` the runs' common mode and reference factors, history and head. */
+static void set_factors(struct aw_detect_input *in, const double *cm, const double *xcm,
+                        const double *rf, const double *xrf)
+{
+	in->history_factor[AW_FACTOR_COMMON] = cm;
+	in->head_factor[AW_FACTOR_COMMON] = xcm;
+	in->history_factor[AW_FACTOR_REFERENCE] = rf;
+	in->head_factor[AW_FACTOR_REFERENCE] = xrf;
+}
+
 /* One host with a filler of quiet cells around the cell under test, so that the false discovery
  * correction sees a realistic family. Returns the verdict of cell 0. */
 static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min, size_t nh,
@@ -349,10 +359,7 @@ static void test_matched_by_closer_factor(void **state)
 		rf[i] = i % 3 ? 0 : log(1.12);
 		h[i] *= exp(rf[i]);
 	}
-	in.history_factor[AW_FACTOR_COMMON] = cm;
-	in.head_factor[AW_FACTOR_COMMON] = xcm;
-	in.history_factor[AW_FACTOR_REFERENCE] = rf;
-	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	set_factors(&in, cm, xcm, rf, xrf);
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
 	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
 	assert_true(fabs(r.change) < 0.005);
@@ -391,10 +398,7 @@ static void test_stretches_beside_reference(void **state)
 		h[i] *= exp(cm[i]); /* (a cell that follows its runs' common mode) */
 	}
 	h[7] = h[23] = 5.5;
-	in.history_factor[AW_FACTOR_COMMON] = cm;
-	in.head_factor[AW_FACTOR_COMMON] = xcm;
-	in.history_factor[AW_FACTOR_REFERENCE] = rf;
-	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	set_factors(&in, cm, xcm, rf, xrf);
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
 	assert_true(r.seen_before);
 	assert_int_equal(r.verdict, AW_VERDICT_NOISY);
@@ -436,10 +440,7 @@ static void test_confirmations_by_reference(void **state)
 		h[i] = (i % 2 ? 5.3 : 5.0) * (1 + 0.001 * (i % 4));
 		cm[i] = 0.002 * (i % 3);
 	}
-	in.history_factor[AW_FACTOR_COMMON] = cm;
-	in.head_factor[AW_FACTOR_COMMON] = xcm;
-	in.history_factor[AW_FACTOR_REFERENCE] = rf;
-	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
+	set_factors(&in, cm, xcm, rf, xrf);
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
 	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
 	assert_true(fabs(r.baseline - 5.0) < 0.02);
