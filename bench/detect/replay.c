@@ -348,12 +348,14 @@ struct verdict_of {
  * regression, one suspect (judged on fewer head runs than detection.confirm_runs, 2) a
  * suspect. */
 static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
-                  const char *commit, const char *host, struct verdict_of *out)
+                  const char *commit, const char *host, const char *stage, struct verdict_of *out)
 {
 	struct aw_host_verdict v;
 	char *err = NULL;
 
 	memset(out, 0, sizeof(*out));
+	if (getenv("AW_REPLAY_VERBOSE"))
+		fprintf(stderr, "  [%s]\n", stage);
 	if (aw_analysis_host(c, o, project, commit, NULL, host, &v, &err))
 		die("analysis failed", err);
 	for (size_t i = 0; i < v.n_cells; i++) {
@@ -445,11 +447,11 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	/* one head run decides (detection.confirm_runs: 1): any fail-level regression fails */
 	one = *o;
 	one.confirm_runs = 1;
-	judge(c, &one, project, commit, host, &single);
+	judge(c, &one, project, commit, host, "one head run", &single);
 	flags[M_SINGLE] = single.fail;
 	subj[M_SINGLE] = single.subject;
 	verdict_release(&single);
-	judge(c, o, project, commit, host, &first);
+	judge(c, o, project, commit, host, "first run", &first);
 	after = first;
 	if (first.suspect && confirm_n) {
 		k = next_of(rec, at, rec->variant[at], next, confirm_n);
@@ -457,7 +459,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys, head_id);
 		t[M_CONFIRM].suspects++;
 		t[M_CONFIRM].confirm_cells += k * first.n_keys;
-		judge(c, o, project, commit, host, &after);
+		judge(c, o, project, commit, host, "confirmed", &after);
 	}
 	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
 	flags[M_CONFIRM] = after.fail;
