@@ -87,6 +87,8 @@ static unsigned long spaced_seed;
 /* --confirm-after K: a head's confirmations are the first N runs of its kind from K runs after
  * it on (1: the next ones, as the agent measures them right away) */
 static unsigned long confirm_after = 1;
+/* AW_REPLAY_VERBOSE set: each head's verdicts on stderr (read once, in main) */
+static bool verbose;
 
 #define SPACING 12 /* runs on either side of a head that its spaced history leaves out */
 
@@ -354,7 +356,7 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 	char *err = NULL;
 
 	memset(out, 0, sizeof(*out));
-	if (getenv("AW_REPLAY_VERBOSE"))
+	if (verbose)
 		fprintf(stderr, "  [%s]\n", stage);
 	if (aw_analysis_host(c, o, project, commit, NULL, host, &v, &err))
 		die("analysis failed", err);
@@ -363,10 +365,16 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 		size_t runs = cv->p50.head_n > cv->p99.head_n ? cv->p50.head_n : cv->p99.head_n;
 		bool confirmed = cv->verdict == AW_VERDICT_REGRESSED;
 
-		if ((!regressed(cv) || !fails_gate(cv)) &&
-		    !(getenv("AW_REPLAY_VERBOSE") && is_subject(cv)))
+		if ((!regressed(cv) || !fails_gate(cv)) && !(verbose && is_subject(cv)))
 			continue;
-		if (getenv("AW_REPLAY_VERBOSE"))
+		if (verbose) {
+			/* (the subject's p50, else the metric that failed) */
+			const struct aw_detect_result *m =
+			    is_subject(cv) || cv->p50.verdict == AW_VERDICT_REGRESSED ||
+			            cv->p50.verdict == AW_VERDICT_SUSPECT
+			        ? &cv->p50
+			        : &cv->p99;
+
 			fprintf(
 			    stderr,
 			    "  %s %s: %s p50 %.4g -> %.4g (%+.1f%%, %zu head runs%s%s) p99 %s %.4g -> %.4g; %s\n",
@@ -378,14 +386,6 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 			    is_subject(cv)                            ? cv->p50.note
 			    : cv->p50.verdict == AW_VERDICT_REGRESSED ? cv->p50.note
 			                                              : cv->p99.note);
-		if (getenv("AW_REPLAY_VERBOSE")) {
-			/* (the subject's p50, else the metric that failed) */
-			const struct aw_detect_result *m =
-			    is_subject(cv) || cv->p50.verdict == AW_VERDICT_REGRESSED ||
-			            cv->p50.verdict == AW_VERDICT_SUSPECT
-			        ? &cv->p50
-			        : &cv->p99;
-
 			fprintf(stderr, "    %s q %.3g p %.3g noise %.3g window %zu seen %d\n",
 			        m == &cv->p50 ? "p50" : "p99", m->qvalue, m->pvalue, m->noise,
 			        m->window_n, m->seen_before);
@@ -438,7 +438,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
 	commit_of(label, commit);
-	if (getenv("AW_REPLAY_VERBOSE"))
+	if (verbose)
 		fprintf(stderr, "%s head %zu (%s) commit %s\n", aa ? "A/A" : "A/B", at,
 		        rec->variant[at], commit);
 	snprintf(ref, sizeof(ref), "pr-%u", serial);
@@ -464,7 +464,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
 	flags[M_CONFIRM] = after.fail;
 	subj[M_CONFIRM] = after.subject;
-	if (getenv("AW_REPLAY_VERBOSE") && aa && after.fail)
+	if (verbose && aa && after.fail)
 		fprintf(stderr, "  => A/A head %zu: the gate fails after confirmation\n", at);
 	simple_methods(rec, at, flags, subj);
 	for (int m = 0; m < M_COUNT; m++) {
@@ -658,6 +658,7 @@ int main(int argc, char **argv)
 	char tmp[] = "/tmp/aw-replay-XXXXXX", *err = NULL, cmd[64];
 	int i = 1;
 
+	verbose = getenv("AW_REPLAY_VERBOSE") != NULL;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--confirm") && i + 1 < argc) {
 			char *end;
