@@ -586,6 +586,12 @@ def test_long_poll_idle_cpu_and_no_blocking():
     results = []
     threads = [threading.Thread(target=lambda: results.append(poll(host, token, wait=3)))
                for _ in range(n)]
+    # What the collector spends with no request at all, measured now: the earlier tests'
+    # post-ingest work done, then one quiet second (on a loaded CI machine that work lags).
+    h.wait_for_renders(S.col.port)
+    cpu0, t0 = S.col.cpu_seconds(), time.time()
+    time.sleep(1.0)
+    quiet = (S.col.cpu_seconds() - cpu0) / (time.time() - t0)
     cpu0 = S.col.cpu_seconds()
     t0 = time.time()
     for th in threads:
@@ -601,7 +607,9 @@ def test_long_poll_idle_cpu_and_no_blocking():
     wall = time.time() - t0
     cpu = S.col.cpu_seconds() - cpu0
     eq(sorted(r.status for r in results), [204] * n)
-    check(cpu < 0.15 * wall, "idle long-polls used %.3fs CPU in %.1fs" % (cpu, wall))
+    # A waiting poll that spun would cost a whole CPU; 24 suspended ones cost nearly none.
+    check(cpu < (0.15 + quiet) * wall, "idle long-polls used %.3fs CPU in %.1fs (%.3fs/s "
+          "with no request)" % (cpu, wall, quiet))
 
 
 # ---- service life ----
