@@ -248,18 +248,31 @@ def calibrate(rec, args):
     chain's serial path, but what a cycle is against the whole op depends on the core. Every
     candidate count is built and measured beside base (only the subject and the `plain` cells,
     in rounds), and each target takes the count whose shift comes nearest. The shift compares
-    the fastest round of each: a round that lands in a slow regime of the host (whole runs
-    1.5x slower on some VMs) would otherwise move the figure by more than the shift itself."""
+    each round in steps of the reference kernel measured beside the subject (the median of the
+    rounds), which moves with the host's clock: an Intel VM switched between two clocks 2.8%
+    apart from run to run, and the fastest of five rounds landed on either. Without a
+    reference in every round it compares the fastest round of each: a round that lands in a
+    slow regime of the host (whole runs 1.5x slower on some VMs) would otherwise move the
+    figure by more than the shift itself."""
     base = Variant("calib-0", 0)
     cands = [Variant("calib-%d" % n, n) for n in CANDIDATE_ADDS]
     for v in [base] + cands:
         rec.prepare(v, ops="[plain]")
     p50 = {v.name: [] for v in [base] + cands}
+    steps = {v.name: [] for v in [base] + cands}
     for _ in range(args.calibration_runs):
         for v in [base] + cands:
-            p50[v.name].append(subject_p50(rec.run(v)[1]))
-    mb = min(p50[base.name])
-    shift = {v.adds: min(p50[v.name]) / mb - 1 for v in cands}
+            doc = rec.run(v)[1]
+            p50[v.name].append(subject_p50(doc))
+            steps[v.name].append(subject_over_reference(doc))
+    if all(x is not None for xs in steps.values() for x in xs):
+        mb = statistics.median(steps[base.name])
+        shift = {v.adds: statistics.median(steps[v.name]) / mb - 1 for v in cands}
+        by = "median round in reference steps"
+    else:
+        mb = min(p50[base.name])
+        shift = {v.adds: min(p50[v.name]) / mb - 1 for v in cands}
+        by = "fastest round"
     counts, last = [], 0
     for _, target in TARGETS:
         left = [n for n in CANDIDATE_ADDS if n > last]
@@ -269,9 +282,9 @@ def calibrate(rec, args):
         n = min(left, key=lambda c: abs(shift[c] - target))
         counts.append(n)
         last = n
-    log("calibration: base %.3f ns; shift by adds: %s -> adds %s" % (
-        mb, ", ".join("%d %+.1f%%" % (n, 100 * shift[n]) for n in CANDIDATE_ADDS), counts))
-    return counts, {"rounds": args.calibration_runs, "matrix_ops": ["plain"],
+    log("calibration (%s): shift by adds: %s -> adds %s" % (
+        by, ", ".join("%d %+.1f%%" % (n, 100 * shift[n]) for n in CANDIDATE_ADDS), counts))
+    return counts, {"rounds": args.calibration_runs, "matrix_ops": ["plain"], "by": by,
                     "base_p50": p50[base.name],
                     "shift_by_adds": {str(n): shift[n] for n in CANDIDATE_ADDS}}
 
