@@ -1000,6 +1000,10 @@ static json_t *metric_json(const struct aw_detect_result *r, double threshold)
 		json_decref(o);
 		return NULL;
 	}
+	if (o && json_object_set_new(o, "on_reference", json_boolean(r->on_reference))) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && by && json_object_set_new(o, "disturbed_by", json_string(by))) {
 		json_decref(o);
 		return NULL;

@@ -26,6 +26,10 @@
 /* a p50 history whose spread about its reference (the MAD of its log less the factor) is under
  * this share of its spread about its runs' common mode is matched by the reference */
 #define REF_FOLLOW 0.2
+/* a p50 history whose mean absolute deviation about its reference is under this share of both
+ * its own and its spread about the common mode is judged in steps of the reference (step 9e) */
+#define REF_SCALE     0.1 /* (a fifth or a half: +5% heads lost on AMD VMs) */
+#define REF_SCALE_MIN 10  /* ... over this many history runs at least */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -1052,6 +1056,100 @@ static void estimate_prior(const double *s, const double *f, size_t k, double ma
 	*s0 = sqrt(exp(mean + aw_digamma(*d0 / 2) - log(*d0 / 2)));
 }
 
+/* The mean absolute deviation about their median of log(v[i]) - f[i] (f NULL: of log(v[i])),
+ * over the i with every figure finite. Unlike the MAD it sees a minority regime: a cell whose
+ * runs sit 2.8% apart in two clocks, two thirds at one, has a MAD of nearly nothing. */
+static double log_spread(const double *v, const double *f, size_t n, double *a, double *b)
+{
+	size_t m = 0;
+	double med, sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i] > 0 && isfinite(v[i]) && (!f || isfinite(f[i])))
+			a[m++] = log(v[i]) - (f ? f[i] : 0);
+	if (m < REF_SCALE_MIN)
+		return NAN;
+	memcpy(b, a, m * sizeof(*a));
+	aw_sort_doubles(b, m);
+	med = aw_quantile_sorted(b, m, 0.5);
+	for (size_t i = 0; i < m; i++)
+		sum += fabs(a[i] - med);
+	return sum / (double)m;
+}
+
+/* Step 9e: a p50 that keeps time with the reference kernel beside it (its history spreads
+ * about the reference under REF_SCALE of its own spread and of its spread about the common
+ * mode) is judged in steps of it. Every run's value, history and head alike, is scaled by
+ * exp(c - reference), c the head runs' median reference: what it would have measured beside
+ * the head's reference. The machine's clock, whichever regime a run landed in, is then in no
+ * value, and the run factors, applied, are dropped. A chain of dependent operations on a VM
+ * whose runs switch between two clocks 2.8% apart is so steady to 0.03%, where its raw runs
+ * spread 1-2%. Fills *x (x->history NULL: not scaled) with arrays from *mem, which the caller
+ * frees. */
+static int scale_by_reference(const struct aw_detect_input *in, struct aw_detect_input *x,
+                              double **mem, struct work *w)
+{
+	const double *hf = in->history_factor[AW_FACTOR_REFERENCE],
+	             *xf = in->head_factor[AW_FACTOR_REFERENCE],
+	             *cm = in->history_factor[AW_FACTOR_COMMON];
+	size_t nh = in->n_history, nx = in->n_head;
+	double by_ref, by_self, by_cm = INFINITY, c, *buf;
+
+	*mem = NULL;
+	memset(x, 0, sizeof(*x));
+	if (in->tail || in->n_reference || !hf || !xf || !nx || nh < REF_SCALE_MIN)
+		return 0;
+	for (size_t h = 0; h < nx; h++)
+		if (!isfinite(xf[h]) || !(in->head[h] > 0))
+			return 0;
+	by_ref = log_spread(in->history, hf, nh, w->a, w->b);
+	by_self = log_spread(in->history, NULL, nh, w->a, w->b);
+	if (cm)
+		by_cm = log_spread(in->history, cm, nh, w->a, w->b);
+	if (isnan(by_cm))
+		by_cm = INFINITY;
+	if (!(by_ref < REF_SCALE * by_self) || !(by_ref < REF_SCALE * by_cm))
+		return 0;
+	memcpy(w->a, xf, nx * sizeof(*xf));
+	aw_sort_doubles(w->a, nx);
+	c = aw_quantile_sorted(w->a, nx, 0.5);
+	buf = malloc((3 * nh + 3 * nx) * sizeof(*buf));
+	if (!buf)
+		return -ENOMEM;
+	*x = *in;
+	for (size_t j = 0; j < nh; j++) {
+		double k = isfinite(hf[j]) ? exp(c - hf[j]) : 1; /* (none: as measured) */
+
+		buf[j] = in->history[j] * k;
+		buf[nh + j] = in->history_se ? in->history_se[j] * k : NAN;
+		buf[2 * nh + j] = in->history_min ? in->history_min[j] * k : NAN;
+	}
+	for (size_t h = 0; h < nx; h++) {
+		double k = exp(c - xf[h]);
+
+		buf[3 * nh + h] = in->head[h] * k;
+		buf[3 * nh + nx + h] = in->head_min ? in->head_min[h] * k : NAN;
+		buf[3 * nh + 2 * nx + h] = in->head_se ? in->head_se[h] * k : NAN;
+	}
+	x->history = buf;
+	x->history_se = in->history_se ? buf + nh : NULL;
+	x->history_min = in->history_min ? buf + 2 * nh : NULL;
+	x->head = buf + 3 * nh;
+	x->head_min = in->head_min ? buf + 3 * nh + nx : NULL;
+	x->head_se = in->head_se ? buf + 3 * nh + 2 * nx : NULL;
+	for (int f = 0; f < AW_FACTOR_COUNT; f++)
+		x->history_factor[f] = x->head_factor[f] = NULL;
+	*mem = buf;
+	return 0;
+}
+
+/* Cells i and j share a pooled noise: one group, and both judged in steps of the reference or
+ * neither (a chain steady to 0.02% in them would pull the lock ops' prior down with it). */
+static bool same_group(const struct aw_detect_input *in, double *const *mem, size_t i, size_t j)
+{
+	return in[i].group == in[j].group && !mem[i] == !mem[j];
+}
+
 int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *opts,
               struct aw_detect_result *out)
 {
@@ -1059,7 +1157,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	const struct aw_detect_opts *o = opts ? opts : &defaults;
 	struct cell_state *st = NULL;
 	struct work w = {0};
-	double *p = NULL, *fdf = NULL;
+	double *p = NULL, *fdf = NULL, **mem = NULL;
+	struct aw_detect_input *scaled = NULL;
 	size_t most = 1;
 	int rc = -ENOMEM;
 
@@ -1077,8 +1176,18 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	p = calloc(n ? n : 1, sizeof(double));
 	st = calloc(n ? n : 1, sizeof(*st));
 	fdf = calloc(n ? n : 1, sizeof(*fdf));
-	if (!w.a || !w.b || !p || !st || !fdf)
+	scaled = calloc(n ? n : 1, sizeof(*scaled));
+	mem = calloc(n ? n : 1, sizeof(*mem));
+	if (!w.a || !w.b || !p || !st || !fdf || !scaled || !mem)
 		goto out;
+	/* step 9e: the cells that keep time with their reference, in steps of it */
+	for (size_t i = 0; i < n; i++) {
+		if (scale_by_reference(&in[i], &scaled[i], &mem[i], &w))
+			goto out;
+		if (!scaled[i].history)
+			scaled[i] = in[i];
+	}
+	in = scaled;
 	for (size_t i = 0; i < n; i++) {
 		size_t nb =
 		    in[i].n_history > in[i].n_reference ? in[i].n_history : in[i].n_reference;
@@ -1089,6 +1198,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		if (!st[i].base || !st[i].head || !st[i].head_min)
 			goto out;
 		observe(&in[i], o, &out[i], &st[i], &w);
+		out[i].on_reference = mem[i] != NULL;
 	}
 	/* each group's pooled noise */
 	for (size_t i = 0; i < n; i++) {
@@ -1098,7 +1208,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		if (st[i].pooled)
 			continue;
 		for (size_t j = i; j < n; j++) {
-			if (in[j].group != in[i].group || isnan(st[j].between))
+			if (!same_group(in, mem, i, j) || isnan(st[j].between))
 				continue;
 			w.b[k] = fmax(st[j].between, o->noise_floor);
 			fdf[k++] = MAD_EFFICIENCY *
@@ -1106,7 +1216,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		}
 		estimate_prior(w.b, fdf, k, o->prior_df_max, &s0, &d0);
 		for (size_t j = i; j < n; j++) {
-			if (in[j].group != in[i].group)
+			if (!same_group(in, mem, i, j))
 				continue;
 			st[j].pooled = 1;
 			test_cell(&in[j], o, &out[j], &st[j], s0, d0, &p[j]);
@@ -1130,5 +1240,9 @@ out:
 	}
 	free(st);
 	free(fdf);
+	for (size_t i = 0; mem && i < n; i++)
+		free(mem[i]);
+	free(mem);
+	free(scaled);
 	return rc;
 }

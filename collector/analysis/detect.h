@@ -122,6 +122,9 @@ struct aw_detect_result {
 	enum aw_factor matched; /* the factor by which the baseline runs were chosen: those
 	                           since the last change point nearest the head's factor (the
 	                           head's regime), or AW_FACTOR_NONE (the last `window` runs) */
+	bool on_reference;      /* judged in steps of the reference kernel beside it (step 9e):
+	                           every run scaled to the head's reference, baseline and head in
+	                           ns as measured beside it; no run factor matched or disturbed */
 	bool disturbed;         /* every head run judged was disturbed (see factor/disturb) */
 	enum aw_factor disturbed_by; /* which factor said so, or AW_FACTOR_NONE */
 	double disturb;              /* the head's factor over the window's usual one (1 = none) */

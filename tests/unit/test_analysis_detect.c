@@ -290,8 +290,8 @@ static void test_run_factors(void **state)
 	assert_int_equal(r.head_n, 1);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
 	/* a history that follows the reference kernel (runs 1.0x or 1.2x slower, the cell with
-	 * them): judged relative to it, a head 20% slower with its reference is unchanged, and
-	 * the same head with an unmoved reference is a regression */
+	 * them): judged in steps of it (step 9e), a head 20% slower with its reference is
+	 * unchanged, and the same head with an unmoved reference is a regression */
 	for (int i = 0; i < 10; i++) {
 		fr[i] = i % 2 ? log(1.2) : 0;
 		hr[i] = 5.0 * exp(fr[i]) * (1 + 0.002 * (i % 3));
@@ -301,12 +301,14 @@ static void test_run_factors(void **state)
 	in.history_factor[AW_FACTOR_REFERENCE] = fr;
 	in.head_factor[AW_FACTOR_REFERENCE] = xrf;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
-	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
+	assert_true(r.on_reference);
+	assert_int_equal(r.matched, AW_FACTOR_NONE);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
 	xrf[0] = 0;
 	xr[0] = 5.0 * 1.08;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
-	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
+	assert_true(r.on_reference);
+	assert_int_equal(r.matched, AW_FACTOR_NONE);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_string_equal(aw_factor_name(AW_FACTOR_REFERENCE), "reference");
 	assert_null(aw_factor_name(AW_FACTOR_NONE));
@@ -340,34 +342,36 @@ static void test_stretches(void **state)
 }
 
 /* A cell whose history follows the reference kernel beside it far more closely than its runs'
- * common mode (a mul chain on a host whose clock steps between two levels 12% apart, while the
- * lock ops of the common mode wander on their own) is matched by its reference: a head on the
- * slow clock is compared with the runs of that clock, so it is unchanged, and 6% slower than
- * them it is a 6% regression (against the runs nearest its common mode, of both clocks, it
- * read +12% and +19%). A cell that follows the common mode keeps it. */
+ * common mode (a mul chain on a host whose clock steps between two levels 2% apart, while the
+ * lock ops of the common mode wander on their own), but whose own noise (0.6%) is too large a
+ * share of its spread to be judged in steps of the reference (step 9e), is matched by its
+ * reference: a head on the slow clock is compared with the runs of that clock, so it is
+ * unchanged, and 6% slower than them it is a 6% regression. A cell that follows the common
+ * mode keeps it. */
 static void test_matched_by_closer_factor(void **state)
 {
-	double h[40], cm[40], rf[40], x[] = {5.0 * 1.12}, xcm[] = {0.02}, xrf[] = {log(1.12)};
+	double h[40], cm[40], rf[40], x[] = {5.0 * 1.02}, xcm[] = {0.02}, xrf[] = {log(1.02)};
 	struct aw_detect_input in = {
 	    .history = h, .n_history = 40, .head = x, .n_head = 1, .threshold = 0.05};
 	struct aw_detect_result r;
 
 	(void)state;
-	series(h, 40, 5.0, 0.001);
+	series(h, 40, 5.0, 0.006);
 	for (int i = 0; i < 40; i++) {
 		cm[i] = 0.02 * ((i * 7) % 5);
-		rf[i] = i % 3 ? 0 : log(1.12);
+		rf[i] = i % 3 ? 0 : log(1.02);
 		h[i] *= exp(rf[i]);
 	}
 	set_factors(&in, cm, xcm, rf, xrf);
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_false(r.on_reference);
 	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
 	assert_true(fabs(r.change) < 0.005);
 	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
 	x[0] *= 1.06;
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
 	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
-	assert_true(fabs(r.change - 0.06) < 0.005);
+	assert_true(fabs(r.change - 0.06) < 0.01);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	/* the same cell following its common mode instead: matched by it */
 	for (int i = 0; i < 40; i++)
@@ -422,6 +426,98 @@ static void test_stretches_beside_reference(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* Step 9e, from a real recording (vm-quick-compilers-9, an Intel VM): the runs switch between
+ * two clocks 2.8% apart, a third of them on the fast one, and the subject (a mul chain) keeps
+ * time with the reference beside it to 0.02%. Judged in steps of it, a +10% head from a run on
+ * the fast clock is a +10% regression, against a baseline as the history would have measured on
+ * that clock (in the recording, the runs matched by their reference after a change point at a
+ * clock switch mixed both clocks: +8.7% against a noise of 3.9%, "noisy"). A head on the slow
+ * clock with its reference is
+ * unchanged, and a head whose reference ran slow while the cell did not is no regression. A
+ * cell whose history does not keep time with its reference is judged as measured. */
+static void test_judged_on_reference(void **state)
+{
+	double h[40], cm[40], rf[40], x[] = {26.62 * 1.10}, xcm[] = {0}, xrf[] = {log(0.8130)};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 40, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 40, 32.74, 0.0002); /* the subject in steps of the reference */
+	for (int i = 0; i < 40; i++) {
+		rf[i] = log(i % 3 ? 0.8357 : 0.8130);
+		h[i] *= exp(rf[i]);
+		cm[i] = rf[i] + 0.01 * ((i * 7) % 3); /* the lock ops wander on their own */
+	}
+	set_factors(&in, cm, xcm, rf, xrf);
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(r.on_reference);
+	assert_int_equal(r.matched, AW_FACTOR_NONE);
+	assert_true(fabs(r.change - 0.10) < 0.003);
+	assert_true(fabs(r.baseline - 26.62) < 0.05); /* as measured beside the head's reference */
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	x[0] = 27.36;
+	xrf[0] = log(0.8357);
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_true(fabs(r.change) < 0.002);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	xrf[0] = log(0.8357 * 1.03); /* the reference alone slowed: the cell is 3% faster */
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* a cell whose reference wandered on its own: as measured, matched by its common mode */
+	for (int i = 0; i < 40; i++)
+		rf[i] = 0.01 * ((i * 5) % 4);
+	x[0] = 27.36;
+	xrf[0] = 0;
+	for (int i = 0; i < 40; i++)
+		h[i] = 27.36 * exp(cm[i]) * (1 + 0.0002 * (i % 3));
+	xcm[0] = cm[1];
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_false(r.on_reference);
+	assert_int_equal(r.matched, AW_FACTOR_COMMON);
+}
+
+/* Cells judged in steps of their reference (step 9e), steadier there, pool their noise apart
+ * from the other cells of their group: beside them, lock ops' moderated noise is what it is
+ * among lock ops alone (in one real head, such cells pulled a lock op's +7.7% over four runs
+ * to a false gate). */
+static void test_reference_steps_pool_apart(void **state)
+{
+	enum {
+		OPS = 8,
+		CELLS = 2 * OPS
+	};
+	double h[CELLS][40], cm[40], rf[40], x[CELLS][1], xcm[] = {0}, xrf[] = {log(0.8357)};
+	struct aw_detect_input in[CELLS];
+	struct aw_detect_result r[CELLS], alone[OPS];
+
+	(void)state;
+	for (int i = 0; i < 40; i++) {
+		rf[i] = log(i % 3 ? 0.8357 : 0.8130);
+		cm[i] = 0.03 * ((i * 7) % 3);
+	}
+	for (int k = 0; k < CELLS; k++) {
+		bool chain = k >= OPS; /* the second half keeps time with the reference */
+
+		for (int i = 0; i < 40; i++) {
+			double wobble = (chain ? 0.001 : 0.005) * (((i * (k + 3)) % 7) - 3) / 3.0;
+
+			h[k][i] = (chain ? 27.36 * exp(rf[i] - log(0.8357)) : 2.5) * (1 + wobble);
+		}
+		x[k][0] = chain ? 27.36 : 2.5;
+		in[k] = (struct aw_detect_input){
+		    .history = h[k], .n_history = 40, .head = x[k], .n_head = 1, .threshold = 0.05};
+		set_factors(&in[k], cm, xcm, rf, xrf);
+	}
+	assert_int_equal(aw_detect(in, CELLS, NULL, r), 0);
+	assert_int_equal(aw_detect(in, OPS, NULL, alone), 0);
+	for (int k = 0; k < OPS; k++) {
+		assert_false(r[k].on_reference);
+		assert_true(r[OPS + k].on_reference);
+		assert_true(fabs(r[k].noise - alone[k].noise) < 1e-12);
+	}
+}
+
 /* Head runs without a common mode (confirmation runs carry only the suspect cells) are matched
  * by their reference kernel: three quiet re-measurements of a cell 6% slower are compared with
  * the history's quiet runs, not with a window that also holds the runs the machine slowed (its
@@ -442,7 +538,7 @@ static void test_confirmations_by_reference(void **state)
 	}
 	set_factors(&in, cm, xcm, rf, xrf);
 	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
-	assert_int_equal(r.matched, AW_FACTOR_REFERENCE);
+	assert_true(r.on_reference); /* (it keeps time with its reference: step 9e) */
 	assert_true(fabs(r.baseline - 5.0) < 0.02);
 	assert_false(r.seen_before);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
@@ -771,6 +867,8 @@ int main(void)
 	    cmocka_unit_test(test_stretches),
 	    cmocka_unit_test(test_stretches_beside_reference),
 	    cmocka_unit_test(test_matched_by_closer_factor),
+	    cmocka_unit_test(test_judged_on_reference),
+	    cmocka_unit_test(test_reference_steps_pool_apart),
 	    cmocka_unit_test(test_confirmations_by_reference),
 	    cmocka_unit_test(test_disturbed_head_hides),
 	    cmocka_unit_test(test_disturbed_runs_confirm),
