@@ -1083,7 +1083,7 @@ static double log_spread(const double *v, const double *f, size_t n, double *a, 
  * exp(c - reference), c the head runs' median reference: what it would have measured beside
  * the head's reference. The machine's clock, whichever regime a run landed in, is then in no
  * value, and the run factors, applied, are dropped. A chain of dependent operations on a VM
- * whose runs switch between two clocks 2.8% apart is so steady to 0.03%, where its raw runs
+ * whose runs switch between two clocks 2.8% apart is so steady to 0.02-0.06%, where its raw runs
  * spread 1-2%. Fills *x (x->history NULL: not scaled) with arrays from *mem, which the caller
  * frees. */
 static int scale_by_reference(const struct aw_detect_input *in, struct aw_detect_input *x,
@@ -1144,7 +1144,7 @@ static int scale_by_reference(const struct aw_detect_input *in, struct aw_detect
 }
 
 /* Cells i and j share a pooled noise: one group, and both judged in steps of the reference or
- * neither (a chain steady to 0.02% in them would pull the lock ops' prior down with it). */
+ * neither (a chain so steady in them would pull the lock ops' prior down with it). */
 static bool same_group(const struct aw_detect_input *in, double *const *mem, size_t i, size_t j)
 {
 	return in[i].group == in[j].group && !mem[i] == !mem[j];

@@ -542,7 +542,7 @@ static struct aw_result *on_clock(struct aw_result *r, double clock, double wand
 }
 
 /* Step 9e through the store: on a host whose runs switch between two clocks (an Intel VM's
- * 2.8% apart; here 10%, since these runs' own ripple is 0.4%, not the VM's 0.02%), a cell that
+ * 2.8% apart; here 10%, since these runs' own ripple is 0.4%, not the VM's 0.02-0.06%), a cell that
  * keeps time with the reference kernel beside it is judged in steps of it ("on_reference" in
  * the JSON): +10% from a run on the fast clock is a suspect, and a head on the slow clock,
  * unchanged, is no change. */
