@@ -172,17 +172,26 @@ static int cmp_distance(const void *a, const void *b)
 	return x->i < y->i ? 1 : x->i > y->i ? -1 : 0; /* the newer first */
 }
 
+/* log(v[i]) - f[i] (f NULL: log(v[i])) for i in [from, n) with every figure finite and v[i] > 0,
+ * into out; returns how many. */
+static size_t log_less(const double *v, const double *f, size_t from, size_t n, double *out)
+{
+	size_t m = 0;
+
+	for (size_t i = from; i < n; i++)
+		if (v[i] > 0 && isfinite(v[i]) && (!f || isfinite(f[i])))
+			out[m++] = log(v[i]) - (f ? f[i] : 0);
+	return m;
+}
+
 /* How closely a cell's history since `from` followed one run factor: the robust spread of
  * log(value) less the factor (NAN with fewer than MATCH_MIN runs that have both). */
 static double follow_spread(const struct aw_detect_input *in, size_t from, enum aw_factor f,
                             struct work *w)
 {
 	const double *hf = in->history_factor[f];
-	size_t m = 0;
+	size_t m = hf ? log_less(in->history, hf, from, in->n_history, w->a) : 0;
 
-	for (size_t j = from; hf && j < in->n_history; j++)
-		if (in->history[j] > 0 && isfinite(hf[j]))
-			w->a[m++] = log(in->history[j]) - hf[j];
 	if (m < MATCH_MIN)
 		return NAN;
 	aw_sort_doubles(w->a, m);
@@ -1061,17 +1070,12 @@ static void estimate_prior(const double *s, const double *f, size_t k, double ma
  * runs sit 2.8% apart in two clocks, two thirds at one, has a MAD of nearly nothing. */
 static double log_spread(const double *v, const double *f, size_t n, double *a, double *b)
 {
-	size_t m = 0;
+	size_t m = log_less(v, f, 0, n, a);
 	double med, sum = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (v[i] > 0 && isfinite(v[i]) && (!f || isfinite(f[i])))
-			a[m++] = log(v[i]) - (f ? f[i] : 0);
 	if (m < REF_SCALE_MIN)
 		return NAN;
-	memcpy(b, a, m * sizeof(*a));
-	aw_sort_doubles(b, m);
-	med = aw_quantile_sorted(b, m, 0.5);
+	med = median_copy(a, m, b);
 	for (size_t i = 0; i < m; i++)
 		sum += fabs(a[i] - med);
 	return sum / (double)m;
@@ -1084,8 +1088,8 @@ static double log_spread(const double *v, const double *f, size_t n, double *a, 
  * the head's reference. The machine's clock, whichever regime a run landed in, is then in no
  * value, and the run factors, applied, are dropped. A chain of dependent operations on a VM
  * whose runs switch between two clocks 2.8% apart is so steady to 0.02-0.06%, where its raw runs
- * spread 1-2%. Fills *x (x->history NULL: not scaled) with arrays from *mem, which the caller
- * frees. */
+ * spread 1-2%. *x is the input, scaled or as it was: when scaled, its arrays are *mem's, which
+ * the caller frees (*mem NULL: as it was). */
 static int scale_by_reference(const struct aw_detect_input *in, struct aw_detect_input *x,
                               double **mem, struct work *w)
 {
@@ -1096,7 +1100,7 @@ static int scale_by_reference(const struct aw_detect_input *in, struct aw_detect
 	double by_ref, by_self, by_cm = INFINITY, c, *buf;
 
 	*mem = NULL;
-	memset(x, 0, sizeof(*x));
+	*x = *in;
 	if (in->tail || in->n_reference || !hf || !xf || !nx || nh < REF_SCALE_MIN)
 		return 0;
 	for (size_t h = 0; h < nx; h++)
@@ -1110,13 +1114,10 @@ static int scale_by_reference(const struct aw_detect_input *in, struct aw_detect
 		by_cm = INFINITY;
 	if (!(by_ref < REF_SCALE * by_self) || !(by_ref < REF_SCALE * by_cm))
 		return 0;
-	memcpy(w->a, xf, nx * sizeof(*xf));
-	aw_sort_doubles(w->a, nx);
-	c = aw_quantile_sorted(w->a, nx, 0.5);
+	c = median_copy(xf, nx, w->a);
 	buf = malloc((3 * nh + 3 * nx) * sizeof(*buf));
 	if (!buf)
 		return -ENOMEM;
-	*x = *in;
 	for (size_t j = 0; j < nh; j++) {
 		double k = isfinite(hf[j]) ? exp(c - hf[j]) : 1; /* (none: as measured) */
 
@@ -1181,12 +1182,9 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	if (!w.a || !w.b || !p || !st || !fdf || !scaled || !mem)
 		goto out;
 	/* step 9e: the cells that keep time with their reference, in steps of it */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		if (scale_by_reference(&in[i], &scaled[i], &mem[i], &w))
 			goto out;
-		if (!scaled[i].history)
-			scaled[i] = in[i];
-	}
 	in = scaled;
 	for (size_t i = 0; i < n; i++) {
 		size_t nb =
