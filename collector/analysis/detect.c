@@ -744,6 +744,74 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	run_gaps(in, r, st, w);
 }
 
+/* A tail's history as levels: log(p99) less its run's tails factor (about that factor's median
+ * over the history; as measured where the run has none), in out[], their number in *m. Returns
+ * their median, NAN when there are none. */
+static double tail_levels(const struct aw_detect_input *in, double *out, size_t *m, double *scratch)
+{
+	const double *f = in->history_factor[AW_FACTOR_COMMON];
+	double fm = NAN;
+	size_t k = 0;
+
+	for (size_t i = 0; f && i < in->n_history; i++)
+		if (isfinite(f[i]))
+			scratch[k++] = f[i];
+	if (k)
+		fm = median_copy(scratch, k, scratch + k);
+	*m = 0;
+	for (size_t i = 0; i < in->n_history; i++) {
+		if (!(in->history[i] > 0))
+			continue;
+		out[(*m)++] = log(in->history[i]) - (k && isfinite(f[i]) ? f[i] - fm : 0);
+	}
+	return median_copy(out, *m, scratch);
+}
+
+/* Step 9f: a tail as high as the tails of its group reach on this host. A run's p99 is the
+ * slowest batches of thousands of calls each, so it rises when something stalls the core for a
+ * good part of a batch: on the VMs recorded, 16-31% of the uncontended cells' p99s are 1.5
+ * times their level or more and 3-19% twice, a few cells at a time, in spells of seconds that
+ * a head and its re-measurements share, so no run's tails factor moves and, over 23 cells,
+ * some cell's tail stays high over all four runs in a head or two in a hundred. Which cell the
+ * spell strikes is chance, so the history of the whole group says what this host's tails do: when
+ * its cells' runs (each against its own level, less its run's tails factor) were as far above their
+ * levels as this head at least as often as step 9b's lone-run rule asks of one cell (3 in 40), the
+ * rise is one the host's tails make, seen before. A tail that rises beyond what the group's tails
+ * did still regresses. */
+static void group_tails(const struct aw_detect_input *in, size_t n, size_t i,
+                        struct aw_detect_result *r, struct work *w)
+{
+	const struct aw_detect_input *c = &in[i];
+	double rise, lvl;
+	size_t m, hits = 0, need = (size_t)ceil(SEEN_SHARE * (double)c->n_history);
+
+	if (!c->tail || c->n_reference || !c->n_head || r->seen_before ||
+	    r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW || !(r->head > 0))
+		return;
+	lvl = tail_levels(c, w->a, &m, w->b);
+	rise = log(r->head) - lvl;
+	if (m < SEEN_LONE_MIN || !(rise >= log1p(c->threshold)))
+		return;
+	if (need < SEEN_LONE_MIN)
+		need = SEEN_LONE_MIN;
+	for (size_t j = 0; j < n && hits < need; j++) {
+		const struct aw_detect_input *g = &in[j];
+
+		if (!g->tail || g->group != c->group || g->n_reference)
+			continue;
+		lvl = tail_levels(g, w->a, &m, w->b);
+		for (size_t t = 0; t < m; t++)
+			hits += w->a[t] - lvl >= rise;
+	}
+	if (hits < need)
+		return;
+	r->seen_before = true;
+	snprintf(r->note, sizeof(r->note),
+	         "the tails of its group rose as far (x%.3g of their level) %zu times or more in "
+	         "the history's runs: a stall of the host's, not this cell's",
+	         exp(rise), hits);
+}
+
 /* The test of a cell judged in ns (at or flipping through the resolution). */
 static void test_absolute(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                           struct aw_detect_result *r, const struct cell_state *st, double *p_two)
@@ -1198,6 +1266,9 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		observe(&in[i], o, &out[i], &st[i], &w);
 		out[i].on_reference = mem[i] != NULL;
 	}
+	/* step 9f, once every cell's history is in */
+	for (size_t i = 0; i < n; i++)
+		group_tails(in, n, i, &out[i], &w);
 	/* each group's pooled noise */
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;

@@ -749,6 +749,75 @@ static void test_tail_spell(void **state)
 	store_close(&s);
 }
 
+/* Runs of `host` on main whose p99 of one filler cell each (another in every run) is
+ * `stall` times the usual: a host whose stalls strike a cell's tail at a time. */
+static void load_stalls(struct store_conn *c, const char *host, double stall)
+{
+	for (int i = 1; i <= 30; i++) {
+		struct aw_result *r = run_of(host, "", "main", i, 5.0, 50.0, 20.0, HASH);
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "5ta11%03d", i);
+		assert_int_equal(aw_set_str(&r->commit, sha), 0);
+		put(c, tails(r, stall, r->cells[3 + i % FILLER].key));
+	}
+}
+
+/* A head whose stadd tail is x`factor` over its first run and its re-measurement. */
+static void put_tail_head(struct store_conn *c, const char *host, const char *sha, double factor)
+{
+	put(c, tails(run_of(host, sha, "feature", 31, 5.0, 50.0, 20.0, HASH), factor,
+	             "op=stadd cpu=0"));
+	put(c, tails(only_stadd(run_of(host, sha, "feature", 31, 5.0, 50.0, 20.0, HASH)), factor,
+	             "op=stadd cpu=0"));
+}
+
+/* Step 9f: on a host whose tails stall to 2.5 times their level in one cell or another of the
+ * group in every run, stadd's tail at twice its level over its head run and its
+ * re-measurement is what the host's tails do (noisy, the gate passes), though stadd's own
+ * history never showed it; at four times, beyond what the group's tails did, it regresses. On a
+ * host whose other tails stay at their level the same twice regresses. */
+static void test_group_tails(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	const struct aw_cell_verdict *stadd;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	load_stalls(c, "stalls", 2.5);
+	put_tail_head(c, "stalls", "7a11a001", 2);
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a11a001", NULL, "stalls", &v, &err), 0);
+	stadd = cell_of(&v, "op=stadd cpu=0");
+	assert_int_equal(stadd->p99.head_n, 2);
+	assert_int_equal(stadd->p99.verdict, AW_VERDICT_NOISY);
+	assert_true(stadd->p99.seen_before);
+	assert_non_null(strstr(stadd->p99.note, "the tails of its group rose as far (x2"));
+	assert_int_equal(v.counts[AW_VERDICT_REGRESSED], 0);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
+
+	put_tail_head(c, "stalls", "7a11a002", 4);
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a11a002", NULL, "stalls", &v, &err), 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->p99.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	aw_host_verdict_release(&v);
+
+	load_stalls(c, "quiet", 1);
+	put_tail_head(c, "quiet", "7a11a003", 2);
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "7a11a003", NULL, "quiet", &v, &err), 0);
+	assert_int_equal(cell_of(&v, "op=stadd cpu=0")->p99.verdict, AW_VERDICT_REGRESSED);
+	assert_false(cell_of(&v, "op=stadd cpu=0")->p99.seen_before);
+	assert_int_equal(v.status, AW_VERDICT_FAIL);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 struct cps {
 	int n;
 	char key[64], commit[16];
@@ -829,6 +898,7 @@ int main(void)
 	    cmocka_unit_test(test_confirmation_has_no_common_mode),
 	    cmocka_unit_test(test_screen_first_run),
 	    cmocka_unit_test(test_tail_spell),
+	    cmocka_unit_test(test_group_tails),
 	    cmocka_unit_test(test_clock_regimes),
 	    cmocka_unit_test(test_hidden_by_disturbance),
 	};
