@@ -120,6 +120,10 @@ struct cell_state {
 	double level;     /* absolute: the ns a relative change is expressed against */
 	/* each factor of the head runs judged (log, their median), NAN when unknown */
 	double regime[AW_FACTOR_COUNT];
+	/* a tail's level over its history (step 9f), the median of its runs' tails factor and
+	 * the runs measured */
+	double tail_level, tail_fm;
+	size_t tail_runs;
 };
 
 const char *aw_factor_name(enum aw_factor f)
@@ -744,27 +748,35 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	run_gaps(in, r, st, w);
 }
 
-/* A tail's history as levels: log(p99) less its run's tails factor (about that factor's median
- * over the history; as measured where the run has none), in out[], their number in *m. Returns
- * their median, NAN when there are none. */
-static double tail_levels(const struct aw_detect_input *in, double *out, size_t *m, double *scratch)
+/* Step 9f's level of a tail: the median over its history of log(p99) less the run's tails
+ * factor, about that factor's median (as measured where the run has none). NAN without runs. */
+static void tail_level(const struct aw_detect_input *in, struct cell_state *st, struct work *w)
 {
 	const double *f = in->history_factor[AW_FACTOR_COMMON];
-	double fm = NAN;
-	size_t k = 0;
+	size_t k = 0, m = 0;
 
 	for (size_t i = 0; f && i < in->n_history; i++)
 		if (isfinite(f[i]))
-			scratch[k++] = f[i];
-	if (k)
-		fm = median_copy(scratch, k, scratch + k);
-	*m = 0;
-	for (size_t i = 0; i < in->n_history; i++) {
-		if (!(in->history[i] > 0))
-			continue;
-		out[(*m)++] = log(in->history[i]) - (k && isfinite(f[i]) ? f[i] - fm : 0);
-	}
-	return median_copy(out, *m, scratch);
+			w->b[k++] = f[i];
+	st->tail_fm = median_copy(w->b, k, w->b + k);
+	for (size_t i = 0; i < in->n_history; i++)
+		if (in->history[i] > 0)
+			w->a[m++] =
+			    log(in->history[i]) - (k && isfinite(f[i]) ? f[i] - st->tail_fm : 0);
+	st->tail_runs = m;
+	st->tail_level = median_copy(w->a, m, w->b);
+}
+
+/* How far history run t of a tail lay above its level (log; NAN: not measured). */
+static double tail_rise(const struct aw_detect_input *in, const struct cell_state *st, size_t t)
+{
+	const double *f = in->history_factor[AW_FACTOR_COMMON];
+
+	if (!(in->history[t] > 0))
+		return NAN;
+	return log(in->history[t]) -
+	       (f && isfinite(f[t]) && isfinite(st->tail_fm) ? f[t] - st->tail_fm : 0) -
+	       st->tail_level;
 }
 
 /* Step 9f: a tail as high as the tails of its group reach on this host. A run's p99 is the
@@ -773,35 +785,32 @@ static double tail_levels(const struct aw_detect_input *in, double *out, size_t 
  * times their level or more and 3-19% twice, a few cells at a time, in spells of seconds that
  * a head and its re-measurements share, so no run's tails factor moves and, over 23 cells,
  * some cell's tail stays high over all four runs in a head or two in a hundred. Which cell the
- * spell strikes is chance, so the history of the whole group says what this host's tails do: when
- * its cells' runs (each against its own level, less its run's tails factor) were as far above their
- * levels as this head at least as often as step 9b's lone-run rule asks of one cell (3 in 40), the
- * rise is one the host's tails make, seen before. A tail that rises beyond what the group's tails
- * did still regresses. */
+ * spell strikes is chance, so the history of the whole group says what this host's tails do:
+ * when its cells' runs (each against its own level, less its run's tails factor) were as far
+ * above their levels as this head at least as often as step 9b's lone-run rule asks of one
+ * cell (3 in 40), the rise is one the host's tails make, seen before. A tail that rises beyond
+ * what the group's tails did still regresses. */
 static void group_tails(const struct aw_detect_input *in, size_t n, size_t i,
-                        struct aw_detect_result *r, struct work *w)
+                        struct aw_detect_result *r, const struct cell_state *st)
 {
 	const struct aw_detect_input *c = &in[i];
-	double rise, lvl;
-	size_t m, hits = 0, need = (size_t)ceil(SEEN_SHARE * (double)c->n_history);
+	double rise;
+	size_t hits = 0, need = (size_t)ceil(SEEN_SHARE * (double)c->n_history);
 
 	if (!c->tail || c->n_reference || !c->n_head || r->seen_before ||
-	    r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW || !(r->head > 0))
+	    r->verdict == AW_VERDICT_MISSING || r->verdict == AW_VERDICT_NEW || !(r->head > 0) ||
+	    st[i].tail_runs < SEEN_LONE_MIN)
 		return;
-	lvl = tail_levels(c, w->a, &m, w->b);
-	rise = log(r->head) - lvl;
-	if (m < SEEN_LONE_MIN || !(rise >= log1p(c->threshold)))
+	rise = log(r->head) - st[i].tail_level;
+	if (!(rise >= log1p(c->threshold)))
 		return;
 	if (need < SEEN_LONE_MIN)
 		need = SEEN_LONE_MIN;
 	for (size_t j = 0; j < n && hits < need; j++) {
-		const struct aw_detect_input *g = &in[j];
-
-		if (!g->tail || g->group != c->group || g->n_reference)
+		if (!in[j].tail || in[j].group != c->group || in[j].n_reference)
 			continue;
-		lvl = tail_levels(g, w->a, &m, w->b);
-		for (size_t t = 0; t < m; t++)
-			hits += w->a[t] - lvl >= rise;
+		for (size_t t = 0; t < in[j].n_history; t++)
+			hits += tail_rise(&in[j], &st[j], t) >= rise;
 	}
 	if (hits < need)
 		return;
@@ -1266,9 +1275,12 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		observe(&in[i], o, &out[i], &st[i], &w);
 		out[i].on_reference = mem[i] != NULL;
 	}
-	/* step 9f, once every cell's history is in */
+	/* step 9f, once every tail's level is known */
 	for (size_t i = 0; i < n; i++)
-		group_tails(in, n, i, &out[i], &w);
+		if (in[i].tail)
+			tail_level(&in[i], &st[i], &w);
+	for (size_t i = 0; i < n; i++)
+		group_tails(in, n, i, &out[i], st);
 	/* each group's pooled noise */
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
