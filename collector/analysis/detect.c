@@ -748,35 +748,37 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	run_gaps(in, r, st, w);
 }
 
-/* Step 9f's level of a tail: the median over its history of log(p99) less the run's tails
- * factor, about that factor's median (as measured where the run has none). NAN without runs. */
-static void tail_level(const struct aw_detect_input *in, struct cell_state *st, struct work *w)
-{
-	const double *f = in->history_factor[AW_FACTOR_COMMON];
-	size_t k = 0, m = 0;
-
-	for (size_t i = 0; f && i < in->n_history; i++)
-		if (isfinite(f[i]))
-			w->b[k++] = f[i];
-	st->tail_fm = median_copy(w->b, k, w->b + k);
-	for (size_t i = 0; i < in->n_history; i++)
-		if (in->history[i] > 0)
-			w->a[m++] =
-			    log(in->history[i]) - (k && isfinite(f[i]) ? f[i] - st->tail_fm : 0);
-	st->tail_runs = m;
-	st->tail_level = median_copy(w->a, m, w->b);
-}
-
-/* How far history run t of a tail lay above its level (log; NAN: not measured). */
-static double tail_rise(const struct aw_detect_input *in, const struct cell_state *st, size_t t)
+/* History run t of a tail as step 9f sees it: log(p99) less the run's tails factor about
+ * that factor's median st->tail_fm (as measured where either is unknown); NAN: not measured. */
+static double tail_log(const struct aw_detect_input *in, const struct cell_state *st, size_t t)
 {
 	const double *f = in->history_factor[AW_FACTOR_COMMON];
 
 	if (!(in->history[t] > 0))
 		return NAN;
 	return log(in->history[t]) -
-	       (f && isfinite(f[t]) && isfinite(st->tail_fm) ? f[t] - st->tail_fm : 0) -
-	       st->tail_level;
+	       (f && isfinite(f[t]) && isfinite(st->tail_fm) ? f[t] - st->tail_fm : 0);
+}
+
+/* Step 9f's level of a tail: the median of tail_log() over its history (NAN without runs), and
+ * the runs it has. */
+static void tail_level(const struct aw_detect_input *in, struct cell_state *st, struct work *w)
+{
+	const double *f = in->history_factor[AW_FACTOR_COMMON];
+	size_t k = 0, m = 0;
+
+	for (size_t t = 0; f && t < in->n_history; t++)
+		if (isfinite(f[t]))
+			w->b[k++] = f[t];
+	st->tail_fm = median_copy(w->b, k, w->b + k);
+	for (size_t t = 0; t < in->n_history; t++) {
+		double x = tail_log(in, st, t);
+
+		if (!isnan(x))
+			w->a[m++] = x;
+	}
+	st->tail_runs = m;
+	st->tail_level = median_copy(w->a, m, w->b);
 }
 
 /* Step 9f: a tail as high as the tails of its group reach on this host. A run's p99 is the
@@ -810,7 +812,7 @@ static void group_tails(const struct aw_detect_input *in, size_t n, size_t i,
 		if (!in[j].tail || in[j].group != c->group || in[j].n_reference)
 			continue;
 		for (size_t t = 0; t < in[j].n_history; t++)
-			hits += tail_rise(&in[j], &st[j], t) >= rise;
+			hits += tail_log(&in[j], &st[j], t) - st[j].tail_level >= rise;
 	}
 	if (hits < need)
 		return;
