@@ -216,7 +216,6 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 	unsigned char disturbed[64] = {0}; /* per head run, which factors (bit f) */
 	size_t n_win = r->window_n, k, kept = 0, from = r->last_change;
 	enum aw_factor use = AW_FACTOR_NONE;
-	double beyond = NAN; /* the head's factor over the nearest run's, when beyond them all */
 
 	if (n_win)
 		memcpy(st->base, win, n_win * sizeof(*win));
@@ -343,9 +342,8 @@ static void factors(const struct aw_detect_input *in, const struct aw_detect_opt
 		double most = 0;
 
 		r->disturbed = true;
-		r->disturbed_by = isfinite(beyond) ? use : AW_FACTOR_NONE;
-		most = isfinite(beyond) ? beyond : 0;
-		for (int f = 0; !isfinite(beyond) && f < AW_FACTOR_COUNT; f++) {
+		r->disturbed_by = AW_FACTOR_NONE;
+		for (int f = 0; f < AW_FACTOR_COUNT; f++) {
 			size_t m = 0;
 			double med;
 
