@@ -52,6 +52,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->cp_min_segment = 3;
 	c->confirm_runs = 2;
 	c->suspect_p = 0.20;
+	c->screen_noise = 0.01;
 	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
 	c->charts = true;
@@ -138,7 +139,8 @@ enum key_type {
 	K_BOOL,
 	K_LOG_LEVEL,
 	K_SYNC,
-	K_RATIO
+	K_RATIO,     /* a fraction in (0, 0.5] */
+	K_RATIO_ZERO /* the same or 0 (off) */
 };
 
 struct key {
@@ -186,6 +188,7 @@ static const struct key keys[] = {
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
     {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
     {"detection", "suspect_p", K_RATIO, F(suspect_p), 0, 0},
+    {"detection", "screen_noise", K_RATIO_ZERO, F(screen_noise), 0, 0},
     {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
     {"detection", "ab_threshold", K_RATIO, F(ab_threshold), 0, 0},
     {"postingest", "workers", K_UINT, F(postingest_workers), 0, 64},
@@ -307,6 +310,13 @@ static int set_value(struct loader *l, struct aw_collector_config *c, const stru
 		if (aw_parse_ratio(s, 0.5, (double *)base) || *(double *)base <= 0)
 			return at(l, v,
 			          "'%s' must be a fraction in (0, 0.5] such as 5%% or 0.05, "
+			          "not '%.32s'",
+			          path, s);
+		return 0;
+	case K_RATIO_ZERO:
+		if (aw_parse_ratio(s, 0.5, (double *)base) || *(double *)base < 0)
+			return at(l, v,
+			          "'%s' must be 0 or a fraction in (0, 0.5] such as 1%% or 0.01, "
 			          "not '%.32s'",
 			          path, s);
 		return 0;

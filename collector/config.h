@@ -57,6 +57,7 @@ struct aw_collector_config {
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
 	unsigned confirm_runs;   /* head runs of a cell a regression needs; fewer: suspect (2) */
 	double suspect_p;        /* first-run p under which a slowdown is suspect (0.20) */
+	double screen_noise;     /* least noise the first run's screen assumes (0.01) */
 	unsigned confirm_jobs;   /* re-measurements queued for a daemon host's suspects (3);
 	                            0: none */
 	double ab_threshold;     /* smallest change an A/B document reports (0.005), before the

@@ -22,8 +22,10 @@
  * head and from its confirmations, in a random order. --confirm-after K takes the
  * confirmations from K runs after the head on, as a confirmation waiting that long would.
  *
+ * --screen-noise X sets detection.screen_noise (0: the first run's screen as before it).
+ *
  * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--spaced SEED]
- *                            [--thresholds FILE] RECORDING...
+ *                            [--screen-noise X] [--thresholds FILE] RECORDING...
  * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
 #include <errno.h>
 #include <fnmatch.h>
@@ -87,6 +89,8 @@ static unsigned long spaced_seed;
 /* --confirm-after K: a head's confirmations are the first N runs of its kind from K runs after
  * it on (1: the next ones, as the agent measures them right away) */
 static unsigned long confirm_after = 1;
+/* --screen-noise X: detection.screen_noise (negative: the collector's default) */
+static double screen_noise = -1;
 /* AW_REPLAY_VERBOSE set: each head's verdicts on stderr (read once, in main) */
 static bool verbose;
 
@@ -554,6 +558,8 @@ static void replay(const char *path, const char *tmp)
 		die("cannot open the store", err);
 	aw_analysis_opts_default(&o);
 	o.thresholds = thresholds;
+	if (screen_noise >= 0)
+		o.screen_noise = screen_noise;
 	host = json_string_value(json_object_get(json_object_get(rec.docs[0], "host"), "name"));
 	project = json_string_value(json_object_get(rec.docs[0], "project"));
 	if (!host || !project)
@@ -690,12 +696,23 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			spaced_seed = n;
+		} else if (!strcmp(argv[i], "--screen-noise") && i + 1 < argc) {
+			char *end;
+			double x = strtod(argv[++i], &end);
+
+			if (*end || !(x >= 0 && x <= 0.5)) {
+				fprintf(stderr,
+				        "bench_detect_replay: --screen-noise takes 0..0.5\n");
+				return 2;
+			}
+			screen_noise = x;
 		} else if (!strcmp(argv[i], "--thresholds") && i + 1 < argc) {
 			th_path = argv[++i];
 		} else {
 			fprintf(stderr,
 			        "usage: bench_detect_replay [--confirm N] [--confirm-after K] "
-			        "[--spaced SEED] [--thresholds FILE] RECORDING...\n");
+			        "[--spaced SEED] [--screen-noise X] [--thresholds FILE] "
+			        "RECORDING...\n");
 			return 2;
 		}
 	}

@@ -51,6 +51,12 @@ struct aw_analysis_opts {
 	 * below this is suspect too (default 0.20; 0: only a significant regression is). The
 	 * cells re-measured are judged as a false discovery family of their own. */
 	double suspect_p;
+	/* The screen's least run-to-run noise, relative (default 0.01): one run cannot show its
+	 * own spread, and the history's spread is that of other builds (a subject's +5% build
+	 * spread 0.24% where its base spread 0.04%), so a first run's slowdown is suspect when
+	 * its upper bound, widened to this noise, reaches the threshold (0: the bound as the
+	 * noise gives it). Only the screen uses it; the verdict after re-measurement does not. */
+	double screen_noise;
 	/* After the post-ingest verdict of a daemon host's first run with suspects, queue a job
 	 * re-measuring them this many times (0: none), claimable for confirm_ttl_us. */
 	unsigned confirm_jobs;
@@ -58,7 +64,7 @@ struct aw_analysis_opts {
 };
 
 /* Defaults: baseline_ref "main", history 40, AW_DETECT_OPTS_DEFAULT, thresholds NULL, no
- * globs, confirm_runs 2, suspect_p 0.20. */
+ * globs, confirm_runs 2, suspect_p 0.20, screen_noise 0.01. */
 void aw_analysis_opts_default(struct aw_analysis_opts *o);
 
 /* One cell of one host: p50 and p99 judged separately; `verdict` is the more severe of the two

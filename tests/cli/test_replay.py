@@ -3,7 +3,7 @@
 recording whose counts add up (every A/A head of --confirm 3 counted by every method, the
 variants' heads likewise), --spaced SEED judges more heads (every base run can be one, since
 its history is drawn from the whole recording) and gives the same table for the same seed,
-and bad usage exits 2 naming the option.
+--screen-noise 0 judges the same heads, and bad usage exits 2 naming the option.
 
 usage: test_replay.py --replay PATH --recording FILE"""
 import argparse
@@ -65,11 +65,18 @@ class Replay(unittest.TestCase):
         # heads need their three confirmations from 20 runs on: the last ones have none
         self.assertLess(later[0], consecutive[0])
 
+        # the first run's screen without its noise floor: the same heads, judged again
+        p = replay("--screen-noise", "0", ARGS.recording)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.check(table(p.stdout)), consecutive)
+
     def test_bad_usage(self):
         for args, needle in ((["--spaced", "0"], "--spaced takes a seed >= 1"),
                              (["--spaced", "x"], "--spaced takes a seed >= 1"),
                              (["--confirm-after", "0"], "--confirm-after takes 1..1000"),
                              (["--confirm", "9"], "--confirm takes 0..8"),
+                             (["--screen-noise", "-0.01"], "--screen-noise takes 0..0.5"),
+                             (["--screen-noise", "1%"], "--screen-noise takes 0..0.5"),
                              ([], "no recording given")):
             p = replay(*args, *([ARGS.recording] if args else []))
             self.assertEqual(p.returncode, 2, (args, p.stderr))

@@ -322,8 +322,8 @@ static void test_postingest_keys(void **state)
 	             "collector.yaml:2:11: 'postingest.charts' must be true or false, not 'maybe'");
 }
 
-/* detection.confirm_runs, detection.suspect_p and detection.confirm_jobs: defaults, values,
- * ranges */
+/* detection.confirm_runs, detection.suspect_p, detection.screen_noise and
+ * detection.confirm_jobs: defaults, values, ranges */
 static void test_confirm_keys(void **state)
 {
 	struct aw_collector_config c;
@@ -354,6 +354,21 @@ static void test_confirm_keys(void **state)
 	expect_error("detection:\n  suspect_p: often\n",
 	             "collector.yaml:2:14: 'detection.suspect_p' must be a fraction in (0, 0.5] "
 	             "such as 5% or 0.05, not 'often'");
+	aw_config_defaults(&c);
+	assert_true(c.screen_noise == 0.01);
+	assert_null(parse(&c, "detection:\n  screen_noise: 0\n"));
+	assert_true(c.screen_noise == 0);
+	aw_config_release(&c);
+	aw_config_defaults(&c);
+	assert_null(parse(&c, "detection:\n  screen_noise: 2%\n"));
+	assert_true(fabs(c.screen_noise - 0.02) < 1e-12);
+	aw_config_release(&c);
+	expect_error("detection:\n  screen_noise: -1%\n",
+	             "collector.yaml:2:17: 'detection.screen_noise' must be 0 or a fraction in "
+	             "(0, 0.5] such as 1% or 0.01, not '-1%'");
+	expect_error("detection:\n  screen_noise: 60%\n",
+	             "collector.yaml:2:17: 'detection.screen_noise' must be 0 or a fraction in "
+	             "(0, 0.5] such as 1% or 0.01, not '60%'");
 }
 
 /* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
