@@ -390,9 +390,12 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 			    is_subject(cv)                            ? cv->p50.note
 			    : cv->p50.verdict == AW_VERDICT_REGRESSED ? cv->p50.note
 			                                              : cv->p99.note);
-			fprintf(stderr, "    %s q %.3g p %.3g noise %.3g window %zu seen %d\n",
-			        m == &cv->p50 ? "p50" : "p99", m->qvalue, m->pvalue, m->noise,
-			        m->window_n, m->seen_before);
+			fprintf(
+			    stderr,
+			    "    %s q %.3g p %.3g noise %.3g window %zu seen %d judged %zu agree "
+			    "%zu\n",
+			    m == &cv->p50 ? "p50" : "p99", m->qvalue, m->pvalue, m->noise,
+			    m->window_n, m->seen_before, m->head_n, m->agree_n);
 		}
 		if (!regressed(cv) || !fails_gate(cv))
 			continue;

@@ -816,6 +816,65 @@ static void test_tail_spell(void **state)
 	store_close(&s);
 }
 
+/* A tail confirmed only by re-measurements set aside: on a host whose reference kernel reads
+ * the same in every run, stadd's tail is 2.5 times its level in the head run; its three
+ * re-measurements ran on a clock 5% faster (disturbed by their reference, so set aside, the
+ * head run judged alone). One of them shows the tail at 1.7 times, beyond its own slowdown,
+ * the other two at the baseline: a tail that flips between levels (noisy, the gate passes), as
+ * step 9c says of head runs judged. All three at 2.5 times confirm it (regressed). */
+static void test_tail_set_aside(void **state)
+{
+	static const double stalls[3] = {1.7, 1, 1};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	const struct aw_cell_verdict *stadd;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	for (int i = 1; i <= 20; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, on_clock(run_of("aside", sha, "main", i, 5.0, 50.0, 20.0, HASH), 1, 1));
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *sha = k ? "a51de002" : "a51de001";
+
+		put(c,
+		    tails(on_clock(run_of("aside", sha, "feature", 21 + k, 5.0, 50.0, 20.0, HASH),
+		                   1, 1),
+		          2.5, "op=stadd cpu=0"));
+		for (int j = 0; j < 3; j++)
+			put(c, tails(on_clock(only_stadd(run_of("aside", sha, "feature", 21 + k,
+			                                        5.0, 50.0, 20.0, HASH)),
+			                      0.95, 1),
+			             k ? 2.5 : stalls[j], "op=stadd cpu=0"));
+		assert_int_equal(aw_analysis_host(c, &o, "linux", sha, NULL, "aside", &v, &err), 0);
+		stadd = cell_of(&v, "op=stadd cpu=0");
+		assert_int_equal(stadd->n_head, 4);
+		assert_int_equal(stadd->p99.head_n, 1); /* the re-measurements set aside */
+		if (k) {
+			assert_int_equal(stadd->p99.verdict, AW_VERDICT_REGRESSED);
+			assert_true(stadd->p99.agree_n >= 2);
+			assert_int_equal(v.status, AW_VERDICT_FAIL);
+		} else {
+			assert_int_equal(stadd->p99.verdict, AW_VERDICT_NOISY);
+			assert_non_null(strstr(stadd->p99.note,
+			                       "2 of the 4 head runs stayed at the "
+			                       "baseline"));
+			assert_int_equal(v.status, AW_VERDICT_PASS);
+		}
+		assert_int_equal(stadd->p50.verdict, AW_VERDICT_UNCHANGED);
+		aw_host_verdict_release(&v);
+	}
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* Runs of `host` on main whose p99 of one filler cell each (another in every run) is
  * `stall` times the usual: a host whose stalls strike a cell's tail at a time. */
 static void load_stalls(struct store_conn *c, const char *host, double stall)
@@ -967,6 +1026,7 @@ int main(void)
 	    cmocka_unit_test(test_screen_noise),
 	    cmocka_unit_test(test_tail_spell),
 	    cmocka_unit_test(test_group_tails),
+	    cmocka_unit_test(test_tail_set_aside),
 	    cmocka_unit_test(test_clock_regimes),
 	    cmocka_unit_test(test_hidden_by_disturbance),
 	};
