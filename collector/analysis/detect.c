@@ -936,21 +936,28 @@ static void test_cell(const struct aw_detect_input *in, const struct aw_detect_o
 	r->change_hi = r->change + o->power_z * se_rel;
 }
 
+/* How near the baseline (log) a head run stays "at the baseline": within the cell's noise, or
+ * half the threshold if that is less (mixed_levels()). */
+static double base_band(const struct aw_detect_input *in, const struct aw_detect_result *r)
+{
+	double level = log1p(in->threshold) / 2;
+
+	return isfinite(r->noise) && r->noise < level ? r->noise : level;
+}
+
 /* The head runs that each show a regression beyond their own slowdown: a disturbed run set
  * aside for the level still confirms a change far larger than its disturbance. *at_base counts
  * the head runs, judged or set aside, that stayed at the baseline beyond their own slowdown
- * (within mixed_levels()'s band). */
+ * (within base_band()). */
 static size_t agreeing_runs(const struct aw_detect_input *in, const struct aw_detect_result *r,
                             const struct cell_state *st, size_t *at_base)
 {
-	double level = log1p(in->threshold) / 2;
+	double level = base_band(in, r);
 	size_t agree = 0;
 
 	*at_base = 0;
 	if (r->head_n >= in->n_head || !(r->baseline > 0) || r->absolute)
 		return r->head_n;
-	if (isfinite(r->noise) && r->noise < level)
-		level = r->noise;
 	for (size_t h = 0; h < in->n_head && h < 64; h++) {
 		double x =
 		    in->head[h] > 0 ? log(in->head[h] / r->baseline) - st->slow[h] : -INFINITY;
@@ -972,13 +979,11 @@ static size_t agreeing_runs(const struct aw_detect_input *in, const struct aw_de
 static void mixed_levels(const struct aw_detect_input *in, struct aw_detect_result *r,
                          const struct cell_state *st)
 {
-	double level = log1p(in->threshold) / 2, sign = r->change > 0 ? 1 : -1;
+	double level = base_band(in, r), sign = r->change > 0 ? 1 : -1;
 	size_t at_base = 0;
 
 	if (st->n_head < 2 || r->absolute || !(r->baseline > 0))
 		return;
-	if (isfinite(r->noise) && r->noise < level)
-		level = r->noise;
 	for (size_t h = 0; h < st->n_head; h++)
 		at_base += !(st->head[h] > 0) || sign * log(st->head[h] / r->baseline) < level;
 	if (!at_base)
