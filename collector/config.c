@@ -307,19 +307,15 @@ static int set_value(struct loader *l, struct aw_collector_config *c, const stru
 			return at(l, v, "'%s' must be full or normal, not '%.32s'", path, s);
 		return 0;
 	case K_RATIO:
-		if (aw_parse_ratio(s, 0.5, (double *)base) || *(double *)base <= 0)
+	case K_RATIO_ZERO: {
+		bool zero = k->type == K_RATIO_ZERO; /* (aw_parse_ratio() refuses negatives) */
+
+		if (aw_parse_ratio(s, 0.5, (double *)base) || (!zero && *(double *)base == 0))
 			return at(l, v,
-			          "'%s' must be a fraction in (0, 0.5] such as 5%% or 0.05, "
-			          "not '%.32s'",
-			          path, s);
+			          "'%s' must be %sa fraction in (0, 0.5] such as %s, not '%.32s'",
+			          path, zero ? "0 or " : "", zero ? "1% or 0.01" : "5% or 0.05", s);
 		return 0;
-	case K_RATIO_ZERO:
-		if (aw_parse_ratio(s, 0.5, (double *)base) || *(double *)base < 0)
-			return at(l, v,
-			          "'%s' must be 0 or a fraction in (0, 0.5] such as 1%% or 0.01, "
-			          "not '%.32s'",
-			          path, s);
-		return 0;
+	}
 	case K_UINT:
 		if (aw_parse_u64(s, UINT64_MAX, &x))
 			return at(l, v, "'%s' must be a whole number, not '%.32s'", path, s);
