@@ -655,10 +655,13 @@ static void screen(struct aw_detect_result *r, double threshold, const struct aw
 {
 	double hi = r->change_hi;
 
+	if (r->verdict != AW_VERDICT_UNCHANGED || r->head_n >= o->confirm_runs || r->absolute ||
+	    r->seen_before || !(r->change > 0) || !(r->pvalue < o->suspect_p))
+		return;
+	/* (the bound is change + z se, and se is proportional to the noise) */
 	if (r->noise > 0 && r->noise < o->screen_noise && isfinite(hi))
 		hi = r->change + (r->change_hi - r->change) * o->screen_noise / r->noise;
-	if (r->verdict != AW_VERDICT_UNCHANGED || r->head_n >= o->confirm_runs || r->absolute ||
-	    r->seen_before || !(r->change > 0) || !(r->pvalue < o->suspect_p) || !(hi >= threshold))
+	if (!(hi >= threshold))
 		return;
 	r->verdict = AW_VERDICT_SUSPECT;
 	if (!r->note[0])

@@ -945,6 +945,18 @@ static double base_band(const struct aw_detect_input *in, const struct aw_detect
 	return isfinite(r->noise) && r->noise < level ? r->noise : level;
 }
 
+/* Judges r noisy: `at_base` of its `n` head runs stayed at the baseline (within base_band()),
+ * so the cell flips between levels (steps 9c and 9a). */
+static void flips_levels(const struct aw_detect_input *in, struct aw_detect_result *r,
+                         size_t at_base, size_t n)
+{
+	r->verdict = AW_VERDICT_NOISY;
+	snprintf(r->note, sizeof(r->note),
+	         "%zu of the %zu head runs stayed at the baseline (%.4g ns, within %.2g%%): a "
+	         "cell that flips between levels",
+	         at_base, n, r->baseline, 100 * base_band(in, r));
+}
+
 /* The head runs that each show a regression beyond their own slowdown: a disturbed run set
  * aside for the level still confirms a change far larger than its disturbance. *at_base counts
  * the head runs, judged or set aside, that stayed at the baseline beyond their own slowdown
@@ -986,13 +998,8 @@ static void mixed_levels(const struct aw_detect_input *in, struct aw_detect_resu
 		return;
 	for (size_t h = 0; h < st->n_head; h++)
 		at_base += !(st->head[h] > 0) || sign * log(st->head[h] / r->baseline) < level;
-	if (!at_base)
-		return;
-	r->verdict = AW_VERDICT_NOISY;
-	snprintf(r->note, sizeof(r->note),
-	         "%zu of the %zu head runs stayed at the baseline (%.4g ns, within %.2g%%): a "
-	         "cell that flips between levels",
-	         at_base, st->n_head, r->baseline, 100 * level);
+	if (at_base)
+		flips_levels(in, r, at_base, st->n_head);
 }
 
 /* A slowdown of the runs' medians that their fastest batches do not share (step 9d). Each batch
@@ -1102,13 +1109,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		 * Not a p50: real +10% heads re-measured on a faster clock read near the baseline
 		 * there, and were lost. */
 		if (in->tail && r->agree_n > r->head_n && at_base) {
-			r->verdict = AW_VERDICT_NOISY;
+			flips_levels(in, r, at_base, in->n_head);
 			r->agree_n = r->head_n;
-			snprintf(
-			    r->note, sizeof(r->note),
-			    "%zu of the %zu head runs stayed at the baseline (%.4g ns) beyond their "
-			    "own slowdown: a cell that flips between levels",
-			    at_base, in->n_head, r->baseline);
 		}
 	}
 	/* Nor does a disturbed head clear a threshold-sized slowdown: the runs of its disturbed
