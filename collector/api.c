@@ -417,7 +417,7 @@ void aw_api_metrics(struct aw_ctx *x)
 
 	if (aw_ctx_conn(x, &c))
 		c = NULL; /* the database's task counts are left out */
-	aw_postingest_gauges(x->col->postingest, x->col->charts, c, &g);
+	aw_postingest_gauges(x->col->postingest, x->col->charts, c, &g.postingest);
 	aw_buf_init(&out, 1u << 20);
 	if (aw_metrics_render(&out, &g)) {
 		aw_buf_release(&out);

@@ -198,13 +198,13 @@ int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    (unsigned long long)store_errors_total(),
 		    (unsigned long long)store_disk_full_total(), (unsigned long long)g->in_flight,
 		    (unsigned long long)g->waiters, (unsigned long long)g->queue_depth,
-		    (unsigned long long)g->postingest_tasks,
-		    (unsigned long long)g->postingest_tasks,
-		    (unsigned long long)g->postingest_running,
-		    (unsigned long long)g->postingest_dead, (unsigned long long)g->postingest_done,
-		    (unsigned long long)g->postingest_failed,
-		    (unsigned long long)g->chart_cache_bytes,
-		    (unsigned long long)g->chart_cache_files);
+		    (unsigned long long)g->postingest.tasks,
+		    (unsigned long long)g->postingest.tasks,
+		    (unsigned long long)g->postingest.running,
+		    (unsigned long long)g->postingest.dead, (unsigned long long)g->postingest.done,
+		    (unsigned long long)g->postingest.failed,
+		    (unsigned long long)g->postingest.chart_cache_bytes,
+		    (unsigned long long)g->postingest.chart_cache_files);
 	if (!rc && !SANITIZED) { /* a sanitizer's allocator replaces glibc's: nothing to say */
 		struct mallinfo2 heap = mallinfo2(); /* (takes each arena's lock in turn) */
 

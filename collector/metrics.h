@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "aw/buf.h"
+#include "postingest.h"
 #include "store.h"
 
 /* Names the routes (label values, e.g. "/api/v1/runs/{id}"); call once before counting. At
@@ -24,16 +25,10 @@ void aw_metrics_ingest_latency(uint64_t ns);
 void aw_metrics_run(enum store_outcome outcome);
 
 struct aw_metrics_gauges {
-	uint64_t in_flight;   /* requests being handled */
-	uint64_t waiters;     /* suspended long-polls */
-	uint64_t queue_depth; /* documents waiting for a writer */
-	/* post-ingest (postingest.h) */
-	uint64_t postingest_tasks;   /* tasks waiting or running (every collector's), and charts
-	                              * asked of this one not drawn yet */
-	uint64_t postingest_running; /* tasks this collector's workers are running */
-	uint64_t postingest_dead;    /* tasks that used up their attempts */
-	uint64_t postingest_done, postingest_failed; /* tasks run by this process */
-	uint64_t chart_cache_bytes, chart_cache_files;
+	uint64_t in_flight;                     /* requests being handled */
+	uint64_t waiters;                       /* suspended long-polls */
+	uint64_t queue_depth;                   /* documents waiting for a writer */
+	struct aw_postingest_gauges postingest; /* the work after uploads, and its charts */
 };
 
 /* Appends the exposition text. Returns 0 or the aw_buf error. */

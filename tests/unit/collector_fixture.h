@@ -14,7 +14,7 @@
 
 #include "aw/result.h"
 #include "aw/sha256.h"
-#include "store_backend.h"
+#include "driver.h"
 
 static char dir[64];
 static char url[256];

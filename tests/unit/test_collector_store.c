@@ -19,7 +19,7 @@
 
 #include "aw/sha256.h"
 #include "aw/util.h"
-#include "store_backend.h"
+#include "driver.h"
 
 #include "collector_fixture.h"
 

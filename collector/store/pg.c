@@ -3,7 +3,7 @@
  * parameters rewritten from "?N" to "$N" and sent as text (blobs as binary), the schema's
  * migrations in PostgreSQL's dialect and its errors mapped to the store's. The only file of the
  * collector that includes <libpq-fe.h>. */
-#include "store_backend.h"
+#include "driver.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include "aw/util.h"
 
 static const char *const migrations[] = {
-    /* 1: the initial schema; see store_sqlite.c for the meaning of each column */
+    /* 1: the initial schema; see sqlite.c for the meaning of each column */
     "CREATE TABLE projects ("
     " id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
     " name TEXT NOT NULL UNIQUE,"
@@ -141,7 +141,7 @@ static const char *const migrations[] = {
     " claimed_us BIGINT NOT NULL,"
     " updated_at TEXT NOT NULL,"
     " PRIMARY KEY (job_id, host));",
-    /* 2: regression analysis (see store_sqlite.c) */
+    /* 2: regression analysis (see sqlite.c) */
     "CREATE TABLE change_points ("
     " project TEXT NOT NULL,"
     " host TEXT NOT NULL,"
@@ -169,7 +169,7 @@ static const char *const migrations[] = {
     "CREATE INDEX verdicts_host ON verdicts (host, order_us);"
     "CREATE INDEX verdicts_order ON verdicts (order_us);",
     /* 3: one name per identifier, the durable queue of post-ingest tasks, the drawn charts
-     * (see store_sqlite.c); constraints and sequences named after a column follow it */
+     * (see sqlite.c); constraints and sequences named after a column follow it */
     "ALTER TABLE runs RENAME COLUMN id TO seq;"
     "ALTER SEQUENCE runs_id_seq RENAME TO runs_seq_seq;"
     "ALTER TABLE runs RENAME COLUMN uuid TO run_id;"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "analysis.h"
-#include "arena.h"
+#include "aw/arena.h"
 #include "chart_cache.h"
 #include "reports.h"
 #include "store.h"

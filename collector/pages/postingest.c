@@ -319,22 +319,22 @@ void aw_postingest_kick(struct aw_postingest *p)
 }
 
 void aw_postingest_gauges(struct aw_postingest *p, struct aw_chart_cache *cache,
-                          struct store_conn *c, struct aw_metrics_gauges *g)
+                          struct store_conn *c, struct aw_postingest_gauges *g)
 {
 	int64_t pending = 0, dead = 0;
 
 	if (c && store_task_count(c, &pending, &dead) == 0) {
-		g->postingest_tasks = (uint64_t)pending;
-		g->postingest_dead = (uint64_t)dead;
+		g->tasks = (uint64_t)pending;
+		g->dead = (uint64_t)dead;
 	}
 	if (p) {
 		pthread_mutex_lock(&p->lock);
 		/* charts of the in-memory queue: waiting, or in hand */
-		g->postingest_tasks += p->depth + p->charts_busy;
-		g->postingest_running = p->running;
+		g->tasks += p->depth + p->charts_busy;
+		g->running = p->running;
 		pthread_mutex_unlock(&p->lock);
-		g->postingest_done = atomic_load(&p->done);
-		g->postingest_failed = atomic_load(&p->failed);
+		g->done = atomic_load(&p->done);
+		g->failed = atomic_load(&p->failed);
 	}
 	if (cache)
 		aw_chart_cache_usage(cache, &g->chart_cache_bytes, &g->chart_cache_files);

@@ -18,7 +18,6 @@
 #include "analysis.h"
 #include "chart_cache.h"
 #include "draw.h"
-#include "metrics.h"
 #include "store.h"
 
 /* The work after a new run of (project, commit, host, ref) was stored: the analysis (change
@@ -59,12 +58,22 @@ void aw_postingest_kick(struct aw_postingest *p);
  * 0, -EAGAIN (the queue is full: dropped, logged once), -ESHUTDOWN or -ENOMEM. */
 int aw_postingest_push_chart(struct aw_postingest *p, const struct aw_chart_id *id);
 
+/* What /metrics shows of the work after uploads. */
+struct aw_postingest_gauges {
+	uint64_t tasks;        /* tasks waiting or running (every collector's), and charts asked of
+	                        * this one not drawn yet */
+	uint64_t running;      /* tasks this collector's workers are running */
+	uint64_t dead;         /* tasks that used up their attempts */
+	uint64_t done, failed; /* tasks run by this process */
+	uint64_t chart_cache_bytes, chart_cache_files;
+};
+
 /* The gauges of /metrics: tasks waiting or running in the database (any collector's), plus the
  * charts asked of this collector that are waiting or being drawn, and what `cache` holds. `p`
  * may be NULL (no workers here), `cache` NULL, and `c` NULL (the database's counts are left
  * out). */
 void aw_postingest_gauges(struct aw_postingest *p, struct aw_chart_cache *cache,
-                          struct store_conn *c, struct aw_metrics_gauges *g);
+                          struct store_conn *c, struct aw_postingest_gauges *g);
 
 /* Lets each worker finish the task in hand and stops the workers and their gnuplots (tasks
  * still in the database wait there for the next worker, of any collector; charts still queued

@@ -1,8 +1,8 @@
-/* The driver behind store.h: what a storage backend (store_sqlite.c, store_pg.c) gives the row
- * layer (store_rows.c), which writes every statement and every column-to-field mapping once.
+/* The driver behind store.h: what a storage backend (sqlite.c, pg.c) gives the row
+ * layer (rows.c), which writes every statement and every column-to-field mapping once.
  * A driver holds a connection, prepares, binds, steps and reads statements, runs its
  * transactions, and knows its dialect, its migrations and its errors. Only store.c,
- * store_rows.c and the backends include this (and the store's unit tests).
+ * rows.c and the backends include this (and the store's unit tests).
  *
  * Conventions: errors are the negative errnos of store.h. A driver logs a failure once, where it
  * happens, and counts it with store_count_error(); a retryable conflict (-EAGAIN) is logged at

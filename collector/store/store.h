@@ -1,6 +1,6 @@
 /* The collector's storage: one interface, two backends (SQLite in WAL mode, PostgreSQL). The
- * statements and the mappings of rows to these structs are written once (store_rows.c) over a
- * small driver per backend (store_backend.h), the way redis' ae.c picks an event backend.
+ * statements and the mappings of rows to these structs are written once (rows.c) over a
+ * small driver per backend (driver.h), the way redis' ae.c picks an event backend.
  * Everything the HTTP API, the reports and the regression detection read or write goes through
  * these functions.
  *

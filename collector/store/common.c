@@ -1,8 +1,8 @@
-/* What store.c and both backends (store_sqlite.c, store_pg.c) share: the error count, the
+/* What store.c and both backends (sqlite.c, pg.c) share: the error count, the
  * names of metrics, roles and statuses, cell signatures, the clock and the schema version. A
  * file of its own so that the backends depend on it and not on store.c, which depends on them
  * (it picks their driver). */
-#include "store_backend.h"
+#include "driver.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "arena.h"
+#include "aw/arena.h"
 #include "aw/buf.h"
 #include "reports.h"
 #include "store.h"

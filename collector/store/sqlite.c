@@ -2,7 +2,7 @@
  * the writer, statements prepared once per connection, the schema's migrations in SQLite's
  * dialect and its errors mapped to the store's. The only file of the collector that includes
  * <sqlite3.h>. */
-#include "store_backend.h"
+#include "driver.h"
 
 #include <errno.h>
 #include <sqlite3.h>

@@ -1,9 +1,9 @@
 /* The store's row layer: every statement of store.h and every mapping between columns and
- * fields, written once over the driver of store_backend.h. Statements are prepared on first use
+ * fields, written once over the driver of driver.h. Statements are prepared on first use
  * and kept per connection; a run's cells and measurements go in with multi-row statements of a
  * few fixed sizes, so that PostgreSQL gets a handful of round trips per run and SQLite a
  * handful of statement executions. */
-#include "store_backend.h"
+#include "driver.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,8 +1,8 @@
 /* A region allocator for the data of one page or one chart: the strings and arrays copied out of
  * store callbacks (valid only during the call) live until the page or chart is done, and are
  * freed at once. A hard limit bounds what one request or task may hold. */
-#ifndef AW_COLLECTOR_ARENA_H
-#define AW_COLLECTOR_ARENA_H
+#ifndef AW_ARENA_H
+#define AW_ARENA_H
 
 #include <stddef.h>
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "arena.h"
+#include "aw/arena.h"
 
 static void test_alloc_and_strings(void **state)
 {

@@ -1,6 +1,6 @@
 /* The region allocator of arena.h: blocks of at least 64 KiB carved front to back, larger
  * requests in blocks of their own. */
-#include "arena.h"
+#include "aw/arena.h"
 
 #include <errno.h>
 #include <stdalign.h>

@@ -1,6 +1,6 @@
 /* The storage interface: database URLs and the connection pool (the helpers shared by the row
- * layer and the drivers are store_common.c's, so that the drivers do not depend on this file). */
-#include "store_backend.h"
+ * layer and the drivers are common.c's, so that the drivers do not depend on this file). */
+#include "driver.h"
 
 #include <assert.h>
 #include <errno.h>
