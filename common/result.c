@@ -916,3 +916,13 @@ fail:
 	aw_result_free(&r);
 	return NULL;
 }
+
+const char *aw_host_field(const json_t *host, const char *field)
+{
+	return json_string_value(json_object_get(host, field));
+}
+
+const char *aw_host_name(const json_t *host)
+{
+	return aw_host_field(host, "name");
+}

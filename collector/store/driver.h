@@ -110,6 +110,10 @@ struct store_driver {
 extern const struct store_driver store_sqlite_driver;
 extern const struct store_driver store_pg_driver;
 
+/* Each driver's migrations (sqlite_schema.c, pg_schema.c), STORE_SCHEMA_VERSION scripts. */
+extern const char *const store_sqlite_migrations[];
+extern const char *const store_pg_migrations[];
+
 /* Sets up the row layer's part of a new connection (store.c calls it after connect()).
  * Returns 0 or -ENOMEM. */
 int store_conn_init(struct store_conn *c);

@@ -136,6 +136,12 @@ const char *aw_cell_status_name(enum aw_cell_status s);
 const char *aw_trigger_name(enum aw_trigger t);
 int aw_trigger_parse(const char *s, enum aw_trigger *out);
 
+/* A string field of a host fingerprint object (a document's "host": "name", "arch",
+ * "cpu_model", "platform_hash", ...): its value, borrowed from `host`, or NULL when `host` is
+ * NULL or the field is absent or not a string. aw_host_name() is its "name". */
+const char *aw_host_field(const json_t *host, const char *field);
+const char *aw_host_name(const json_t *host);
+
 /* The JSON form of a result or a cell; NULL on allocation failure. Caller owns the reference. */
 json_t *aw_result_to_json(const struct aw_result *r);
 json_t *aw_cell_to_json(const struct aw_cell *c);

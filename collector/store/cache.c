@@ -1,0 +1,291 @@
+/* What the collector computes after an upload and keeps for pages and the gate: the change
+ * points of a host's series, the verdict of each commit on each host, and the drawn charts. */
+#include "rows.h"
+
+#include <errno.h>
+
+#define VERDICT_REST                                                                      \
+	"order_us FROM verdicts WHERE (CAST(?1 AS TEXT) IS NULL OR project = ?1) AND "    \
+	"(CAST(?2 AS TEXT) IS NULL OR commit_sha = ?2) AND (CAST(?3 AS TEXT) IS NULL OR " \
+	"host = ?3) ORDER BY order_us DESC, host LIMIT ?4"
+
+/* ---- analysis ---- */
+
+static const struct stmt_def sql_cp_delete = {
+    .id = S_CP_DELETE,
+    .what = "clear change points",
+    .sql = "DELETE FROM change_points WHERE project = ?1 AND host = ?2 AND ref = ?3"};
+
+static const struct stmt_def sql_cp_add = {
+    .id = S_CP_ADD,
+    .what = "store a change point",
+    .sql = "INSERT INTO change_points (project, host, ref, cell_key, metric, commit_sha, "
+           "run_id, order_us, before, after, pvalue, computed_at) VALUES (?1, ?2, ?3, "
+           "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"};
+
+int store_changepoints_replace(struct store_conn *c, const char *project, const char *host,
+                               const char *ref, const struct store_changepoint *items, size_t n)
+{
+	struct store_stmt *s;
+	int rc = rows_begin(c, STORE_TX_WRITE);
+
+	if (rc)
+		return rc;
+	rc = rows_get(c, &sql_cp_delete, &s);
+	if (!rc) {
+		b_text(s, 1, project);
+		b_text(s, 2, host);
+		b_text(s, 3, ref);
+		rc = rows_run_later(s);
+	}
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct store_changepoint *p = &items[i];
+
+		rc = rows_get(c, &sql_cp_add, &s);
+		if (rc)
+			break;
+		b_text(s, 1, project);
+		b_text(s, 2, host);
+		b_text(s, 3, ref);
+		b_text(s, 4, p->cell_key);
+		b_text(s, 5, p->metric);
+		b_text(s, 6, p->commit);
+		b_text(s, 7, p->run_id);
+		b_i64(s, 8, p->order_us);
+		b_real(s, 9, p->before);
+		b_real(s, 10, p->after);
+		b_real(s, 11, p->pvalue);
+		b_text(s, 12, p->computed_at);
+		rc = rows_run_later(s);
+	}
+	return rows_finish(c, rc);
+}
+
+struct cp_rows {
+	store_changepoint_cb cb;
+	void *cls;
+};
+
+static int cp_row(struct store_stmt *s, void *cls)
+{
+	struct cp_rows *cr = cls;
+	struct store_changepoint p = {
+	    .project = c_text(s, 0),
+	    .host = c_text(s, 1),
+	    .ref = c_text(s, 2),
+	    .cell_key = c_text(s, 3),
+	    .metric = c_text(s, 4),
+	    .commit = c_text(s, 5),
+	    .run_id = c_text(s, 6),
+	    .order_us = c_i64(s, 7),
+	    .before = c_real(s, 8),
+	    .after = c_real(s, 9),
+	    .pvalue = c_real(s, 10),
+	    .computed_at = c_text(s, 11),
+	};
+
+	return cr->cb(&p, cr->cls);
+}
+
+static const struct stmt_def sql_cp_list = {
+    .id = S_CP_LIST,
+    .what = "list change points",
+    .sql = "SELECT project, host, ref, cell_key, metric, commit_sha, run_id, order_us, "
+           "before, after, pvalue, computed_at FROM change_points WHERE host = ?1 AND "
+           "ref = ?2 AND (CAST(?3 AS TEXT) IS NULL OR project = ?3) AND "
+           "(CAST(?4 AS TEXT) IS NULL OR cell_key = ?4) "
+           "ORDER BY order_us, cell_key, metric"};
+
+int store_changepoints_list(struct store_conn *c, const char *project, const char *host,
+                            const char *ref, const char *cell_key, store_changepoint_cb cb,
+                            void *cls)
+{
+	struct cp_rows cr = {cb, cls};
+	struct store_stmt *s;
+	int rc = rows_get(c, &sql_cp_list, &s);
+
+	if (rc)
+		return rc;
+	b_text(s, 1, host);
+	b_text(s, 2, ref);
+	b_text(s, 3, project);
+	b_text(s, 4, cell_key);
+	return rows_each_row(s, cp_row, &cr);
+}
+
+static const struct stmt_def sql_verdict_put = {
+    .id = S_VERDICT_PUT,
+    .what = "store a verdict",
+    .sql = "INSERT INTO verdicts (project, commit_sha, host, baseline_ref, status, "
+           "json, order_us, computed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+           "ON CONFLICT (project, commit_sha, host) DO UPDATE SET "
+           "baseline_ref = excluded.baseline_ref, status = excluded.status, "
+           "json = excluded.json, order_us = excluded.order_us, "
+           "computed_at = excluded.computed_at"};
+
+int store_verdict_put(struct store_conn *c, const struct store_verdict *v)
+{
+	struct store_stmt *s;
+	int rc = rows_get(c, &sql_verdict_put, &s);
+
+	if (rc)
+		return rc;
+	b_text(s, 1, v->project);
+	b_text(s, 2, v->commit);
+	b_text(s, 3, v->host);
+	b_text(s, 4, v->baseline_ref);
+	b_text(s, 5, v->status);
+	b_text(s, 6, v->json);
+	b_i64(s, 7, v->order_us);
+	b_text(s, 8, v->computed_at);
+	return rows_run_done(s, NULL);
+}
+
+struct verdict_rows {
+	store_verdict_cb cb;
+	void *cls;
+};
+
+static int verdict_row(struct store_stmt *s, void *cls)
+{
+	struct verdict_rows *vr = cls;
+	struct store_verdict v = {
+	    .project = c_text(s, 0),
+	    .commit = c_text(s, 1),
+	    .host = c_text(s, 2),
+	    .baseline_ref = c_text(s, 3),
+	    .status = c_text(s, 4),
+	    .json = c_text(s, 5),
+	    .computed_at = c_text(s, 6),
+	    .order_us = c_i64(s, 7),
+	};
+
+	return vr->cb(&v, vr->cls);
+}
+
+static int verdict_query(struct store_conn *c, const struct stmt_def *which, const char *project,
+                         const char *commit, const char *host, unsigned limit, store_verdict_cb cb,
+                         void *cls)
+{
+	struct verdict_rows vr = {cb, cls};
+	struct store_stmt *s;
+	int rc;
+
+	if (limit < 1 || limit > 10000)
+		return -EINVAL;
+	rc = rows_get(c, which, &s);
+	if (rc)
+		return rc;
+	b_text(s, 1, project);
+	b_text(s, 2, commit);
+	b_text(s, 3, host);
+	b_i64(s, 4, limit);
+	return rows_each_row(s, verdict_row, &vr);
+}
+
+static const struct stmt_def sql_verdict_list = {
+    .id = S_VERDICT_LIST,
+    .what = "list verdicts",
+    .sql = "SELECT project, commit_sha, host, baseline_ref, status, "
+           "json, computed_at, " VERDICT_REST};
+
+int store_verdict_list(struct store_conn *c, const char *project, const char *commit,
+                       const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	return verdict_query(c, &sql_verdict_list, project, commit, host, limit, cb, cls);
+}
+
+/* the same without the document, which may be large, nor what a row keeps after it
+ * (reading a column stored after a large value reads through that value) */
+static const struct stmt_def sql_verdict_statuses = {
+    .id = S_VERDICT_STATUSES,
+    .what = "list verdicts",
+    .sql = "SELECT project, commit_sha, host, baseline_ref, "
+           "status, NULL, NULL, " VERDICT_REST};
+
+int store_verdict_statuses(struct store_conn *c, const char *project, const char *commit,
+                           const char *host, unsigned limit, store_verdict_cb cb, void *cls)
+{
+	return verdict_query(c, &sql_verdict_statuses, project, commit, host, limit, cb, cls);
+}
+
+/* ---- charts ---- */
+
+static const struct stmt_def sql_chart_put = {
+    .id = S_CHART_PUT,
+    .what = "store a chart",
+    .sql = "INSERT INTO charts (path, content_type, hash, updated_at, data) VALUES "
+           "(?1, ?2, ?3, ?4, ?5) ON CONFLICT (path) DO UPDATE SET "
+           "content_type = excluded.content_type, hash = excluded.hash, "
+           "updated_at = excluded.updated_at, data = excluded.data"};
+
+int store_chart_put(struct store_conn *c, const struct store_chart *ch)
+{
+	char now[AW_TIME_LEN];
+	struct store_stmt *s;
+	int64_t us;
+	int rc;
+
+	if (!ch->path || !ch->content_type || !ch->hash || (ch->len && !ch->data))
+		return -EINVAL;
+	rc = rows_get(c, &sql_chart_put, &s);
+	if (rc)
+		return rc;
+	store_now(now, &us);
+	b_text(s, 1, ch->path);
+	b_text(s, 2, ch->content_type);
+	b_text(s, 3, ch->hash);
+	b_text(s, 4, now);
+	s->drv->bind_blob(s, 5, ch->data, ch->len);
+	return rows_run_done(s, NULL);
+}
+
+static int chart_read(struct store_conn *c, const struct stmt_def *which, const char *path,
+                      store_chart_cb cb, void *cls)
+{
+	struct store_chart ch = {0};
+	struct store_stmt *s;
+	int rc = rows_get(c, which, &s);
+
+	if (rc)
+		return rc;
+	b_text(s, 1, path);
+	rc = step(s);
+	if (rc == STORE_ROW) {
+		ch.path = c_text(s, 0);
+		ch.content_type = c_text(s, 1);
+		ch.hash = c_text(s, 2);
+		ch.updated_at = c_text(s, 3);
+		if (which->id == S_CHART_GET)
+			ch.data = s->drv->col_blob(s, 4, &ch.len);
+		else
+			ch.len = (size_t)c_i64(s, 4);
+		rc = cb(&ch, cls);
+	} else if (rc == STORE_DONE) {
+		rc = -ENOENT;
+	}
+	reset(s);
+	return rc;
+}
+
+static const struct stmt_def sql_chart_get = {
+    .id = S_CHART_GET,
+    .what = "read a chart",
+    .sql = "SELECT path, content_type, hash, updated_at, data "
+           "FROM charts WHERE path = ?1"};
+
+int store_chart_get(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
+{
+	return chart_read(c, &sql_chart_get, path, cb, cls);
+}
+
+static const struct stmt_def sql_chart_stat = {.id = S_CHART_STAT,
+                                               .what = "read a chart",
+                                               .sql =
+                                                   "SELECT path, content_type, hash, updated_at, "
+                                                   "length(data) FROM charts WHERE path = ?1"};
+
+int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
+{
+	return chart_read(c, &sql_chart_stat, path, cb, cls);
+}
