@@ -487,8 +487,7 @@ int aw_agent_daemon(struct aw_agent *a, char **err)
 		rc = aw_errorf(err, -EIO, "cannot take the host fingerprint");
 		goto out;
 	}
-	snprintf(host_name, sizeof(host_name), "%s",
-	         json_string_value(json_object_get(host, "name")));
+	snprintf(host_name, sizeof(host_name), "%s", aw_host_name(host));
 	aw_info("daemon for host '%s' polling %s", host_name, cfg->url);
 	next_flush = aw_monotonic_ns();
 	next_check = aw_monotonic_ns() + cfg->check_every_ms * MS;

@@ -278,7 +278,7 @@ void aw_api_run_suspects(struct aw_ctx *x)
 		aw_reply_store_error(x->req, rc);
 		return;
 	}
-	host = json_string_value(json_object_get(r->host, "name"));
+	host = aw_host_name(r->host);
 	if (x->who.role == STORE_ROLE_AGENT && (!host || strcmp(host, x->who.host))) {
 		aw_reply_error(x->req, 403, "forbidden", "run_id",
 		               "this token speaks for host '%s', not for the host of run '%s'",

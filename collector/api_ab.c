@@ -62,7 +62,7 @@ void aw_ab_post(struct aw_ctx *x, json_t *doc)
 		aw_reply_error(x->req, 400, verr.code, verr.field, "%s", verr.message);
 		return;
 	}
-	ab.host = json_string_value(json_object_get(json_object_get(doc, "host"), "name"));
+	ab.host = aw_host_name(json_object_get(doc, "host"));
 	if (x->who.role == STORE_ROLE_AGENT && strcmp(ab.host, x->who.host)) {
 		aw_reply_error(x->req, 403, "forbidden", "host.name",
 		               "this token uploads for host '%s', not '%s'", x->who.host, ab.host);

@@ -266,7 +266,7 @@ void aw_ingest_post(struct aw_ctx *x)
 		               "by commit)");
 		goto out;
 	}
-	host = json_string_value(json_object_get(u->result->host, "name"));
+	host = aw_host_name(u->result->host);
 	if (x->who.role == STORE_ROLE_AGENT && strcmp(host, x->who.host)) {
 		aw_reply_error(req, 403, "forbidden", "host.name",
 		               "this token uploads for host '%s', not '%s'", x->who.host, host);
