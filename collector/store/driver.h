@@ -110,7 +110,7 @@ struct store_driver {
 extern const struct store_driver store_sqlite_driver;
 extern const struct store_driver store_pg_driver;
 
-/* Each driver's migrations (sqlite_schema.c, pg_schema.c), STORE_SCHEMA_VERSION scripts. */
+/* Each driver's migrations (schema.c), STORE_SCHEMA_VERSION scripts. */
 extern const char *const store_sqlite_migrations[];
 extern const char *const store_pg_migrations[];
 

@@ -1,7 +1,7 @@
 /* The PostgreSQL driver of the store (several stateless collectors on one database): libpq,
  * statements prepared server-side once per connection (named, re-prepared after a reconnection),
  * parameters rewritten from "?N" to "$N" and sent as text (blobs as binary), its errors mapped
- * to the store's (its migrations are in pg_schema.c). The only file of the collector that includes
+ * to the store's (its migrations are in schema.c). The only file of the collector that includes
  * <libpq-fe.h>. */
 #include "driver.h"
 
