@@ -538,8 +538,8 @@ static int host_charts(const struct aw_site *s, struct aw_arena *a, const char *
 		for (size_t i = 0; i < runs->n && !newest; i++)
 			if (!strcmp(runs->v[i].ref, refs[k]))
 				newest = &runs->v[i];
-		rc = aw_run_chart_names(s->conn, a, newest->seq, &groups, &n_groups, &names,
-		                        &n_names);
+		rc = aw_run_chart_names(s->conn, a, p->host.arch, newest->seq, &groups, &n_groups,
+		                        &names, &n_names);
 		for (size_t g = 0; !rc && g < n_groups; g++) {
 			struct aw_chart_ref *r =
 			    aw_arena_push(a, &trends, &n_trends, &trends_cap, sizeof(*r));
