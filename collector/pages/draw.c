@@ -70,6 +70,7 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 		c->verdict = aw_verdict_parse(json_string_value(json_object_get(cell, "verdict")));
 		c->base_p50 = json_number(json_object_get(p50, "baseline"));
 		c->head_p50 = json_number(json_object_get(p50, "head"));
+		c->absolute = json_is_true(json_object_get(p50, "absolute"));
 	}
 	rc = a->rc;
 out:

@@ -119,6 +119,7 @@ struct aw_verdict_cell {
 	const char *key;
 	enum aw_verdict verdict;
 	double base_p50, head_p50; /* NAN when absent */
+	bool absolute;             /* the p50 was judged in ns (at or through the resolution) */
 };
 
 /* A stored verdict (store_verdict_list()) read back from its JSON, its words through

@@ -790,6 +790,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 
 			r->verdict = c->verdict;
 			r->base_p50 = c->base_p50;
+			r->absolute = c->absolute;
 			if (isfinite(c->head_p50))
 				r->head_p50 = c->head_p50; /* the median over the commit's runs */
 		} else if (v && (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL ||
@@ -809,7 +810,8 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
 		if (r)
-			*r = (struct aw_page_cell_row){c->key, c->base_p50, NAN, c->verdict, NAN};
+			*r = (struct aw_page_cell_row){c->key,     c->base_p50, NAN,
+			                               c->verdict, NAN,         c->absolute};
 	}
 	out->rows = rows;
 	out->n_rows = n;

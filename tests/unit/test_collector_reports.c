@@ -414,7 +414,9 @@ static void test_pages(void **state)
 	                          .status = "fail",
 	                          .json = "{\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
 	                                  "cpu=1\",\"verdict\":\"regressed\",\"p50\":{"
-	                                  "\"baseline\":5.0,\"head\":20.0}}]}",
+	                                  "\"baseline\":5.0,\"head\":20.0}},{\"key\":\"op=stadd "
+	                                  "cpu=2\",\"verdict\":\"noisy\",\"p50\":{\"baseline\":"
+	                                  "40.0,\"head\":50.0,\"absolute\":true}}]}",
 	                          .computed_at = "2026-11-29T10:00:00Z",
 	                          .order_us = 2};
 
@@ -458,7 +460,12 @@ static void test_pages(void **state)
 	assert_true(strstr(out.data, "<dt>Ref</dt><dd>reference, main</dd>") ||
 	            strstr(out.data, "<dt>Ref</dt><dd>main, reference</dd>"));
 	assert_non_null(strstr(out.data, "<tr><td><code>op=llsc cpu=1</code></td>"
-	                                 "<td class=\"num\">5</td><td class=\"num\">20</td>"));
+	                                 "<td class=\"num\">5</td><td class=\"num\">20</td>"
+	                                 "<td class=\"num\">+300.0%</td>"));
+	/* a cell the verdict judged in ns shows its change in ns */
+	assert_non_null(strstr(out.data, "<tr><td><code>op=stadd cpu=2</code></td>"
+	                                 "<td class=\"num\">40</td><td class=\"num\">50</td>"
+	                                 "<td class=\"num\">+10.0 ns</td>"));
 	assert_non_null(strstr(out.data, "v-regressed"));
 	/* a cell the verdict does not list is unchanged */
 	assert_non_null(strstr(out.data, "<tr><td><code>op=stadd cpu=1</code></td>"));
