@@ -1136,6 +1136,7 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 	for (size_t i = 0; !rc && i < t.n; i++) {
 		for (int m = 0; !rc && m < 2; m++) {
 			const double *v = m ? t.s[i].p99 : t.s[i].p50;
+			double threshold = threshold_for(o->thresholds, m, &t.s[i]);
 			size_t n = 0;
 			int k;
 
@@ -1148,6 +1149,13 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 			k = aw_changepoints(x, n, &o->detect.cp, cps, MAX_CP);
 			for (int j = 0; !rc && j < k; j++) {
 				const struct run_ref *run = &runs.r[at[cps[j].index]];
+				double move = fabs(cps[j].after - cps[j].before);
+
+				/* A move the verdict would never call a change (under the cell's
+				 * threshold, or under min_abs_ns) is no news on a chart either. */
+				if (!(move >= threshold * fabs(cps[j].before)) ||
+				    move < o->detect.min_abs_ns)
+					continue;
 				struct store_changepoint p = {.cell_key = t.s[i].key,
 				                              .metric = m ? "p99" : "p50",
 				                              .commit = run->commit,

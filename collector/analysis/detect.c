@@ -22,6 +22,8 @@
 #define SEEN_SHARE        0.075 /* lone runs of the history as far out: seen before */
 #define SEEN_LONE_MIN     3     /* ... and never fewer than this many (3 of the 40 runs) */
 #define SEEN_RUNS         2     /* baseline runs at least as far out as the head: seen before */
+#define LEVEL_MIN_RUNS    3     /* baseline runs on each side of two levels (`bimodal`) */
+#define LEVEL_GAP_K       4     /* ... and their gap, in the runs' spreads about their level */
 
 /* a p50 history whose spread about its reference (the MAD of its log less the factor) is under
  * this share of its spread about its runs' common mode is matched by the reference */
@@ -90,6 +92,36 @@ static size_t cluster_split(const double *sorted, size_t n, double min_gap)
 		}
 	}
 	return at;
+}
+
+/* Whether sorted values fall into two levels, the rule of the `bimodal` flag (docs/detection.md,
+ * step 8): some split leaves at least LEVEL_MIN_RUNS values on each side, its two neighbours are
+ * at least min_gap apart (a ratio) and their gap, in log, exceeds LEVEL_GAP_K times the values'
+ * spread about their own side's median (1.4826 x the median absolute deviation of the logs,
+ * pooled over both sides). `scratch` holds 2 n values. */
+static bool levels_split(const double *sorted, size_t n, double min_gap, double *scratch)
+{
+	double *lg = scratch, *dev = scratch + n;
+
+	if (n < 2 * LEVEL_MIN_RUNS || !(sorted[0] > 0))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		lg[i] = log(sorted[i]);
+	for (size_t at = LEVEL_MIN_RUNS; at + LEVEL_MIN_RUNS <= n; at++) {
+		double lo, hi, spread;
+
+		if (sorted[at] < min_gap * sorted[at - 1])
+			continue;
+		lo = aw_quantile_sorted(lg, at, 0.5);
+		hi = aw_quantile_sorted(lg + at, n - at, 0.5);
+		for (size_t i = 0; i < n; i++)
+			dev[i] = fabs(lg[i] - (i < at ? lo : hi));
+		aw_sort_doubles(dev, n);
+		spread = MAD_TO_SIGMA * aw_quantile_sorted(dev, n, 0.5);
+		if (lg[at] - lg[at - 1] > LEVEL_GAP_K * spread)
+			return true;
+	}
+	return false;
 }
 
 struct work {
@@ -389,7 +421,6 @@ static void regimes(const struct aw_detect_input *in, const struct aw_detect_opt
 
 	if (!split)
 		return;
-	r->bimodal = true;
 	if (in->n_reference) /* a compare: the history only measures the noise */
 		return;
 	if (in->tail_bimodal || split < 3 || n - split < 3) {
@@ -590,7 +621,6 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	r->qvalue = 1;
 	r->change = r->change_lo = r->change_hi = r->change_ns = NAN;
 	r->baseline = r->head = r->noise = NAN;
-	r->bimodal = in->tail_bimodal;
 	r->tail = in->tail;
 	r->matched = r->disturbed_by = AW_FACTOR_NONE;
 	r->disturb = 1;
@@ -656,6 +686,8 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	center = r->baseline;
 	if (!r->absolute && st->n_base >= 3) {
 		aw_sort_doubles(st->base, st->n_base);
+		/* before regimes() keeps only the head's side */
+		r->bimodal = levels_split(st->base, st->n_base, o->bimodal_gap, w->a);
 		regimes(in, o, r, st, w->b);
 		r->baseline = aw_quantile_sorted(st->base, st->n_base, 0.5);
 		if (st->n_base >= 3) {
@@ -719,7 +751,6 @@ static void observe(const struct aw_detect_input *in, const struct aw_detect_opt
 	if (n_exc && !in->n_reference &&
 	    (r->head > center * o->excursion || r->head < center / o->excursion) &&
 	    r->head >= exc_lo / 1.25 && r->head <= exc_hi * 1.25) {
-		r->bimodal = true;
 		r->seen_before = true;
 		snprintf(r->note, sizeof(r->note),
 		         "%zu of %zu earlier runs were excursions like this (%.4g..%.4g ns)", n_exc,

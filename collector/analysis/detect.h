@@ -19,7 +19,7 @@ struct aw_detect_opts {
 	double min_abs_ns;    /* a change smaller than this many ns is never a regression or an
 	                         improvement (default 0.1: half a cycle at 5 GHz) */
 	double noise_floor;   /* smallest relative run-to-run noise assumed (default 0.001) */
-	double bimodal_ratio; /* p99 >= ratio * p50 within a run flags bimodality (default 3) */
+	double bimodal_ratio; /* p99 >= ratio * p50 within a run: tails in two modes (default 3) */
 	double bimodal_gap;   /* ratio between two clusters of baseline values (default 1.25) */
 	double prior_df_max;  /* most weight the pooled noise of a cell's group may get, in degrees
 	                         of freedom (default 30); the weight itself is estimated */
@@ -87,7 +87,8 @@ struct aw_detect_input {
 	                           readers, contended cells); any int */
 	int family;             /* cells of one family share one false discovery correction
 	                           (e.g. the re-measured suspects apart); any int */
-	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50 (flag only) */
+	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50: a head in either of
+	                           two baseline clusters is one the history has shown */
 	bool tail;              /* the series is a tail (p99): its run factors are the runs'
 	                           tails, a disturbance explains up to tail_disturb_max */
 	/* Optional (NULL: unknown), of a p50 series: each run's fastest batch, aligned with
@@ -112,7 +113,8 @@ struct aw_detect_result {
 	size_t window_n;        /* baseline runs used */
 	size_t window_start;    /* index into history where the window starts */
 	size_t last_change;     /* index of the last change point in history, or 0 */
-	bool bimodal;           /* within-run tail or two clusters of baseline values */
+	bool bimodal;           /* the baseline runs fall into two levels (docs/detection.md,
+	                           step 8): what a page's "bimodal" says; a flag only */
 	bool seen_before;       /* the head lies in a mode or excursion the history has shown */
 	bool regimes;           /* the window's runs fell into two regimes; the head was compared
 	                           with the one nearest it (baseline, noise and window_n are its) */
