@@ -6,7 +6,10 @@
  *     such commits whose gate fails is the false gate rate.
  *   - A/B: every run of a variant (the subject with +2%, +5%, +10% of real extra code, its
  *     shift measured by the recorder) becomes the head of a commit, judged the same way. The
- *     share whose subject cell is a confirmed regression is the detection rate.
+ *     share whose subject cell is a confirmed regression is the detection rate; in a recording
+ *     of several shapes (format atomwatch.recording/2: the subject's ops overlap, hash,
+ *     branchy, chain, each changed by its own amount), the share whose cell of that shape is,
+ *     per shape.
  * With --confirm N (default 3, the CI default) a head's suspect cells are re-measured: the next
  * N runs of the same kind (base for A/A, the same variant for A/B) are put as further runs of
  * the head's commit with only the suspect cells, as `atomwatch-agent run --confirm N` uploads
@@ -52,6 +55,7 @@
 #define MIN_HISTORY    10
 #define MAX_CONFIRM    8
 #define SUBJECT_PREFIX "subject="
+#define MAX_SHAPES     8
 
 struct recording {
 	const char *path;
@@ -59,7 +63,14 @@ struct recording {
 	json_t **docs;  /* the result documents, in measuring order */
 	char **variant; /* "base", "plus2", ... */
 	size_t n;
+	/* the subject's shapes (header subject.shapes, its op names), each tallied apart; none in
+	 * a recording of one op, whose subject cell is any subject= cell */
+	const char *shapes[MAX_SHAPES];
+	size_t n_shapes;
 };
+
+/* The shapes of the recording being replayed (the hits are bits of this list). */
+static const struct recording *current;
 
 struct tally {
 	size_t commits, gates; /* A/A: commits, failed gates */
@@ -135,8 +146,9 @@ static void load(struct recording *rec, const char *path)
 	bool piped;
 	FILE *f = open_recording(path, &piped);
 	char *line = NULL;
-	size_t cap = 0, alloc = 0;
+	size_t cap = 0, alloc = 0, i;
 	ssize_t len;
+	json_t *shape;
 
 	memset(rec, 0, sizeof(*rec));
 	rec->path = path;
@@ -166,6 +178,12 @@ static void load(struct recording *rec, const char *path)
 	free(line);
 	if ((piped ? pclose(f) : fclose(f)) != 0 || !rec->header || !rec->n)
 		die("cannot read the recording", path);
+	json_array_foreach (json_object_get(json_object_get(rec->header, "subject"), "shapes"), i,
+	                    shape) {
+		if (!json_is_string(shape) || rec->n_shapes == MAX_SHAPES)
+			die("the header's subject.shapes are not a few names", path);
+		rec->shapes[rec->n_shapes++] = json_string_value(shape);
+	}
 }
 
 /* ---- the store ---- */
@@ -198,32 +216,41 @@ static char last_run_id[AW_UUID_LEN + 1];
 static void put(struct store_conn *c, const json_t *doc, const char *commit, const char *ref,
                 char *const *keep, size_t n_keep, const char *of)
 {
-	json_t *d = json_deep_copy(doc), *cells = json_array(), *vals = json_array();
-	json_t *ref_obj = json_object_get(d, "reference");
-	json_t *old_vals = ref_obj ? json_object_get(ref_obj, "values") : NULL;
+	json_t *d = json_deep_copy(doc), *cells = json_array();
+	/* the reference series, an older document's one or the family, kept beside the cells */
+	json_t *series[1 + AW_REF_COUNT], *vals[1 + AW_REF_COUNT];
+	size_t n_series = 0;
 	struct aw_result *r, *id = aw_result_new();
 	struct aw_verr e;
 	struct store_put p;
 	char *text, *host;
 	size_t i;
-	json_t *cell;
+	json_t *cell, *o;
 
-	if (!d || !cells || !vals || !id)
+	if (!d || !cells || !id)
 		die("out of memory", NULL);
+	if (json_is_object(json_object_get(d, "reference")))
+		series[n_series++] = json_object_get(d, "reference");
+	json_array_foreach (json_object_get(d, "references"), i, o) {
+		if (n_series < 1 + AW_REF_COUNT)
+			series[n_series++] = o;
+	}
+	for (size_t k = 0; k < n_series; k++)
+		if (!(vals[k] = json_array()))
+			die("out of memory", NULL);
 	json_array_foreach (json_object_get(d, "cells"), i, cell) {
 		const char *key = json_string_value(json_object_get(cell, "key"));
 
 		if (keep && !listed(key, keep, n_keep))
 			continue;
 		json_array_append(cells, cell);
-		if (old_vals)
-			json_array_append(vals, json_array_get(old_vals, i));
+		for (size_t k = 0; k < n_series; k++)
+			json_array_append(vals[k],
+			                  json_array_get(json_object_get(series[k], "values"), i));
 	}
 	json_object_set_new(d, "cells", cells);
-	if (ref_obj)
-		json_object_set_new(ref_obj, "values", vals);
-	else
-		json_decref(vals);
+	for (size_t k = 0; k < n_series; k++)
+		json_object_set_new(series[k], "values", vals[k]);
 	json_object_set_new(d, "run_id", json_string(id->run_id));
 	snprintf(last_run_id, sizeof(last_run_id), "%s", id->run_id);
 	if (of)
@@ -267,6 +294,28 @@ static bool is_subject(const struct aw_cell_verdict *c)
 	return !strncmp(c->key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX));
 }
 
+/* The shapes a cell key is of, as bits of current->shapes: a subject cell whose op is the
+ * shape; in a recording of one op, bit 0 for any subject cell. */
+static unsigned shape_bits(const char *key)
+{
+	const char *op;
+	size_t n;
+
+	if (strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX)))
+		return 0;
+	if (!current->n_shapes)
+		return 1;
+	op = strstr(key, " op=");
+	if (!op)
+		return 0;
+	op += 4;
+	n = strcspn(op, " ");
+	for (size_t k = 0; k < current->n_shapes; k++)
+		if (strlen(current->shapes[k]) == n && !strncmp(op, current->shapes[k], n))
+			return 1u << k;
+	return 0;
+}
+
 static bool regressed(const struct aw_cell_verdict *c)
 {
 	return c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT;
@@ -304,9 +353,9 @@ static size_t last_base(const struct recording *rec, size_t at, const char *key,
 }
 
 /* Plain threshold and z-score over the fail-level cells of the head at position `at`;
- * *subject_hit says whether the subject cell was flagged. */
+ * subject_hit gets the shapes (shape_bits()) whose subject cell was flagged. */
 static void simple_methods(const struct recording *rec, size_t at, bool flags[M_COUNT],
-                           bool subject_hit[M_COUNT])
+                           unsigned subject_hit[M_COUNT])
 {
 	size_t i;
 	json_t *cell;
@@ -335,17 +384,16 @@ static void simple_methods(const struct recording *rec, size_t at, bool flags[M_
 		z = sd > 0 ? (head - mean) / sd > 5 : head > mean;
 		flags[M_PLAIN] |= plain;
 		flags[M_ZSCORE] |= z;
-		if (!strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX))) {
-			subject_hit[M_PLAIN] |= plain;
-			subject_hit[M_ZSCORE] |= z;
-		}
+		subject_hit[M_PLAIN] |= plain ? shape_bits(key) : 0;
+		subject_hit[M_ZSCORE] |= z ? shape_bits(key) : 0;
 	}
 }
 
 /* ---- one recording ---- */
 
 struct verdict_of {
-	bool fail, subject, suspect;
+	bool fail, suspect;
+	unsigned subject; /* the shapes whose subject cell is a confirmed regression */
 	char *keys[4096];
 	size_t n_keys;
 };
@@ -401,7 +449,7 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 			continue;
 		if (confirmed) {
 			out->fail = true;
-			out->subject |= is_subject(cv);
+			out->subject |= shape_bits(cv->key);
 		} else if (out->n_keys < 4096) {
 			out->suspect = true;
 			out->keys[out->n_keys++] = strdup(cv->key);
@@ -430,18 +478,20 @@ static size_t next_of(const struct recording *rec, size_t at, const char *varian
 }
 
 /* One head at position `at`: its run as a commit of its own, then (when it has suspects)
- * the confirmations. Updates the tallies of every method. */
+ * the confirmations. Updates the tallies of every method: t[0] for A/A, t[shape] (every shape
+ * of the recording, or t[0] alone for one op) for A/B. */
 static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
                      const struct recording *rec, size_t at, const char *host, bool aa,
-                     struct tally t[M_COUNT])
+                     struct tally t[][M_COUNT])
 {
 	static unsigned serial;
 	const char *project = json_string_value(json_object_get(rec->docs[at], "project"));
 	char label[128], commit[41], ref[64], head_id[AW_UUID_LEN + 1];
 	struct verdict_of first, after, single;
 	struct aw_analysis_opts one;
-	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0};
-	size_t next[MAX_CONFIRM], k;
+	bool flags[M_COUNT] = {0};
+	unsigned subj[M_COUNT] = {0};
+	size_t next[MAX_CONFIRM], k, n_shapes = rec->n_shapes ? rec->n_shapes : 1;
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
 	commit_of(label, commit);
@@ -464,11 +514,11 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 		k = next_of(rec, at, rec->variant[at], next, confirm_n);
 		for (size_t i = 0; i < k; i++)
 			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys, head_id);
-		t[M_CONFIRM].suspects++;
-		t[M_CONFIRM].confirm_cells += k * first.n_keys;
+		t[0][M_CONFIRM].suspects++;
+		t[0][M_CONFIRM].confirm_cells += k * first.n_keys;
 		judge(c, o, project, commit, host, "confirmed", &after);
 	}
-	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
+	t[0][M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
 	flags[M_CONFIRM] = after.fail;
 	subj[M_CONFIRM] = after.subject;
 	if (verbose && aa && after.fail)
@@ -476,11 +526,13 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	simple_methods(rec, at, flags, subj);
 	for (int m = 0; m < M_COUNT; m++) {
 		if (aa) {
-			t[m].commits++;
-			t[m].gates += flags[m];
-		} else {
-			t[m].heads++;
-			t[m].caught += subj[m];
+			t[0][m].commits++;
+			t[0][m].gates += flags[m];
+			continue;
+		}
+		for (size_t sh = 0; sh < n_shapes; sh++) {
+			t[sh][m].heads++;
+			t[sh][m].caught += (subj[m] >> sh) & 1;
 		}
 	}
 	if (after.keys[0] != first.keys[0] || after.n_keys != first.n_keys)
@@ -539,21 +591,62 @@ static size_t draw_history(const struct recording *rec, size_t at, size_t want, 
 	return want;
 }
 
+static const char *const variants[3] = {"plus2", "plus5", "plus10"};
+
+/* The variants' column heads, each with its measured shift (of `shape`'s cell, or the one
+ * shift of a recording of one op), and the end of the line. */
+static void print_variants_header(const json_t *vs, const char *shape)
+{
+	for (int k = 0; k < 3; k++) {
+		json_t *var = json_object_get(vs, variants[k]);
+		json_t *shift = var ? json_object_get(var, "measured_shift") : NULL;
+		char h[32];
+
+		if (shape)
+			shift = json_object_get(shift, shape);
+		snprintf(h, sizeof(h), "%s (%+.1f%%)", variants[k],
+		         json_is_number(shift) ? 100 * json_number_value(shift) : NAN);
+		printf(" %16s", h);
+	}
+	printf("\n");
+}
+
+/* Method m's name and A/A column. */
+static void print_aa(const struct tally aa[M_COUNT], int m)
+{
+	printf("%-24s %5zu/%-3zu %4.1f%%",
+	       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m], aa[m].gates,
+	       aa[m].commits,
+	       aa[m].commits ? 100.0 * (double)aa[m].gates / (double)aa[m].commits : 0.0);
+}
+
+/* Method m's variant columns for shape `sh`, and the end of the line. */
+static void print_ab(struct tally ab[3][MAX_SHAPES][M_COUNT], size_t sh, int m)
+{
+	for (int k = 0; k < 3; k++)
+		printf("   %3zu/%-3zu %5.1f%%", ab[k][sh][m].caught, ab[k][sh][m].heads,
+		       ab[k][sh][m].heads
+		           ? 100.0 * (double)ab[k][sh][m].caught / (double)ab[k][sh][m].heads
+		           : 0.0);
+	printf("\n");
+}
+
 static void replay(const char *path, const char *tmp)
 {
 	struct recording rec;
 	struct store *s = NULL;
 	struct store_conn *c = NULL;
 	struct aw_analysis_opts o;
-	struct tally aa[M_COUNT] = {{0}}, ab[3][M_COUNT] = {{{0}}};
+	struct tally aa[1][M_COUNT] = {{{0}}}, ab[3][MAX_SHAPES][M_COUNT] = {{{{0}}}};
 	size_t next[MAX_CONFIRM];
-	static const char *const variants[3] = {"plus2", "plus5", "plus10"};
 	char url[512], *err = NULL, commit[41], label[128];
 	const char *host, *project;
 	size_t n_base = 0;
+	const struct tally *aa_confirm;
 	json_t *vs;
 
 	load(&rec, path);
+	current = &rec;
 	snprintf(url, sizeof(url), "sqlite:%s/replay-%d.db", tmp, (int)getpid());
 	unlink(url + 7);
 	if (store_open(url, NULL, &s, &err) || store_connect(s, &c, &err) ||
@@ -613,40 +706,46 @@ static void replay(const char *path, const char *tmp)
 	       json_string_value(json_object_get(rec.header, "profile")),
 	       json_string_value(json_object_get(json_object_get(rec.header, "load"), "kind")),
 	       rec.n);
-	printf("%-24s %12s", "method", "A/A false");
 	vs = json_object_get(json_object_get(rec.header, "subject"), "variants");
-	for (int k = 0; k < 3; k++) {
-		json_t *var = json_object_get(vs, variants[k]);
-		json_t *shift = var ? json_object_get(var, "measured_shift") : NULL;
-		char h[32];
+	if (!rec.n_shapes) {
+		/* one op: the A/A column and the variants' beside it */
+		printf("%-24s %12s", "method", "A/A false");
+		print_variants_header(vs, NULL);
+		for (int m = 0; m < M_COUNT; m++) {
+			print_aa(aa[0], m);
+			print_ab(ab, 0, m);
+		}
+	} else {
+		/* shapes: the A/A column, then the variants' of each shape */
+		printf("%-24s %12s\n", "method", "A/A false");
+		for (int m = 0; m < M_COUNT; m++) {
+			print_aa(aa[0], m);
+			printf("\n");
+		}
+		for (size_t sh = 0; sh < rec.n_shapes; sh++) {
+			char h[64];
 
-		snprintf(h, sizeof(h), "%s (%+.1f%%)", variants[k],
-		         json_is_number(shift) ? 100 * json_number_value(shift) : NAN);
-		printf(" %16s", h);
+			snprintf(h, sizeof(h), "shape %s", rec.shapes[sh]);
+			printf("%-24s", h);
+			print_variants_header(vs, rec.shapes[sh]);
+			for (int m = 0; m < M_COUNT; m++) {
+				printf("%-24s",
+				       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m]);
+				print_ab(ab, sh, m);
+			}
+		}
 	}
-	printf("\n");
-	for (int m = 0; m < M_COUNT; m++) {
-		printf("%-24s %5zu/%-3zu %4.1f%%",
-		       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m], aa[m].gates,
-		       aa[m].commits,
-		       aa[m].commits ? 100.0 * (double)aa[m].gates / (double)aa[m].commits : 0.0);
-		for (int k = 0; k < 3; k++)
-			printf("   %3zu/%-3zu %5.1f%%", ab[k][m].caught, ab[k][m].heads,
-			       ab[k][m].heads
-			           ? 100.0 * (double)ab[k][m].caught / (double)ab[k][m].heads
-			           : 0.0);
-		printf("\n");
-	}
+	aa_confirm = aa[0];
 	printf("confirmation (N=%u): %zu of %zu A/A heads had suspects, %.2f cells re-measured per "
 	       "head on average (x N runs), against %.1f cells in a head's first run\n",
-	       confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits,
-	       aa[M_CONFIRM].commits
-	           ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].commits /
-	                 (confirm_n ? confirm_n : 1)
+	       confirm_n, aa_confirm[M_CONFIRM].suspects, aa_confirm[M_CONFIRM].commits,
+	       aa_confirm[M_CONFIRM].commits
+	           ? (double)aa_confirm[M_CONFIRM].confirm_cells /
+	                 (double)aa_confirm[M_CONFIRM].commits / (confirm_n ? confirm_n : 1)
 	           : 0.0,
-	       aa[M_CONFIRM].commits
-	           ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
-	           : 0.0);
+	       aa_confirm[M_CONFIRM].commits ? (double)aa_confirm[M_CONFIRM].first_cells /
+	                                           (double)aa_confirm[M_CONFIRM].commits
+	                                     : 0.0);
 	fflush(stdout);
 	store_disconnect(&c);
 	store_close(&s);
