@@ -358,7 +358,9 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 		find_entry(x->head_lay[k], reader, name, &e);
 		head[k] = call_of(&e);
 	}
-	plan.budget_s = x->budget_left_s / (double)(x->cells_left ? x->cells_left : 1);
+	/* what is left over the cells still to measure (none left after cells that overran
+	 * their share: a slice after the warm-up, and an inconclusive cell) */
+	plan.budget_s = fmax(0, x->budget_left_s / (double)(x->cells_left ? x->cells_left : 1));
 	rc = ab_measure_cell(&plan, &res);
 	x->budget_left_s -= res.seconds;
 	x->measured_s += res.seconds;

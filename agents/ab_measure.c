@@ -241,6 +241,7 @@ static int make_rounds(struct cell_ctx *x, bool last)
 
 	out->n_blocks = 0;
 	out->set_aside = 0;
+	memset(out->level_slices, 0, sizeof(out->level_slices));
 	out->floor_ns = x->floor_ns = floor_ns;
 	memset(x->fill, 0, sizeof(x->fill));
 	if (!rc && !idx)
@@ -254,6 +255,7 @@ static int make_rounds(struct cell_ctx *x, bool last)
 
 		for (int k = 0; k < SIDES; k++)
 			resolved &= s->ns[k] - s->empty > 0;
+		out->level_slices[level]++;
 		if (level == AW_AB_LEVEL_MIXED || !resolved) {
 			out->set_aside++;
 			continue;
@@ -335,6 +337,19 @@ static int decide(struct cell_ctx *x, bool last)
 	return rc;
 }
 
+/* Whether a level is common among the slices but has too few rounds for an interval: an
+ * "unchanged" must wait for it (AB_LEVEL_SEEN). */
+static bool level_pending(const struct ab_cell_result *out)
+{
+	size_t seen = out->level_slices[AW_AB_LEVEL_ALONE] + out->level_slices[AW_AB_LEVEL_SHARED];
+
+	for (int l = AW_AB_LEVEL_ALONE; l <= AW_AB_LEVEL_SHARED; l++)
+		if ((double)out->level_slices[l] >= AB_LEVEL_SEEN * (double)seen &&
+		    isnan(out->decision.level[l].lo))
+			return true;
+	return false;
+}
+
 /* The six orders of the three loads, each once per six slices in a random order (a
  * Fisher-Yates shuffle), so that no load is favoured by going first or last. */
 static void next_orders(struct cell_ctx *x, unsigned char orders[6][SIDES])
@@ -384,7 +399,7 @@ static void run_cell(struct cell_ctx *x)
 
 	calibrate(x);
 	warm_end = aw_monotonic_ns() + WARMUP_NS;
-	end = t0 + (uint64_t)(p->budget_s * 1e9);
+	end = t0 + (uint64_t)(fmax(0, p->budget_s) * 1e9);
 	out->stop = AB_STOP_ROUNDS;
 	for (unsigned l = 0; l < p->layouts; l++)
 		layout_order[l] = l;
@@ -433,7 +448,8 @@ static void run_cell(struct cell_ctx *x)
 		x->rc = decide(x, false);
 		if (x->rc)
 			break;
-		if (aw_ab_verdict_decides(out->decision.verdict)) {
+		if (aw_ab_verdict_decides(out->decision.verdict) &&
+		    !(out->decision.verdict == AW_AB_VERDICT_UNCHANGED && level_pending(out))) {
 			decided = true;
 			out->stop = AB_STOP_DECIDED;
 			break;

@@ -22,6 +22,10 @@
  * spread within one), and 1000 rounds still hold a minute of slices. */
 #define AB_SLICES_PER_ROUND 64
 #define AB_LEVEL_RATIO      1.05 /* a reference this much above its floor is not alone */
+/* A level this common among the slices must have an interval before the cell is called
+ * unchanged: a change that costs nothing alone must not pass because the rounds of the level
+ * where it costs were too few to judge. */
+#define AB_LEVEL_SEEN 0.05
 
 struct ab_cell_plan {
 	int cpu;
@@ -62,7 +66,8 @@ struct ab_cell_result {
 	struct ab_block *blocks;
 	size_t n_blocks;
 	size_t slices, set_aside; /* measured; of them not in a round (mixed level, too fast) */
-	double seconds;           /* spent measuring (warm-up and looks included) */
+	size_t level_slices[AW_AB_LEVEL_COUNT]; /* the slices of each level, at the last look */
+	double seconds;                         /* spent measuring (warm-up and looks included) */
 	enum ab_stop stop;
 	unsigned looks;                 /* looks taken */
 	double floor_ns;                /* the reference's floor, ns per step */

@@ -149,9 +149,9 @@ static void describe_levels(const struct aw_ab_decision *out, char *buf, size_t 
 			w = snprintf(buf + used, size - used, "%sno %s rounds", used ? ", " : "",
 			             aw_ab_level_name((enum aw_ab_level)l));
 		else if (isnan(e->lo))
-			w = snprintf(buf + used, size - used, "%s%s in %zu rounds, too few",
+			w = snprintf(buf + used, size - used, "%s%s in %zu round%s, too few",
 			             used ? ", " : "", aw_ab_level_name((enum aw_ab_level)l),
-			             e->rounds);
+			             e->rounds, e->rounds == 1 ? "" : "s");
 		else
 			w = snprintf(buf + used, size - used, "%s%s %s (%+.2f%%)", used ? ", " : "",
 			             aw_ab_level_name((enum aw_ab_level)l),
