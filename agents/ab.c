@@ -500,9 +500,9 @@ static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
 		                 ab->base);
 	if (ab->rounds < AW_AB_MIN_ROUNDS || ab->rounds > AW_AB_MAX_ROUNDS)
 		return aw_errorf(err, -EINVAL,
-		                 "--rounds %u: at least %d rounds are needed for a 95%% interval "
-		                 "(the Wilcoxon signed-rank test cannot reach it with fewer), at "
-		                 "most %d",
+		                 "--rounds %u: at least %d rounds are needed for an interval (the "
+		                 "Wilcoxon signed-rank test at 95%% over three estimands cannot "
+		                 "reach it with fewer), at most %d",
 		                 ab->rounds, AW_AB_MIN_ROUNDS, AW_AB_MAX_ROUNDS);
 	if (ab->layouts < 1 || ab->layouts > AW_AB_MAX_LAYOUTS)
 		return aw_errorf(err, -EINVAL, "--layouts %u: 1 to %d loads of each side",

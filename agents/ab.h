@@ -14,9 +14,11 @@
 #include "agent.h"
 #include "aw/ab.h" /* AW_AB_MAX_ROUNDS, AW_AB_MAX_LAYOUTS */
 
-/* The fewest rounds that can give a two-sided 95% Wilcoxon signed-rank interval: with n rounds
- * the most extreme outcome has probability 2 / 2^n, below 0.05 from n = 6 on. */
-#define AW_AB_MIN_ROUNDS       6
+/* The fewest rounds whose last look can give an interval: with at most 11 rounds the
+ * sequential test looks once, each of its three estimands (every round, each level) at 95% / 3,
+ * and with n rounds the most extreme outcome of the Wilcoxon signed-rank test has probability
+ * 2 / 2^n, below 0.05 / 3 from n = 7 on. */
+#define AW_AB_MIN_ROUNDS       7
 #define AW_AB_DEFAULT_ROUNDS   400 /* at most, per cell: a test that decides stops sooner */
 #define AW_AB_DEFAULT_LAYOUTS  2
 #define AW_AB_DEFAULT_BUDGET_S 20 /* seconds of measuring for the whole document */

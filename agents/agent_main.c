@@ -66,7 +66,7 @@ static const char usage_text[] =
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
     "        times (default 2, at most 16), measure both in short alternating slices on one\n"
     "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
-    "        400, 6 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
+    "        400, 7 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
     "        upload the A/B document; its id is printed on stdout\n"
     "  daemon\n"
     "        wait for jobs from the collector, run on the config's schedule and when the host\n"
@@ -343,7 +343,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (aw_parse_u64(optarg, AW_AB_MAX_ROUNDS, &n) || n < AW_AB_MIN_ROUNDS)
 				return usage_error(
 				    "bad --rounds '%s': %d to %d (fewer than %d rounds cannot give "
-				    "a 95%% Wilcoxon signed-rank interval)",
+				    "a Wilcoxon signed-rank interval at 95%% over the three "
+				    "estimands)",
 				    optarg, AW_AB_MIN_ROUNDS, AW_AB_MAX_ROUNDS, AW_AB_MIN_ROUNDS);
 			a->rounds = (unsigned)n;
 			break;

@@ -6,7 +6,7 @@ adds slower is regressed, a head with an extra op reports it `new` and one witho
 `missing`) and served by GET /api/v1/ab/{id} and GET /api/v1/ab?project=&head=. Rounds carry
 their level and layout; --layouts N spreads them over N layouts; the rounds and seconds stay
 within --rounds and --budget-s. A document of the first shape (rounds without levels, layouts or
-`measure`) is still accepted and judged. Bad input: base == head without --aa, --rounds below 6,
+`measure`) is still accepted and judged. Bad input: base == head without --aa, --rounds below 7,
 --layouts 0 or above 16 or more than the library can be loaded (static TLS), --budget-s 0,
 negative or not a number, a commit that does not exist or does not build, a library of another
 ABI (exit status and the log's end; nothing uploaded), and A/B bodies with a bad field (400
@@ -239,7 +239,7 @@ def test_regression_judged():
 
 
 def test_ops_on_one_side():
-    p = ab("--base", S.base, "--head", S.second, "--rounds", "6")
+    p = ab("--base", S.base, "--head", S.second, "--rounds", "7")
     eq(p.returncode, 0, p.stderr)
     o = get_ab(p.stdout.strip())
     by_key = {c["key"]: c for c in o["document"]["cells"]}
@@ -250,7 +250,7 @@ def test_ops_on_one_side():
     eq(verdicts["subject=subj op=op2 cpu=0"], "new")
     check(verdicts["subject=subj op=op cpu=0"] in ("unchanged", "inconclusive", "improved",
                                                   "regressed"), verdicts)
-    p = ab("--base", S.second, "--head", S.base, "--rounds", "6")
+    p = ab("--base", S.second, "--head", S.base, "--rounds", "7")
     eq(p.returncode, 0, p.stderr)
     o = get_ab(p.stdout.strip())
     verdicts = {c["key"]: c["verdict"] for c in o["judgment"]["cells"]}
@@ -258,10 +258,10 @@ def test_ops_on_one_side():
 
 
 def test_aa():
-    p = ab("--base", S.base, "--head", S.base, "--rounds", "6")
+    p = ab("--base", S.base, "--head", S.base, "--rounds", "7")
     eq(p.returncode, 2, p.stderr)
     check("same commit" in p.stderr and "--aa" in p.stderr, p.stderr)
-    p = ab("--base", S.base, "--head", S.base, "--rounds", "6", "--aa")
+    p = ab("--base", S.base, "--head", S.base, "--rounds", "7", "--aa")
     eq(p.returncode, 0, p.stderr)
     o = get_ab(p.stdout.strip())
     eq((o["aa"], o["base"], o["head"]), (True, S.base, S.base))
@@ -270,9 +270,9 @@ def test_aa():
 
 def test_bad_requests():
     before = len(listed(project="e2e"))
-    p = ab("--base", S.base, "--head", S.slow, "--rounds", "5")
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "6")
     eq(p.returncode, 2, p.stderr)
-    check("--rounds '5'" in p.stderr and "6" in p.stderr and "Wilcoxon" in p.stderr, p.stderr)
+    check("--rounds '6'" in p.stderr and "7" in p.stderr and "Wilcoxon" in p.stderr, p.stderr)
     p = ab("--base", "zz", "--head", S.slow)
     eq(p.returncode, 2, p.stderr)
     check("bad --base 'zz'" in p.stderr, p.stderr)
@@ -295,14 +295,14 @@ def test_bad_requests():
     eq(p.returncode, 2, p.stderr)
     check("--layouts 16 is more than subject 'subj' allows" in p.stderr and
           "enough for --layouts" in p.stderr and "static TLS" in p.stderr, p.stderr)
-    p = ab("--base", S.base, "--head", "ab" * 20, "--rounds", "6")
+    p = ab("--base", S.base, "--head", "ab" * 20, "--rounds", "7")
     eq(p.returncode, 1, p.stderr)
     check("cannot check out the head commit " + "ab" * 20 in p.stderr, p.stderr)
-    p = ab("--base", S.base, "--head", S.broken, "--rounds", "6")
+    p = ab("--base", S.base, "--head", S.broken, "--rounds", "7")
     eq(p.returncode, 1, p.stderr)
     check("the head commit %s" % S.broken in p.stderr and "the build failed" in p.stderr and
           "#error boom" in p.stderr, p.stderr)
-    p = ab("--base", S.abi2, "--head", S.base, "--rounds", "6")
+    p = ab("--base", S.abi2, "--head", S.base, "--rounds", "7")
     eq(p.returncode, 1, p.stderr)
     check("speaks subject ABI 2; this agent speaks 1" in p.stderr, p.stderr)
     p = S.ag.run("ab", "--project", "e2e", "--subject", "nosuch", "--base", S.base, "--head",
