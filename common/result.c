@@ -27,7 +27,7 @@ int aw_ref_lookup(const char *name)
 			return k;
 	return -1;
 }
-static const char *const trigger_names[] = {"ci", "schedule", "manual", "import"};
+static const char *const trigger_names[] = {"ci", "schedule", "manual", "import", "bisect"};
 
 const char *aw_cell_status_name(enum aw_cell_status s)
 {
@@ -955,7 +955,7 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 		goto fail;
 	if (aw_trigger_parse(s, &r->trigger)) {
 		verr(&v, "invalid", "trigger",
-		     "'trigger' must be ci, schedule, manual or import, got '%.16s'", s);
+		     "'trigger' must be ci, schedule, manual, import or bisect, got '%.16s'", s);
 		goto fail;
 	}
 	if (get_str(&v, doc, "started_at", "started_at", true, STR_TIME, &s))

@@ -264,6 +264,32 @@ static void test_confirmation_fields(void **state)
 	aw_result_free(&r);
 }
 
+/* "bisect" is a trigger of its own (a bisection's runs), and the older words stay valid. */
+static void test_trigger_bisect(void **state)
+{
+	static const char *const words[] = {"ci", "schedule", "manual", "import", "bisect"};
+	struct aw_result *r = sample_result(), *back;
+	enum aw_trigger t;
+	struct aw_verr e;
+	json_t *doc;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		assert_int_equal(aw_trigger_parse(words[i], &t), 0);
+		assert_string_equal(aw_trigger_name(t), words[i]);
+	}
+	assert_int_equal(aw_trigger_parse("bisection", &t), -EINVAL);
+	r->trigger = AW_TRIGGER_BISECT;
+	doc = aw_result_to_json(r);
+	assert_string_equal(json_string_value(json_object_get(doc, "trigger")), "bisect");
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_int_equal(back->trigger, AW_TRIGGER_BISECT);
+	aw_result_free(&back);
+	json_decref(doc);
+	aw_result_free(&r);
+}
+
 static void test_rejections(void **state)
 {
 	(void)state;
@@ -605,10 +631,11 @@ static void test_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_keys),       cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_rejections), cmocka_unit_test(test_confirmation_fields),
-	    cmocka_unit_test(test_limits),     cmocka_unit_test(test_reference),
-	    cmocka_unit_test(test_references), cmocka_unit_test(test_references_rejections),
+	    cmocka_unit_test(test_keys),           cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_rejections),     cmocka_unit_test(test_confirmation_fields),
+	    cmocka_unit_test(test_limits),         cmocka_unit_test(test_reference),
+	    cmocka_unit_test(test_references),     cmocka_unit_test(test_references_rejections),
+	    cmocka_unit_test(test_trigger_bisect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,8 @@ enum aw_trigger {
 	AW_TRIGGER_CI,
 	AW_TRIGGER_SCHEDULE,
 	AW_TRIGGER_MANUAL,
-	AW_TRIGGER_IMPORT
+	AW_TRIGGER_IMPORT,
+	AW_TRIGGER_BISECT /* a commit measured by a bisection (atomwatch-agent bisect) */
 };
 
 /* The reference kernels a run may carry beside its cells (docs/result-schema.md, "references"),
