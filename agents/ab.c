@@ -3,7 +3,6 @@
 #include "ab.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,38 +10,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ab_build.h"
 #include "ab_measure.h"
 #include "atomwatch/runner.h"
 #include "aw/ab.h"
 #include "aw/log.h"
 #include "aw/util.h"
-#include "proc.h"
 #include "subjects.h"
-
-#define GIT_TIMEOUT_MS UINT64_C(120000)
-#define GIT_OUTPUT_MAX 4096
-
-/* One side of the comparison: where it is built and what was loaded. */
-struct side {
-	const char *name; /* "base" or "head" */
-	const char *commit;
-	char *tree;    /* the worktree, or NULL when building in place */
-	char *dir;     /* the build's working directory */
-	char *library; /* the library to load (a copy when building in place) */
-	char *log_path;
-	double build_s;
-	struct aw_subject_lib lib;
-};
 
 struct ab_run {
 	struct aw_agent *a;
 	const struct aw_agent_ab *ab;
 	const struct aw_agent_subject *s;
-	char *work;     /* spool/ab/<id>: worktrees and library copies */
-	char *toplevel; /* the subject's git repository, or NULL */
-	char *rel_dir;  /* the subject's dir inside it ("" or "sub/dir/") */
-	char *rel_lib;  /* its library inside it */
-	struct side base, head;
+	char *work; /* spool/ab/<id>: worktrees and library copies */
+	struct aw_ab_repo repo;
+	struct aw_ab_side base, head;
 	/* the layouts' loads: base_lay[k] is a copy of base's library, head_lay[0] the head's
 	 * own load and head_lay[k > 0] copies; base.lib is the load every slice measures */
 	struct aw_subject_lib base_lay[AW_AB_MAX_LAYOUTS], head_lay_extra[AW_AB_MAX_LAYOUTS];
@@ -63,210 +45,6 @@ static uint64_t next_random(uint64_t *x)
 	*x ^= *x << 25;
 	*x ^= *x >> 27;
 	return *x * UINT64_C(0x2545f4914f6cdd1d);
-}
-
-/* Runs git with `args` in `dir`, output captured into `out` (may be NULL: appended to log_fd
- * when >= 0). Returns 0 with *code, or a negative errno with *err. */
-static int git(struct ab_run *x, const char *dir, const char *const *args, struct aw_buf *out,
-               int log_fd, int *code, char **err)
-{
-	const char *argv[12] = {"git", "-C", dir};
-	struct aw_proc p = {0};
-	size_t n = 3;
-
-	for (size_t i = 0; args[i] && n < 11; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	p.argv = argv;
-	p.output = out;
-	p.log_fd = out ? -1 : log_fd;
-	p.timeout_ms = GIT_TIMEOUT_MS;
-	p.stop = x->a->stop;
-	return aw_proc_run(&p, code, err);
-}
-
-/* The repository holding the subject's dir, or none (*toplevel NULL). */
-static int find_repository(struct ab_run *x, char **err)
-{
-	const char *args[] = {"rev-parse", "--show-toplevel", NULL};
-	struct aw_buf out;
-	size_t len_top;
-	int code = 0, rc;
-
-	aw_buf_init(&out, GIT_OUTPUT_MAX);
-	rc = git(x, x->s->dir, args, &out, -1, &code, err);
-	if (rc || code || !out.len)
-		goto out; /* no git, or not a repository: build in place */
-	while (out.len && (out.data[out.len - 1] == '\n' || out.data[out.len - 1] == '\r'))
-		out.data[--out.len] = '\0';
-	x->toplevel = realpath(out.data, NULL);
-	if (!x->toplevel)
-		goto out;
-	len_top = strlen(x->toplevel);
-	/* dir and library as paths inside the repository, so that each worktree has its own */
-	if (strncmp(x->s->dir, x->toplevel, len_top) ||
-	    (x->s->dir[len_top] && x->s->dir[len_top] != '/') ||
-	    strncmp(x->s->library, x->toplevel, len_top) || x->s->library[len_top] != '/') {
-		rc = aw_errorf(err, -EINVAL,
-		               "subject '%s': its library '%s' is not inside its repository '%s', "
-		               "so the two commits cannot be built apart",
-		               x->s->name, x->s->library, x->toplevel);
-		goto out;
-	}
-	x->rel_dir = aw_asprintf("%s", x->s->dir[len_top] ? x->s->dir + len_top + 1 : "");
-	x->rel_lib = aw_asprintf("%s", x->s->library + len_top + 1);
-	if (!x->rel_dir || !x->rel_lib)
-		rc = aw_errorf(err, -ENOMEM, "out of memory");
-out:
-	aw_buf_release(&out);
-	return rc;
-}
-
-/* The last lines of a log, for an error message (what aw_subject_build() says of a build). */
-static char *log_tail(const char *path)
-{
-	char *text = NULL, *why = NULL, *tail;
-	size_t len = 0;
-
-	if (aw_read_file(path, 1u << 20, &text, &len, &why)) {
-		free(why);
-		return aw_asprintf("(the log cannot be read)");
-	}
-	tail = aw_asprintf("%s", aw_text_tail(text, len, 15, 2048));
-	free(text);
-	return tail;
-}
-
-/* Checks out the side's commit in its own worktree. */
-static int checkout(struct ab_run *x, struct side *sd, char **err)
-{
-	char *spec = aw_asprintf("%s^{commit}", sd->commit), *tail;
-	const char *verify[] = {"rev-parse", "--verify", "--quiet", spec, NULL};
-	const char *add[] = {"worktree", "add", "--detach", "--force", sd->tree, sd->commit, NULL};
-	int fd = -1, code = 0, rc;
-
-	if (!spec)
-		return aw_errorf(err, -ENOMEM, "out of memory");
-	fd = open(sd->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		rc = aw_errorf(err, -errno, "cannot create the build log '%s': %s", sd->log_path,
-		               strerror(errno));
-		goto out;
-	}
-	dprintf(fd, "# atomwatch-agent ab: %s %s in %s\n$ git worktree add --detach %s %s\n",
-	        sd->name, sd->commit, x->toplevel, sd->tree, sd->commit);
-	rc = git(x, x->toplevel, verify, NULL, fd, &code, err);
-	if (!rc && !code)
-		rc = git(x, x->toplevel, add, NULL, fd, &code, err);
-	if (rc)
-		goto out;
-	if (code) {
-		close(fd);
-		fd = -1;
-		tail = log_tail(sd->log_path);
-		rc = aw_errorf(err, -EIO,
-		               "subject '%s': cannot check out the %s commit %s in %s; the last "
-		               "lines of %s:\n%s",
-		               x->s->name, sd->name, sd->commit, x->toplevel, sd->log_path,
-		               tail ? tail : "");
-		free(tail);
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	free(spec);
-	return rc;
-}
-
-/* Copies a built library aside so that the next build in place cannot change it and each
- * side (and the A/A second load) is dlopened from its own path. */
-static int copy_file(const char *from, const char *to, char **err)
-{
-	char *data = NULL, *why = NULL;
-	size_t len = 0;
-	int rc = aw_read_file(from, 1u << 30, &data, &len, &why);
-
-	if (rc) {
-		rc = aw_errorf(err, rc, "%s", why ? why : "cannot read the library");
-		free(why);
-		return rc;
-	}
-	rc = aw_write_file_atomic(to, data, len, err);
-	free(data);
-	return rc;
-}
-
-static int build_side(struct ab_run *x, struct side *sd, char **err)
-{
-	struct aw_agent_subject s = *x->s;
-	uint64_t t0;
-	char *why = NULL;
-	int rc;
-
-	sd->log_path = aw_asprintf("%s/%s-ab-%s-%.12s.log", x->a->spool.log_dir, x->s->name,
-	                           sd->name, sd->commit);
-	if (x->toplevel) {
-		sd->tree = aw_asprintf("%s/%s", x->work, sd->name);
-		sd->dir = aw_asprintf("%s/%s", sd->tree ? sd->tree : "", x->rel_dir);
-		sd->library = aw_asprintf("%s/%s", sd->tree ? sd->tree : "", x->rel_lib);
-	} else {
-		sd->dir = aw_asprintf("%s", x->s->dir);
-		sd->library = aw_asprintf("%s/%s.so", x->work, sd->name);
-	}
-	if (!sd->log_path || !sd->dir || !sd->library || (x->toplevel && !sd->tree))
-		return aw_errorf(err, -ENOMEM, "out of memory");
-	if (x->toplevel) {
-		rc = checkout(x, sd, err);
-		if (rc)
-			return rc;
-	}
-	s.dir = sd->dir;
-	s.library = sd->library;
-	if (x->s->build)
-		aw_info("building the %s (%.12s) of subject '%s' (log: %s)", sd->name, sd->commit,
-		        x->s->name, sd->log_path);
-	t0 = aw_monotonic_ns();
-	rc = aw_subject_build(&s, x->ab->project, sd->commit, x->ab->ref, sd->log_path, x->a->stop,
-	                      &why);
-	sd->build_s = (double)(aw_monotonic_ns() - t0) / 1e9;
-	if (rc) {
-		rc = aw_errorf(err, rc, "the %s commit %s: %s", sd->name, sd->commit,
-		               why ? why : "the build failed");
-		free(why);
-		return rc;
-	}
-	if (!x->toplevel) {
-		rc = copy_file(x->s->library, sd->library, err);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static void remove_worktree(struct ab_run *x, struct side *sd)
-{
-	const char *args[] = {"worktree", "remove", "--force", sd->tree, NULL};
-	char *err = NULL;
-	int code = 0;
-
-	if (!sd->tree || access(sd->tree, F_OK))
-		return;
-	if (git(x, x->toplevel, args, NULL, -1, &code, &err) || code)
-		aw_warn("cannot remove the worktree %s (git worktree prune removes it later)",
-		        sd->tree);
-	free(err);
-}
-
-static void side_release(struct ab_run *x, struct side *sd)
-{
-	aw_subject_close(&sd->lib);
-	remove_worktree(x, sd);
-	if (!x->toplevel && sd->library)
-		unlink(sd->library);
-	free(sd->tree);
-	free(sd->dir);
-	free(sd->library);
-	free(sd->log_path);
 }
 
 /* One entry of a side's description: an op (index < n_ops) or a reader. */
@@ -399,7 +177,7 @@ out:
 	return rc;
 }
 
-static json_t *side_json(const struct side *sd)
+static json_t *side_json(const struct aw_ab_side *sd)
 {
 	return json_pack("{s:s, s:s, s:s, s:f}", "commit", sd->commit, "library_name",
 	                 sd->lib.d && sd->lib.d->name ? sd->lib.d->name : "", "build_log",
@@ -539,7 +317,7 @@ static int load_layouts(struct ab_run *x, char **err)
 			if (!path)
 				return aw_errorf(err, -ENOMEM, "out of memory");
 			x->copies[x->n_copies++] = path;
-			rc = copy_file(head ? x->head.library : x->base.library, path, err);
+			rc = aw_ab_copy_file(head ? x->head.library : x->base.library, path, err);
 			if (rc)
 				break;
 			rc = aw_subject_open(x->s, path, lib, &why);
@@ -614,8 +392,8 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 	int *cpus = NULL, n_cpus = 0, rc;
 
 	*out = NULL;
-	x.base = (struct side){.name = "base", .commit = ab->base};
-	x.head = (struct side){.name = "head", .commit = ab->head};
+	x.base = (struct aw_ab_side){.name = "base", .commit = ab->base};
+	x.head = (struct aw_ab_side){.name = "head", .commit = ab->head};
 	x.budget_left_s = ab->budget_s;
 	rc = check_request(a, ab, &x.s, err);
 	if (rc)
@@ -641,11 +419,13 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 		               strerror(errno));
 		goto out;
 	}
-	rc = find_repository(&x, err);
+	x.repo = (struct aw_ab_repo){
+	    .a = a, .s = x.s, .project = ab->project, .ref = ab->ref, .work = x.work, .tag = "ab"};
+	rc = aw_ab_repo_open(&x.repo, err);
 	if (!rc)
-		rc = build_side(&x, &x.base, err);
+		rc = aw_ab_side_build(&x.repo, &x.base, err);
 	if (!rc)
-		rc = build_side(&x, &x.head, err);
+		rc = aw_ab_side_build(&x.repo, &x.head, err);
 	if (!rc)
 		rc = load_layouts(&x, err);
 	if (rc)
@@ -679,14 +459,12 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 out:
 	json_decref(doc);
 	unload_layouts(&x);
-	side_release(&x, &x.base);
-	side_release(&x, &x.head);
+	aw_ab_side_release(&x.repo, &x.base);
+	aw_ab_side_release(&x.repo, &x.head);
 	if (x.work)
 		rmdir(x.work);
 	free(x.work);
-	free(x.toplevel);
-	free(x.rel_dir);
-	free(x.rel_lib);
+	aw_ab_repo_release(&x.repo);
 	free(cpus);
 	aw_runner_free(&r);
 	return rc;

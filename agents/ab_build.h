@@ -1,0 +1,69 @@
+/* A subject built at one commit, for the commands that compare builds in one process: the
+ * interleaved A/B (ab.c) and the bisection (bisect.c). A subject whose dir is in a git
+ * repository is built in a worktree of its own per commit, so that several builds stand side
+ * by side; one that is not is built in place, its library copied aside. The builds are the
+ * agent owner's own commands (as for `run`); git runs with fixed arguments, never through a
+ * shell. */
+#ifndef AW_AGENT_AB_BUILD_H
+#define AW_AGENT_AB_BUILD_H
+
+#include <stdbool.h>
+
+#include "agent.h"
+#include "aw/buf.h"
+#include "subjects.h"
+
+/* Where the builds of one subject go, and the repository its dir is in. */
+struct aw_ab_repo {
+	struct aw_agent *a;               /* borrowed */
+	const struct aw_agent_subject *s; /* borrowed */
+	const char *project, *ref;        /* for the build's environment; ref may be NULL */
+	const char *work;                 /* worktrees and library copies go under it (borrowed) */
+	const char *tag;                  /* names the build logs: "ab", "bisect" (borrowed) */
+	char *toplevel;                   /* the subject's git repository, or NULL */
+	char *rel_dir, *rel_lib;          /* the subject's dir and library inside it */
+};
+
+/* Finds the git repository of the subject's dir (r->toplevel NULL when there is none, or no
+ * git). Returns 0, or -EINVAL with *err when the library lies outside that repository (two
+ * commits could not be built apart), -ENOMEM. Release with aw_ab_repo_release(). */
+int aw_ab_repo_open(struct aw_ab_repo *r, char **err);
+void aw_ab_repo_release(struct aw_ab_repo *r);
+
+/* Runs git with `args` (at most 8) in the repository. Its output is captured into `out` (may
+ * be NULL: appended to log_fd when >= 0, else dropped). Returns 0 with *code (git's exit
+ * status), or a negative errno with *err (-EINTR: the agent was stopped). */
+int aw_ab_git(const struct aw_ab_repo *r, const char *const *args, struct aw_buf *out, int log_fd,
+              int *code, char **err);
+
+/* One build of the subject: `name` and `commit` are set by the caller (borrowed); the rest is
+ * filled by aw_ab_side_build(). */
+struct aw_ab_side {
+	const char *name; /* "base", "head", "good", "bad", "probe": unique among live builds */
+	const char *commit;
+	char *tree;    /* the worktree, or NULL when building in place */
+	char *dir;     /* the build's working directory */
+	char *library; /* the library to load (a copy when building in place) */
+	char *log_path;
+	double build_s;
+	struct aw_subject_lib lib; /* its first load, made by the caller */
+};
+
+/* Checks out sd->commit in a worktree of its own (when in a repository) and builds it there,
+ * or builds in place and copies the library aside. Returns 0, -EINTR when stopped, or a
+ * negative errno with *err naming the commit (one that cannot be checked out or built, with
+ * the log's last lines). Release with aw_ab_side_release() in every case. */
+int aw_ab_side_build(struct aw_ab_repo *r, struct aw_ab_side *sd, char **err);
+
+/* Closes the side's load, removes its worktree (or library copy) and frees its fields; the
+ * caller's name and commit stay. */
+void aw_ab_side_release(struct aw_ab_repo *r, struct aw_ab_side *sd);
+
+/* Copies a built library to `to` (written atomically), so that each load is dlopened from a
+ * path of its own. Returns 0 or a negative errno with *err. */
+int aw_ab_copy_file(const char *from, const char *to, char **err);
+
+/* The last lines of a log, for an error message; caller frees. Never NULL but on ENOMEM. */
+char *aw_ab_log_tail(const char *path);
+
+#endif
