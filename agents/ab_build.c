@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aw/log.h"
@@ -82,6 +83,53 @@ void aw_ab_repo_release(struct aw_ab_repo *r)
 	aw_freep(&r->toplevel);
 	aw_freep(&r->rel_dir);
 	aw_freep(&r->rel_lib);
+}
+
+int aw_ab_commit_time(const struct aw_ab_repo *r, const char *commit, char *out, char **err)
+{
+	char *spec = aw_asprintf("%s^{commit}", commit), *end = NULL;
+	const char *args[] = {"show", "-s", "--format=%ct", spec, NULL};
+	struct timespec ts = {0};
+	struct aw_buf text;
+	long long secs;
+	int code = 0, rc;
+
+	out[0] = '\0';
+	if (!spec)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	if (!r->toplevel) {
+		free(spec);
+		return -ENOENT;
+	}
+	aw_buf_init(&text, GIT_OUTPUT_MAX);
+	rc = aw_ab_git(r, args, &text, -1, &code, err);
+	if (!rc && (code || !text.len))
+		rc = -ENOENT;
+	if (!rc) {
+		errno = 0;
+		secs = strtoll(text.data, &end, 10);
+		if (errno || end == text.data || secs < 0)
+			rc = -ENOENT;
+		ts.tv_sec = (time_t)secs;
+	}
+	if (!rc)
+		aw_time_format(&ts, out);
+	aw_buf_release(&text);
+	free(spec);
+	return rc;
+}
+
+void aw_subject_commit_time(struct aw_agent *a, const struct aw_agent_subject *s,
+                            const char *commit, char *out)
+{
+	struct aw_ab_repo r = {.a = a, .s = s, .tag = "run"};
+	char *err = NULL;
+
+	out[0] = '\0';
+	if (commit && !aw_ab_repo_open(&r, &err) && r.toplevel)
+		aw_ab_commit_time(&r, commit, out, &err);
+	aw_ab_repo_release(&r);
+	free(err);
 }
 
 char *aw_ab_log_tail(const char *path)

@@ -36,6 +36,16 @@ void aw_ab_repo_release(struct aw_ab_repo *r);
 int aw_ab_git(const struct aw_ab_repo *r, const char *const *args, struct aw_buf *out, int log_fd,
               int *code, char **err);
 
+/* The committer date of `commit` in the repository (git's %ct), as RFC 3339 into
+ * out[AW_TIME_LEN]: what orders a run on its ref. Returns 0, -ENOENT when there is no
+ * repository or git does not know the commit, or another negative errno with *err. */
+int aw_ab_commit_time(const struct aw_ab_repo *r, const char *commit, char *out, char **err);
+
+/* The commit time of `commit` in the repository of subject `s` (aw_ab_commit_time()), or ""
+ * when there is none: best effort, for the runs of a subject (agent.c). */
+void aw_subject_commit_time(struct aw_agent *a, const struct aw_agent_subject *s,
+                            const char *commit, char *out);
+
 /* One build of the subject: `name` and `commit` are set by the caller (borrowed); the rest is
  * filled by aw_ab_side_build(). */
 struct aw_ab_side {

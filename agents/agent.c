@@ -13,7 +13,9 @@
 #include "atomwatch/runner.h"
 #include "aw/log.h"
 #include "aw/sha256.h"
+#include "ab_build.h"
 #include "aw/util.h"
+#include "control.h"
 #include "kmod.h"
 #include "refscale.h"
 #include "subjects.h"
@@ -131,13 +133,15 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 	struct aw_runner *runner = NULL;
 	struct aw_result *res = NULL;
 	json_t *kernel = NULL;
-	char *log_path = NULL;
+	char *log_path = NULL, when[AW_TIME_LEN] = "";
 	int rc = 0;
 
 	*out = NULL;
 	if (keep)
 		*keep = NULL;
-	if (run->subject) {
+	if (run->built) {
+		subject = run->built;
+	} else if (run->subject) {
 		subject = aw_agent_config_subject(cfg, run->subject);
 		if (!subject) {
 			char names[512];
@@ -166,7 +170,7 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 	}
 	if (run->samples)
 		aw_runner_set_samples(runner, run->samples);
-	if (subject && !run->reuse) {
+	if (subject && !run->reuse && !run->built) {
 		log_path = build_log_path(a, subject->name, run->commit);
 		if (!log_path) {
 			rc = aw_errorf(err, -ENOMEM, "out of memory");
@@ -194,6 +198,10 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 		if (rc)
 			goto out;
 	}
+	/* the control, which never changes: it moves only when the host does */
+	rc = aw_control_measure(runner, res, err);
+	if (rc)
+		goto out;
 	if (cfg->kmod && !run->n_keys) {
 		if (a->progress)
 			fprintf(stderr,
@@ -227,6 +235,17 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 		goto out;
 	}
 	res->confirm = run->confirmation_of ? 0 : run->confirm;
+	if (run->commit_time) {
+		snprintf(when, sizeof(when), "%s", run->commit_time);
+	} else if (subject && run->commit) {
+		/* the subject's own history orders its commits (a bisection measures old ones
+		 * after new ones) */
+		aw_subject_commit_time(a, subject, run->commit, when);
+	}
+	if (when[0] && aw_set_str(&res->commit_time, when)) {
+		rc = aw_errorf(err, -ENOMEM, "out of memory");
+		goto out;
+	}
 	for (size_t i = 0; i < res->n_cells; i++)
 		if (res->cells[i].status == AW_CELL_FAILED)
 			aw_warn("cell '%s' failed: %s", res->cells[i].key, res->cells[i].reason);

@@ -57,6 +57,12 @@ struct aw_agent_run {
 	struct aw_runner *reuse; /* measure with this runner (borrowed, kept from an earlier run of
 	                            the same commit: no calibration, no subject build again);
 	                            NULL: a runner of its own */
+	/* a subject built already (a bisection's worktree build): its library is measured as it
+	 * is, nothing is built; replaces `subject`. Borrowed; NULL: none */
+	const struct aw_agent_subject *built;
+	/* the commit's own date (RFC 3339), which orders the run on its ref; NULL: the committer
+	 * date from the subject's git repository when it has the commit, else none */
+	const char *commit_time;
 };
 
 /* The batches of each confirmation run when `confirm` runs re-measure the suspects of a run of

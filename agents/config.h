@@ -12,6 +12,10 @@
 
 #define AW_AGENT_DEFAULT_CONFIG "/etc/atomwatch/agent.yaml"
 
+/* Subject names starting so are the agent's own (its control and macro cells, control.h):
+ * a config may not name a subject so. */
+#define AW_RESERVED_SUBJECT_PREFIX "atomwatch-"
+
 /* A subject: a library under test that this agent builds and measures when a run names it.
  * The collector only ever sends the name; everything else is the agent owner's. */
 struct aw_agent_subject {
@@ -84,6 +88,14 @@ struct aw_agent_config {
 	uint32_t kmod_samples; /* the module's samples= (0: its default, 200) */
 	uint64_t kmod_build_timeout_ms, kmod_timeout_ms;
 	char *debugfs; /* where debugfs is (mounted there when it is not) */
+
+	/* bisection by the owner's step command (agents/bisect_step.c): for ranges the agent
+	 * cannot build itself (a kernel's) */
+	char *bisect_step;    /* sh -c command run per probed commit, or NULL: none */
+	char *bisect_repo;    /* the git repository whose commits are listed (absolute) */
+	char *bisect_subject; /* the name `bisect --subject` and jobs use for it ("kernel") */
+	char *bisect_host;    /* the host its runs are filed under; NULL: this agent's */
+	uint64_t bisect_timeout_ms;
 };
 
 /* Reads and validates a config file. Relative paths in it are resolved against the file's
