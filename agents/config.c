@@ -145,6 +145,15 @@ static const struct key kernel_keys[] = {
     KEY_END,
 };
 
+static const struct key bisect_keys[] = {
+    STR("step", bisect_step),
+    PATH("repo", bisect_repo),
+    {"subject", K_NAME, CF(bisect_subject), 0, 0, 0, NULL, false},
+    {"host", K_NAME, CF(bisect_host), 0, 0, 0, NULL, false},
+    {"timeout", K_DURATION, CF(bisect_timeout_ms), 0, MS(1), 7 * DAY_MS, NULL, false},
+    KEY_END,
+};
+
 static const struct key root_keys[] = {
     {"collector", K_SECTION, 0, 0, 0, 0, collector_keys, true},
     {"host", K_SECTION, 0, 0, 0, 0, host_keys, false},
@@ -153,6 +162,7 @@ static const struct key root_keys[] = {
     {"schedule", K_SECTION, 0, 0, 0, 0, schedule_keys, false},
     {"subjects", K_SUBJECTS, 0, 0, 0, 0, NULL, false},
     {"kernel", K_SECTION, 0, 0, 0, 0, kernel_keys, false},
+    {"bisect", K_SECTION, 0, 0, 0, 0, bisect_keys, false},
     KEY_END,
 };
 
@@ -493,6 +503,11 @@ static int read_subject(const struct parser *p, const yaml_node_t *kn, const cha
 		return fail_at(p, kn, -EINVAL,
 		               "bad subject name '%.64s' (1 to 64 characters from [A-Za-z0-9._-])",
 		               k);
+	if (!strncmp(k, AW_RESERVED_SUBJECT_PREFIX, strlen(AW_RESERVED_SUBJECT_PREFIX)))
+		return fail_at(p, kn, -EINVAL,
+		               "subject name '%.64s' is reserved: names starting with '%s' are the "
+		               "agent's own (its control and macro cells)",
+		               k, AW_RESERVED_SUBJECT_PREFIX);
 	if (cfg->n_subjects >= SUBJECTS_MAX)
 		return fail_at(p, kn, -EINVAL, "more than %d subjects", SUBJECTS_MAX);
 	grown = realloc(cfg->subjects, (cfg->n_subjects + 1) * sizeof(*grown));
@@ -675,6 +690,7 @@ static void set_defaults(struct aw_agent_config *cfg)
 	cfg->refscale_timeout_ms = MS(600);
 	cfg->kmod_build_timeout_ms = MS(600);
 	cfg->kmod_timeout_ms = MS(600);
+	cfg->bisect_timeout_ms = MS(2 * 3600);
 }
 
 /* Defaults that are strings (allocated, so that release frees uniformly). */
@@ -686,7 +702,8 @@ static int set_string_defaults(const struct parser *p, struct aw_agent_config *c
 	    set_string(p, &cfg->kmsg_path, "/dev/kmsg") ||
 	    set_string(p, &cfg->modprobe, "modprobe") || set_string(p, &cfg->rmmod, "rmmod") ||
 	    set_string(p, &cfg->modinfo, "modinfo") || set_string(p, &cfg->kmod_make, "make") ||
-	    set_string(p, &cfg->debugfs, "/sys/kernel/debug"))
+	    set_string(p, &cfg->debugfs, "/sys/kernel/debug") ||
+	    set_string(p, &cfg->bisect_subject, "kernel"))
 		return nomem(p);
 	return 0;
 }
@@ -810,6 +827,10 @@ void aw_agent_config_release(struct aw_agent_config *cfg)
 	free_strv(&cfg->kmod_make_vars, &cfg->n_kmod_make_vars);
 	free(cfg->kmod_cpus);
 	free(cfg->debugfs);
+	free(cfg->bisect_step);
+	free(cfg->bisect_repo);
+	free(cfg->bisect_subject);
+	free(cfg->bisect_host);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -147,6 +147,33 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.n_subjects, 0);
 	assert_int_equal(cfg.n_refscale_types, 0);
 	assert_string_equal(cfg.kmsg_path, "/dev/kmsg");
+	assert_null(cfg.bisect_step);
+	assert_string_equal(cfg.bisect_subject, "kernel");
+	assert_int_equal(cfg.bisect_timeout_ms, 2 * 3600 * 1000);
+	aw_agent_config_release(&cfg);
+}
+
+/* bisect: the owner's step command, the repository it lists and its names */
+static void test_bisect_section(void **state)
+{
+	static const char text[] = "collector: {url: 'http://127.0.0.1:1', token_file: /t}\n"
+	                           "spool: {dir: /var/spool/aw}\n"
+	                           "bisect:\n"
+	                           "  step: sh step.sh\n"
+	                           "  repo: linux\n"
+	                           "  subject: linux\n"
+	                           "  host: vm-guest\n"
+	                           "  timeout: 3h\n";
+	struct aw_agent_config cfg;
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(aw_agent_config_parse(text, strlen(text), "b.yaml", "/b", &cfg, &err), 0);
+	assert_string_equal(cfg.bisect_step, "sh step.sh");
+	assert_string_equal(cfg.bisect_repo, "/b/linux");
+	assert_string_equal(cfg.bisect_subject, "linux");
+	assert_string_equal(cfg.bisect_host, "vm-guest");
+	assert_int_equal(cfg.bisect_timeout_ms, 3 * 3600 * 1000);
 	aw_agent_config_release(&cfg);
 }
 
@@ -194,6 +221,11 @@ static const struct {
     {"collector: {url: http://x, token_file: /t\nspool: {dir: /s}\n", "bad.yaml:2:"},
     {"- just\n- a list\n", "bad.yaml:1:1: the top level must be a mapping, not a list"},
     {"", "bad.yaml:1:1: the file is empty"},
+    {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nsubjects:\n"
+     "  atomwatch-control:\n    library: /l.so\n",
+     "bad.yaml:4:3: subject name 'atomwatch-control' is reserved"},
+    {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nbisect: {stepp: x}\n",
+     "bad.yaml:3:10: unknown key 'stepp' in 'bisect'"},
     {"collector: {url: http://x, token_file: }\nspool: {dir: /s}\n",
      "bad.yaml:1:40: 'token_file' needs a value"},
 };
@@ -275,6 +307,7 @@ int main(void)
 	    cmocka_unit_test(test_full),
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_bisect_section),
 	    cmocka_unit_test(test_load_file_and_token),
 	};
 
