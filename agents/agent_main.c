@@ -14,6 +14,7 @@
 
 #include "ab.h"
 #include "agent.h"
+#include "bisect.h"
 #include "atomwatch/runner.h"
 #include "aw/log.h"
 #include "aw/util.h"
@@ -68,6 +69,18 @@ static const char usage_text[] =
     "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
     "        400, 7 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
     "        upload the A/B document; its id is printed on stdout\n"
+    "  bisect --subject NAME --good SHA --bad SHA [--cells GLOB]... [--project P] [--ref REF]\n"
+    "      [--budget N] [--format text|json] [--quiet]\n"
+    "        find the commit between --good and --bad (first-parent) that made the subject's\n"
+    "        cells slower: each step builds the probed commit in a worktree and compares it\n"
+    "        with both ends by interleaved A/B, halving the range as git bisect does and\n"
+    "        measuring again where a step cannot tell, within --budget steps (default: the\n"
+    "        expected log2 of the range plus 5); a commit that does not build is skipped.\n"
+    "        Every commit measured is uploaded as a run (trigger bisect) under --ref (main)\n"
+    "        and --project (the subject's name). Exit 0 with a culprit (or the candidates\n"
+    "        that skipped commits leave), 4 when the range holds no regression or the\n"
+    "        budget ran out (the output says which); bisect.step in the config bisects\n"
+    "        kernels by the owner's build-boot-measure command\n"
     "  daemon\n"
     "        wait for jobs from the collector, run on the config's schedule and when the host\n"
     "        fingerprint changes, flush the spool; SIGTERM stops between cells\n"
@@ -92,7 +105,8 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 done (the result is uploaded), 1 failure (measuring, a build, a rejected\n"
     "document), 2 usage or config error (nothing measured), 3 measured but left in the spool\n"
-    "for a later 'flush'.\n";
+    "for a later 'flush', 4 (bisect) no culprit: no regression in the range, or the budget\n"
+    "ran out.\n";
 
 enum {
 	O_CONFIG = 256,
@@ -118,6 +132,11 @@ enum {
 	O_CONFIRM,
 	O_LAYOUTS,
 	O_BUDGET_S,
+	O_GOOD,
+	O_BAD,
+	O_CELLS,
+	O_BUDGET,
+	O_FORMAT,
 };
 
 static const struct option longopts[] = {
@@ -144,6 +163,11 @@ static const struct option longopts[] = {
     {"confirm", required_argument, NULL, O_CONFIRM},
     {"layouts", required_argument, NULL, O_LAYOUTS},
     {"budget-s", required_argument, NULL, O_BUDGET_S},
+    {"good", required_argument, NULL, O_GOOD},
+    {"bad", required_argument, NULL, O_BAD},
+    {"cells", required_argument, NULL, O_CELLS},
+    {"budget", required_argument, NULL, O_BUDGET},
+    {"format", required_argument, NULL, O_FORMAT},
     {NULL, 0, NULL, 0},
 };
 
@@ -151,6 +175,11 @@ struct args {
 	const char *command, *config, *project, *commit, *ref, *subject, *profile;
 	const char *host, *arch, *cpu_model, *out, *format, *file;
 	const char *base, *head, *cpus;
+	const char *good, *bad, *output_format; /* bisect */
+	const char *cells[AW_BISECT_MAX_GLOBS];
+	size_t n_cells;
+	unsigned budget;
+	bool budget_given;
 	unsigned rounds, layouts; /* ab: 0 for the defaults */
 	double budget_s;
 	json_t *labels;
@@ -198,13 +227,21 @@ static bool option_allowed(const char *cmd, int opt)
 		return true;
 	case O_PROJECT:
 	case O_REF:
-		return !strcmp(cmd, "run") || !strcmp(cmd, "import") || !strcmp(cmd, "ab");
+		return !strcmp(cmd, "run") || !strcmp(cmd, "import") || !strcmp(cmd, "ab") ||
+		       !strcmp(cmd, "bisect");
 	case O_COMMIT:
 		return !strcmp(cmd, "run") || !strcmp(cmd, "import");
 	case O_SUBJECT:
-	case O_PROFILE:
 	case O_QUIET:
+		return !strcmp(cmd, "run") || !strcmp(cmd, "ab") || !strcmp(cmd, "bisect");
+	case O_PROFILE:
 		return !strcmp(cmd, "run") || !strcmp(cmd, "ab");
+	case O_GOOD:
+	case O_BAD:
+	case O_CELLS:
+	case O_BUDGET:
+	case O_FORMAT:
+		return !strcmp(cmd, "bisect");
 	case O_CONFIRM:
 		return !strcmp(cmd, "run");
 	case O_BASE:
@@ -251,9 +288,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			return -1;
 		}
 		if (!a->command)
-			return usage_error(
-			    "a command comes first: run, ab, daemon, flush, fingerprint, "
-			    "kernel-build or import");
+			return usage_error("a command comes first: run, ab, bisect, daemon, flush, "
+			                   "fingerprint, kernel-build or import");
 		if (!option_allowed(a->command, opt))
 			return usage_error("'%s' does not take --%s", a->command, option_name(opt));
 		switch (opt) {
@@ -373,6 +409,37 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->budget_s = v;
 			break;
 		}
+		case O_GOOD:
+		case O_BAD:
+			if (!aw_valid_commit(optarg))
+				return usage_error("bad %s '%s' (7 to 64 hex digits)",
+				                   opt == O_GOOD ? "--good" : "--bad", optarg);
+			*(opt == O_GOOD ? &a->good : &a->bad) = optarg;
+			break;
+		case O_CELLS:
+			if (a->n_cells >= AW_BISECT_MAX_GLOBS)
+				return usage_error("at most %d --cells", AW_BISECT_MAX_GLOBS);
+			if (!*optarg || strlen(optarg) > 256)
+				return usage_error(
+				    "bad --cells '%s' (a glob of 1 to 256 characters)", optarg);
+			a->cells[a->n_cells++] = optarg;
+			break;
+		case O_BUDGET: {
+			uint64_t n;
+
+			if (aw_parse_u64(optarg, AW_BISECT_MAX_BUDGET, &n) || n < 1)
+				return usage_error(
+				    "bad --budget '%s': the most steps the bisection may take, 1 to %d "
+				    "(a budget of 0 could measure nothing)",
+				    optarg, AW_BISECT_MAX_BUDGET);
+			a->budget = (unsigned)n;
+			break;
+		}
+		case O_FORMAT:
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return usage_error("bad --format '%s' (text or json)", optarg);
+			a->output_format = optarg;
+			break;
 		case O_CPUS:
 			a->cpus = optarg;
 			break;
@@ -581,6 +648,63 @@ static int cmd_ab(const struct args *a, struct aw_agent_config *cfg)
 	status = exit_for(outcome);
 out:
 	json_decref(doc);
+	aw_agent_close(&agent);
+	free(err);
+	return status;
+}
+
+static int cmd_bisect(const struct args *a, struct aw_agent_config *cfg)
+{
+	struct aw_bisect_req req = {
+	    .subject = a->subject,
+	    .good = a->good,
+	    .bad = a->bad,
+	    .project = a->project,
+	    .ref = a->ref,
+	    .cells = a->cells,
+	    .n_cells = a->n_cells,
+	    .budget = a->budget,
+	};
+	struct aw_agent agent;
+	json_t *answer = NULL;
+	char *err = NULL, *text = NULL;
+	bool loaded;
+	int status, rc;
+
+	if (!a->subject || !a->good || !a->bad)
+		return usage_error("bisect needs --subject, --good and --bad");
+	status = load_config(a, cfg, false, &loaded);
+	if (status)
+		return status;
+	status = open_agent(&agent, cfg);
+	if (status)
+		return status;
+	agent.progress = !a->quiet;
+	rc = aw_agent_bisect(&agent, &req, &answer, &err);
+	if (rc) {
+		if (rc == -EINTR)
+			aw_error("interrupted: the steps measured so far are uploaded");
+		else
+			aw_error("%s", err);
+		status = rc == -EINVAL ? AW_EXIT_USAGE : AW_EXIT_FAILURE;
+		goto out;
+	}
+	if (a->output_format && !strcmp(a->output_format, "json"))
+		text = json_dumps(answer, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	else
+		text = aw_bisect_text(answer);
+	if (!text ||
+	    printf("%s%s", text,
+	           a->output_format && !strcmp(a->output_format, "json") ? "\n" : "") < 0 ||
+	    fflush(stdout)) {
+		aw_error("cannot write the answer");
+		status = AW_EXIT_FAILURE;
+		goto out;
+	}
+	status = aw_bisect_exit_status(answer);
+out:
+	free(text);
+	json_decref(answer);
 	aw_agent_close(&agent);
 	free(err);
 	return status;
@@ -865,6 +989,8 @@ int main(int argc, char **argv)
 		status = cmd_run(&a, &cfg);
 	else if (!strcmp(a.command, "ab"))
 		status = cmd_ab(&a, &cfg);
+	else if (!strcmp(a.command, "bisect"))
+		status = cmd_bisect(&a, &cfg);
 	else if (!strcmp(a.command, "daemon"))
 		status = cmd_daemon(&a, &cfg);
 	else if (!strcmp(a.command, "flush"))
@@ -876,8 +1002,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(a.command, "kernel-build"))
 		status = cmd_kernel_build(&a, &cfg);
 	else
-		status = usage_error("unknown command '%s' (run, ab, daemon, flush, fingerprint, "
-		                     "kernel-build or import)",
+		status = usage_error("unknown command '%s' (run, ab, bisect, daemon, flush, "
+		                     "fingerprint, kernel-build or import)",
 		                     a.command);
 out:
 	aw_agent_config_release(&cfg);
