@@ -6,7 +6,7 @@
 
 #define JOB_COLS                                                                                     \
 	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at, " \
-	"j.confirm, j.ab_base"
+	"j.confirm, j.ab_base, j.bisect"
 
 static const struct stmt_def sql_job_add = {
     .id = S_JOB_ADD,
@@ -84,6 +84,7 @@ static int job_row(struct store_stmt *s, void *cls)
 	    .expires_at = c_text(s, 7),
 	    .confirm = c_text(s, 8),
 	    .ab_base = c_text(s, 9),
+	    .bisect = c_text(s, 10),
 	};
 
 	jr->found = j.id;

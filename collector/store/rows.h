@@ -1,6 +1,6 @@
 /* The row layer's shared part, for the files of collector/store/ only: a statement's definition
  * (its text for both dialects, beside the code that binds it in its entity's file: ingest.c,
- * runs.c, jobs.c, tasks.c, cache.c, auth.c, ab.c), the per-connection cache of prepared
+ * runs.c, jobs.c, tasks.c, cache.c, auth.c, ab.c, bisects.c), the per-connection cache of prepared
  * statements, and the small helpers that bind, step and read through the driver (driver.h).
  * Conventions are the driver's: 0 or a negative errno, logged once where it happens. */
 #ifndef AW_COLLECTOR_STORE_ROWS_H
@@ -74,6 +74,20 @@ enum stmt_id {
 	S_AB_ADD,
 	S_AB_GET,
 	S_AB_LIST,
+	S_BISECT_ADD,
+	S_BISECT_FIND,
+	S_BISECT_JOB_ADD,
+	S_BISECT_JOB_TARGET,
+	S_BISECT_SET_JOB,
+	S_BISECT_UPDATE,
+	S_BISECT_STATE,
+	S_BISECT_CANCEL,
+	S_BISECT_CANCEL_JOB,
+	S_BISECT_GET,
+	S_BISECT_COVERED,
+	S_HOST_SUBJECTS,
+	S_DAEMON_HOSTS,
+	S_RUN_FINGERPRINT,
 	S_N
 };
 

@@ -229,6 +229,40 @@ const char *const store_sqlite_migrations[] = {
     "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);"
     /* an A/B job (atomwatch-ci trigger --ab): the base commit; NULL for a run */
     "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
+    /* 7: bisections (collector/store/bisects.c): one per finding (a project's regression on
+     * one platform between two measured commits, for one subject; '' for the agent's step
+     * command), the job that runs it, its progress and answer; the subjects a daemon host
+     * reports when it polls; the host objects of the runs, for the trend charts' marks.
+     * ISSUE 33's migration: renumber it when another lands first. */
+    "CREATE TABLE bisects ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " project TEXT NOT NULL,"
+    " platform_hash TEXT NOT NULL,"
+    " subject TEXT NOT NULL,"
+    " ref TEXT NOT NULL,"
+    " good TEXT NOT NULL,"
+    " bad TEXT NOT NULL,"
+    " host TEXT NOT NULL,"   /* whose finding it is */
+    " runner TEXT NOT NULL," /* the daemon host its job went to */
+    " job_id INTEGER,"
+    " cells TEXT NOT NULL,"  /* JSON: the finding's cells */
+    " reason TEXT NOT NULL," /* "verdict" or "changepoint" */
+    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),"
+    " steps_done INTEGER NOT NULL,"
+    " expected_steps INTEGER,"
+    " range_good TEXT, range_bad TEXT, range_commits INTEGER,"
+    " culprit TEXT, change REAL, change_lo REAL, change_hi REAL, cell TEXT,"
+    " outcome TEXT, message TEXT,"
+    " commits TEXT," /* the commits measured, space-separated */
+    " answer TEXT,"  /* the agent's JSON */
+    " created_at TEXT NOT NULL,"
+    " updated_at TEXT NOT NULL,"
+    " UNIQUE (project, platform_hash, subject, good, bad));"
+    "CREATE INDEX bisects_culprit ON bisects (culprit);"
+    "CREATE INDEX bisects_bad ON bisects (bad);"
+    "ALTER TABLE jobs ADD COLUMN bisect TEXT;"
+    "ALTER TABLE job_polls ADD COLUMN subjects TEXT;"
+    "ALTER TABLE job_polls ADD COLUMN step TEXT;",
 };
 
 _Static_assert(sizeof(store_sqlite_migrations) / sizeof(store_sqlite_migrations[0]) ==
@@ -455,6 +489,37 @@ const char *const store_pg_migrations[] = {
     "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);"
     /* an A/B job (atomwatch-ci trigger --ab): the base commit; NULL for a run */
     "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
+    /* 7: bisections (see SQLite's above) */
+    "CREATE TABLE bisects ("
+    " id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " project TEXT NOT NULL,"
+    " platform_hash TEXT NOT NULL,"
+    " subject TEXT NOT NULL,"
+    " ref TEXT NOT NULL,"
+    " good TEXT NOT NULL,"
+    " bad TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " runner TEXT NOT NULL,"
+    " job_id BIGINT,"
+    " cells TEXT NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),"
+    " steps_done INTEGER NOT NULL,"
+    " expected_steps INTEGER,"
+    " range_good TEXT, range_bad TEXT, range_commits BIGINT,"
+    " culprit TEXT, change DOUBLE PRECISION, change_lo DOUBLE PRECISION,"
+    " change_hi DOUBLE PRECISION, cell TEXT,"
+    " outcome TEXT, message TEXT,"
+    " commits TEXT,"
+    " answer TEXT,"
+    " created_at TEXT NOT NULL,"
+    " updated_at TEXT NOT NULL,"
+    " UNIQUE (project, platform_hash, subject, good, bad));"
+    "CREATE INDEX bisects_culprit ON bisects (culprit);"
+    "CREATE INDEX bisects_bad ON bisects (bad);"
+    "ALTER TABLE jobs ADD COLUMN bisect TEXT;"
+    "ALTER TABLE job_polls ADD COLUMN subjects TEXT;"
+    "ALTER TABLE job_polls ADD COLUMN step TEXT;",
 };
 
 _Static_assert(sizeof(store_pg_migrations) / sizeof(store_pg_migrations[0]) == STORE_SCHEMA_VERSION,

@@ -308,6 +308,7 @@ struct store_job {
 	bool all_hosts;
 	const char *created_at, *expires_at;
 	const char *confirm; /* a confirmation job's JSON, or NULL */
+	const char *bisect;  /* a bisection's job: {"id", "good", "bad", "subject", "cells"} */
 };
 
 /* A host's progress on a job: state "pending" (named by the job, not claimed yet; claimed_at
@@ -514,5 +515,102 @@ int store_ab_get(struct store_conn *c, const char *ab_id, store_ab_cb cb, void *
  * NULL: any); limit 1..10000. */
 int store_ab_list(struct store_conn *c, const char *project, const char *head, const char *host,
                   unsigned limit, store_ab_cb cb, void *cls);
+
+/* ---- bisections (collector/store/bisects.c): one per finding, its job, its progress ---- */
+
+/* A finding to bisect: a regression of `project` on the platform `platform_hash` between the
+ * measured commits `good` and `bad` of `ref`, for `subject` ("" when the agent's step command
+ * measures it), seen on `host`; its job goes to `runner` (a daemon host of that platform with
+ * the subject). */
+struct store_bisect_spec {
+	const char *project, *platform_hash, *subject, *ref, *good, *bad;
+	const char *host, *runner;
+	const char *cells;  /* JSON array of the finding's cell keys */
+	const char *reason; /* "verdict" or "changepoint" */
+	int64_t ttl_us;     /* its job may be claimed until created + ttl */
+};
+
+struct store_bisect {
+	int64_t id, job_id; /* job_id AW_NONE when none */
+	const char *project, *platform_hash, *subject, *ref, *good, *bad, *host, *runner;
+	const char *cells, *reason;
+	const char *state; /* queued, running, done, failed, cancelled */
+	int64_t steps_done, expected_steps, range_commits; /* AW_NONE: not known yet */
+	const char *range_good, *range_bad, *culprit, *cell, *outcome, *message;
+	const char *commits, *answer;        /* may be NULL */
+	double change, change_lo, change_hi; /* NAN: none */
+	const char *created_at, *updated_at;
+};
+
+typedef int (*store_bisect_cb)(const struct store_bisect *b, void *cls);
+
+/* Queues the bisection of a finding and its job (for spec->runner alone, carrying
+ * {"id", "good", "bad", "subject", "cells"} as its "bisect"), in one transaction, unless one
+ * of the same finding (project, platform, subject, good, bad) exists: then *created is false
+ * and *id is that one's. Returns 0, -EAGAIN (a concurrent one won: retry), or a store error. */
+int store_bisect_create(struct store_conn *c, const struct store_bisect_spec *spec, int64_t *id,
+                        bool *created);
+
+/* What an agent reports of a bisection it runs. */
+struct store_bisect_update {
+	const char *state;                                 /* running, done or failed */
+	int64_t steps_done, expected_steps, range_commits; /* AW_NONE: unchanged */
+	const char *range_good, *range_bad, *culprit, *cell, *outcome, *message;
+	const char *commits, *answer;        /* may be NULL: unchanged */
+	double change, change_lo, change_hi; /* NAN: unchanged */
+};
+
+/* Records the progress of bisection `id` run by host `runner` (NULL: any, an admin). Returns 0,
+ * -ENOENT (no such bisection, or another host's), -ECANCELED (it was cancelled: nothing
+ * changed, the agent stops), -EPERM (it is done or failed already), or a store error. */
+int store_bisect_update(struct store_conn *c, int64_t id, const char *runner,
+                        const struct store_bisect_update *u);
+
+/* Cancels bisection `id` (queued or running): its job can no longer be claimed, and the agent
+ * running it stops at its next report, before that step's runs are uploaded. -ENOENT
+ * unknown, -EPERM finished already. */
+int store_bisect_cancel(struct store_conn *c, int64_t id);
+
+/* Calls `cb` with bisection `id`; -ENOENT when unknown. */
+int store_bisect_get(struct store_conn *c, int64_t id, store_bisect_cb cb, void *cls);
+
+struct store_bisect_filter {
+	const char *project, *host, *state; /* host: the finding's or the runner; NULL: any */
+	const char *commit;                 /* its good, bad or culprit; NULL: any */
+	unsigned limit;                     /* 1..10000 */
+};
+
+/* Bisections newest first. */
+int store_bisect_list(struct store_conn *c, const struct store_bisect_filter *f, store_bisect_cb cb,
+                      void *cls);
+
+/* Whether a bisection of `project` on `platform` (queued, running or done) already answers the
+ * finding from `good` to `bad`: it bisects to `bad` too, its culprit is `bad`, or it measured
+ * both commits (a finding between the commits one bisection measured lies inside its range). */
+int store_bisect_covered(struct store_conn *c, const char *project, const char *platform,
+                         const char *good, const char *bad, bool *covered);
+
+/* Notes the subjects (comma-separated, may be "") and the step command's subject name (NULL:
+ * none) a daemon host reported with its poll: what bisections it can run. */
+int store_host_subjects_set(struct store_conn *c, const char *host, const char *subjects,
+                            const char *step);
+
+/* A daemon host as a bisection's runner is chosen from. */
+struct store_daemon_host {
+	const char *host, *platform_hash; /* platform_hash may be NULL */
+	const char *subjects, *step;      /* NULL: it reported none (an agent from before) */
+	int64_t polled_us;
+};
+
+typedef int (*store_daemon_host_cb)(const struct store_daemon_host *h, void *cls);
+
+/* The hosts that polled for jobs within `max_age_us`, by name. */
+int store_daemon_hosts(struct store_conn *c, int64_t max_age_us, store_daemon_host_cb cb,
+                       void *cls);
+
+/* The host object (canonical JSON) run `run_id` was measured with; -ENOENT when unknown. The
+ * string is valid during the call of `cb`. */
+int store_run_fingerprint(struct store_conn *c, const char *run_id,
+                          int (*cb)(const char *doc, void *cls), void *cls);
 
 #endif
