@@ -12,6 +12,7 @@
 
 #include "ab.h"
 #include "agent.h"
+#include "bisect.h"
 #include "atomwatch/runner.h"
 #include "aw/log.h"
 #include "aw/util.h"
@@ -246,6 +247,129 @@ static void run_ab_job(struct aw_agent *a, json_int_t id, const char *project, c
 	free(err);
 }
 
+/* POSTs a bisection's progress (or its end) to the collector. Returns 0, -ECANCELED when the
+ * collector says it was cancelled, or -EIO (the collector is away: the bisection goes on). */
+static int post_bisect(struct aw_agent *a, json_int_t id, const char *state, const json_t *answer,
+                       const char *message)
+{
+	char path[80], clean[MESSAGE_MAX + 1];
+	struct aw_http_client_reply rep;
+	json_t *body;
+	char *text;
+	int rc = -EIO;
+
+	clean_message(message, clean, sizeof(clean));
+	body = json_pack("{s:s, s:O?, s:s?}", "state", state, "answer", answer, "message",
+	                 message ? clean : NULL);
+	text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/api/v1/bisects/%lld/progress", (long long)id);
+	aw_http_client_reply_init(&rep);
+	for (int i = 0; i < STATUS_TRIES; i++) {
+		int r = aw_http_client_request(a->http, "POST", path, text, strlen(text), 0, &rep);
+
+		if (!r && rep.status >= 200 && rep.status < 300) {
+			rc = 0;
+			break;
+		}
+		if (!r && rep.status == 409 && rep.body.data &&
+		    strstr(rep.body.data, "cancelled")) {
+			rc = -ECANCELED;
+			break;
+		}
+		if (r == -EINTR || (!r && !aw_http_client_retryable(rep.status)))
+			break;
+		aw_sleep_ns(a->cfg->backoff_ms * MS, a->stop);
+	}
+	if (rc == -EIO)
+		aw_warn("bisection %lld: cannot report its progress (%s%ld)", (long long)id,
+		        rep.status ? "HTTP " : rep.error, rep.status);
+	aw_http_client_reply_release(&rep);
+	free(text);
+	return rc;
+}
+
+struct bisect_job {
+	struct aw_agent *a;
+	json_int_t id;
+};
+
+static int bisect_progress(void *cls, const json_t *state)
+{
+	struct bisect_job *j = cls;
+
+	/* a collector that cannot be reached does not stop the bisection; a cancel does */
+	return post_bisect(j->a, j->id, "running", state, NULL) == -ECANCELED ? -ECANCELED : 0;
+}
+
+/* A bisection the collector queued (a finding of this host's platform): atomwatch-agent
+ * bisect of the job's subject (or the step command's) between the finding's commits, its
+ * progress and answer reported to /api/v1/bisects/{id}. */
+static void run_bisect_job(struct aw_agent *a, json_int_t job_id, const char *project,
+                           const char *ref, const char *subject, const json_t *bisect)
+{
+	const json_t *cells = json_object_get(bisect, "cells");
+	const char *globs[AW_BISECT_MAX_GLOBS];
+	struct bisect_job ctx = {a, json_integer_value(json_object_get(bisect, "id"))};
+	struct aw_bisect_req req = {
+	    .subject = subject ? subject : a->cfg->bisect_subject,
+	    .good = json_string_value(json_object_get(bisect, "good")),
+	    .bad = json_string_value(json_object_get(bisect, "bad")),
+	    .project = project,
+	    .ref = ref,
+	    .cells = globs,
+	    .id = ctx.id,
+	    .progress = bisect_progress,
+	    .progress_cls = &ctx,
+	};
+	char msg[MESSAGE_MAX + 1];
+	json_t *answer = NULL;
+	char *err = NULL;
+	int rc;
+
+	if (ctx.id <= 0 || !aw_valid_commit(req.good) || !aw_valid_commit(req.bad) ||
+	    (!subject && !a->cfg->bisect_step)) {
+		aw_error("job %lld: cannot read its bisection", (long long)job_id);
+		report(a, job_id, "failed", NULL, "the agent could not read this bisection job",
+		       true);
+		return;
+	}
+	for (size_t i = 0; i < json_array_size(cells) && req.n_cells < AW_BISECT_MAX_GLOBS; i++)
+		if (json_string_value(json_array_get(cells, i)))
+			globs[req.n_cells++] = json_string_value(json_array_get(cells, i));
+	report(a, job_id, "running", NULL, NULL, true);
+	aw_info("job %lld: bisection %lld of %s %.12s..%.12s", (long long)job_id, (long long)ctx.id,
+	        req.subject, req.good, req.bad);
+	rc = aw_agent_bisect(a, &req, &answer, &err);
+	if (rc == -ECANCELED) {
+		aw_info("job %lld: bisection %lld was cancelled", (long long)job_id,
+		        (long long)ctx.id);
+		report(a, job_id, "failed", NULL, "the bisection was cancelled", true);
+	} else if (rc == -EINTR || (a->stop && *a->stop)) {
+		post_bisect(a, ctx.id, "failed", NULL, "the agent was stopped");
+		report(a, job_id, "failed", NULL,
+		       "the agent was stopped before the bisection finished", false);
+	} else if (rc) {
+		aw_error("job %lld: %s", (long long)job_id, err);
+		post_bisect(a, ctx.id, "failed", NULL, err);
+		report(a, job_id, "failed", NULL, err, true);
+	} else {
+		const char *culprit = json_string_value(json_object_get(answer, "culprit"));
+
+		post_bisect(a, ctx.id, "done", answer, NULL);
+		snprintf(msg, sizeof(msg), "bisection %lld: %s%s%s", (long long)ctx.id,
+		         culprit ? "culprit " : "",
+		         culprit ? culprit : json_string_value(json_object_get(answer, "outcome")),
+		         "");
+		aw_info("job %lld: %s", (long long)job_id, msg);
+		report(a, job_id, "done", NULL, msg, true);
+	}
+	json_decref(answer);
+	free(err);
+}
+
 static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 {
 	json_int_t id = json_integer_value(json_object_get(job, "id"));
@@ -292,6 +416,10 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	}
 	if (ab_base) {
 		run_ab_job(a, id, project, ref, subject, ab_base, commit);
+		return;
+	}
+	if (json_is_object(json_object_get(job, "bisect"))) {
+		run_bisect_job(a, id, project, ref, subject, json_object_get(job, "bisect"));
 		return;
 	}
 	report(a, id, "running", NULL, NULL, true);
@@ -428,14 +556,22 @@ static int poll_job(struct aw_agent *a, const char *host, uint64_t wait_ms, json
                     size_t why_len)
 {
 	struct aw_http_client_reply rep;
-	char path[160];
+	char path[4096];
 	uint64_t wait_s = wait_ms / 1000;
+	size_t n;
 	json_t *doc;
 	int rc;
 
 	*job = NULL;
-	snprintf(path, sizeof(path), "/api/v1/jobs/next?host=%s&wait=%llu", host,
-	         (unsigned long long)wait_s);
+	/* the subjects this agent builds, and the step command's, tell the collector which
+	 * bisections it can run */
+	n = snprintf(path, sizeof(path), "/api/v1/jobs/next?host=%s&wait=%llu&subjects=", host,
+	             (unsigned long long)wait_s);
+	for (size_t i = 0; i < a->cfg->n_subjects && n < sizeof(path); i++)
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "%s%s", i ? "," : "",
+		                      a->cfg->subjects[i].name);
+	if (a->cfg->bisect_step && n < sizeof(path))
+		snprintf(path + n, sizeof(path) - n, "&step=%s", a->cfg->bisect_subject);
 	aw_http_client_reply_init(&rep);
 	rc = aw_http_client_request(a->http, "GET", path, NULL, 0,
 	                            wait_ms + a->cfg->connect_timeout_ms + 30000, &rep);

@@ -84,6 +84,14 @@ void aw_api_ab_list(struct aw_ctx *x);
  * (regressed: fail; unchanged, improved: pass), unless the query says evidence=history.
  * Returns 0 or a store error. */
 int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commit, json_t *reply);
+/* Bisections (api_bisect.c, docs/api.md "Bisections"): the list, one, the runner agent's
+ * progress, cancelling; and one bisection's JSON (with the agent's answer when `answer`), NULL
+ * on allocation failure. */
+void aw_api_bisects(struct aw_ctx *x);
+void aw_api_bisect(struct aw_ctx *x);
+void aw_api_bisect_progress(struct aw_ctx *x);
+void aw_api_bisect_cancel(struct aw_ctx *x);
+json_t *aw_bisect_json(const struct store_bisect *b, bool answer);
 /* The HTML reports (web.c). */
 void aw_web_overview(struct aw_ctx *x);
 void aw_web_host(struct aw_ctx *x);

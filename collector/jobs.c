@@ -46,6 +46,7 @@ struct aw_jobs {
 
 static json_t *job_json(const struct store_job *j)
 {
+	json_t *bisect;
 	json_t *confirm = j->confirm ? json_loads(j->confirm, 0, NULL) : NULL;
 	/* a confirmation job says what to re-measure; an ordinary job has no "confirm" */
 	json_t *o =
@@ -58,6 +59,14 @@ static json_t *job_json(const struct store_job *j)
 	if (o && j->ab_base && json_object_set_new(o, "ab_base", json_string(j->ab_base))) {
 		json_decref(o);
 		o = NULL;
+	}
+	/* a bisection's job (only for hosts that reported their subjects: agents that know it) */
+	bisect = j->bisect ? json_loads(j->bisect, 0, NULL) : NULL;
+	if (o && bisect && json_object_set_new(o, "bisect", bisect)) {
+		json_decref(o);
+		o = NULL;
+	} else if (!o) {
+		json_decref(bisect);
 	}
 	return o;
 }
@@ -298,10 +307,32 @@ void aw_jobs_request_done(struct aw_httpd_req *req, bool sent)
 	}
 }
 
+/* "a,b,c": names, at most 64 of them (or ""). */
+static bool valid_subjects(const char *list)
+{
+	char name[AW_NAME_MAX + 1];
+	unsigned n = 0;
+
+	while (*list) {
+		size_t len = strcspn(list, ",");
+
+		if (!len || len > AW_NAME_MAX || ++n > 64)
+			return false;
+		memcpy(name, list, len);
+		name[len] = '\0';
+		if (!aw_valid_name(name))
+			return false;
+		list += len + (list[len] == ',');
+	}
+	return true;
+}
+
 void aw_jobs_next(struct aw_ctx *x)
 {
 	const char *host = aw_httpd_query(x->req, "host");
 	const char *wait = aw_httpd_query(x->req, "wait");
+	const char *subjects = aw_httpd_query(x->req, "subjects");
+	const char *step = aw_httpd_query(x->req, "step");
 	uint64_t wait_s = 0, max_s = x->col->cfg->jobs_max_wait_ms / 1000;
 	struct poll_state *ps;
 	struct store_conn *c;
@@ -320,6 +351,13 @@ void aw_jobs_next(struct aw_ctx *x)
 	if (wait && aw_parse_u64(wait, UINT32_MAX, &wait_s)) {
 		aw_reply_error(x->req, 400, "invalid", "wait",
 		               "'wait' must be a whole number of seconds, got '%.32s'", wait);
+		return;
+	}
+	if ((subjects && !valid_subjects(subjects)) || (step && !aw_valid_name(step))) {
+		aw_reply_error(x->req, 400, "invalid",
+		               subjects && !valid_subjects(subjects) ? "subjects" : "step",
+		               "'subjects' is a comma-separated list of subject names, 'step' one "
+		               "name");
 		return;
 	}
 	if (wait_s > max_s)
@@ -341,6 +379,9 @@ void aw_jobs_next(struct aw_ctx *x)
 	/* a host that polls is a daemon host: the collector queues its confirmations */
 	if (!rc && store_job_polled(c, host))
 		aw_warn("cannot note that host '%s' polled for jobs", host);
+	/* and the bisections it can run (agents that know them say so) */
+	if (!rc && subjects && store_host_subjects_set(c, host, subjects, step))
+		aw_warn("cannot note the subjects of host '%s'", host);
 	if (!rc)
 		rc = try_claim(x->col, c, host, &cl);
 	if (!rc) {

@@ -17,6 +17,7 @@
 
 #include "aw/log.h"
 #include "aw/util.h"
+#include "bisect_queue.h"
 
 #define TASK_RUN    "run"    /* the verdict, change points and the commit's charts */
 #define TASK_TRENDS "trends" /* the host's trend charts on a ref, after its runs' tasks */
@@ -153,6 +154,11 @@ int aw_postingest_after_ingest(struct aw_draw *d, const char *project, const cha
 			if (qrc)
 				aw_warn(
 				    "postingest: cannot queue the confirmation of '%s' on '%s': %s",
+				    commit, host, strerror(-qrc));
+			qrc = aw_bisect_queue(d->conn, d->analysis, project, commit, host, ref, &v);
+			if (qrc)
+				aw_warn(
+				    "postingest: cannot queue the bisection of '%s' on '%s': %s",
 				    commit, host, strerror(-qrc));
 		}
 	}

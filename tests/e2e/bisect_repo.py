@@ -64,9 +64,13 @@ def make(repo, n=32, culprit=16, extra=10, broken=(), start=None):
     return shas
 
 
-def subject_config(repo, name="s"):
-    """The agent config's subjects section for the repository."""
+def subject_config(repo, name="s", checkout=False, before=""):
+    """The agent config's subjects section for the repository. With `checkout` the build
+    checks out $ATOMWATCH_COMMIT first (a daemon's runs build in the repository itself; a
+    bisection's worktree is at that commit already); `before` runs first (a slow build)."""
     inc = os.path.join(SOURCE_DIR, "runner", "include")
+    build = (before + "; " if before else "") + (
+        'git checkout -q "$ATOMWATCH_COMMIT" && ' if checkout else "") + BUILD
     return ("subjects:\n  %s:\n    build: '%s'\n    dir: %s\n    library: %s/libsubject.so\n"
             "    env: {INC: %s}\n    cpus: first\n    timeout: 5m\n"
-            % (name, BUILD, repo, repo, inc))
+            % (name, build, repo, repo, inc))

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""The bisection the collector starts, end to end on the real collector (SQLite or PostgreSQL)
+and a real agent daemon: CI jobs measure the first commit of a subject repository three times
+and its last once (16 commits, the culprit in the middle a real code change, the rest comments
+only; tests/e2e/bisect_repo.py); the verdict of the last commit regresses on the daemon host, so
+the collector queues a bisection for it (the daemon reported the subject when it polled); the
+daemon bisects, reports its progress and its answer, and the culprit shows in
+GET /api/v1/bisects (filters project, host, state), on the culprit's commit page, the overview
+and the host's trend chart. A second host of the same platform that sees the same finding starts
+no second bisection (one runs); a bisection cancelled while it runs stops before its next step's
+runs are uploaded (no half-uploaded step) and its job is not claimed again. Bad requests to the
+API get 400/404/409 naming the field.
+
+usage: test_bisect_daemon.py [--backend sqlite|postgres]"""
+
+import argparse
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_helpers as a  # noqa: E402
+import bisect_repo  # noqa: E402
+import harness as h  # noqa: E402
+from harness import check, eq  # noqa: E402
+
+HOST = "bisect-daemon"
+HOST2 = "bisect-twin"
+CONFIG = "detection:\n  confirm_runs: 1\n  confirm_jobs: 0\n"
+
+
+class Suite:
+    pass
+
+
+S = Suite()
+
+
+def setup(backend):
+    S.pg = h.Postgres().start() if backend == "postgres" else None
+    S.db = h.Database(backend, S.pg)
+    S.col = h.Collector(S.db.url, config=CONFIG).start()
+    S.url = "http://127.0.0.1:%d" % S.col.port
+    S.ci = S.col.token("ci")
+    S.token = S.col.token("agent", HOST)
+    S.repo = h.tempdir("aw-bisectd-repo-")
+    S.shas = bisect_repo.make(S.repo, n=16, culprit=8, extra=40)
+    S.slow = h.tempdir("aw-bisectd-slow-")
+    S.slow_shas = bisect_repo.make(S.slow, n=16, culprit=12, extra=40)
+    extra = (bisect_repo.subject_config(S.repo, "s", checkout=True)
+             + bisect_repo.subject_config(S.slow, "slow", checkout=True,
+                                          before="sleep 2").replace("subjects:\n", ""))
+    S.ag = a.Agent(S.url, S.token, HOST, extra=extra,
+                   matrix="matrix:\n  profile: quick\n  ops: [plain]\n  samples: 20\n",
+                   collector_extra="  poll_wait: 2s\n")
+    S.daemon = S.ag.start("daemon")
+
+
+def api(method, path, body=None, token=None):
+    return S.col.request(method, path, body=body, token=token or S.ci)
+
+
+def queue(project, commit, subject):
+    r = api("POST", "/api/v1/jobs", {"project": project, "commit": commit, "ref": "main",
+                                     "subject": subject, "hosts": [HOST]})
+    eq(r.status, 201, r)
+    return r.json()["job"]["id"]
+
+
+def wait_job(job, timeout=300):
+    def done():
+        hosts = api("GET", "/api/v1/jobs/%d" % job).json()["job"]["hosts"]
+        return hosts[0] if hosts and hosts[0]["state"] in ("done", "failed") else None
+    st = a.wait_for(done, timeout, "job %d" % job)
+    return st
+
+
+def bisects(**query):
+    q = "&".join("%s=%s" % kv for kv in query.items())
+    r = api("GET", "/api/v1/bisects?" + q)
+    eq(r.status, 200, r)
+    return r.json()["bisects"]
+
+
+def measure_history(project, subject, shas):
+    """CI's jobs on the daemon: the first commit three times, then the last."""
+    for commit in (shas[0], shas[0], shas[0], shas[-1]):
+        st = wait_job(queue(project, commit, subject))
+        eq(st["state"], "done", "%r\n%s" % (st, S.ag.logs()))
+
+
+def test_daemon_polls_with_subjects():
+    # the daemon's poll names its subjects: the collector may give it bisections of them
+    a.wait_for(lambda: "polling" in S.ag.logs(), 30, "the daemon's first poll")
+    eq(bisects(), [])
+
+
+def test_finding_bisected():
+    measure_history("bd", "s", S.shas)
+    b = a.wait_for(lambda: [x for x in bisects(project="bd") if x["state"] == "done"], 300,
+                   "the bisection: %s" % bisects(project="bd"))[0]
+    eq((b["good"], b["bad"], b["subject"], b["host"], b["runner"], b["reason"]),
+       (S.shas[0], S.shas[-1], "s", HOST, HOST, "verdict"), b)
+    eq(b["culprit"], S.shas[8], b)
+    eq(b["outcome"], "culprit")
+    check(b["change"] > 1.1, b)
+    eq(b["page"], "/commits/" + S.shas[8])
+    p = b["progress"]
+    check(1 <= p["steps_done"] <= p["expected_steps"] + 4, p)
+    eq(p["expected_steps"], 5)  # 1 + log2(15 commits)
+    eq(p["range"]["bad"], S.shas[8])
+    eq(p["range"]["commits"], 1)
+    eq(b["cells"], ["subject=s op=op cpu=0"])
+    # the whole answer, with the steps
+    one = api("GET", "/api/v1/bisects/%d" % b["id"]).json()["bisect"]
+    eq(one["answer"]["culprit"], S.shas[8])
+    check(len(one["answer"]["steps"]) == p["steps_done"], one["answer"])
+    # its job: done, naming the culprit
+    job = api("GET", "/api/v1/jobs/%d" % b["job_id"]).json()["job"]
+    eq(job["bisect"]["id"], b["id"])
+    eq(job["hosts"][0]["state"], "done")
+    check(S.shas[8] in job["hosts"][0]["message"], job)
+    # filters
+    eq([x["id"] for x in bisects(project="bd", host=HOST, state="done")], [b["id"]])
+    eq(bisects(project="bd", state="running"), [])
+    eq(bisects(project="nope"), [])
+    eq([x["id"] for x in bisects(commit=S.shas[8])], [b["id"]])
+    # the runs the bisection measured: trigger bisect, under their commits on main
+    runs = a.runs_of(S.col, S.ci, HOST, project="bd")
+    bis = [r for r in runs if r["trigger"] == "bisect"]
+    check(len(bis) >= 3 and S.shas[8] in {r["commit"] for r in bis}, bis)
+    # the culprit on its commit page, the overview and the host's page
+    page = S.col.request("GET", "/commits/" + S.shas[8])
+    eq(page.status, 200)
+    text = page.body.decode()
+    check("Bisection" in text and "culprit" in text, text[:2000])
+    page = S.col.request("GET", "/")
+    check(S.shas[8][:12] in page.body.decode(), "the overview names the culprit")
+    S.bisect_id = b["id"]
+
+
+def test_trend_marks_culprit():
+    # the host's trend charts: the change point labelled with the culprit
+    def drawn():
+        r = S.col.request("GET", "/charts/hosts/%s/refs/main/trend-subject-s.svg" % HOST)
+        return r.body.decode() if r.status == 200 and ("culprit " + S.shas[8][:7]) in \
+            r.body.decode() else None
+    svg = a.wait_for(drawn, 120, "a trend chart naming the culprit")
+    check("culprit" in svg, svg[:200])
+
+
+def test_one_finding_one_bisection():
+    # a twin of the same platform (the same machine) sees the same finding: no second one
+    token2 = S.col.token("agent", HOST2)
+    twin = a.Agent(S.url, token2, HOST2,
+                   extra=bisect_repo.subject_config(S.repo, "s", checkout=True),
+                   matrix="matrix:\n  profile: quick\n  ops: [plain]\n  samples: 20\n")
+    for commit in (S.shas[0], S.shas[0], S.shas[0], S.shas[-1]):
+        p = twin.run("run", "--project", "bd", "--commit", commit, "--ref", "main", "--subject",
+                     "s", "--quiet", timeout=300)
+        eq(p.returncode, 0, p.stderr)
+    # the twin's verdict of the last commit regresses too (the post-ingest work has run)
+    def judged():
+        r = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], HOST2))
+        return r.json() if r.status == 200 and r.json()["status"] == "fail" else None
+    a.wait_for(judged, 60, "the twin's verdict")
+    a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
+               "the post-ingest work")
+    eq([x["id"] for x in bisects(project="bd")], [S.bisect_id])
+    jobs = api("GET", "/api/v1/jobs?limit=1000").json()["jobs"]
+    eq(len([j for j in jobs if j.get("bisect")]), 1, jobs)
+
+
+def test_cancel_leaves_no_half_step():
+    measure_history("slow", "slow", S.slow_shas)
+    b = a.wait_for(lambda: [x for x in bisects(project="slow")
+                            if x["state"] == "running" and x["progress"]["steps_done"] >= 1],
+                   300, "a running bisection")[0]
+    r = api("POST", "/api/v1/bisects/%d/cancel" % b["id"])
+    eq(r.status, 200, r)
+    eq(r.json()["bisect"]["state"], "cancelled")
+    st = wait_job(b["job_id"])
+    eq(st["state"], "failed", st)
+    check("cancelled" in st["message"], st)
+    one = api("GET", "/api/v1/bisects/%d" % b["id"]).json()["bisect"]
+    eq(one["state"], "cancelled")
+    # every bisect run uploaded belongs to a step the collector was told of, and no step after
+    # the cancel uploaded anything
+    a.wait_for(lambda: S.ag.spooled() == [], what="the spool empty")
+    runs = [r for r in a.runs_of(S.col, S.ci, HOST, project="slow") if r["trigger"] == "bisect"]
+    steps = one["answer"]["steps"]
+    told = {S.slow_shas[0], S.slow_shas[-1]} | {s["commit"] for s in steps if s["step"]}
+    eq({r["commit"] for r in runs} <= told, True, (runs, steps))
+    eq(len(runs), 2 + len([s for s in steps if s["step"] and s["kind"] == "probe"]),
+       (runs, steps))
+    # a cancelled bisection stays so: its agent's reports are refused, cancelling again is fine
+    r = api("POST", "/api/v1/bisects/%d/progress" % b["id"], {"state": "running"},
+            token=S.token)
+    eq((r.status, r.error()["code"]), (409, "cancelled"), r)
+    eq(api("POST", "/api/v1/bisects/%d/cancel" % b["id"]).status, 200)
+
+
+def test_api_bad_requests():
+    cases = [
+        ("GET", "/api/v1/bisects?state=later", None, 400, "state"),
+        ("GET", "/api/v1/bisects?project=a%20b", None, 400, "project"),
+        ("GET", "/api/v1/bisects?commit=xyz", None, 400, "commit"),
+        ("GET", "/api/v1/bisects?limit=0", None, 400, "limit"),
+        ("GET", "/api/v1/bisects/abc", None, 400, "id"),
+        ("GET", "/api/v1/bisects/999999", None, 404, "id"),
+        ("POST", "/api/v1/bisects/999999/cancel", None, 404, "id"),
+        ("POST", "/api/v1/bisects/%d/cancel" % S.bisect_id, None, 409, "state"),
+    ]
+    for method, path, body, status, field in cases:
+        r = api(method, path, body)
+        eq((r.status, r.error()["field"]), (status, field), (path, r))
+    # progress: the runner's own token only, and a body that says what state
+    r = api("POST", "/api/v1/bisects/%d/progress" % S.bisect_id, {"state": "running"})
+    eq(r.status, 403, r)
+    r = api("POST", "/api/v1/bisects/%d/progress" % S.bisect_id, {"state": "maybe"},
+            token=S.token)
+    eq((r.status, r.error()["field"]), (400, "state"), r)
+    r = api("POST", "/api/v1/bisects/%d/progress" % S.bisect_id, {"state": "done"},
+            token=S.token)
+    eq((r.status, r.error()["field"]), (409, "state"), r)
+    # an agent token may not cancel
+    eq(api("POST", "/api/v1/bisects/%d/cancel" % S.bisect_id, token=S.token).status, 403)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
+    args = ap.parse_args()
+    a.agent_binary()
+    setup(args.backend)
+    tests = [("test_daemon_polls_with_subjects", test_daemon_polls_with_subjects),
+             ("test_finding_bisected", test_finding_bisected),
+             ("test_trend_marks_culprit", test_trend_marks_culprit),
+             ("test_one_finding_one_bisection", test_one_finding_one_bisection),
+             ("test_cancel_leaves_no_half_step", test_cancel_leaves_no_half_step),
+             ("test_api_bad_requests", test_api_bad_requests)]
+    try:
+        h.run(tests, "bisect daemon (%s)" % args.backend)
+    finally:
+        if S.daemon.poll() is None:
+            S.daemon.send_signal(signal.SIGTERM)
+
+
+if __name__ == "__main__":
+    main()
