@@ -19,6 +19,7 @@ static const char *const names[AW_VERDICT_COUNT] = {
     [AW_VERDICT_MISSING] = "missing",
     [AW_VERDICT_SUSPECT] = "suspect",
     [AW_VERDICT_UNCONFIRMED] = "unconfirmed",
+    [AW_VERDICT_HOST_CHANGED] = "host changed",
 };
 
 static const char *const gate_names[AW_GATE_COUNT] = {
@@ -49,7 +50,8 @@ enum aw_verdict aw_verdict_parse(const char *name)
 
 bool aw_verdict_is_cell(enum aw_verdict v)
 {
-	return v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST;
+	return (v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST) ||
+	       v == AW_VERDICT_HOST_CHANGED;
 }
 
 bool aw_verdict_is_status(enum aw_verdict v)

@@ -14,6 +14,7 @@
 #include "aw/stats.h"
 #include "aw/strmap.h"
 #include "aw/util.h"
+#include "control.h"
 
 #define MAX_HEAD_RUNS 16
 #define MAX_CELLS     65536
@@ -473,6 +474,7 @@ void aw_host_verdict_release(struct aw_host_verdict *v)
 	free(v->runs);
 	free(v->host);
 	free(v->reason);
+	free(v->host_changed);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -958,6 +960,8 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	if (!base_commit)
 		run_states(&t, &base, &head, &o->detect, out);
 	rc = judge(&t, o, out);
+	if (!rc && !base_commit) /* the host's own changes (control.c) */
+		rc = aw_control_check(c, o, project, commit, host, out, err);
 	if (rc)
 		goto out;
 	out->status = host_status(out);
@@ -1079,6 +1083,10 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 	              "baseline_runs", (json_int_t)v->n_baseline_runs, "counts", counts, "warnings",
 	              (json_int_t)v->warnings, "cells", cells, "disturbed", v->disturbed, "runs",
 	              runs_json(v));
+	if (o && aw_control_json(v, o)) {
+		json_decref(o);
+		o = NULL;
+	}
 	return o;
 fail:
 	json_decref(cells);

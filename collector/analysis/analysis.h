@@ -110,6 +110,7 @@ struct aw_host_verdict {
 	size_t counts[AW_VERDICT_COUNT]; /* cells per verdict (cell verdicts only) */
 	size_t warnings;                 /* regressed or suspect cells of gate level warn */
 	uint64_t globs_matched;          /* bit i: opts' globs[i] matched a cell of a head run */
+	char *host_changed; /* what changed on the host, when a regression was its (control.h) */
 };
 
 /* Judges `commit` of `project` on `host`. The baseline is the last o->history runs of

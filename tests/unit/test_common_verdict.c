@@ -45,6 +45,7 @@ static void test_words(void **state)
 	    {AW_VERDICT_MISSING, "missing"},
 	    {AW_VERDICT_SUSPECT, "suspect"},
 	    {AW_VERDICT_UNCONFIRMED, "unconfirmed"},
+	    {AW_VERDICT_HOST_CHANGED, "host changed"},
 	};
 
 	(void)state;
@@ -85,7 +86,8 @@ static void test_ranges(void **state)
 		bool status = aw_verdict_is_status((enum aw_verdict)v);
 
 		assert_false(cell && status);
-		assert_int_equal(cell, v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST);
+		assert_int_equal(cell, (v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST) ||
+		                           v == AW_VERDICT_HOST_CHANGED);
 		assert_int_equal(!cell && !status, v == AW_VERDICT_UNKNOWN);
 	}
 	assert_true(aw_verdict_is_status(AW_VERDICT_PASS));
@@ -93,6 +95,9 @@ static void test_ranges(void **state)
 	assert_true(aw_verdict_is_status(AW_VERDICT_INCOMPLETE));
 	assert_true(aw_verdict_is_status(AW_VERDICT_UNCONFIRMED));
 	assert_true(aw_verdict_is_cell(AW_VERDICT_SUSPECT));
+	/* appended after the statuses: a cell's word, out of the contiguous range */
+	assert_int_equal(AW_VERDICT_HOST_CHANGED, AW_VERDICT_UNCONFIRMED + 1);
+	assert_true(aw_verdict_is_cell(AW_VERDICT_HOST_CHANGED));
 	assert_false(aw_verdict_is_cell((enum aw_verdict)AW_VERDICT_COUNT));
 	assert_false(aw_verdict_is_status((enum aw_verdict)AW_VERDICT_COUNT));
 }

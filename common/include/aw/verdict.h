@@ -27,22 +27,26 @@ enum aw_verdict {
 	/* words added later: appended, so that the earlier ones keep their values and order */
 	AW_VERDICT_SUSPECT,     /* a cell: regressed on fewer head runs than confirmation needs */
 	AW_VERDICT_UNCONFIRMED, /* a host or a commit: no confirmed regression, but a suspect */
+	/* a cell whose regression coincides with a change of the host itself (its control moved,
+	 * or its fingerprint: kernel, microcode, firmware, governor): the host's, not the
+	 * commit's; it fails no gate and starts no bisection (collector/analysis/control.c) */
+	AW_VERDICT_HOST_CHANGED,
 };
 
-#define AW_VERDICT_COUNT      (AW_VERDICT_UNCONFIRMED + 1) /* size of an array indexed by verdict */
+#define AW_VERDICT_COUNT      (AW_VERDICT_HOST_CHANGED + 1) /* size of an array indexed by verdict */
 #define AW_VERDICT_CELL_FIRST AW_VERDICT_UNCHANGED
 #define AW_VERDICT_CELL_LAST  AW_VERDICT_SUSPECT /* cells are CELL_FIRST ... CELL_LAST */
 
 /* The word of a verdict: "unknown", "pass", "fail", "incomplete", "unchanged", "regressed",
- * "improved", "noisy", "new", "missing", "suspect", "unconfirmed"; "unknown" for a value
- * outside the enum. A static string. */
+ * "improved", "noisy", "new", "missing", "suspect", "unconfirmed", "host changed"; "unknown"
+ * for a value outside the enum. A static string. */
 const char *aw_verdict_name(enum aw_verdict v);
 
 /* The verdict a word names (the inverse of aw_verdict_name()); NULL and any other word are
  * AW_VERDICT_UNKNOWN. Case-sensitive, as the collector writes them. */
 enum aw_verdict aw_verdict_parse(const char *name);
 
-/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect). */
+/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect, host changed). */
 bool aw_verdict_is_cell(enum aw_verdict v);
 
 /* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete, unconfirmed). */

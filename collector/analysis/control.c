@@ -1,0 +1,276 @@
+/* The host's own changes in a verdict; see control.h. The head run is the commit's newest
+ * first run; the baseline, the newest runs of the baseline ref before it on the same platform.
+ * The control's series are the control cell's p50 and each reference kernel's median over the
+ * run's cells; a shift is the head's value over the baseline runs' median. */
+#include "control.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aw/stats.h"
+#include "aw/util.h"
+
+#define BASELINE_RUNS 10
+#define HEAD_RUNS     16
+#define N_SERIES      (1 + AW_REF_COUNT) /* the control cell, then each reference kernel */
+#define TEXT_MAX      400
+
+static double median_of(double *v, size_t n)
+{
+	aw_sort_doubles(v, n);
+	return aw_quantile_sorted(v, n, 0.5);
+}
+
+struct run_pick {
+	int64_t seq, order_us;
+	char run_id[AW_UUID_LEN + 1];
+	char platform[AW_SHA256_HEX_LEN + 1];
+	double value[N_SERIES]; /* NAN: none */
+};
+
+struct runs {
+	struct run_pick r[BASELINE_RUNS];
+	size_t n, max;
+	const char *skip_commit;
+	const char *platform; /* keep runs of this platform only (NULL: any) */
+};
+
+/* The median of each reference kernel's values over the run's cells. */
+static void reference_medians(const char *text, double *out)
+{
+	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *family;
+	size_t i;
+
+	for (int k = 0; k < AW_REF_COUNT; k++)
+		out[k] = NAN;
+	family = json_object_get(doc, "references");
+	if (!json_is_array(family)) /* a run from before the family: mulchain-v1 alone */
+		family = NULL;
+	for (i = 0; i < (family ? json_array_size(family) : 1); i++) {
+		const json_t *series = family ? json_array_get(family, i) : doc;
+		const json_t *values = json_object_get(series, "values"), *v;
+		const char *kernel = json_string_value(json_object_get(series, "kernel"));
+		int k = kernel ? aw_ref_lookup(kernel) : -1;
+		double buf[256];
+		size_t n = 0, j;
+
+		if (k < 0)
+			continue;
+		json_array_foreach (values, j, v)
+			if (n < 256 && json_is_number(v) && json_number_value(v) > 0)
+				buf[n++] = json_number_value(v);
+		out[k] = n ? median_of(buf, n) : NAN;
+	}
+	json_decref(doc);
+}
+
+static int on_run(const struct store_run *r, void *cls)
+{
+	struct runs *l = cls;
+	struct run_pick *p;
+
+	if (l->n >= l->max || r->confirmation_of || !r->commit ||
+	    (l->skip_commit && !strcmp(r->commit, l->skip_commit)) ||
+	    (l->platform && r->platform_hash && strcmp(r->platform_hash, l->platform)))
+		return 0;
+	p = &l->r[l->n++];
+	p->seq = r->seq;
+	p->order_us = r->order_us;
+	snprintf(p->run_id, sizeof(p->run_id), "%s", r->run_id);
+	snprintf(p->platform, sizeof(p->platform), "%s", r->platform_hash ? r->platform_hash : "");
+	p->value[0] = NAN;
+	reference_medians(r->reference, p->value + 1);
+	return 0;
+}
+
+static int on_cell(const struct aw_cell *cell, void *cls)
+{
+	struct run_pick *p = cls;
+
+	if (cell->subject && !strcmp(cell->subject, AW_CONTROL_SUBJECT) &&
+	    cell->status == AW_CELL_OK && cell->p50 > 0)
+		p->value[0] = cell->p50;
+	return 0;
+}
+
+/* The changing part of a host object (platform and changing fields, timer_hz left out). */
+static int on_fingerprint(const char *doc, void *cls)
+{
+	json_t **out = cls, *host = json_loads(doc, 0, NULL);
+
+	*out = json_object();
+	if (*out && json_is_object(json_object_get(host, "changing")))
+		json_object_update(*out, json_object_get(host, "changing"));
+	if (*out)
+		json_object_del(*out, "timer_hz");
+	json_decref(host);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* "kernel 6.1.0-57 -> 6.1.0-58, microcode 0xa -> 0xb" into buf, or "" when nothing differs. */
+static void fingerprint_change(const json_t *before, const json_t *after, char *buf, size_t size)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	json_object_foreach ((json_t *)after, k, v) {
+		const json_t *was = json_object_get(before, k);
+		char from[64], to[64];
+
+		if (json_equal(was, v) || n + 8 >= size)
+			continue;
+		snprintf(from, sizeof(from), "%s",
+		         json_is_string(was) ? json_string_value(was) : "none");
+		snprintf(to, sizeof(to), "%s", json_is_string(v) ? json_string_value(v) : "none");
+		n += (size_t)snprintf(buf + n, size - n, "%s%s %s -> %s", n ? ", " : "", k, from,
+		                      to);
+		if (n >= size)
+			n = size - 1;
+	}
+}
+
+static const char *series_name(int i)
+{
+	return i ? aw_ref_name((enum aw_ref)(i - 1)) : AW_CONTROL_SUBJECT " chain";
+}
+
+/* The log change of a regressed or suspect cell: its p50's when that metric moved, else its
+ * p99's. */
+/* A metric that would be a regression but for the host: regressed or suspect, or noisy because
+ * a disturbance of the head run explains its slowdown (the reference moved with it). */
+static bool metric_would_regress(const struct aw_detect_result *m)
+{
+	return m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT ||
+	       (m->verdict == AW_VERDICT_NOISY && m->explained && m->change > 0);
+}
+
+static bool is_regression(const struct aw_cell_verdict *c)
+{
+	return c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT ||
+	       (c->verdict == AW_VERDICT_NOISY &&
+	        (metric_would_regress(&c->p50) || metric_would_regress(&c->p99)));
+}
+
+static double cell_change(const struct aw_cell_verdict *c)
+{
+	const struct aw_detect_result *m = metric_would_regress(&c->p50) ? &c->p50 : &c->p99;
+
+	return isfinite(m->change) && m->change > -1 ? log1p(m->change) : INFINITY;
+}
+
+int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
+                     const char *commit, const char *host, struct aw_host_verdict *v, char **err)
+{
+	struct store_run_filter f = {
+	    .project = project, .host = host, .commit = commit, .limit = HEAD_RUNS};
+	struct runs head = {.max = 1}, base = {.max = BASELINE_RUNS, .skip_commit = commit};
+	json_t *fp_head = NULL, *fp_base = NULL;
+	char what[TEXT_MAX] = "";
+	double shift = 0, control_cell = 0, move;
+	int shifted = -1, rc;
+
+	for (size_t i = 0; i < v->n_cells; i++)
+		if (v->cells[i].subject && !strcmp(v->cells[i].subject, AW_CONTROL_SUBJECT))
+			v->cells[i].gate =
+			    AW_GATE_OFF; /* the control is the host's, never a commit's */
+	rc = store_list_runs(c, &f, on_run, &head);
+	if (rc || !head.n)
+		goto out;
+	base.platform = head.r[0].platform[0] ? head.r[0].platform : NULL;
+	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, 0,
+	                       BASELINE_RUNS * 2, on_run, &base);
+	if (rc || !base.n)
+		goto out;
+	/* the fingerprint: the head run's against the newest baseline run's */
+	rc = store_run_fingerprint(c, head.r[0].run_id, on_fingerprint, &fp_head);
+	if (!rc)
+		rc = store_run_fingerprint(c, base.r[0].run_id, on_fingerprint, &fp_base);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc)
+		goto out;
+	if (fp_head && fp_base)
+		fingerprint_change(fp_base, fp_head, what, sizeof(what));
+	/* the control: the head's shift from the baseline's median, the largest slowdown */
+	rc = store_run_cells(c, head.r[0].seq, on_cell, &head.r[0]);
+	for (size_t i = 0; !rc && i < base.n; i++)
+		rc = store_run_cells(c, base.r[i].seq, on_cell, &base.r[i]);
+	if (rc)
+		goto out;
+	for (int s = 0; s < N_SERIES; s++) {
+		double vals[BASELINE_RUNS], b;
+		size_t n = 0;
+
+		for (size_t i = 0; i < base.n; i++)
+			if (isfinite(base.r[i].value[s]))
+				vals[n++] = base.r[i].value[s];
+		if (!n || !isfinite(head.r[0].value[s]))
+			continue;
+		b = median_of(vals, n);
+		if (b > 0 && !s)
+			control_cell = log(head.r[0].value[s] / b);
+		if (b > 0 && log(head.r[0].value[s] / b) > shift) {
+			shift = log(head.r[0].value[s] / b);
+			shifted = s;
+		}
+	}
+	for (size_t i = 0; i < v->n_cells; i++) {
+		struct aw_cell_verdict *cv = &v->cells[i];
+		bool host_changed;
+
+		if (!is_regression(cv))
+			continue;
+		/* a slowdown the analysis already put down to a disturbed head run is the host's
+		 * when the control cell itself moved: the agent's own fixed code (documents
+		 * without it keep the analysis' word) */
+		move = cv->verdict == AW_VERDICT_NOISY ? control_cell : shift;
+		host_changed = what[0] || (shifted >= 0 && move >= AW_CONTROL_SHIFT_MIN &&
+		                           move >= cell_change(cv) / 2);
+		if (!host_changed)
+			continue;
+		v->counts[cv->verdict]--;
+		v->counts[AW_VERDICT_HOST_CHANGED]++;
+		cv->verdict = AW_VERDICT_HOST_CHANGED;
+		if (metric_would_regress(&cv->p50))
+			cv->p50.verdict = AW_VERDICT_HOST_CHANGED;
+		if (metric_would_regress(&cv->p99))
+			cv->p99.verdict = AW_VERDICT_HOST_CHANGED;
+		if (!v->host_changed) {
+			if (what[0])
+				v->host_changed = aw_asprintf("the host changed: %s", what);
+			else
+				v->host_changed =
+				    aw_asprintf("the control moved %+.1f%% (%s)",
+				                100 * expm1(shift), series_name(shifted));
+			if (!v->host_changed) {
+				rc = -ENOMEM; /* said once, by the caller */
+				goto out;
+			}
+		}
+	}
+out:
+	if (rc && rc != -ENOMEM)
+		aw_errorf(err, rc, "cannot read the control of %s on %s: %s", commit, host,
+		          strerror(-rc));
+	json_decref(fp_head);
+	json_decref(fp_base);
+	return rc;
+}
+
+int aw_control_json(const struct aw_host_verdict *v, json_t *o)
+{
+	json_t *counts = json_object_get(o, "counts");
+
+	if (counts &&
+	    json_object_set_new(counts, aw_verdict_name(AW_VERDICT_HOST_CHANGED),
+	                        json_integer((json_int_t)v->counts[AW_VERDICT_HOST_CHANGED])))
+		return -ENOMEM;
+	if (v->host_changed && json_object_set_new(o, "host_changed", json_string(v->host_changed)))
+		return -ENOMEM;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* The host's own changes in a commit's verdict (issue 33, docs/detection.md "The host's own
+ * changes"): every run carries a control, code that never changes (the agent's control cell
+ * `subject=atomwatch-control op=chain cpu=N` and the reference kernels beside each cell). A
+ * regression that coincides with a shift of the control, or with a change of the host's
+ * fingerprint between the newest baseline run and the head run (kernel, microcode, firmware,
+ * governor, compiler...), is the host's and not the commit's: its cell is `host changed`
+ * (AW_VERDICT_HOST_CHANGED), the verdict names what changed, and it fails no gate and starts
+ * no bisection. The control cell itself never gates. analysis.c calls this after judging,
+ * before the host's status is decided. */
+#ifndef AW_COLLECTOR_CONTROL_H
+#define AW_COLLECTOR_CONTROL_H
+
+#include <jansson.h>
+
+#include "analysis.h"
+#include "store.h"
+
+/* The control's cell subject (the agent's reserved name, agents/control.h). */
+#define AW_CONTROL_SUBJECT "atomwatch-control"
+
+/* The least shift of the control (in log units: 3%) that can explain a regression; a
+ * regression is the host's when the control moved at least this much and at least half as much
+ * as the cell did (in log). */
+#define AW_CONTROL_SHIFT_MIN 0.03
+
+/* Decides which would-be regressions of `v` (cells regressed or suspect, or noisy because a
+ * disturbance of the head run explained their slowdown) in the verdict of `commit` on `host`
+ * against o->baseline_ref, just judged) are the host's: sets their verdicts (cell and metrics) to
+ * AW_VERDICT_HOST_CHANGED, moves their counts, and sets v->host_changed to what changed
+ * ("kernel 6.1.0-57-amd64 -> 6.1.0-58-amd64", "the control moved +12.4% (mulchain-v1
+ * +12.1%)"). The control cell gets gate level off. Returns 0 or a store errno with *err. */
+int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
+                     const char *commit, const char *host, struct aw_host_verdict *v, char **err);
+
+/* Adds to a host verdict's JSON `o` what aw_control_check() found: "host_changed" (the text)
+ * and the count of "host changed" cells in "counts". Returns 0 or -ENOMEM. */
+int aw_control_json(const struct aw_host_verdict *v, json_t *o);
+
+#endif

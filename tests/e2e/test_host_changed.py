@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""The host's own changes (issue 33, collector/analysis/control.c), on the real collector: a
+host's history of runs, each with the agent's control cell (subject=atomwatch-control op=chain)
+and the family of reference kernels beside its cells, then a head run where one cell is 30%
+slower.
+- With the references and the control 30% slower too (a control shift, as a changed host
+  gives): the cell is `host changed`, the verdict names what moved, the gate passes, and no
+  bisection is queued although the host is a daemon host that could run one.
+- The same head with a steady control: regressed, the gate fails, a bisection is queued.
+- A head whose fingerprint changed (its kernel) from the last baseline run: `host changed`,
+  naming the kernel's old and new release.
+- A control a little slower (1.5%) under a large regression: still regressed (the control
+  explains too little).
+
+usage: test_host_changed.py [--backend sqlite|postgres]"""
+
+import argparse
+import copy
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_helpers as a  # noqa: E402
+import harness as h  # noqa: E402
+from harness import check, eq  # noqa: E402
+
+CONFIG = "detection:\n  confirm_runs: 1\n  confirm_jobs: 0\n"
+KERNELS = ("mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1")
+KEY = "op=ldadd cpu=0"
+
+
+class Suite:
+    pass
+
+
+S = Suite()
+
+
+def doc(host, i, slow=1.0, control=1.0, kernel="6.12.0"):
+    """Run i of `host` (commit i), `slow` on KEY, the control and references times `control`."""
+    d = h.make_doc(host=host, project="hc", commit="%040x" % (0xc0ffee00 + i), cells=40, seed=i,
+                   commit_time="2026-11-%02dT10:00:00Z" % (1 + i))
+    d["host"]["changing"]["kernel"] = kernel
+    for c in d["cells"]:
+        if c["key"] == KEY:
+            for k in ("min", "p50", "p95", "p99", "max", "mean", "ci_lo", "ci_hi"):
+                c[k] = round(c[k] * slow, 6)
+    ctl = h.make_cell(__import__("random").Random(i), "chain", 0)
+    ctl.update({"key": "subject=atomwatch-control op=chain cpu=0",
+                "subject": "atomwatch-control"})
+    for k in ("min", "p50", "p95", "p99", "max", "mean", "ci_lo", "ci_hi"):
+        ctl[k] = round(ctl[k] * control, 6)
+    d["cells"].append(ctl)
+    n = len(d["cells"])
+    d["references"] = [{"kernel": k, "unit": "ns",
+                        "values": [round((1 + j) * 0.5 * control * (1 + 0.001 * (i % 3)), 6)
+                                   for _ in range(n)]}
+                       for j, k in enumerate(KERNELS)]
+    return d
+
+
+def upload(host, token, d):
+    r = S.col.request("POST", "/api/v1/runs", d, token=token)
+    eq(r.status, 201, r)
+
+
+def history(host):
+    token = S.col.token("agent", host)
+    # a daemon host that could bisect a matrix cell (the step command's way)
+    r = S.col.request("GET", "/api/v1/jobs/next?host=%s&subjects=&step=kernel" % host,
+                      token=token)
+    eq(r.status, 204, r)
+    for i in range(6):
+        upload(host, token, doc(host, i))
+    return token
+
+
+def verdict(host, commit):
+    def judged():
+        r = S.col.request("GET", "/api/v1/gate?project=hc&commit=%s&hosts=%s&all=1"
+                          % (commit, host))
+        return r.json() if r.status == 200 else None
+    a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60, "post-ingest")
+    return a.wait_for(judged, 30, "the gate")
+
+
+def cell_of(g, key):
+    return [c for c in g["hosts"][0]["cells"] if c["key"] == key][0]
+
+
+def setup(backend):
+    S.pg = h.Postgres().start() if backend == "postgres" else None
+    S.db = h.Database(backend, S.pg)
+    S.col = h.Collector(S.db.url, config=CONFIG).start()
+
+
+def test_control_shift_is_host_changed():
+    token = history("h-shift")
+    head = doc("h-shift", 6, slow=1.3, control=1.3)
+    upload("h-shift", token, head)
+    g = verdict("h-shift", head["commit"])
+    host = g["hosts"][0]
+    eq(g["status"], "pass", g)
+    eq(cell_of(g, KEY)["verdict"], "host changed", cell_of(g, KEY))
+    check("control moved" in host["host_changed"], host)
+    check(host["counts"]["host changed"] >= 1, host["counts"])
+    eq(host["counts"]["regressed"], 0, host["counts"])
+    # the control cell never gates
+    eq(cell_of(g, "subject=atomwatch-control op=chain cpu=0")["gate"], "off")
+    # and no bisection of it although the host could run one (the synthetic history's own
+    # noise may start some between earlier commits)
+    r = S.col.request("GET", "/api/v1/bisects?host=h-shift&commit=" + head["commit"])
+    eq(r.json()["bisects"], [])
+    page = S.col.request("GET", "/commits/" + head["commit"]).body.decode()
+    check("host changed" in page and "v-host-changed" in page, "the commit page")
+
+
+def test_steady_control_regresses():
+    token = history("h-steady")
+    head = doc("h-steady", 6, slow=1.3)
+    upload("h-steady", token, head)
+    g = verdict("h-steady", head["commit"])
+    eq(g["status"], "fail", g)
+    eq(cell_of(g, KEY)["verdict"], "regressed")
+    check("host_changed" not in g["hosts"][0], g["hosts"][0])
+    # the finding (the previous measured commit to this one) is queued for bisection
+    bis = a.wait_for(lambda: S.col.request("GET", "/api/v1/bisects?host=h-steady&commit="
+                                           + head["commit"]).json()["bisects"], 30,
+                     "a bisection")
+    eq((bis[0]["good"], bis[0]["bad"], bis[0]["subject"]),
+       ("%040x" % (0xc0ffee00 + 5), head["commit"], None), bis[0])
+
+
+def test_small_control_move_under_large_regression():
+    token = history("h-small")
+    head = doc("h-small", 6, slow=1.3, control=1.015)
+    upload("h-small", token, head)
+    g = verdict("h-small", head["commit"])
+    eq(cell_of(g, KEY)["verdict"], "regressed")
+
+
+def test_fingerprint_change_is_host_changed():
+    token = history("h-kernel")
+    head = doc("h-kernel", 6, slow=1.3, kernel="6.12.9")
+    upload("h-kernel", token, head)
+    g = verdict("h-kernel", head["commit"])
+    eq(g["status"], "pass", g)
+    eq(cell_of(g, KEY)["verdict"], "host changed")
+    check("kernel 6.12.0 -> 6.12.9" in g["hosts"][0]["host_changed"], g["hosts"][0])
+    eq(S.col.request("GET", "/api/v1/bisects?host=h-kernel&commit="
+                     + head["commit"]).json()["bisects"], [])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
+    args = ap.parse_args()
+    setup(args.backend)
+    tests = [("test_control_shift_is_host_changed", test_control_shift_is_host_changed),
+             ("test_steady_control_regresses", test_steady_control_regresses),
+             ("test_small_control_move_under_large_regression",
+              test_small_control_move_under_large_regression),
+             ("test_fingerprint_change_is_host_changed", test_fingerprint_change_is_host_changed)]
+    h.run(tests, "host changed (%s)" % args.backend)
+
+
+if __name__ == "__main__":
+    main()
