@@ -335,12 +335,18 @@ static const char *label_trend(size_t i, const void *ctx, char *tmp, size_t size
 static int script_trend(struct script *s, const struct aw_chart_trend *t)
 {
 	struct range r = {NAN, NAN};
-	size_t n_cp = 0, n_reg = 0;
+	size_t n_cp = 0, n_reg = 0, n_marks = 0, n_culprits = 0;
 	bool first = true;
 	char name[32];
 
-	if (t->n_points > AW_CHART_MAX_POINTS || t->n_series > AW_CHART_MAX_SERIES)
+	if (t->n_points > AW_CHART_MAX_POINTS || t->n_series > AW_CHART_MAX_SERIES ||
+	    t->n_marks > AW_CHART_MAX_POINTS)
 		return -E2BIG;
+	if (t->n_marks && !t->marks)
+		return -EINVAL;
+	for (size_t j = 0; j < t->n_marks; j++)
+		if (t->marks[j].point < t->n_points)
+			*(t->marks[j].culprit ? &n_culprits : &n_marks) += 1;
 	if (t->n_series && !t->series)
 		return -EINVAL;
 	for (size_t k = 0; k < t->n_series; k++) {
@@ -408,6 +414,28 @@ static int script_trend(struct script *s, const struct aw_chart_trend *t)
 		}
 	}
 	block_end(s);
+	/* the labelled marks: the host's changes and the culprits bisections named */
+	for (int culprit = 0; culprit < 2; culprit++) {
+		block_begin(s, culprit ? "culprits" : "marks");
+		for (size_t j = 0; j < t->n_marks; j++) {
+			const struct aw_chart_mark *m = &t->marks[j];
+			double row[3] = {(double)m->point, r.lo, r.hi - r.lo};
+
+			if (m->point < t->n_points && m->culprit == (culprit == 1))
+				block_row(s, row, 3);
+		}
+		block_end(s);
+	}
+	for (size_t j = 0; j < t->n_marks; j++) {
+		const struct aw_chart_mark *m = &t->marks[j];
+
+		if (m->point >= t->n_points)
+			continue;
+		s_printf(s, "set label %zu ", 100 + j);
+		s_str(s, m->label);
+		s_printf(s, " at %zu, graph 0.98 rotate by 90 right font \",8\" tc rgb \"%s\"\n",
+		         m->point, m->culprit ? RED : "#9467bd");
+	}
 	block_begin(s, "reg");
 	for (size_t k = 0; k < t->n_series; k++) {
 		const struct aw_chart_trend_series *se = &t->series[k];
@@ -451,6 +479,17 @@ static int script_trend(struct script *s, const struct aw_chart_trend *t)
 		plot_next(s, &first);
 		s_puts(s, "$cp using 1:2:(0):3 with vectors nohead dt 2 lw 1.5 lc rgb \"#ff7f0e\" "
 		          "title \"change point\"");
+	}
+	if (n_marks) {
+		plot_next(s, &first);
+		s_puts(s,
+		       "$marks using 1:2:(0):3 with vectors nohead dt 3 lw 1.5 lc rgb \"#9467bd\" "
+		       "title \"host changed\"");
+	}
+	if (n_culprits) {
+		plot_next(s, &first);
+		s_puts(s, "$culprits using 1:2:(0):3 with vectors nohead lw 2 lc rgb \"" RED "\" "
+		          "title \"culprit (bisection)\"");
 	}
 	if (n_reg) {
 		plot_next(s, &first);

@@ -31,7 +31,7 @@ static const char page_css[] =
     ".v-improved{background:#ddf4ff;color:#0a3069}.v-incomplete{background:#fff8c5;"
     "color:#7d4e00}.v-unknown{background:#eaeef2;color:#57606a}"
     ".v-regressed,.v-failed{background:#ffebe9;color:#a40e26}.v-inconclusive{background:"
-    "#fff8c5;color:#7d4e00}"
+    "#fff8c5;color:#7d4e00}.v-host-changed{background:#f3e8ff;color:#6639ba}"
     ".label{display:inline-block;background:#eaeef2;border-radius:3px;padding:0 .4em;"
     "margin:0 .2em .2em 0;word-break:break-all}"
     "figure.chart{margin:.5em 0 1.2em;background:#fff;border:1px solid #d0d7de;padding:.5em;"
@@ -336,8 +336,13 @@ static void link_commit(struct page *pg, const char *sha)
 static void verdict(struct page *pg, enum aw_verdict v)
 {
 	const char *name = aw_verdict_name(v);
+	char cls[32];
 
-	rawf(pg, "<span class=\"verdict v-%s\">%s</span>", name, name);
+	/* a word of two ("host changed") is one class */
+	snprintf(cls, sizeof(cls), "%s", name);
+	for (char *c = cls; *c; c++)
+		*c = *c == ' ' ? '-' : *c;
+	rawf(pg, "<span class=\"verdict v-%s\">%s</span>", cls, name);
 }
 
 /* A host's most disturbed head run, as atomwatch-ci's Markdown says it. */
@@ -468,6 +473,8 @@ static void lse_cell(struct page *pg, int lse)
 
 /* ---- "/" ---- */
 
+static void bisects(struct page *pg, const struct aw_page_bisect *b, size_t n);
+
 int aw_html_overview(struct aw_buf *out, const struct aw_links *links,
                      const struct aw_page_overview *p)
 {
@@ -509,6 +516,10 @@ int aw_html_overview(struct aw_buf *out, const struct aw_links *links,
 			raw(&pg, "</td></tr>\n");
 		}
 		raw(&pg, "</tbody></table>\n");
+	}
+	if (p->n_bisects) {
+		raw(&pg, "<h2>Regressions found by bisection</h2>\n");
+		bisects(&pg, p->bisects, p->n_bisects);
 	}
 	raw(&pg, "<h2>Latest commits</h2>\n");
 	if (!p->n_commits) {
@@ -876,6 +887,91 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 	return pg.rc;
 }
 
+/* Bisections (docs/api.md "Bisections"): each one's finding, state and progress, and the
+ * culprit it named with the change it measured. */
+static void bisects(struct page *pg, const struct aw_page_bisect *b, size_t n)
+{
+	raw(pg, "<table class=\"bisects\"><thead><tr><th>Bisection</th><th>Host</th>"
+	        "<th>Range</th><th>State</th><th>Steps</th><th>Culprit</th><th>Change</th>"
+	        "</tr></thead><tbody>\n");
+	for (size_t i = 0; i < n; i++, b++) {
+		rawf(pg, "<tr><td class=\"num\">%lld</td><td>", b->id);
+		link_page(pg, AW_PAGE_HOST, b->host, NULL, b->host ? b->host : "");
+		if (b->runner && b->host && strcmp(b->runner, b->host)) {
+			raw(pg, " (on ");
+			text(pg, b->runner);
+			raw(pg, ")");
+		}
+		raw(pg, "</td><td><code>");
+		link_commit(pg, b->good);
+		raw(pg, "</code>..<code>");
+		link_commit(pg, b->bad);
+		raw(pg, "</code>");
+		if (b->subject) {
+			raw(pg, " subject ");
+			text(pg, b->subject);
+		}
+		raw(pg, "</td><td>");
+		text_or(pg, b->state, "&ndash;");
+		if (b->outcome && b->culprit == NULL) {
+			raw(pg, ": ");
+			text(pg, b->outcome);
+		}
+		raw(pg, "</td><td class=\"num\">");
+		rawf(pg, "%ld", b->steps_done);
+		if (b->expected_steps >= 0)
+			rawf(pg, " of ~%ld", b->expected_steps);
+		if (!b->culprit && b->range_commits > 0)
+			rawf(pg, "; %ld commit%s left", b->range_commits,
+			     b->range_commits == 1 ? "" : "s");
+		raw(pg, "</td><td>");
+		if (b->culprit) {
+			raw(pg, "culprit <code>");
+			link_commit(pg, b->culprit);
+			raw(pg, "</code>");
+		} else {
+			text_or(pg, b->message, "&ndash;");
+		}
+		raw(pg, "</td><td class=\"num\">");
+		change_pct(pg, b->change);
+		raw(pg, " ");
+		interval_pct(pg, b->lo, b->hi);
+		if (b->cell) {
+			raw(pg, " <code>");
+			text(pg, b->cell);
+			raw(pg, "</code>");
+		}
+		raw(pg, "</td></tr>\n");
+	}
+	raw(pg, "</tbody></table>\n");
+}
+
+/* The macro check beside a host's micro verdict: each macro cell's change and verdict. */
+static void macro_line(struct page *pg, const struct aw_page_host_result *h)
+{
+	static const char prefix[] = "subject=atomwatch-macro op=";
+	bool any = false;
+
+	for (size_t j = 0; j < h->n_rows; j++) {
+		const struct aw_page_cell_row *r = &h->rows[j];
+
+		if (!r->cell || strncmp(r->cell, prefix, sizeof(prefix) - 1))
+			continue;
+		raw(pg, any ? "; " : "<p class=\"macro\">macro check: ");
+		any = true;
+		text(pg, r->cell + sizeof(prefix) - 1);
+		if (isfinite(r->head_p50))
+			rawf(pg, " %.3f s", r->head_p50 / 1e9);
+		if (isfinite(r->base_p50) && isfinite(r->head_p50) && r->base_p50 > 0)
+			rawf(pg, " (%+.1f%% against %.3f s)", 100 * (r->head_p50 / r->base_p50 - 1),
+			     r->base_p50 / 1e9);
+		raw(pg, " ");
+		verdict(pg, r->verdict);
+	}
+	if (any)
+		raw(pg, "</p>\n");
+}
+
 int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struct aw_page_commit *p)
 {
 	bool compare = p->base != NULL, gross;
@@ -931,6 +1027,10 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 		}
 		raw(&pg, "</ul>\n");
 	}
+	if (p->n_bisects) {
+		raw(&pg, "<h2>Bisection</h2>\n");
+		bisects(&pg, p->bisects, p->n_bisects);
+	}
 	raw(&pg, "<h2>Across hosts</h2>\n");
 	if (p->heatmap)
 		chart(&pg, p->heatmap);
@@ -953,6 +1053,7 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 			raw(&pg, "</p>\n");
 		}
 		disturbance(&pg, &h->disturbed);
+		macro_line(&pg, h);
 		chart(&pg, &h->chart);
 		gross = false;
 		for (size_t j = 0; j < h->n_rows && !gross; j++)

@@ -136,12 +136,22 @@ struct aw_chart_trend_series {
 	size_t n_regressions;
 };
 
+/* A labelled vertical mark at one point of a trend: the host changed there (its kernel,
+ * microcode, firmware, governor...), or a bisection named that commit the culprit. */
+struct aw_chart_mark {
+	size_t point;
+	const char *label;
+	bool culprit; /* drawn in red; else a host change, in purple */
+};
+
 struct aw_chart_trend {
 	const char *title;
 	const char *const *labels; /* n_points x-axis labels (short shas), entries may be NULL */
 	size_t n_points;
 	const struct aw_chart_trend_series *series;
 	size_t n_series;
+	const struct aw_chart_mark *marks; /* may be NULL */
+	size_t n_marks;
 };
 
 /* Chart 3: rows (ops) x columns (hosts), the colour the p50 on a log scale, the value printed
@@ -296,12 +306,26 @@ struct aw_page_commit_summary {
 
 /* "/": hosts and latest commits, each commit linked to its comparison with the one after it
  * in the list (a static export writes those compare pages). */
+/* A bisection as the overview and the commit pages list it (docs/api.md "Bisections"). */
+struct aw_page_bisect {
+	long long id;
+	const char *state;         /* queued, running, done, failed, cancelled */
+	const char *host, *runner; /* whose finding; who bisects */
+	const char *subject;       /* NULL: the agent's step command */
+	const char *good, *bad, *culprit, *cell, *outcome, *message; /* may be NULL */
+	const char *range_good, *range_bad;                          /* the range left */
+	long steps_done, expected_steps, range_commits;              /* -1: not known yet */
+	double change, lo, hi;                                       /* ratios; NAN: none */
+};
+
 struct aw_page_overview {
 	const struct aw_page_host_summary *hosts;
 	size_t n_hosts;
 	const struct aw_page_commit_summary *commits; /* newest first */
 	size_t n_commits;
-	const char *generated_at; /* NULL: not shown */
+	const char *generated_at;             /* NULL: not shown */
+	const struct aw_page_bisect *bisects; /* the regressions bisections found, newest first */
+	size_t n_bisects;
 };
 
 /* One version of a host's fingerprint, flattened into key/value pairs (e.g. "kernel",
@@ -374,6 +398,8 @@ struct aw_page_commit {
 	const char *generated_at;
 	const struct aw_page_ab_link *ab; /* the commit's A/B documents as head, newest first */
 	size_t n_ab;
+	const struct aw_page_bisect *bisects; /* bisections with the commit as an end or culprit */
+	size_t n_bisects;
 };
 
 /* One cell of "/ab/{id}": ratios are head/base (NAN: none; `ratio`, `lo`, `hi` the decision's,

@@ -143,8 +143,13 @@ static void build(struct fixture *f)
 			}
 			snprintf(f->titles[h][1 + g], sizeof(f->titles[h][1 + g]),
 			         "%s: %s ops on main", host_names[h], group_names[g]);
-			f->trend[h][g] = (struct aw_chart_trend){
-			    f->titles[h][1 + g], f->sha_ptrs, N_POINTS, f->series[h][g], N_SERIES};
+			f->trend[h][g] = (struct aw_chart_trend){f->titles[h][1 + g],
+			                                         f->sha_ptrs,
+			                                         N_POINTS,
+			                                         f->series[h][g],
+			                                         N_SERIES,
+			                                         NULL,
+			                                         0};
 		}
 		for (size_t o = 0; o < N_OPS; o++) {
 			for (size_t c = 0; c < N_CPUS; c++)

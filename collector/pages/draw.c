@@ -2,7 +2,6 @@
  * arena and handed to the reports library, each file drawn then stored in the database, and
  * the charts of a commit after an upload. The workers that draw them are in postingest.c. */
 #include "draw.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -17,6 +16,7 @@
 #include "aw/stats.h"
 #include "aw/strmap.h"
 #include "aw/util.h"
+#include "bisect_pages.h"
 
 #define ARENA_LIMIT   (256u << 20) /* the data of one chart or task */
 #define HEAD_RUNS_MAX 20           /* runs of one commit on one host read for a chart */
@@ -83,6 +83,7 @@ out:
 struct run_ref {
 	int64_t seq, order_us;
 	const char *run_id, *commit, *ref, *host;
+	const char *reference; /* the run's reference series (JSON), or NULL */
 };
 
 struct run_list {
@@ -104,6 +105,7 @@ static int on_run(const struct store_run *r, void *cls)
 	x->commit = aw_arena_strdup(l->a, r->commit);
 	x->ref = aw_arena_strdup(l->a, r->ref);
 	x->host = aw_arena_strdup(l->a, r->host);
+	x->reference = r->reference ? aw_arena_strdup(l->a, r->reference) : NULL;
 	return l->a->rc;
 }
 
@@ -320,6 +322,8 @@ const char *aw_cell_group(const char *arch, const char *op, const char *reader, 
 		snprintf(buf, size, "kernel");
 	else if (reader)
 		snprintf(buf, size, "reader-%s", reader);
+	else if (subject && !strcmp(subject, AW_TREND_CONTROL_SUBJECT))
+		snprintf(buf, size, "control"); /* the host's control, with its reference kernels */
 	else if (subject)
 		snprintf(buf, size, "subject-%s", subject);
 	else
@@ -1152,6 +1156,8 @@ struct trend_ctx {
 	double *values;              /* scratch of one series */
 	struct cellset cells;        /* of the newest run */
 	int first_cpu;
+	const struct aw_chart_mark *marks; /* the host's changes, the culprits (bisect_pages.h) */
+	size_t n_marks;
 	const char *arch; /* the host's, NULL: unknown (its trend groups, aw_cell_group()) */
 };
 
@@ -1221,6 +1227,21 @@ static int on_trend_host(const struct store_host *h, void *cls)
 	return t->a->rc;
 }
 
+/* The marks every trend chart of the host carries: where it changed, the culprits. */
+static int trend_marks(struct trend_ctx *t)
+{
+	const char **ids = aw_arena_alloc(t->a, (t->runs.n + 1) * sizeof(*ids));
+	const char **shas = aw_arena_alloc(t->a, (t->runs.n + 1) * sizeof(*shas));
+
+	for (size_t i = 0; ids && shas && i < t->runs.n; i++) {
+		ids[i] = t->runs.runs[i].run_id;
+		shas[i] = t->runs.runs[i].commit;
+	}
+	return ids && shas ? aw_trend_marks(t->d->conn, t->a, t->d->project, t->host, ids, shas,
+	                                    t->runs.n, &t->marks, &t->n_marks)
+	                   : t->a->rc;
+}
+
 static int trend_load(struct trend_ctx *t)
 {
 	struct aw_draw *d = t->d;
@@ -1272,6 +1293,8 @@ static int trend_load(struct trend_ctx *t)
 	if (!rc)
 		rc = store_verdict_list(d->conn, d->project, NULL, t->host, AW_TREND_POINTS,
 		                        on_trend_verdict, t);
+	if (!rc)
+		rc = trend_marks(t);
 	return rc ? rc : t->a->rc;
 }
 
@@ -1352,12 +1375,17 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 		s->regressions = regs;
 		s->n_regressions = n_regs;
 	}
+	/* the control's chart draws the reference kernels beside the control cell */
+	if (!rc && !strcmp(group, "control"))
+		rc = aw_reference_series(t->a, &t->runs.runs[0].reference, sizeof(t->runs.runs[0]),
+		                         t->runs.n, &series, &n_series, &cap);
 	if (rc || t->a->rc)
 		return aw_errorf(err, rc ? rc : t->a->rc, "cannot read the trend '%s' of '%s': %s",
 		                 group, t->host, strerror(-(rc ? rc : t->a->rc)));
 	snprintf(title, sizeof(title), "%.64s on %.64s: %s (p50, p95-p99 band)", t->host, t->ref,
 	         group);
-	const struct aw_chart_trend chart = {title, t->labels, t->runs.n, series, n_series};
+	const struct aw_chart_trend chart = {title,    t->labels, t->runs.n, series,
+	                                     n_series, t->marks,  t->n_marks};
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_TREND, .host = t->host, .ref = t->ref, .name = group};
 

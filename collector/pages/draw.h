@@ -79,12 +79,15 @@ int aw_draw_fetch_chart(struct store_conn *c, const struct aw_chart_id *id, cons
  * Returns 0 or the first failure (every group is still tried), with *err. */
 int aw_draw_trends(struct aw_draw *d, const char *host, const char *ref, char **err);
 
+/* The agent's control cell's subject (agents/control.h): its trend is the group "control". */
+#define AW_TREND_CONTROL_SUBJECT "atomwatch-control"
+
 /* The op group a cell's trend is drawn in, which names the chart (its title and file), into
  * buf: on a host of `arch` "x86_64" (or "amd64") the x86-64 ops' groups ("x86": plain beside the
  * locked increments, "prefetch", "cas", "c11"), on any other (aarch64, or NULL: unknown) the
  * arm64 ones ("llsc": plain beside LL/SC, "lse", "prefetch", "cas", "c11"); for every arch
- * "reader-srcu", "subject-<name>", "kernel-percpu" for the atomwatch module's this_cpu_* cells,
- * "kernel" for refscale's, "other". Returns buf. */
+ * "reader-srcu", "control" for the agent's control cell, "subject-<name>", "kernel-percpu" for the
+ * atomwatch module's this_cpu_* cells, "kernel" for refscale's, "other". Returns buf. */
 const char *aw_cell_group(const char *arch, const char *op, const char *reader, const char *subject,
                           const char *kernel, char *buf, size_t size);
 

@@ -2,7 +2,6 @@
  * verdicts into an arena, fills the reports library's page struct, asks whether each chart's
  * files are there, and lets the library write (and escape) the HTML. */
 #include "pages.h"
-
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -16,6 +15,7 @@
 
 #include "aw/strmap.h"
 #include "aw/util.h"
+#include "bisect_pages.h"
 #include "draw.h"
 
 #define ARENA_LIMIT     (128u << 20) /* the data of one page */
@@ -466,7 +466,8 @@ int aw_site_overview(const struct aw_site *s, struct aw_buf *out)
 	struct hosts hosts = {.a = &a};
 	struct aw_recent_commit *recent = NULL;
 	struct aw_page_commit_summary *commits = NULL;
-	size_t n_recent = 0;
+	const struct aw_page_bisect *bisects = NULL;
+	size_t n_recent = 0, n_bisects = 0;
 	char now[AW_TIME_LEN];
 	int rc;
 
@@ -494,9 +495,12 @@ int aw_site_overview(const struct aw_site *s, struct aw_buf *out)
 		    recent[i].sha, recent[i].ref, recent[i].time, recent[i].hosts, 0, st.v};
 	}
 	if (!rc)
+		rc = aw_site_bisects(s->conn, &a, NULL, &bisects, &n_bisects);
+	if (!rc)
 		rc = a.rc;
 	if (!rc) {
-		const struct aw_page_overview p = {hosts.v, hosts.n, commits, n_recent, now};
+		const struct aw_page_overview p = {hosts.v, hosts.n, commits,  n_recent,
+		                                   now,     bisects, n_bisects};
 
 		aw_time_now(now);
 		rc = aw_html_overview(out, s->links, &p);
@@ -1057,6 +1061,8 @@ int aw_site_commit(const struct aw_site *s, const char *commit, struct aw_buf *o
 		rc = ab_links_of(s, &a, commit, &abl);
 		p.ab = abl.items;
 		p.n_ab = abl.n;
+		if (!rc)
+			rc = aw_site_bisects(s->conn, &a, commit, &p.bisects, &p.n_bisects);
 		if (!rc)
 			rc = aw_html_commit(out, s->links, &p);
 	}

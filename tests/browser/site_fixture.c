@@ -215,7 +215,7 @@ static void draw_trends(size_t h)
 			labels[k] = shorts[k];
 		}
 		const struct aw_chart_trend t = {group_names[g], labels, N_COMMITS, series,
-		                                 group_size[g]};
+		                                 group_size[g],  NULL,   0};
 		const struct aw_chart_id id = {.kind = AW_CHART_TREND,
 		                               .host = host_names[h],
 		                               .ref = "main",
@@ -264,7 +264,8 @@ static void write_overview(const struct aw_links *links, struct aw_buf *b)
 		    commits[k], "main",  commit_time[k],
 		    N_HOSTS,    N_HOSTS, k == N_COMMITS - 1 ? AW_VERDICT_FAIL : AW_VERDICT_PASS};
 	}
-	const struct aw_page_overview p = {hosts, N_HOSTS, cs, N_COMMITS, "2026-11-29T09:31:00Z"};
+	const struct aw_page_overview p = {hosts, N_HOSTS, cs, N_COMMITS, "2026-11-29T09:31:00Z",
+	                                   NULL,  0};
 
 	aw_buf_reset(b);
 	if (aw_html_overview(b, links, &p))
@@ -412,6 +413,8 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 	                                 N_HOSTS,
 	                                 &heatmap,
 	                                 "2026-11-29T09:31:00Z",
+	                                 NULL,
+	                                 0,
 	                                 NULL,
 	                                 0};
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The bisection the collector starts, end to end on the real collector (SQLite or PostgreSQL)
-and a real agent daemon: CI jobs measure the first commit of a subject repository three times
+and a real agent daemon: CI jobs measure the first commit of a subject repository six times
 and its last once (16 commits, the culprit in the middle a real code change, the rest comments
 only; tests/e2e/bisect_repo.py); the verdict of the last commit regresses on the daemon host, so
 the collector queues a bisection for it (the daemon reported the subject when it polled); the
@@ -83,8 +83,9 @@ def bisects(**query):
 
 
 def measure_history(project, subject, shas):
-    """CI's jobs on the daemon: the first commit three times, then the last."""
-    for commit in (shas[0], shas[0], shas[0], shas[-1]):
+    """CI's jobs on the daemon: the first commit six times (a history the verdict's test can
+    tell +40% from with its few degrees of freedom), then the last."""
+    for commit in [shas[0]] * 6 + [shas[-1]]:
         st = wait_job(queue(project, commit, subject))
         eq(st["state"], "done", "%r\n%s" % (st, S.ag.logs()))
 
@@ -97,8 +98,16 @@ def test_daemon_polls_with_subjects():
 
 def test_finding_bisected():
     measure_history("bd", "s", S.shas)
-    b = a.wait_for(lambda: [x for x in bisects(project="bd") if x["state"] == "done"], 300,
-                   "the bisection: %s" % bisects(project="bd"))[0]
+    seen = []
+
+    def done():
+        seen[:] = bisects(project="bd")
+        return [x for x in seen if x["state"] not in ("queued", "running")]
+    try:
+        b = a.wait_for(done, 300, "the bisection")[0]
+    except AssertionError:
+        raise AssertionError("the bisection did not end: %s\n%s" % (seen, S.ag.logs()))
+    eq(b["state"], "done", b)
     eq((b["good"], b["bad"], b["subject"], b["host"], b["runner"], b["reason"]),
        (S.shas[0], S.shas[-1], "s", HOST, HOST, "verdict"), b)
     eq(b["culprit"], S.shas[8], b)
@@ -155,7 +164,7 @@ def test_one_finding_one_bisection():
     twin = a.Agent(S.url, token2, HOST2,
                    extra=bisect_repo.subject_config(S.repo, "s", checkout=True),
                    matrix="matrix:\n  profile: quick\n  ops: [plain]\n  samples: 20\n")
-    for commit in (S.shas[0], S.shas[0], S.shas[0], S.shas[-1]):
+    for commit in [S.shas[0]] * 6 + [S.shas[-1]]:
         p = twin.run("run", "--project", "bd", "--commit", commit, "--ref", "main", "--subject",
                      "s", "--quiet", timeout=300)
         eq(p.returncode, 0, p.stderr)

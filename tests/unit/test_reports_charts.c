@@ -252,7 +252,7 @@ static void test_trend_within_a_decade(void **state)
 	    {"prfm_keep_stadd", p50, NULL, NULL, NULL, 0, NULL, 0},
 	    {"prfm_strm_stadd", q50, NULL, NULL, NULL, 0, NULL, 0},
 	};
-	const struct aw_chart_trend t = {"v2: prefetch", labels, 3, series, 2};
+	const struct aw_chart_trend t = {"v2: prefetch", labels, 3, series, 2, NULL, 0};
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_TREND, .host = "v2", .ref = "main", .name = "prefetch"};
 	char *err = NULL;
@@ -284,7 +284,8 @@ static void test_trend(void **state)
 	    {"stadd", p50, p95, p99, cps, 2, regs, 1},
 	    {"ldadd", q50, NULL, NULL, NULL, 0, NULL, 0},
 	};
-	const struct aw_chart_trend t = {"graviton4: lse ops on main", labels, 10, series, 2};
+	const struct aw_chart_trend t = {
+	    "graviton4: lse ops on main", labels, 10, series, 2, NULL, 0};
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_TREND, .host = "graviton4", .ref = "main", .name = "lse"};
 	char *err = NULL;
@@ -415,8 +416,8 @@ static void test_no_data(void **state)
 	const struct aw_chart_compare_item item = {"x", NAN, NAN, NAN, 0, 0, 0, false};
 	const struct aw_chart_compare c = {"empty", NULL, NULL, &item, 1};
 	const struct aw_chart_trend_series se = {"x", nans, nans, nans, NULL, 0, NULL, 0};
-	const struct aw_chart_trend t = {"empty", NULL, 6, &se, 1};
-	const struct aw_chart_trend t0 = {"empty", NULL, 0, NULL, 0};
+	const struct aw_chart_trend t = {"empty", NULL, 6, &se, 1, NULL, 0};
+	const struct aw_chart_trend t0 = {"empty", NULL, 0, NULL, 0, NULL, 0};
 	const struct aw_chart_heatmap h = {"empty", names, 2, names, 3, nans};
 	const struct aw_chart_percpu p = {"empty", names, 2, cpus, 3, nans};
 	const struct aw_chart_contention k = {"empty", cd, 3, cd, 2, nans};
@@ -490,7 +491,7 @@ static void test_hostile_strings(void **state)
 		const size_t idx[] = {1};
 		const char *const labels[] = {h, h, h, h};
 		const struct aw_chart_trend_series se = {h, v, v, v, idx, 1, idx, 1};
-		const struct aw_chart_trend t = {h, labels, 4, &se, 1};
+		const struct aw_chart_trend t = {h, labels, 4, &se, 1, NULL, 0};
 		const struct aw_chart_heatmap hm = {h, labels, 2, labels, 2, v};
 		const int cpus[] = {0, 1};
 		const struct aw_chart_percpu p = {h, labels, 2, cpus, 2, v};

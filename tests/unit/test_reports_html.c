@@ -34,7 +34,8 @@ static const struct aw_page_commit_summary commits[] = {
     {"0123456789", HOSTILE, NULL, 1, 0, AW_VERDICT_PASS},
 };
 
-static const struct aw_page_overview overview = {hosts, 3, commits, 2, "2026-11-29T10:01:00Z"};
+static const struct aw_page_overview overview = {hosts, 3, commits, 2, "2026-11-29T10:01:00Z",
+                                                 NULL,  0};
 
 static char *render_overview(const struct aw_links *links)
 {
@@ -300,9 +301,9 @@ static void test_commit_and_compare_pages(void **state)
 	};
 	const struct aw_chart_ref heatmap = {
 	    {.kind = AW_CHART_HEATMAP, .commit = "abc1234def"}, "p50 across hosts", true};
-	struct aw_page_commit page = {"abc1234def",    NULL,    "main", "main",
-	                              AW_VERDICT_FAIL, results, 2,      &heatmap,
-	                              "now",           NULL,    0};
+	struct aw_page_commit page = {
+	    "abc1234def", NULL, "main", "main", AW_VERDICT_FAIL, results, 2, &heatmap, "now",
+	    NULL,         0,    NULL,   0};
 	const struct aw_links served = {AW_LINKS_SERVED, ""};
 	const struct aw_links exported = {AW_LINKS_EXPORT, NULL};
 	struct aw_buf b;
@@ -402,7 +403,7 @@ static void test_favicon(void **state)
 static void test_empty_overview(void **state)
 {
 	const struct aw_page_commit_summary c[] = {{"abc1234def", NULL, NULL, 0, 0, 0}};
-	const struct aw_page_overview p = {NULL, 0, c, 1, NULL};
+	const struct aw_page_overview p = {NULL, 0, c, 1, NULL, NULL, 0};
 	const struct aw_links links = {AW_LINKS_SERVED, ""};
 	struct aw_buf b;
 
