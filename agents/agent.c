@@ -17,6 +17,7 @@
 #include "aw/util.h"
 #include "control.h"
 #include "kmod.h"
+#include "macro.h"
 #include "refscale.h"
 #include "subjects.h"
 
@@ -200,6 +201,10 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 	}
 	/* the control, which never changes: it moves only when the host does */
 	rc = aw_control_measure(runner, res, err);
+	if (rc)
+		goto out;
+	/* the macro check, when the profile has one: a workload that leans on the primitives */
+	rc = aw_macro_measure(runner, res, a->stop, err);
 	if (rc)
 		goto out;
 	if (cfg->kmod && !run->n_keys) {

@@ -162,6 +162,11 @@ struct aw_profile {
 	int64_t *d_values; /* duty */
 	size_t n_d;
 	bool near, far; /* contender placements */
+	/* the macro check (optional): each tool of macro_tools run macro_runs times with fixed
+	 * groups and loops (the agent's macro.c); n_macro_tools 0: none */
+	uint32_t macro_runs, macro_groups, macro_loops;
+	char **macro_tools;
+	size_t n_macro_tools;
 };
 
 struct aw_matrix {

@@ -706,6 +706,10 @@ enum field {
 	F_CONT_OPS,
 	F_CONT_C,
 	F_CONT_D,
+	F_MACRO_RUNS,
+	F_MACRO_GROUPS,
+	F_MACRO_LOOPS,
+	F_MACRO_TOOLS,
 	F_COUNT
 };
 
@@ -714,10 +718,11 @@ enum section {
 	S_OPS,
 	S_READERS,
 	S_CONTENTION,
+	S_MACRO, /* optional: a profile without it (and whatever it extends) has no macro check */
 	S_COUNT
 };
 
-static const char *const section_names[S_COUNT] = {"", "ops", "readers", "contention"};
+static const char *const section_names[S_COUNT] = {"", "ops", "readers", "contention", "macro"};
 
 static const struct {
 	enum section section;
@@ -736,7 +741,55 @@ static const struct {
     [F_CONT_OPS] = {S_CONTENTION, "ops"},
     [F_CONT_C] = {S_CONTENTION, "c"},
     [F_CONT_D] = {S_CONTENTION, "d"},
+    [F_MACRO_RUNS] = {S_MACRO, "runs"},
+    [F_MACRO_GROUPS] = {S_MACRO, "groups"},
+    [F_MACRO_LOOPS] = {S_MACRO, "loops"},
+    [F_MACRO_TOOLS] = {S_MACRO, "tools"},
 };
+
+/* The macro check's tools (agents/macro.c runs them). */
+static const char *const macro_tool_names[] = {"hackbench", "perf-messaging", NULL};
+
+/* A list of distinct macro tools. */
+static int get_tools(struct parser *ps, const struct ynode *n, const char *where, char ***out,
+                     size_t *n_out)
+{
+	char **v;
+	int rc = expect_kind(ps, n, Y_SEQ, "tools", where);
+
+	if (rc)
+		return rc;
+	if (!n->n_kids || n->n_kids > 2)
+		return fail(ps, n->mark, -EINVAL, "'tools' in %s must name 1 or 2 tools", where);
+	v = calloc(n->n_kids, sizeof(*v));
+	if (!v)
+		return oom(ps);
+	for (size_t i = 0; !rc && i < n->n_kids; i++) {
+		const struct ynode *item = n->kids[i];
+		size_t k = 0;
+
+		while (item->kind == Y_SCALAR && macro_tool_names[k] &&
+		       strcmp(macro_tool_names[k], item->text))
+			k++;
+		if (item->kind != Y_SCALAR || !macro_tool_names[k])
+			rc = fail(ps, item->mark, -EINVAL,
+			          "'tools' in %s: unknown tool %s (hackbench or perf-messaging)",
+			          where, describe(ps, item));
+		for (size_t j = 0; !rc && j < i; j++)
+			if (!strcmp(v[j], item->text))
+				rc = fail(ps, item->mark, -EINVAL, "'tools' in %s lists '%s' twice",
+				          where, item->text);
+		if (!rc && !(v[i] = strdup(item->text)))
+			rc = oom(ps);
+	}
+	if (rc) {
+		free_names(v, n->n_kids);
+		return rc;
+	}
+	*out = v;
+	*n_out = n->n_kids;
+	return 0;
+}
 
 /* A profile as written, before 'extends' is applied. */
 struct pending {
@@ -798,6 +851,23 @@ static int parse_field(struct parser *ps, struct aw_profile *p, enum field f, co
 		return get_values(ps, n, "c", where, &p->c_values, &p->n_c);
 	case F_CONT_D:
 		return get_values(ps, n, "d", where, &p->d_values, &p->n_d);
+	case F_MACRO_RUNS:
+		rc = get_uint(ps, n, "runs", where, 1, 100, &x);
+		if (!rc)
+			p->macro_runs = (uint32_t)x;
+		break;
+	case F_MACRO_GROUPS:
+		rc = get_uint(ps, n, "groups", where, 1, 1000, &x);
+		if (!rc)
+			p->macro_groups = (uint32_t)x;
+		break;
+	case F_MACRO_LOOPS:
+		rc = get_uint(ps, n, "loops", where, 1, 1000000, &x);
+		if (!rc)
+			p->macro_loops = (uint32_t)x;
+		break;
+	case F_MACRO_TOOLS:
+		return get_tools(ps, n, where, &p->macro_tools, &p->n_macro_tools);
 	case F_COUNT:
 		break;
 	}
@@ -805,12 +875,13 @@ static int parse_field(struct parser *ps, struct aw_profile *p, enum field f, co
 }
 
 /* The keys of each part of a profile; the profile's own also name its sections. */
-static const char *const section_keys[S_COUNT][9] = {
+static const char *const section_keys[S_COUNT][10] = {
     [S_PROFILE] = {"extends", "samples", "batch_min_ns", "batch_min_ticks", "warmup_ms", "ops",
-                   "readers", "contention", NULL},
+                   "readers", "contention", "macro", NULL},
     [S_OPS] = {"cpus", "list", NULL},
     [S_READERS] = {"cpus", "list", NULL},
     [S_CONTENTION] = {"cpus", "placement", "ops", "c", "d", NULL},
+    [S_MACRO] = {"runs", "groups", "loops", "tools", NULL},
 };
 
 static size_t key_index(enum section s, const char *key)
@@ -845,7 +916,7 @@ static int parse_fields(struct parser *ps, struct pending *pp, struct aw_profile
 
 static int parse_profile(struct parser *ps, struct pending *pp, struct aw_profile *p)
 {
-	const struct ynode *v[8], *sv[8];
+	const struct ynode *v[9], *sv[9];
 	char where[96], section_where[128];
 	int rc;
 
@@ -979,6 +1050,19 @@ static int inherit(struct aw_profile *p, const struct aw_profile *base, enum fie
 		return dup_values(&p->c_values, &p->n_c, base->c_values, base->n_c);
 	case F_CONT_D:
 		return dup_values(&p->d_values, &p->n_d, base->d_values, base->n_d);
+	case F_MACRO_RUNS:
+		p->macro_runs = base->macro_runs;
+		return 0;
+	case F_MACRO_GROUPS:
+		p->macro_groups = base->macro_groups;
+		return 0;
+	case F_MACRO_LOOPS:
+		p->macro_loops = base->macro_loops;
+		return 0;
+	case F_MACRO_TOOLS:
+		return base->n_macro_tools ? dup_names(&p->macro_tools, &p->n_macro_tools,
+		                                       base->macro_tools, base->n_macro_tools)
+		                           : 0;
 	case F_COUNT:
 		break;
 	}
@@ -991,8 +1075,8 @@ static int check_complete(struct parser *ps, const struct pending *pp, const str
 	for (int f = 0; f < F_COUNT; f++) {
 		enum section s = fields[f].section;
 
-		if (pp->given[f])
-			continue;
+		if (pp->given[f] || (s == S_MACRO && !pp->section[s]))
+			continue; /* the macro check is optional, but whole when given */
 		if (s == S_PROFILE)
 			return fail(ps, pp->node->mark, -EINVAL, "missing '%s' in profile '%s'",
 			            fields[f].key, p->name);
@@ -1220,6 +1304,7 @@ static void release_profile(struct aw_profile *p)
 	free_names(p->contention_ops, p->n_contention_ops);
 	free(p->c_values);
 	free(p->d_values);
+	free_names(p->macro_tools, p->n_macro_tools);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -1282,6 +1367,8 @@ static int put_values(struct aw_buf *b, const char *key, const int64_t *v, size_
  *   contention.ops=<op>,...
  *   contention.c=<n>,...
  *   contention.d=<n>,...
+ *   macro=runs:<n>,groups:<n>,loops:<n>   (only a profile with a macro check)
+ *   macro.tools=<tool>,...                (likewise)
  * Every name in it is a checked name ([A-Za-z0-9._-]) or a CPU list, so no separator can be
  * forged by a value. */
 int aw_matrix_hash(const struct aw_matrix *m, const struct aw_profile *p, char *out)
@@ -1320,6 +1407,13 @@ int aw_matrix_hash(const struct aw_matrix *m, const struct aw_profile *p, char *
 		rc = put_values(&b, "contention.c", p->c_values, p->n_c);
 	if (!rc)
 		rc = put_values(&b, "contention.d", p->d_values, p->n_d);
+	/* only a profile with a macro check: the hashes of the others stay what they were */
+	if (!rc && p->n_macro_tools)
+		rc = aw_buf_printf(&b,
+		                   "macro=runs:%" PRIu32 ",groups:%" PRIu32 ",loops:%" PRIu32 "\n",
+		                   p->macro_runs, p->macro_groups, p->macro_loops);
+	if (!rc && p->n_macro_tools)
+		rc = put_names(&b, "macro.tools", p->macro_tools, p->n_macro_tools);
 	if (!rc)
 		rc = aw_sha256_hex(b.data, b.len, out);
 	aw_buf_release(&b);

@@ -33,6 +33,13 @@ struct aw_runner {
 	size_t n_keys;
 };
 
+void aw_runner_macro(const struct aw_runner *r, struct aw_macro_spec *out)
+{
+	*out = (struct aw_macro_spec){
+	    r->profile.macro_runs, r->profile.macro_groups, r->profile.macro_loops,
+	    (const char *const *)r->profile.macro_tools, r->profile.n_macro_tools};
+}
+
 const char *aw_runner_version(void)
 {
 	return AW_VERSION;

@@ -13,7 +13,7 @@ build_pkgs="build-essential cmake pkg-config git ca-certificates
 test_pkgs="$build_pkgs g++ python3 python3-jsonschema python3-yaml postgresql chromium chromium-driver
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libbenchmark-dev openssl
 	clang clang-format podman runc debootstrap debhelper lintian man-db
-	qemu-system-x86 qemu-system-arm busybox-static"
+	qemu-system-x86 qemu-system-arm busybox-static rt-tests linux-perf"
 # The runner's cross build links these; the arm64 packages' binaries (tests/package) run under
 # qemu-aarch64 with the runtime libraries. The packages themselves are cross-built in a
 # container (tests/package/Containerfile.cross): libpq-dev is not Multi-Arch: same in Debian 12,

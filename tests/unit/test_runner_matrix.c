@@ -120,7 +120,7 @@ static void test_shipped_matrix(void **state)
 	assert_string_equal(m.path, path);
 	assert_string_equal(m.name, "atomwatch-matrix");
 	assert_int_equal(m.version, 1);
-	assert_int_equal(m.n_profiles, 3);
+	assert_int_equal(m.n_profiles, 4);
 
 	d = aw_matrix_profile(&m, "default");
 	q = aw_matrix_profile(&m, "quick");
@@ -179,6 +179,24 @@ static void test_shipped_matrix(void **state)
 	assert_values(f->c_values, f->n_c, (const int64_t[]){0, 1, 10, 30, 100, 1000, 10000}, 7);
 	assert_values(f->d_values, f->n_d, (const int64_t[]){0, 10, 100, 200, 300}, 5);
 
+	/* no macro check but in the profile that asks for one */
+	assert_int_equal(d->n_macro_tools + q->n_macro_tools + f->n_macro_tools, 0);
+	{
+		const struct aw_profile *mc = aw_matrix_profile(&m, "macro");
+		char hm[AW_SHA256_HEX_LEN + 1];
+
+		assert_non_null(mc);
+		assert_int_equal(mc->samples, q->samples);
+		assert_int_equal(mc->macro_runs, 5);
+		assert_int_equal(mc->macro_groups, 4);
+		assert_int_equal(mc->macro_loops, 200);
+		assert_int_equal(mc->n_macro_tools, 2);
+		assert_string_equal(mc->macro_tools[0], "hackbench");
+		assert_string_equal(mc->macro_tools[1], "perf-messaging");
+		assert_int_equal(aw_matrix_hash(&m, mc, hm), 0);
+		assert_int_equal(aw_matrix_hash(&m, q, hq), 0);
+		assert_string_not_equal(hm, hq); /* the check is part of what was measured */
+	}
 	assert_int_equal(aw_matrix_hash(&m, d, hd), 0);
 	assert_int_equal(aw_matrix_hash(&m, q, hq), 0);
 	assert_int_equal(aw_matrix_hash(&m, f, hf), 0);
@@ -429,6 +447,22 @@ static const struct error_case error_cases[] = {
      "12:49: 'placement' in 'contention' of profile 'a' must not be empty"},
     {"placement a scalar", BASE "  a: {extends: default, contention: {placement: near}}\n",
      "12:49: 'placement' in 'contention' of profile 'a' must be a sequence, got 'near'"},
+
+    /* the macro check: optional, whole when given */
+    {"macro unknown tool", BASE "  a: {extends: default, macro: {tools: [sysbench]}}\n",
+     "12:41: 'tools' in 'macro' of profile 'a': unknown tool 'sysbench' (hackbench or "
+     "perf-messaging)"},
+    {"macro tool twice", BASE "  a: {extends: default, macro: {tools: [hackbench, hackbench]}}\n",
+     "12:52: 'tools' in 'macro' of profile 'a' lists 'hackbench' twice"},
+    {"macro runs zero", BASE "  a: {extends: default, macro: {runs: 0}}\n",
+     "12:39: 'runs' in 'macro' of profile 'a' must be an integer in 1..100, got '0'"},
+    {"macro incomplete",
+     "name: m\nversion: 1\nprofiles:\n  default:\n    samples: 10\n    batch_min_ns: 1000\n"
+     "    batch_min_ticks: 1000\n    warmup_ms: 0\n    ops: {cpus: all, list: [plain]}\n"
+     "    readers: {cpus: first, list: [{reader: urcu_memb}]}\n"
+     "    contention: {cpus: first, placement: [near], ops: [c11_relaxed], c: [10], d: [0]}\n"
+     "    macro: {runs: 3, groups: 2, loops: 10}\n",
+     "12:12: missing 'tools' in 'macro' of profile 'default'"},
 };
 
 static void test_errors(void **state)
@@ -645,6 +679,36 @@ static void test_hash_canonical_form(void **state)
 	    "                 d: [100, 0]}\n",
 	    "default", got);
 	assert_string_equal(got, want);
+
+	/* a profile with a macro check hashes it after everything else */
+	{
+		static const char with_macro[] = "atomwatch.matrix-hash/1\n"
+		                                 "name=m\n"
+		                                 "version=1\n"
+		                                 "profile=mc\n"
+		                                 "samples=10\n"
+		                                 "batch_min_ns=1000\n"
+		                                 "batch_min_ticks=1000\n"
+		                                 "warmup_ns=0\n"
+		                                 "ops.cpus=all\n"
+		                                 "ops.list=plain\n"
+		                                 "readers.cpus=first\n"
+		                                 "readers.list=urcu_memb()\n"
+		                                 "contention.cpus=first\n"
+		                                 "contention.placement=near\n"
+		                                 "contention.ops=c11_relaxed\n"
+		                                 "contention.c=10\n"
+		                                 "contention.d=0\n"
+		                                 "macro=runs:3,groups:2,loops:10\n"
+		                                 "macro.tools=perf-messaging,hackbench\n";
+
+		assert_int_equal(aw_sha256_hex(with_macro, strlen(with_macro), want), 0);
+		hash_of(BASE
+		        "  mc:\n    extends: default\n    macro: {runs: 3, groups: 2, loops: 10, "
+		        "tools: [perf-messaging, hackbench]}\n",
+		        "mc", got);
+		assert_string_equal(got, want);
+	}
 }
 
 static void test_hash_ignores_layout(void **state)

@@ -80,6 +80,17 @@ void aw_runner_set_progress(struct aw_runner *r, aw_progress_fn fn, void *arg);
  * run it confirms. */
 void aw_runner_set_samples(struct aw_runner *r, uint32_t samples);
 
+/* The macro check of the runner's profile (its `macro` section, configs/matrix.yaml): each
+ * tool ("hackbench", "perf-messaging") is run `runs` times with `groups` and `loops`, as cells
+ * of their own (agents/macro.c). */
+struct aw_macro_spec {
+	unsigned runs, groups, loops;
+	const char *const *tools; /* borrowed from the runner */
+	size_t n_tools;           /* 0: the profile has no macro check */
+};
+
+void aw_runner_macro(const struct aw_runner *r, struct aw_macro_spec *out);
+
 /* The host object (fingerprint) that results will carry; borrowed. */
 const json_t *aw_runner_host(const struct aw_runner *r);
 
