@@ -26,8 +26,13 @@ static void test_shipped_file(void **state)
 	assert_int_equal(aw_thresholds_load(&t, path, &err), 0);
 	assert_null(err);
 	assert_true(t.p50 == 0.05 && t.p99 == 0.10);
-	assert_int_equal(t.n_p50_rules, 3);
-	assert_int_equal(t.n_p99_rules, 3);
+	assert_int_equal(t.n_p50_rules, 4);
+	assert_int_equal(t.n_p99_rules, 4);
+	/* the macro check's cells: a workload-sized change on p50, the p99 off */
+	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "hackbench", NULL,
+	                             "subject=atomwatch-macro op=hackbench cpu=0", t.p50) == 0.10);
+	assert_true(isinf(aw_threshold_for(t.p99_rules, t.n_p99_rules, "hackbench", NULL,
+	                                   "subject=atomwatch-macro op=hackbench cpu=0", t.p99)));
 	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "plain", NULL, "op=plain cpu=0",
 	                             t.p50) == 0.5);
 	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "llsc", NULL,
