@@ -530,6 +530,107 @@ static void test_jobs(void **state)
 	store_close(&s);
 }
 
+/* ---- bisections: one per finding, its one job, cancelling ---- */
+
+struct bisect_jobs {
+	int n, with_bisect;
+	int64_t id;
+};
+
+static int on_bisect_job(const struct store_job *j, void *cls)
+{
+	struct bisect_jobs *b = cls;
+
+	b->n++;
+	b->with_bisect += j->bisect != NULL;
+	b->id = j->id;
+	return 0;
+}
+
+static int on_bisect_row(const struct store_bisect *b, void *cls)
+{
+	char *out = cls;
+
+	snprintf(out + strlen(out), 256 - strlen(out), "%lld:%s:%s ", (long long)b->id, b->state,
+	         b->runner);
+	return 0;
+}
+
+static void test_bisects(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct store_bisect_spec spec = {.project = "linux",
+	                                 .platform_hash = "5f1c2e9a0b7d3c41",
+	                                 .subject = "mylib",
+	                                 .ref = "main",
+	                                 .good = "aaaaaaa1",
+	                                 .bad = "bbbbbbb2",
+	                                 .host = "h1",
+	                                 .runner = "h1",
+	                                 .cells = "[\"subject=mylib op=inc cpu=0\"]",
+	                                 .reason = "verdict",
+	                                 .ttl_us = INT64_C(3600000000)};
+	struct store_bisect_update running = {.state = "running",
+	                                      .steps_done = 1,
+	                                      .expected_steps = 6,
+	                                      .range_commits = AW_NONE,
+	                                      .change = NAN,
+	                                      .change_lo = NAN,
+	                                      .change_hi = NAN};
+	struct store_bisect_filter all = {.limit = 100};
+	struct bisect_jobs jobs = {0};
+	char listed[256] = "";
+	int64_t id, again;
+	bool created, covered;
+
+	(void)state;
+	assert_int_equal(store_bisect_create(c, &spec, &id, &created), 0);
+	assert_true(created);
+	/* The same finding again, from its own host or from a twin of its platform (as two
+	 * collectors' post-ingest work would): no second bisection, no second job. */
+	assert_int_equal(store_bisect_create(c, &spec, &again, &created), 0);
+	assert_false(created);
+	assert_int_equal(again, id);
+	spec.host = spec.runner = "h2";
+	assert_int_equal(store_bisect_create(c, &spec, &again, &created), 0);
+	assert_false(created);
+	assert_int_equal(again, id);
+	assert_int_equal(store_bisect_list(c, &all, on_bisect_row, listed), 0);
+	assert_string_equal(listed + strcspn(listed, ":"), ":queued:h1 ");
+	assert_int_equal(store_job_list(c, 100, on_bisect_job, &jobs), 0);
+	assert_int_equal(jobs.n, 1);
+	assert_int_equal(jobs.with_bisect, 1);
+	/* One runs: its runner claims the job once; the twin has none. */
+	memset(&jobs, 0, sizeof(jobs));
+	assert_int_equal(store_job_claim(c, "h2", INT64_C(600000000), on_bisect_job, &jobs),
+	                 -ENOENT);
+	assert_int_equal(store_job_claim(c, "h1", INT64_C(600000000), on_bisect_job, &jobs), 0);
+	assert_int_equal(jobs.with_bisect, 1);
+	assert_int_equal(store_job_claim(c, "h1", INT64_C(600000000), on_bisect_job, &jobs),
+	                 -ENOENT);
+	assert_int_equal(
+	    store_bisect_covered(c, "linux", spec.platform_hash, spec.good, spec.bad, &covered), 0);
+	assert_true(covered);
+	/* Progress from its runner only; cancelled, its reports are refused and its job is gone. */
+	assert_int_equal(store_bisect_update(c, id, "h2", &running), -ENOENT);
+	assert_int_equal(store_bisect_update(c, id, "h1", &running), 0);
+	assert_int_equal(store_bisect_cancel(c, id), 0);
+	assert_int_equal(store_bisect_update(c, id, "h1", &running), -ECANCELED);
+	assert_int_equal(store_bisect_cancel(c, id), 0);
+	assert_int_equal(store_job_claim(c, "h1", 0, on_bisect_job, &jobs), -ENOENT);
+	listed[0] = '\0';
+	assert_int_equal(store_bisect_list(c, &all, on_bisect_row, listed), 0);
+	assert_string_equal(listed + strcspn(listed, ":"), ":cancelled:h1 ");
+	/* A cancelled finding is not queued again. */
+	assert_int_equal(store_bisect_create(c, &spec, &again, &created), 0);
+	assert_false(created);
+	assert_int_equal(again, id);
+	assert_int_equal(store_bisect_cancel(c, id + 1000), -ENOENT);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* ---- change points and verdicts: real values on either backend ---- */
 
 struct cp_seen {
@@ -1497,6 +1598,7 @@ int main(void)
 	    cmocka_unit_test(test_hosts_and_cells),
 	    cmocka_unit_test(test_tokens),
 	    cmocka_unit_test(test_jobs),
+	    cmocka_unit_test(test_bisects),
 	    cmocka_unit_test(test_pool),
 	    cmocka_unit_test(test_changepoints),
 	    cmocka_unit_test(test_verdicts),
