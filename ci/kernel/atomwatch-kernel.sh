@@ -9,10 +9,18 @@
 #        ci/kernel/atomwatch-kernel.sh kexec OUT SSH_HOST HOST
 #        ci/kernel/atomwatch-kernel.sh commit SRC
 #        ci/kernel/atomwatch-kernel.sh gate SRC HOSTS
+#        ci/kernel/atomwatch-kernel.sh bisect-step SSH_HOST
 # Environment: ATOMWATCH_REF (the branch, default master), ATOMWATCH_BASELINE_REF (default
 # master), ATOMWATCH_COLLECTOR and ATOMWATCH_TOKEN (atomwatch-ci's), ATOMWATCH_VM_CPUS and
 # ATOMWATCH_VM_MEM (vm), ARCH and CROSS_COMPILE (build, as the kernel's make takes them),
+# ATOMWATCH_BOOT_WAIT (bisect-step: seconds for the kernel to come up, default 900),
 # JOBS (default: nproc).
+# bisect-step is the bisect.step of an atomwatch-agent bisecting a kernel range (the worked
+# example of ci/kernel/README.md "Bisecting a kernel range"): run by the agent in the kernel
+# tree (bisect.repo) with ATOMWATCH_COMMIT, ATOMWATCH_PROJECT and ATOMWATCH_REF set, it builds
+# that commit, kexecs the dedicated machine SSH_HOST into it, checks that the kernel it booted
+# is that commit and runs the machine's agent there, filing the run under ATOMWATCH_COMMIT.
+# Whatever fails exits non-zero, and the bisection skips the commit with the end of this output.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -93,6 +101,55 @@ cmd_kexec() {
 	cmd_wait "$out" "$host"
 }
 
+# Installs the kernel built in $1 on $2 (release $3), kexecs it and waits until the machine
+# answers with the kernel of commit $4; one that does not come up is left to the machine's
+# watchdog or BMC, and its commit is skipped.
+bisect_kexec() {
+	tar -C "$1/modules" -cf - lib | ssh "$2" 'tar -C / -xf -' ||
+		die "bisect-step: cannot install the modules on $2"
+	scp -q "$1/$(basename "$(image_of)")" "$2:/boot/vmlinuz-$3" ||
+		die "bisect-step: cannot copy the kernel to $2"
+	ssh "$2" "kexec -l /boot/vmlinuz-$3 --reuse-cmdline && systemctl kexec" || true
+	wait_s=${ATOMWATCH_BOOT_WAIT:-900}
+	deadline=$(($(date +%s) + wait_s))
+	booted=
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		sleep 10
+		booted=$(ssh -o ConnectTimeout=10 -o BatchMode=yes "$2" uname -r 2>/dev/null) ||
+			booted=
+		case "$booted" in
+		*-g"$4"*) return 0 ;;
+		esac
+	done
+	[ -n "$booted" ] || die "bisect-step: $2 did not come back within $wait_s s of the kexec into $3"
+	die "bisect-step: $2 still runs $booted $wait_s s after the kexec, not the kernel of $4"
+}
+
+# One step of a kernel bisection (see the header): build, kexec, check, measure. The machine's
+# atomwatch-kernel-run unit takes no part (no env file is written, and the kexec reuses a
+# command line without atomwatch.ref): the run is made here, under the full commit the agent
+# asked for, and only once the booted kernel's release names that commit.
+cmd_bisect_step() {
+	ssh_host=$1
+	commit=${ATOMWATCH_COMMIT:-}
+	[ -n "$commit" ] || die "bisect-step: ATOMWATCH_COMMIT is not set (atomwatch-agent bisect sets it)"
+	src=$(pwd)
+	out=$(mktemp -d "${TMPDIR:-/tmp}/atomwatch-bisect.XXXXXX")
+	trap 'rm -rf "$out"' EXIT
+	git -C "$src" checkout -q --detach "$commit" || die "bisect-step: cannot check out $commit"
+	cmd_build "$src" "$out" # a kernel that does not build stops here, make's words last
+	short=$(cat "$out/commit")
+	release=$(ls "$out/modules/lib/modules")
+	booted=$(ssh "$ssh_host" uname -r) || die "bisect-step: cannot reach $ssh_host"
+	case "$booted" in
+	*-g"$short"*) ;; # it runs this commit's kernel already (the previous step's)
+	*) bisect_kexec "$out" "$ssh_host" "$release" "$short" ;;
+	esac
+	ssh "$ssh_host" atomwatch-agent run --config /etc/atomwatch/agent.yaml \
+		--project "${ATOMWATCH_PROJECT:-linux}" --commit "$commit" --ref "$ref" --quiet ||
+		die "bisect-step: the agent on $ssh_host did not measure $short"
+}
+
 cmd_wait() {
 	atomwatch-ci wait --project linux --commit "$(cat "$1/commit")" --hosts "$2" \
 		--timeout "${ATOMWATCH_WAIT:-2h}"
@@ -116,6 +173,7 @@ vm) [ $# -eq 3 ] || die "vm OUT DISK HOST" && cmd_vm "$@" ;;
 kexec) [ $# -eq 3 ] || die "kexec OUT SSH_HOST HOST" && cmd_kexec "$@" ;;
 commit) [ $# -eq 1 ] || die "commit SRC" && kernel_commit "$1" ;;
 gate) [ $# -eq 2 ] || die "gate SRC HOSTS" && cmd_gate "$@" ;;
+bisect-step) [ $# -eq 1 ] || die "bisect-step SSH_HOST" && cmd_bisect_step "$@" ;;
 -h | --help) usage ;;
 *) usage >&2 && exit 2 ;;
 esac

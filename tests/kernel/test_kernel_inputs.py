@@ -203,7 +203,8 @@ def test_ci_kernel_files():
     script = os.path.join(ci, "atomwatch-kernel.sh")
     subprocess.run(["sh", "-n", script], check=True)
     p = subprocess.run([script, "--help"], stdout=subprocess.PIPE, timeout=30)
-    check(p.returncode == 0 and b"kexec OUT SSH_HOST HOST" in p.stdout, p.stdout)
+    check(p.returncode == 0 and b"kexec OUT SSH_HOST HOST" in p.stdout
+          and b"bisect-step SSH_HOST" in p.stdout, p.stdout)
     p = subprocess.run([script, "nonsense"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     check(p.returncode == 2, "unknown step: exit %d" % p.returncode)
     repo = tempfile.mkdtemp(prefix="aw-kgit-")
@@ -216,6 +217,21 @@ def test_ci_kernel_files():
         got = subprocess.run([script, "commit", repo], stdout=subprocess.PIPE,
                              check=True).stdout.decode().strip()
         check(len(got) == 12 and want.startswith(got), "commit %r of %r" % (got, want))
+        # bisect-step (bisect.step's worked example): without the agent's ATOMWATCH_COMMIT
+        # it says so; a commit whose kernel does not build (no kconfig scripts in this tree)
+        # exits non-zero, so that the bisection skips it, and leaves no temporary tree
+        p = subprocess.run([script, "bisect-step", "root@nowhere"], cwd=repo,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(p.returncode == 3 and b"ATOMWATCH_COMMIT is not set" in p.stderr, p.stderr)
+        tmp = tempfile.mkdtemp(prefix="aw-kstep-")
+        with open(os.path.join(repo, ".config"), "w") as f:
+            f.write("# CONFIG_X is not set\n")
+        p = subprocess.run([script, "bisect-step", "root@nowhere"], cwd=repo,
+                           env=dict(os.environ, ATOMWATCH_COMMIT=want, TMPDIR=tmp),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        check(p.returncode != 0 and b"merge_config.sh" in p.stdout, p.stdout)
+        check(os.listdir(tmp) == [], os.listdir(tmp))
+        os.rmdir(tmp)
         ci_bin = os.path.join(kh.BUILD, "ci")
         if os.path.exists(os.path.join(ci_bin, "atomwatch-ci")):
             tok = os.path.join(repo, "tok")
