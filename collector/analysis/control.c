@@ -134,6 +134,20 @@ static void fingerprint_change(const json_t *before, const json_t *after, char *
 	}
 }
 
+/* A series' own noise in the baseline runs: the robust spread (1.4826 x MAD) of the logs of its
+ * values around their median `median`; 0 with fewer than 3 runs. */
+static double series_noise(const double *vals, size_t n, double median)
+{
+	double logs[BASELINE_RUNS], scratch[BASELINE_RUNS];
+
+	if (n < 3)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		logs[i] = log(vals[i] / median);
+	aw_sort_doubles(logs, n);
+	return 1.4826 * aw_mad_sorted(logs, n, scratch);
+}
+
 static const char *series_name(int i)
 {
 	return i ? aw_ref_name((enum aw_ref)(i - 1)) : AW_CONTROL_SUBJECT " chain";
@@ -203,19 +217,24 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	if (rc)
 		goto out;
 	for (int s = 0; s < N_SERIES; s++) {
-		double vals[BASELINE_RUNS], b;
+		double vals[BASELINE_RUNS], b, moved;
 		size_t n = 0;
 
 		for (size_t i = 0; i < base.n; i++)
-			if (isfinite(base.r[i].value[s]))
+			if (isfinite(base.r[i].value[s]) && base.r[i].value[s] > 0)
 				vals[n++] = base.r[i].value[s];
-		if (!n || !isfinite(head.r[0].value[s]))
+		if (!n || !isfinite(head.r[0].value[s]) || !(head.r[0].value[s] > 0))
 			continue;
 		b = median_of(vals, n);
-		if (b > 0 && !s)
-			control_cell = log(head.r[0].value[s] / b);
-		if (b > 0 && log(head.r[0].value[s] / b) > shift) {
-			shift = log(head.r[0].value[s] / b);
+		moved = log(head.r[0].value[s] / b);
+		/* a series that swings this far in the baseline itself says nothing (a memory
+		 * chase beside another tenant's cache traffic) */
+		if (!(b > 0) || moved <= series_noise(vals, n, b) * AW_CONTROL_NOISE_K)
+			continue;
+		if (!s)
+			control_cell = moved;
+		if (moved > shift) {
+			shift = moved;
 			shifted = s;
 		}
 	}

@@ -23,6 +23,12 @@
  * as the cell did (in log). */
 #define AW_CONTROL_SHIFT_MIN 0.03
 
+/* A series of the control shifted only when its move exceeds this many times its own noise in
+ * the baseline runs (the robust spread of its logs): on a shared host one reference kernel (the
+ * memory chase) may swing by half between quiet runs, and a swing within that explains
+ * nothing. */
+#define AW_CONTROL_NOISE_K 3.0
+
 /* Decides which would-be regressions of `v` (cells regressed or suspect, or noisy because a
  * disturbance of the head run explained their slowdown) in the verdict of `commit` on `host`
  * against o->baseline_ref, just judged) are the host's: sets their verdicts (cell and metrics) to
