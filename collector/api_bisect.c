@@ -12,6 +12,7 @@
 #include "aw/log.h"
 #include "aw/util.h"
 #include "internal.h"
+#include "postingest.h"
 
 #define LIST_DEFAULT 100
 #define LIST_MAX     1000
@@ -222,6 +223,41 @@ static int measured_commits(const json_t *answer, struct aw_buf *b)
 	return rc == -E2BIG ? 0 : rc; /* the first ones are kept */
 }
 
+/* Where a finished bisection's culprit is drawn: the trend charts of its finding's host and of
+ * its runner on its ref. */
+struct trend_hosts {
+	char project[AW_NAME_MAX + 1], ref[256], host[2][AW_NAME_MAX + 1];
+};
+
+static int on_trend_hosts(const struct store_bisect *b, void *cls)
+{
+	struct trend_hosts *t = cls;
+
+	snprintf(t->project, sizeof(t->project), "%s", b->project);
+	snprintf(t->ref, sizeof(t->ref), "%s", b->ref);
+	snprintf(t->host[0], sizeof(t->host[0]), "%s", b->host);
+	snprintf(t->host[1], sizeof(t->host[1]), "%s", strcmp(b->runner, b->host) ? b->runner : "");
+	return 0;
+}
+
+/* Queues the redraw of those trend charts: the last runs the bisection uploaded may have been
+ * drawn before it was done, and no other run may come to redraw them. A failure is logged: the
+ * answer is stored, the marks wait for the next run. */
+static void redraw_trends(struct aw_ctx *x, struct store_conn *c, int64_t id)
+{
+	struct trend_hosts t = {.project = ""};
+	int rc = store_bisect_get(c, id, on_trend_hosts, &t);
+
+	for (int i = 0; !rc && i < 2; i++)
+		if (t.host[i][0])
+			rc = store_task_enqueue(c, "trends", t.project, NULL, t.host[i], t.ref);
+	if (rc)
+		aw_warn("bisection %lld: cannot queue its hosts' trend charts: %s", (long long)id,
+		        strerror(-rc));
+	else if (x->col->postingest)
+		aw_postingest_kick(x->col->postingest);
+}
+
 void aw_api_bisect_progress(struct aw_ctx *x)
 {
 	struct store_bisect_update u = {.steps_done = AW_NONE,
@@ -300,6 +336,8 @@ void aw_api_bisect_progress(struct aw_ctx *x)
 	rc = aw_ctx_conn(x, &c);
 	if (!rc)
 		rc = store_bisect_update(c, id, runner, &u);
+	if (!rc && !strcmp(u.state, "done"))
+		redraw_trends(x, c, id);
 	if (rc == -ENOENT)
 		aw_reply_error(x->req, 404, "not_found", "id", "no bisection %lld of this host",
 		               (long long)id);

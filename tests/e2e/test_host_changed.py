@@ -19,6 +19,7 @@ usage: test_host_changed.py [--backend sqlite|postgres]"""
 import argparse
 import copy
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -133,6 +134,26 @@ def test_steady_control_regresses():
                      "a bisection")
     eq((bis[0]["good"], bis[0]["bad"], bis[0]["subject"]),
        ("%040x" % (0xc0ffee00 + 5), head["commit"], None), bis[0])
+    # its runner reports it done: the host's trend charts, drawn without it after the last run,
+    # are drawn again with the culprit marked (no later run need come to redraw them)
+    page = S.col.request("GET", "/hosts/h-steady").body.decode()
+    charts = sorted(set(re.findall(r"/charts/hosts/h-steady/refs/main/trend-[A-Za-z0-9_.-]+\.svg",
+                                   page)))
+    check(charts, "the host page's trend charts")
+    mark = "culprit " + head["commit"][:7]
+
+    def drawn(marked):
+        r = S.col.request("GET", charts[0])
+        return r.status == 200 and (mark in r.body.decode()) == marked
+    a.wait_for(lambda: drawn(False), 60, "the trend chart, no culprit yet")
+    r = S.col.request("POST", "/api/v1/bisects/%d/progress" % bis[0]["id"], {
+        "state": "done", "answer": {
+            "culprit": head["commit"], "outcome": "culprit", "change": 1.3, "lo": 1.25,
+            "hi": 1.35, "steps_done": 1, "expected_steps": 1,
+            "range": {"good": bis[0]["good"], "bad": head["commit"], "commits": 1}}},
+        token=token)
+    eq(r.status, 200, r)
+    a.wait_for(lambda: drawn(True), 60, "the trend chart naming the culprit")
 
 
 def test_small_control_move_under_large_regression():
