@@ -19,8 +19,8 @@
 #define AW_CONTROL_SUBJECT "atomwatch-control"
 
 /* The least shift of the control (in log units: 3%) that can explain a regression; a
- * regression is the host's when the control moved at least this much and at least half as much
- * as the cell did (in log). */
+ * regression is the host's when the control as a whole (the median of its series' shifts)
+ * moved at least this much and at least half as much as the cell did (in log). */
 #define AW_CONTROL_SHIFT_MIN 0.03
 
 /* A series of the control shifted only when its move exceeds this many times its own noise in
@@ -33,8 +33,9 @@
  * disturbance of the head run explained their slowdown) in the verdict of `commit` on `host`
  * against o->baseline_ref, just judged) are the host's: sets their verdicts (cell and metrics) to
  * AW_VERDICT_HOST_CHANGED, moves their counts, and sets v->host_changed to what changed
- * ("kernel 6.1.0-57-amd64 -> 6.1.0-58-amd64", "the control moved +12.4% (mulchain-v1
- * +12.1%)"). The control cell gets gate level off. Returns 0 or a store errno with *err. */
+ * ("kernel 6.1.0-57-amd64 -> 6.1.0-58-amd64", "the control moved +12.4% (the median of
+ * its 5 series; the most, mulchain-v1 +12.9%)"). The control cell gets gate level off.
+ * Returns 0 or a store errno with *err. */
 int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                      const char *commit, const char *host, struct aw_host_verdict *v, char **err);
 
