@@ -15,6 +15,7 @@ usage: test_bisect_daemon.py [--backend sqlite|postgres]"""
 
 import argparse
 import os
+import re
 import signal
 import sys
 
@@ -150,11 +151,21 @@ def test_finding_bisected():
 
 def test_trend_marks_culprit():
     # the host's trend charts: the change point labelled with the culprit
+    seen = {}
+
     def drawn():
         r = S.col.request("GET", "/charts/hosts/%s/refs/main/trend-subject-s.svg" % HOST)
-        return r.body.decode() if r.status == 200 and ("culprit " + S.shas[8][:7]) in \
-            r.body.decode() else None
-    svg = a.wait_for(drawn, 120, "a trend chart naming the culprit")
+        seen["status"], seen["body"] = r.status, r.body.decode(errors="replace")
+        return seen["body"] if r.status == 200 and ("culprit " + S.shas[8][:7]) in \
+            seen["body"] else None
+    try:
+        svg = a.wait_for(drawn, 120, "a trend chart naming the culprit")
+    except AssertionError as e:
+        marks = re.findall(r">([^<]*(?:culprit|host)[^<]*)<", seen.get("body", ""))
+        raise AssertionError("%s: the chart (HTTP %s) marks %s; the post-ingest tasks: %s; "
+                             "the bisections: %s" % (e, seen.get("status"), marks,
+                                                      h.postingest_gauges(S.col.port),
+                                                      bisects(project="bd")))
     check("culprit" in svg, svg[:200])
 
 
