@@ -58,8 +58,29 @@ json_t *bisect_cmp_json(const struct bisect_cmp *c)
 	                 "hi", num(exp(c->hi)), "verdict", aw_ab_verdict_name(c->verdict));
 }
 
+/* Where the bounds put the probe against half the range's change: each comparison whose
+ * interval lies wholly on one side of it votes; none, or votes both ways, is inconclusive. */
+static enum probe_verdict by_half(const struct bisect_cmp *from_good,
+                                  const struct bisect_cmp *to_bad, double range)
+{
+	double half = range / 2;
+	bool good, bad;
+
+	if (!(range > 0) || !isfinite(range))
+		return PROBE_INCONCLUSIVE;
+	/* slower than good by more than half of it: the change came before the probe; bad
+	 * slower than the probe by more than half of it: the change is still to come */
+	bad = (isfinite(from_good->lo) && from_good->lo > half) ||
+	      (isfinite(to_bad->hi) && to_bad->hi < half);
+	good = (isfinite(from_good->hi) && from_good->hi < half) ||
+	       (isfinite(to_bad->lo) && to_bad->lo > half);
+	if (good == bad)
+		return PROBE_INCONCLUSIVE;
+	return good ? PROBE_GOOD : PROBE_BAD;
+}
+
 enum probe_verdict bisect_classify(const struct bisect_cmp *from_good,
-                                   const struct bisect_cmp *to_bad)
+                                   const struct bisect_cmp *to_bad, double range)
 {
 	enum aw_ab_verdict g = from_good->verdict, b = to_bad->verdict;
 
@@ -71,7 +92,7 @@ enum probe_verdict bisect_classify(const struct bisect_cmp *from_good,
 	 * bisection follows (one run per commit is noisy; two regressions follow the larger) */
 	if (g == AW_AB_VERDICT_REGRESSED && b == AW_AB_VERDICT_REGRESSED)
 		return from_good->est >= to_bad->est ? PROBE_BAD : PROBE_GOOD;
-	return PROBE_INCONCLUSIVE;
+	return by_half(from_good, to_bad, range);
 }
 
 void bisect_reason(const char *why, char *out, size_t size)
@@ -586,7 +607,7 @@ static int subject_probe(struct bisect *x, size_t pos, json_t *step, enum probe_
 		rc = compare(x, w, &w->probe, &w->bad, to_bad, err);
 	if (rc)
 		return rc;
-	*v = bisect_classify(from_good, to_bad);
+	*v = bisect_classify(from_good, to_bad, x->range_change);
 	return measure_run(x, w, &w->probe, 0,
 	                   (int)json_integer_value(json_object_get(step, "step")), err);
 }
@@ -821,6 +842,7 @@ static int run_loop(struct bisect *x, struct state *st, const char **outcome, ch
 				json_object_set_new(step, "verdict", json_string("regressed"));
 				st->change = range;
 				st->have_change = true;
+				x->range_change = range.est;
 			}
 			say(x, "step %u/%u: the range %.12s..%.12s (%zu commit%s): %s%s%s",
 			    st->measured, st->expected, x->good, x->bad, x->n, x->n == 1 ? "" : "s",
@@ -910,7 +932,7 @@ static int run_loop(struct bisect *x, struct state *st, const char **outcome, ch
 
 int aw_agent_bisect(struct aw_agent *a, const struct aw_bisect_req *req, json_t **out, char **err)
 {
-	struct bisect x = {.a = a, .req = req};
+	struct bisect x = {.a = a, .req = req, .range_change = NAN};
 	struct state st = {0};
 	const struct aw_agent_subject *s;
 	const char *outcome = "budget";

@@ -60,6 +60,8 @@ struct bisect {
 	struct bisect_commit *c; /* the commits after good, oldest first; c[n - 1] is bad */
 	size_t n;
 	char cell_key[512]; /* the cell followed */
+	double
+	    range_change; /* its change from good to bad (log), NAN until the ends are measured */
 	unsigned builds;
 	struct aw_ab_repo repo;
 	char *work;   /* spool/bisect/<id> */
@@ -74,10 +76,14 @@ void bisect_step_close(struct bisect *x);
 
 /* The verdict of a probe from its two comparisons: bad when it is slower than good and as fast
  * as bad, good when it is as fast as good and bad is slower; slower than good and faster than
- * bad, the side of the larger change (bad when the change from good is the larger); otherwise
+ * bad, the side of the larger change (bad when the change from good is the larger). When a side
+ * cannot tell (a wide interval: one run per commit on a noisy host), the range's own change
+ * `range` (log, from good to bad; NAN unknown) decides between the two places one step puts
+ * the probe, as fast as good or as slow as bad: a comparison whose bound lies beyond half of it
+ * settles the side it points to, unless the other comparison points the other way. Otherwise
  * inconclusive. */
 enum probe_verdict bisect_classify(const struct bisect_cmp *from_good,
-                                   const struct bisect_cmp *to_bad);
+                                   const struct bisect_cmp *to_bad, double range);
 
 /* {"ratio", "lo", "hi", "verdict"} of a comparison. */
 json_t *bisect_cmp_json(const struct bisect_cmp *c);

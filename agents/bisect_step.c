@@ -369,7 +369,7 @@ static int step_probe(struct bisect *x, size_t pos, json_t *step, enum probe_ver
 	if (!rc)
 		rc = followed(x, sha, x->bad, to_bad, err);
 	if (!rc)
-		*v = bisect_classify(from_good, to_bad);
+		*v = bisect_classify(from_good, to_bad, x->range_change);
 	return rc;
 }
 
