@@ -72,11 +72,11 @@ struct aw_ci_host {
 	size_t n_cells;
 	struct aw_ci_link *charts; /* the host's "charts" object, in its order */
 	size_t n_charts;
-	/* a head run the collector found disturbed (its run factors beyond their history's
-	 * spread): the most disturbed one's common mode and reference kernel over their usual
-	 * values (NAN: unknown); disturbed_run NULL when none was */
-	char *disturbed_run;
-	double disturbed_common, disturbed_reference, disturbed_tails;
+	/* a head run the collector found disturbed (a reference kernel beside its cells beyond
+	 * what the history shows): the most disturbed one, the kernel that moved most and its
+	 * ratio over its usual ns (NAN: unknown); disturbed_run NULL when none was */
+	char *disturbed_run, *disturbed_kernel;
+	double disturbed_ratio;
 };
 
 struct aw_ci_report {

@@ -551,20 +551,13 @@ static void put_md_links(struct sink *s, const char *first, const struct aw_ci_l
 	}
 }
 
-/* "common mode x1.12, reference kernel x1.00, tails x3.20" of a disturbed head run (unknown
- * ones left out). */
+/* "reference mulchain-v1 x1.118" of a disturbed head run ("reference unknown" without one). */
 static void put_disturbance(struct sink *s, const struct aw_ci_host *h)
 {
-	const double f[3] = {h->disturbed_common, h->disturbed_reference, h->disturbed_tails};
-	static const char *const what[3] = {"common mode", "reference kernel", "tails"};
-	bool any = false;
-
-	for (int k = 0; k < 3; k++) {
-		if (!isfinite(f[k]))
-			continue;
-		putf(s, "%s%s x%.3f", any ? ", " : "", what[k], f[k]);
-		any = true;
-	}
+	if (h->disturbed_kernel && isfinite(h->disturbed_ratio))
+		putf(s, "reference %s x%.3f", h->disturbed_kernel, h->disturbed_ratio);
+	else
+		put(s, "reference unknown");
 }
 
 /* ---- console ---- */

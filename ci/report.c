@@ -9,6 +9,7 @@
 
 #include "aw/util.h"
 #include "ci.h"
+#include "verdict_doc.h"
 
 #define PATH_MAX_LEN 96
 
@@ -72,7 +73,7 @@ static int parse_status(const json_t *obj, const char *path, enum aw_verdict *ou
 	*out = aw_verdict_parse(json_string_value(v));
 	if (aw_verdict_is_status(*out))
 		return 0;
-	return bad(err, where, "is none of pass, fail, incomplete, unconfirmed");
+	return bad(err, where, "is none of pass, fail, incomplete, unconfirmed, inconclusive");
 }
 
 /* "charts": {name: href, ...}; entries that are not strings are skipped. */
@@ -188,19 +189,28 @@ static int parse_cell(const json_t *obj, struct aw_ci_cell *c, const char *path,
 	return 0;
 }
 
-/* The host's most disturbed head run (aw_verdict_most_disturbed()); a reply without it (an
- * older collector) has none. Returns 0 or -ENOMEM. */
+/* The host's most disturbed head run, read by the verdict document's parser; a reply
+ * without one (or that the parser refuses: the fields checked here say why) has none. Returns 0
+ * or -ENOMEM. */
 static int parse_disturbed(const json_t *obj, struct aw_ci_host *h)
 {
-	struct aw_disturbance d;
+	struct aw_host_verdict v;
+	const struct aw_run_state *r;
+	const char *kernel = NULL;
+	int rc = 0;
 
-	aw_verdict_most_disturbed(obj, &d);
-	h->disturbed_common = d.common;
-	h->disturbed_reference = d.reference;
-	h->disturbed_tails = d.tails;
-	free(h->disturbed_run);
-	h->disturbed_run = d.run_id ? strdup(d.run_id) : NULL;
-	return d.run_id && !h->disturbed_run ? -ENOMEM : 0;
+	h->disturbed_ratio = NAN;
+	if (aw_host_verdict_parse(obj, &v, NULL))
+		return 0;
+	r = aw_host_verdict_most_disturbed(&v, &kernel, &h->disturbed_ratio);
+	if (r && r - v.runs < (long)v.n_head_runs) {
+		h->disturbed_run = strdup(v.head_runs[r - v.runs]);
+		h->disturbed_kernel = strdup(kernel);
+		if (!h->disturbed_run || !h->disturbed_kernel)
+			rc = -ENOMEM;
+	}
+	aw_host_verdict_release(&v);
+	return rc;
 }
 
 static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path, char **err)
@@ -336,6 +346,7 @@ void aw_ci_report_release(struct aw_ci_report *r)
 		free(h->name);
 		free(h->reason);
 		free(h->disturbed_run);
+		free(h->disturbed_kernel);
 		for (size_t j = 0; h->cells && j < h->n_cells; j++)
 			cell_release(&h->cells[j]);
 		free(h->cells);

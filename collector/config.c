@@ -45,13 +45,15 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->jobs_reclaim_ms = 600000;
 	c->jobs_default_ttl_ms = 24 * 3600000u;
 	c->jobs_max_ttl_ms = 7 * 24 * 3600000u;
-	c->detect_window = 10;
+	c->detect_window = 30;
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
 	c->ab_threshold = 0.005;
 	c->cp_min_segment = 3;
 	c->confirm_runs = 2;
 	c->suspect_p = 0.20;
+	c->confirm_budget = 10;
+	c->level_share = 0.20;
 	c->screen_noise = 0.01;
 	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
@@ -187,7 +189,9 @@ static const struct key keys[] = {
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
     {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
-    {"detection", "suspect_p", K_RATIO, F(suspect_p), 0, 0},
+    {"detection", "suspect_p", K_RATIO, F(suspect_p), 0, 0}, /* retired: read, ignored */
+    {"detection", "confirm_budget", K_UINT, F(confirm_budget), 1, 100},
+    {"detection", "level_share", K_RATIO, F(level_share), 0, 0},
     {"detection", "screen_noise", K_RATIO_ZERO, F(screen_noise), 0, 0},
     {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
     {"detection", "ab_threshold", K_RATIO, F(ab_threshold), 0, 0},
@@ -215,6 +219,8 @@ static const struct {
     {"render.queue", "postingest.queue"},
     {"render.gnuplot", "postingest.gnuplot"},
     {"render.timeout", "postingest.timeout"},
+    /* (no longer used: the model's confirmation decides what is re-measured) */
+    {"detection.suspect_p", NULL},
 };
 
 static const char *const sections[] = {"http",      "auth", "ingest",     "store",
@@ -228,6 +234,7 @@ static bool is_uint_field(size_t offset)
 	       offset == F(batch_max) || offset == F(writers) || offset == F(pool_size) ||
 	       offset == F(detect_window) || offset == F(detect_history) ||
 	       offset == F(cp_min_segment) || offset == F(confirm_runs) ||
+	       offset == F(confirm_budget) ||
 	       offset == F(confirm_jobs) || offset == F(postingest_workers) ||
 	       offset == F(chart_queue_max) || offset == F(task_attempts);
 }
@@ -392,9 +399,13 @@ static int load_mapping(struct loader *l, struct aw_collector_config *c, const y
 		for (i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++) {
 			if (strcmp(path, renamed[i].old))
 				continue;
-			aw_warn("%s:%zu:%zu: '%s' is deprecated; use '%s'", l->name,
-			        kn->start_mark.line + 1, kn->start_mark.column + 1, path,
-			        renamed[i].now);
+			if (renamed[i].now)
+				aw_warn("%s:%zu:%zu: '%s' is deprecated; use '%s'", l->name,
+				        kn->start_mark.line + 1, kn->start_mark.column + 1, path,
+				        renamed[i].now);
+			else
+				aw_warn("%s:%zu:%zu: '%s' is no longer used; it is ignored", l->name,
+				        kn->start_mark.line + 1, kn->start_mark.column + 1, path);
 			c->deprecated_keys++;
 		}
 	}

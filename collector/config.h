@@ -50,14 +50,17 @@ struct aw_collector_config {
 
 	/* detection */
 	char *baseline_ref;      /* the ref the gate compares against ("main") */
-	unsigned detect_window;  /* baseline runs (10) */
+	unsigned detect_window;  /* baseline runs since the last change point, at most (30) */
 	unsigned detect_history; /* earlier runs read: excursions, change points (40) */
 	double detect_fdr;       /* Benjamini-Hochberg level (0.05) */
 	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
 	unsigned confirm_runs;   /* head runs of a cell a regression needs; fewer: suspect (2) */
-	double suspect_p;        /* first-run p under which a slowdown is suspect (0.20) */
-	double screen_noise;     /* least noise the first run's screen assumes (0.01) */
+	double suspect_p;        /* retired: read and ignored, with a warning */
+	double screen_noise;     /* least noise one head run is judged with (0.01) */
+	unsigned confirm_budget; /* re-measurements an undecided cell may get (10) */
+	double level_share;      /* a level this share of a history or more must not regress
+	                            (0.2) */
 	unsigned confirm_jobs;   /* re-measurements queued for a daemon host's suspects (3);
 	                            0: none */
 	double ab_threshold;     /* smallest change an A/B document reports (0.005), before the

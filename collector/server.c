@@ -451,8 +451,9 @@ int aw_collector_analysis_setup(struct aw_collector *col, char **err)
 	o->detect.fdr = cfg->detect_fdr;
 	o->detect.cp.min_segment = cfg->cp_min_segment;
 	o->confirm_runs = cfg->confirm_runs;
-	o->suspect_p = cfg->suspect_p;
-	o->screen_noise = cfg->screen_noise;
+	o->confirm_budget = cfg->confirm_budget;
+	o->detect.screen_noise = cfg->screen_noise;
+	o->detect.level_share = cfg->level_share;
 	o->confirm_jobs = cfg->confirm_jobs;
 	o->confirm_ttl_us = (int64_t)cfg->jobs_default_ttl_ms * 1000;
 	o->thresholds = &col->thresholds;

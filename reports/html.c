@@ -341,26 +341,20 @@ static void verdict(struct page *pg, enum aw_verdict v)
 }
 
 /* A host's most disturbed head run, as atomwatch-ci's Markdown says it. */
-static void disturbance(struct page *pg, const struct aw_disturbance *d)
+static void disturbance(struct page *pg, const struct aw_page_disturbance *d)
 {
-	const double f[3] = {d->common, d->reference, d->tails};
-	static const char *const what[3] = {"common mode", "reference kernel", "tails"};
-	bool any = false;
-
 	if (!d->run_id)
 		return;
 	raw(pg, "<p class=\"disturbed\"><strong>Disturbed run:</strong> head run <code>");
 	text(pg, d->run_id);
 	raw(pg, "</code>");
-	for (int i = 0; i < 3; i++) {
-		if (!isfinite(f[i]) || f[i] <= 0)
-			continue;
-		rawf(pg, "%s%s &times;%.3f", any ? ", " : " (", what[i], f[i]);
-		any = true;
+	if (d->kernel && isfinite(d->ratio) && d->ratio > 0) {
+		raw(pg, " (reference ");
+		text(pg, d->kernel);
+		rawf(pg, " &times;%.3f)", d->ratio);
 	}
-	raw(pg, any ? ")" : "");
-	raw(pg, " moved beyond what its history shows; a change it explains is not a "
-	        "regression.</p>\n");
+	raw(pg, " measured while the machine itself was unusually slow or fast; its cells are "
+	        "judged against what that reference and the history show.</p>\n");
 }
 
 static void ns(struct page *pg, double v)

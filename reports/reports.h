@@ -341,6 +341,14 @@ struct aw_page_cell_row {
 	                      the column (result-schema.md, "Duty cells on an out-of-order core") */
 };
 
+/* A head run whose reference kernels moved beyond what the host's history shows: the one that
+ * moved most, and by how much (reference over its usual ns). */
+struct aw_page_disturbance {
+	const char *run_id; /* NULL: no head run was disturbed */
+	const char *kernel; /* the reference kernel that moved most */
+	double ratio;
+};
+
 struct aw_page_host_result {
 	const char *host;
 	const char *baseline;      /* what the head was compared with, e.g. "main, 5 runs" */
@@ -348,7 +356,7 @@ struct aw_page_host_result {
 	const struct aw_page_cell_row *rows;
 	size_t n_rows;
 	enum aw_verdict verdict;
-	struct aw_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
+	struct aw_page_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
 };
 
 /* An interleaved A/B document of the commit, as the commit page links it. */

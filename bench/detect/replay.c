@@ -7,13 +7,15 @@
  *   - A/B: every run of a variant (the subject with +2%, +5%, +10% of real extra code, its
  *     shift measured by the recorder) becomes the head of a commit, judged the same way. The
  *     share whose subject cell is a confirmed regression is the detection rate.
- * With --confirm N (default 3, the CI default) a head's suspect cells are re-measured: the next
- * N runs of the same kind (base for A/A, the same variant for A/B) are put as further runs of
- * the head's commit with only the suspect cells, as `atomwatch-agent run --confirm N` uploads
- * them. (The agent measures them right after the head with fewer batches; here they are the
- * recording's next runs, seconds later, marked `confirmation_of` the head's run.) Beside
- * atomwatch: one head run without confirmation, a plain 5% threshold on p50 against the median
- * of the last 10 runs, and |z| > 5.
+ * A head's suspect cells are re-measured as `atomwatch-agent run --confirm N` does: one run at a
+ * time, only the cells still suspect, until none is or N re-measurements were made (default
+ * 10, the collector's detection.confirm_budget): each is the recording's next run of the same
+ * kind (base for A/A, the same variant for A/B), seconds later, put as a further run of the
+ * head's commit marked `confirmation_of` the head's run. Every subject cell of a recording is a
+ * shape of code (subject=... op=overlap, op=hash, ...) and counted apart: caught (confirmed
+ * regressed), loud (suspect or inconclusive: the gate says unconfirmed or inconclusive) or
+ * silent (the gate passes it). Beside atomwatch: one head run without confirmation, a plain 5%
+ * threshold on p50 against the median of the last 10 runs, and |z| > 5.
  *
  * The base runs of a recording are seconds apart, a CI's commits minutes or hours: a spell of
  * the host that lasts several runs shows in the recording's history as consecutive runs, in a
@@ -26,6 +28,7 @@
  *
  * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--spaced SEED]
  *                            [--screen-noise X] [--thresholds FILE] RECORDING...
+ * (--confirm 0: no re-measurement; the first run's verdict stands) 
  * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
 #include <errno.h>
 #include <fnmatch.h>
@@ -50,7 +53,8 @@
 #include "store.h"
 
 #define MIN_HISTORY    10
-#define MAX_CONFIRM    8
+#define MAX_CONFIRM    16
+#define MAX_SHAPES     8
 #define SUBJECT_PREFIX "subject="
 
 struct recording {
@@ -62,11 +66,18 @@ struct recording {
 };
 
 struct tally {
-	size_t commits, gates; /* A/A: commits, failed gates */
-	size_t heads, caught;  /* A/B: heads, subject confirmed regressed */
-	size_t suspects;       /* heads with any fail-level suspect */
-	size_t confirm_cells;  /* cells re-measured, over all heads */
-	size_t first_cells;    /* cells of the heads' first runs */
+	size_t commits, gates, loud; /* A/A: commits, failed gates, unconfirmed/inconclusive */
+	size_t suspects;             /* heads with any fail-level suspect */
+	size_t confirm_runs;         /* re-measurement runs, over all heads with suspects */
+	size_t confirm_cells;        /* cells re-measured, over all heads */
+	size_t first_cells;          /* cells of the heads' first runs */
+	size_t rounds[MAX_CONFIRM + 1]; /* heads with suspects by re-measurement runs used */
+};
+
+/* A/B, one shape: heads whose subject cell of that shape was caught, loudly missed, silently
+ * passed. */
+struct shape_tally {
+	size_t heads, caught, loud, silent;
 };
 
 enum method {
@@ -80,7 +91,7 @@ enum method {
 static const char *const method_names[M_COUNT] = {"atomwatch, --confirm N", "atomwatch, 1 head run",
                                                   "plain 5% threshold", "z-score |z| > 5"};
 
-static unsigned confirm_n = 3;
+static unsigned confirm_n = 10;
 static const struct aw_thresholds *thresholds;
 /* --spaced SEED: each head's history is drawn at random from the recording's base runs away
  * from it, in a random order, as a CI's commits are measured minutes or hours apart (0: the
@@ -267,11 +278,6 @@ static bool is_subject(const struct aw_cell_verdict *c)
 	return !strncmp(c->key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX));
 }
 
-static bool regressed(const struct aw_cell_verdict *c)
-{
-	return c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT;
-}
-
 /* ---- the comparison methods ---- */
 
 struct cellhist {
@@ -304,9 +310,9 @@ static size_t last_base(const struct recording *rec, size_t at, const char *key,
 }
 
 /* Plain threshold and z-score over the fail-level cells of the head at position `at`;
- * *subject_hit says whether the subject cell was flagged. */
-static void simple_methods(const struct recording *rec, size_t at, bool flags[M_COUNT],
-                           bool subject_hit[M_COUNT])
+ * subject_hit[] says whether the subject cell `shape` (NULL: none) was flagged. */
+static void simple_methods(const struct recording *rec, size_t at, const char *shape,
+                           bool flags[M_COUNT], bool subject_hit[M_COUNT])
 {
 	size_t i;
 	json_t *cell;
@@ -335,7 +341,7 @@ static void simple_methods(const struct recording *rec, size_t at, bool flags[M_
 		z = sd > 0 ? (head - mean) / sd > 5 : head > mean;
 		flags[M_PLAIN] |= plain;
 		flags[M_ZSCORE] |= z;
-		if (!strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX))) {
+		if (shape && !strcmp(key, shape)) {
 			subject_hit[M_PLAIN] |= plain;
 			subject_hit[M_ZSCORE] |= z;
 		}
@@ -344,15 +350,32 @@ static void simple_methods(const struct recording *rec, size_t at, bool flags[M_
 
 /* ---- one recording ---- */
 
+/* A head's verdict as the gate sees it. */
 struct verdict_of {
-	bool fail, subject, suspect;
-	char *keys[4096];
+	bool fail;                         /* a fail-level cell regressed */
+	bool loud;                         /* else: one is suspect or inconclusive */
+	char *keys[4096];                  /* the fail-level suspects to re-measure */
 	size_t n_keys;
+	char *shape[MAX_SHAPES];           /* the subject cells' keys, in order met */
+	enum aw_verdict shape_v[MAX_SHAPES];
+	size_t n_shapes;
 };
 
-/* Judges `commit` on `host` as the gate does: a fail-level cell regressed is a confirmed
- * regression, one suspect (judged on fewer head runs than detection.confirm_runs, 2) a
- * suspect. */
+static void verbose_cell(const char *commit, const struct aw_cell_verdict *cv)
+{
+	const struct aw_metric_verdict *m = cv->p50.verdict == cv->verdict ? &cv->p50 : &cv->p99;
+
+	fprintf(stderr,
+	        "  %s %s: %s %s %.4g -> %.4g (%+.2f%% [%+.2f, %+.2f]) noise %.3g window %zu head %zu "
+	        "agree %zu levels %zu%s%s%s; %s\n",
+	        commit, cv->key, aw_verdict_name(cv->verdict), m == &cv->p50 ? "p50" : "p99",
+	        m->baseline, m->head, 100 * m->change, 100 * m->change_lo, 100 * m->change_hi,
+	        m->noise, m->window, m->head_n, m->agree_n, m->n_levels,
+	        m->reference ? ", ref " : "", m->reference ? m->reference : "",
+	        m->level_by ? ", levels by a reference" : "", m->note ? m->note : "");
+}
+
+/* Judges `commit` on `host` as the gate does. */
 static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                   const char *commit, const char *host, const char *stage, struct verdict_of *out)
 {
@@ -364,48 +387,19 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 		fprintf(stderr, "  [%s]\n", stage);
 	if (aw_analysis_host(c, o, project, commit, NULL, host, &v, &err))
 		die("analysis failed", err);
+	out->fail = v.status == AW_VERDICT_FAIL;
+	out->loud = v.status == AW_VERDICT_UNCONFIRMED || v.status == AW_VERDICT_INCONCLUSIVE;
 	for (size_t i = 0; i < v.n_cells; i++) {
 		const struct aw_cell_verdict *cv = &v.cells[i];
-		size_t runs = cv->p50.head_n > cv->p99.head_n ? cv->p50.head_n : cv->p99.head_n;
-		bool confirmed = cv->verdict == AW_VERDICT_REGRESSED;
 
-		if ((!regressed(cv) || !fails_gate(cv)) && !(verbose && is_subject(cv)))
-			continue;
-		if (verbose) {
-			/* (the subject's p50, else the metric that failed) */
-			const struct aw_detect_result *m =
-			    is_subject(cv) || cv->p50.verdict == AW_VERDICT_REGRESSED ||
-			            cv->p50.verdict == AW_VERDICT_SUSPECT
-			        ? &cv->p50
-			        : &cv->p99;
-
-			fprintf(
-			    stderr,
-			    "  %s %s: %s p50 %.4g -> %.4g (%+.1f%%, %zu head runs%s%s) p99 %s %.4g -> %.4g; %s\n",
-			    commit, cv->key, aw_verdict_name(cv->p50.verdict), cv->p50.baseline,
-			    cv->p50.head, 100 * cv->p50.change, runs,
-			    cv->p50.matched != AW_FACTOR_NONE ? ", matched" : "",
-			    cv->p50.disturbed ? ", disturbed" : "",
-			    aw_verdict_name(cv->p99.verdict), cv->p99.baseline, cv->p99.head,
-			    is_subject(cv)                            ? cv->p50.note
-			    : cv->p50.verdict == AW_VERDICT_REGRESSED ? cv->p50.note
-			                                              : cv->p99.note);
-			fprintf(
-			    stderr,
-			    "    %s q %.3g p %.3g noise %.3g window %zu seen %d judged %zu agree "
-			    "%zu\n",
-			    m == &cv->p50 ? "p50" : "p99", m->qvalue, m->pvalue, m->noise,
-			    m->window_n, m->seen_before, m->head_n, m->agree_n);
+		if (is_subject(cv) && out->n_shapes < MAX_SHAPES) {
+			out->shape[out->n_shapes] = strdup(cv->key);
+			out->shape_v[out->n_shapes++] = cv->verdict;
 		}
-		if (!regressed(cv) || !fails_gate(cv))
-			continue;
-		if (confirmed) {
-			out->fail = true;
-			out->subject |= is_subject(cv);
-		} else if (out->n_keys < 4096) {
-			out->suspect = true;
+		if (verbose && (is_subject(cv) || (fails_gate(cv) && cv->verdict != AW_VERDICT_UNCHANGED)))
+			verbose_cell(commit, cv);
+		if (cv->verdict == AW_VERDICT_SUSPECT && fails_gate(cv) && out->n_keys < 4096)
 			out->keys[out->n_keys++] = strdup(cv->key);
-		}
 	}
 	aw_host_verdict_release(&v);
 }
@@ -414,34 +408,53 @@ static void verdict_release(struct verdict_of *v)
 {
 	for (size_t i = 0; i < v->n_keys; i++)
 		free(v->keys[i]);
-	v->n_keys = 0;
+	for (size_t i = 0; i < v->n_shapes; i++)
+		free(v->shape[i]);
+	memset(v, 0, sizeof(*v));
 }
 
-/* The next `n` runs of `variant` from confirm_after runs after position `at` on. */
+/* The verdict of the subject cell `key` in v (unknown when v lacks it). */
+static enum aw_verdict shape_verdict(const struct verdict_of *v, const char *key)
+{
+	for (size_t i = 0; i < v->n_shapes; i++)
+		if (!strcmp(v->shape[i], key))
+			return v->shape_v[i];
+	return AW_VERDICT_UNKNOWN;
+}
+
+/* The next `n` runs of `variant` from confirm_after runs after position `at` on, continuing
+ * from the recording's start when its end comes first (never the head itself). */
 static size_t next_of(const struct recording *rec, size_t at, const char *variant, size_t *out,
                       size_t n)
 {
 	size_t k = 0;
 
-	for (size_t j = at + confirm_after; j < rec->n && k < n; j++)
-		if (!strcmp(rec->variant[j], variant))
+	for (size_t step = confirm_after; step < rec->n && k < n; step++) {
+		size_t j = (at + step) % rec->n;
+
+		if (j != at && !strcmp(rec->variant[j], variant))
 			out[k++] = j;
+	}
 	return k;
 }
 
-/* One head at position `at`: its run as a commit of its own, then (when it has suspects)
- * the confirmations. Updates the tallies of every method. */
+/* The subject cells ("shapes") of a recording, from its first run. */
+static char *shapes[MAX_SHAPES];
+static size_t n_shapes;
+
+/* One head at position `at`: its run as a commit of its own, then (while it has suspects) one
+ * re-measurement at a time. Updates the tallies of every method. */
 static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
                      const struct recording *rec, size_t at, const char *host, bool aa,
-                     struct tally t[M_COUNT])
+                     struct tally t[M_COUNT], struct shape_tally st[M_COUNT][MAX_SHAPES])
 {
 	static unsigned serial;
 	const char *project = json_string_value(json_object_get(rec->docs[at], "project"));
 	char label[128], commit[41], ref[64], head_id[AW_UUID_LEN + 1];
-	struct verdict_of first, after, single;
+	struct verdict_of now, single;
 	struct aw_analysis_opts one;
 	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0};
-	size_t next[MAX_CONFIRM], k;
+	size_t next[MAX_CONFIRM], k, used = 0;
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
 	commit_of(label, commit);
@@ -456,36 +469,56 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	one.confirm_runs = 1;
 	judge(c, &one, project, commit, host, "one head run", &single);
 	flags[M_SINGLE] = single.fail;
-	subj[M_SINGLE] = single.subject;
-	verdict_release(&single);
-	judge(c, o, project, commit, host, "first run", &first);
-	after = first;
-	if (first.suspect && confirm_n) {
-		k = next_of(rec, at, rec->variant[at], next, confirm_n);
-		for (size_t i = 0; i < k; i++)
-			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys, head_id);
+	judge(c, o, project, commit, host, "first run", &now);
+	if (now.n_keys && confirm_n)
 		t[M_CONFIRM].suspects++;
-		t[M_CONFIRM].confirm_cells += k * first.n_keys;
-		judge(c, o, project, commit, host, "confirmed", &after);
-	}
 	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
-	flags[M_CONFIRM] = after.fail;
-	subj[M_CONFIRM] = after.subject;
-	if (verbose && aa && after.fail)
+	k = next_of(rec, at, rec->variant[at], next, confirm_n);
+	while (now.n_keys && used < k) {
+		char stage[32];
+
+		put(c, rec->docs[next[used]], commit, ref, now.keys, now.n_keys, head_id);
+		t[M_CONFIRM].confirm_cells += now.n_keys;
+		used++;
+		snprintf(stage, sizeof(stage), "re-measurement %zu", used);
+		verdict_release(&now);
+		judge(c, o, project, commit, host, stage, &now);
+	}
+	t[M_CONFIRM].confirm_runs += used;
+	if (used || now.n_keys)
+		t[M_CONFIRM].rounds[used]++;
+	flags[M_CONFIRM] = now.fail;
+	if (verbose && aa && now.fail)
 		fprintf(stderr, "  => A/A head %zu: the gate fails after confirmation\n", at);
-	simple_methods(rec, at, flags, subj);
-	for (int m = 0; m < M_COUNT; m++) {
-		if (aa) {
-			t[m].commits++;
-			t[m].gates += flags[m];
-		} else {
-			t[m].heads++;
-			t[m].caught += subj[m];
+	simple_methods(rec, at, NULL, flags, subj);
+	for (size_t s = 0; s < n_shapes; s++) {
+		bool plain[M_COUNT] = {0};
+
+		simple_methods(rec, at, shapes[s], flags, plain);
+		for (int m = 0; !aa && m < M_COUNT; m++) {
+			enum aw_verdict v = m == M_CONFIRM  ? shape_verdict(&now, shapes[s])
+			                    : m == M_SINGLE ? shape_verdict(&single, shapes[s])
+			                                    : AW_VERDICT_UNKNOWN;
+			bool caught = m == M_CONFIRM || m == M_SINGLE ? v == AW_VERDICT_REGRESSED
+			                                              : plain[m];
+			bool loud = (m == M_CONFIRM || m == M_SINGLE) &&
+			            (v == AW_VERDICT_SUSPECT || v == AW_VERDICT_INCONCLUSIVE);
+
+			st[m][s].heads++;
+			st[m][s].caught += caught;
+			st[m][s].loud += !caught && loud;
+			st[m][s].silent += !caught && !loud;
 		}
 	}
-	if (after.keys[0] != first.keys[0] || after.n_keys != first.n_keys)
-		verdict_release(&after);
-	verdict_release(&first);
+	(void)subj;
+	for (int m = 0; aa && m < M_COUNT; m++) {
+		t[m].commits++;
+		t[m].gates += flags[m];
+		if (m == M_CONFIRM)
+			t[m].loud += !now.fail && now.loud;
+	}
+	verdict_release(&now);
+	verdict_release(&single);
 }
 
 /* --spaced: draws the history of the head at position `at`, up to `want` base runs more than
@@ -539,6 +572,39 @@ static size_t draw_history(const struct recording *rec, size_t at, size_t want, 
 	return want;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The shift the recorder measured for `variant` of the subject cell `shape` (NAN: unknown):
+ * one number for a one-op recording, or an object by op. */
+static double measured_shift(const json_t *header, const char *variant, const char *shape)
+{
+	const json_t *var = json_object_get(
+	    json_object_get(json_object_get(header, "subject"), "variants"), variant);
+	const json_t *shift = json_object_get(var, "measured_shift");
+	const char *op = strstr(shape, " op=");
+
+	if (json_is_number(shift))
+		return json_number_value(shift);
+	if (json_is_object(shift) && op) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s", op + 4);
+		name[strcspn(name, " ")] = 0;
+		shift = json_object_get(shift, name);
+		if (json_is_number(shift))
+			return json_number_value(shift);
+	}
+	return NAN;
+}
+
+static double pct(size_t a, size_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
 static void replay(const char *path, const char *tmp)
 {
 	struct recording rec;
@@ -546,13 +612,15 @@ static void replay(const char *path, const char *tmp)
 	struct store_conn *c = NULL;
 	struct aw_analysis_opts o;
 	struct tally aa[M_COUNT] = {{0}}, ab[3][M_COUNT] = {{{0}}};
-	size_t next[MAX_CONFIRM];
+	static struct shape_tally st[3][M_COUNT][MAX_SHAPES];
+	size_t next[MAX_CONFIRM], need = confirm_n < 3 ? confirm_n : 3, cum = 0, median = 0, with;
 	static const char *const variants[3] = {"plus2", "plus5", "plus10"};
 	char url[512], *err = NULL, commit[41], label[128];
-	const char *host, *project;
-	size_t n_base = 0;
-	json_t *vs;
+	const char *host, *project, *load_kind;
+	size_t n_base = 0, i;
+	json_t *cell;
 
+	memset(st, 0, sizeof(st));
 	load(&rec, path);
 	snprintf(url, sizeof(url), "sqlite:%s/replay-%d.db", tmp, (int)getpid());
 	unlink(url + 7);
@@ -561,22 +629,35 @@ static void replay(const char *path, const char *tmp)
 		die("cannot open the store", err);
 	aw_analysis_opts_default(&o);
 	o.thresholds = thresholds;
+	if (confirm_n)
+		o.confirm_budget = confirm_n;
+	else
+		o.confirm_runs = 1;
 	if (screen_noise >= 0)
-		o.screen_noise = screen_noise;
+		o.detect.screen_noise = screen_noise;
 	host = json_string_value(json_object_get(json_object_get(rec.docs[0], "host"), "name"));
 	project = json_string_value(json_object_get(rec.docs[0], "project"));
 	if (!host || !project)
 		die("the first run has no host name or project", path);
+	n_shapes = 0;
+	json_array_foreach (json_object_get(rec.docs[0], "cells"), i, cell) {
+		const char *key = json_string_value(json_object_get(cell, "key"));
+
+		if (key && !strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX)) &&
+		    n_shapes < MAX_SHAPES)
+			shapes[n_shapes++] = strdup(key);
+	}
+	qsort(shapes, n_shapes, sizeof(*shapes), cmp_str);
 	/* the history of main: the base runs, each its own commit, in measuring order; a head
 	 * is judged against those measured before it (with --spaced, each head gets its own) */
-	for (size_t i = 0; !spaced_seed && i < rec.n; i++) {
+	for (i = 0; !spaced_seed && i < rec.n; i++) {
 		if (strcmp(rec.variant[i], "base"))
 			continue;
 		snprintf(label, sizeof(label), "main:%zu", i);
 		commit_of(label, commit);
 		put(c, rec.docs[i], commit, "main", NULL, 0, NULL);
 	}
-	for (size_t i = 0; i < rec.n; i++) {
+	for (i = 0; i < rec.n; i++) {
 		bool base = !strcmp(rec.variant[i], "base");
 		int v = -1;
 		char hist_ref[64];
@@ -590,10 +671,8 @@ static void replay(const char *path, const char *tmp)
 		for (int k = 0; k < 3; k++)
 			if (!strcmp(rec.variant[i], variants[k]))
 				v = k;
-		/* only heads that have their N confirmations in the recording, for every method
-		 * alike (the last runs of a variant would be judged on fewer) */
-		if ((!base && v < 0) ||
-		    next_of(&rec, i, rec.variant[i], next, confirm_n) < confirm_n)
+		/* heads that have re-measurements to take (from anywhere in the recording) */
+		if ((!base && v < 0) || next_of(&rec, i, rec.variant[i], next, need) < need)
 			continue;
 		/* (a history drawn only for a head that is judged) */
 		if (spaced_seed) {
@@ -603,58 +682,68 @@ static void replay(const char *path, const char *tmp)
 			o.baseline_ref = hist_ref;
 		}
 		if (base)
-			one_head(c, &o, &rec, i, host, true, aa);
+			one_head(c, &o, &rec, i, host, true, aa, st[0]);
 		else if (v >= 0)
-			one_head(c, &o, &rec, i, host, false, ab[v]);
+			one_head(c, &o, &rec, i, host, false, ab[v], st[v]);
 		o.baseline_ref = "main";
 	}
+	load_kind = json_string_value(json_object_get(json_object_get(rec.header, "load"), "kind"));
 	printf("\n%s: %s, profile %s, load %s, %zu runs\n", path,
 	       json_string_value(json_object_get(rec.header, "cpu_model")),
-	       json_string_value(json_object_get(rec.header, "profile")),
-	       json_string_value(json_object_get(json_object_get(rec.header, "load"), "kind")),
-	       rec.n);
-	printf("%-24s %12s", "method", "A/A false");
-	vs = json_object_get(json_object_get(rec.header, "subject"), "variants");
-	for (int k = 0; k < 3; k++) {
-		json_t *var = json_object_get(vs, variants[k]);
-		json_t *shift = var ? json_object_get(var, "measured_shift") : NULL;
-		char h[32];
-
-		snprintf(h, sizeof(h), "%s (%+.1f%%)", variants[k],
-		         json_is_number(shift) ? 100 * json_number_value(shift) : NAN);
-		printf(" %16s", h);
+	       json_string_value(json_object_get(rec.header, "profile")), load_kind, rec.n);
+	printf("A/A (%zu commits): false gates", aa[M_CONFIRM].commits);
+	for (int m = 0; m < M_COUNT; m++)
+		printf("%s %s %zu (%.1f%%)", m ? ";" : "", m == M_CONFIRM ? "atomwatch" : method_names[m],
+		       aa[m].gates, pct(aa[m].gates, aa[m].commits));
+	printf("; atomwatch unconfirmed or inconclusive %zu (%.1f%%)\n", aa[M_CONFIRM].loud,
+	       pct(aa[M_CONFIRM].loud, aa[M_CONFIRM].commits));
+	with = 0;
+	for (size_t r = 1; r <= MAX_CONFIRM; r++)
+		with += aa[M_CONFIRM].rounds[r];
+	for (size_t r = 1; r <= MAX_CONFIRM && with; r++) {
+		cum += aa[M_CONFIRM].rounds[r];
+		if (!median && 2 * cum >= with)
+			median = r;
 	}
-	printf("\n");
-	for (int m = 0; m < M_COUNT; m++) {
-		printf("%-24s %5zu/%-3zu %4.1f%%",
-		       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m], aa[m].gates,
-		       aa[m].commits,
-		       aa[m].commits ? 100.0 * (double)aa[m].gates / (double)aa[m].commits : 0.0);
-		for (int k = 0; k < 3; k++)
-			printf("   %3zu/%-3zu %5.1f%%", ab[k][m].caught, ab[k][m].heads,
-			       ab[k][m].heads
-			           ? 100.0 * (double)ab[k][m].caught / (double)ab[k][m].heads
-			           : 0.0);
-		printf("\n");
-	}
-	printf("confirmation (N=%u): %zu of %zu A/A heads had suspects, %.2f cells re-measured per "
-	       "head on average (x N runs), against %.1f cells in a head's first run\n",
-	       confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits,
-	       aa[M_CONFIRM].commits
-	           ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].commits /
-	                 (confirm_n ? confirm_n : 1)
+	printf("re-measurement (budget %u): %zu of %zu A/A heads had suspects; runs used median %zu, "
+	       "%.2f cells each on average, against %.1f cells in a head's first run\n",
+	       confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits, median,
+	       aa[M_CONFIRM].confirm_runs
+	           ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].confirm_runs
 	           : 0.0,
 	       aa[M_CONFIRM].commits
 	           ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
 	           : 0.0);
+	printf("tally aa %s %s %zu %zu %zu\n", path, load_kind, aa[M_CONFIRM].gates, aa[M_CONFIRM].loud,
+	       aa[M_CONFIRM].commits);
+	for (size_t sh = 0; sh < n_shapes; sh++) {
+		printf("%s\n", shapes[sh]);
+		for (int k = 0; k < 3; k++) {
+			const struct shape_tally *x = &st[k][M_CONFIRM][sh];
+			double shift = measured_shift(rec.header, variants[k], shapes[sh]);
+
+			printf("  %-6s (%+5.1f%%): atomwatch caught %3zu/%-3zu (%5.1f%%), loud %3zu, "
+			       "silent %3zu (%4.1f%%)",
+			       variants[k], 100 * shift, x->caught, x->heads, pct(x->caught, x->heads),
+			       x->loud, x->silent, pct(x->silent, x->heads));
+			for (int m = M_SINGLE; m < M_COUNT; m++)
+				printf("; %s %zu", method_names[m], st[k][m][sh].caught);
+			printf("\n");
+			printf("tally ab %s %s %s %s %.4f %zu %zu %zu %zu\n", path, load_kind, shapes[sh],
+			       variants[k], shift, x->caught, x->loud, x->silent, x->heads);
+		}
+	}
 	fflush(stdout);
+	(void)ab;
 	store_disconnect(&c);
 	store_close(&s);
 	unlink(url + 7);
-	for (size_t i = 0; i < rec.n; i++) {
+	for (i = 0; i < rec.n; i++) {
 		json_decref(rec.docs[i]);
 		free(rec.variant[i]);
 	}
+	for (i = 0; i < n_shapes; i++)
+		free(shapes[i]);
 	free(rec.docs);
 	free(rec.variant);
 	json_decref(rec.header);

@@ -487,3 +487,20 @@ int aw_hodges_lehmann(const double *d, size_t n, double alpha, struct aw_hl *out
 	free(walsh);
 	return 0;
 }
+
+double aw_t_quantile(double p, double df)
+{
+	double lo = 0, hi = 50;
+
+	if (!(df > 0) || df > 200)
+		df = 200;
+	for (int i = 0; i < 60; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (aw_t_sf(mid, df) > p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}

@@ -28,53 +28,46 @@
 
 /* ---- cached verdicts ---- */
 
-static double json_number(const json_t *j)
-{
-	return json_is_number(j) ? json_number_value(j) : NAN;
-}
-
 int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
                           struct aw_verdict_view *out)
 {
 	json_t *doc = v->json ? json_loads(v->json, 0, NULL) : NULL;
-	json_t *cells, *cell, *runs;
-	size_t i, cap = 0;
-	int rc = 0;
+	struct aw_host_verdict hv;
+	const struct aw_run_state *most;
+	const char *kernel = NULL;
+	size_t cap = 0;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	out->status = aw_verdict_parse(v->status);
 	out->baseline_ref = aw_arena_strdup(a, v->baseline_ref);
 	out->baseline_runs = -1;
-	if (!json_is_object(doc)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	runs = json_object_get(doc, "baseline_runs");
-	if (json_is_integer(runs))
-		out->baseline_runs = (long)json_integer_value(runs);
-	aw_verdict_most_disturbed(doc, &out->disturbed);
-	if (out->disturbed.run_id)
-		out->disturbed.run_id = aw_arena_strdup(a, out->disturbed.run_id);
-	cells = json_object_get(doc, "cells");
-	json_array_foreach (cells, i, cell) {
-		const char *key = json_string_value(json_object_get(cell, "key"));
-		json_t *p50 = json_object_get(cell, "p50");
-		struct aw_verdict_cell *c;
+	out->disturbed.ratio = NAN;
+	rc = aw_host_verdict_parse(doc, &hv, NULL);
+	json_decref(doc);
+	if (rc)
+		return rc == -ENOMEM ? rc : -EINVAL;
+	out->baseline_runs = (long)hv.n_baseline_runs;
+	most = aw_host_verdict_most_disturbed(&hv, &kernel, &out->disturbed.ratio);
+	if (most) {
+		size_t h = (size_t)(most - hv.runs);
 
-		if (!key)
-			continue;
-		c = aw_arena_push(a, &out->cells, &out->n_cells, &cap, sizeof(*c));
+		out->disturbed.run_id = aw_arena_strdup(a, h < hv.n_head_runs ? hv.head_runs[h] : "");
+		out->disturbed.kernel = aw_arena_strdup(a, kernel);
+	}
+	for (size_t i = 0; i < hv.n_cells; i++) {
+		const struct aw_cell_verdict *cv = &hv.cells[i];
+		struct aw_verdict_cell *c = aw_arena_push(a, &out->cells, &out->n_cells, &cap, sizeof(*c));
+
 		if (!c)
 			break;
-		c->key = aw_arena_strdup(a, key);
-		c->verdict = aw_verdict_parse(json_string_value(json_object_get(cell, "verdict")));
-		c->base_p50 = json_number(json_object_get(p50, "baseline"));
-		c->head_p50 = json_number(json_object_get(p50, "head"));
+		c->key = aw_arena_strdup(a, cv->key);
+		c->verdict = cv->verdict;
+		c->base_p50 = cv->p50.baseline;
+		c->head_p50 = cv->p50.head;
 	}
-	rc = a->rc;
-out:
-	json_decref(doc);
-	return rc;
+	aw_host_verdict_release(&hv);
+	return a->rc;
 }
 
 /* ---- what the store gives ---- */

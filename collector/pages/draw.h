@@ -124,7 +124,7 @@ struct aw_verdict_view {
 	long baseline_runs;            /* -1 when unknown */
 	struct aw_verdict_cell *cells; /* the cells the JSON lists */
 	size_t n_cells;
-	struct aw_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
+	struct aw_page_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
 };
 
 /* Parses `v` into *out with everything copied into `a`. Returns 0, -EINVAL (the JSON is not a

@@ -395,11 +395,12 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 		    rows[h],
 		    N_OPS,
 		    host_verdict(h, k),
-		    {NULL, NAN, NAN, NAN}};
+		    {NULL, NULL, NAN}};
 	}
 	/* the newest commit's head run on graviton4 was disturbed (its page says so, once) */
 	if (k == N_COMMITS - 1 && base_k < 0)
-		results[1].disturbed = (struct aw_disturbance){"run-graviton4-3", 1.48, 1.45, NAN};
+		results[1].disturbed =
+		    (struct aw_page_disturbance){"run-graviton4-3", "mulchain-v1", 1.48};
 	const struct aw_page_commit p = {commits[k],
 	                                 base_k < 0 ? NULL : commits[base_k],
 	                                 "main",

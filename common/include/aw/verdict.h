@@ -1,13 +1,12 @@
 /* The one verdict vocabulary of atomwatch: what the regression analysis says about a cell
- * (unchanged ... missing, suspect), what the gate says about a host or a commit (pass, fail,
- * incomplete, unconfirmed), "unknown" for nothing decided yet, and how loudly a cell gates
+ * (unchanged ... missing, suspect, inconclusive), what the gate says about a host or a commit
+ * (pass, fail, incomplete, unconfirmed, inconclusive), "unknown" for nothing decided yet, and how loudly a cell gates
  * (fail, warn, off). The collector writes these words into its JSON, its
  * verdict cache and its pages; atomwatch-ci reads them back. One enum and one name table, so
  * that a word is spelled in one place and every reader agrees on it. */
 #ifndef AW_VERDICT_H
 #define AW_VERDICT_H
 
-#include <jansson.h>
 #include <stdbool.h>
 
 enum aw_verdict {
@@ -23,17 +22,21 @@ enum aw_verdict {
 	AW_VERDICT_NOISY,   /* the baseline's noise (or its bimodality) cannot tell */
 	AW_VERDICT_NEW,     /* no baseline for this cell */
 	AW_VERDICT_MISSING, /* in the baseline but not in the head */
-	/* words added later: appended, so that the earlier ones keep their values and order */
-	AW_VERDICT_SUSPECT,     /* a cell: regressed on fewer head runs than confirmation needs */
+	/* words added later (only the words are stored, never these values) */
+	AW_VERDICT_SUSPECT, /* a cell: undecided, or moved on fewer head runs than confirmation
+	                       needs: re-measure it */
+	/* a cell: its evidence stayed split after the confirmation budget; a host or a commit:
+	 * no confirmed regression, but such a cell (never a pass) */
+	AW_VERDICT_INCONCLUSIVE,
 	AW_VERDICT_UNCONFIRMED, /* a host or a commit: no confirmed regression, but a suspect */
 };
 
 #define AW_VERDICT_COUNT      (AW_VERDICT_UNCONFIRMED + 1) /* size of an array indexed by verdict */
 #define AW_VERDICT_CELL_FIRST AW_VERDICT_UNCHANGED
-#define AW_VERDICT_CELL_LAST  AW_VERDICT_SUSPECT /* cells are CELL_FIRST ... CELL_LAST */
+#define AW_VERDICT_CELL_LAST  AW_VERDICT_INCONCLUSIVE /* cells are CELL_FIRST ... CELL_LAST */
 
 /* The word of a verdict: "unknown", "pass", "fail", "incomplete", "unchanged", "regressed",
- * "improved", "noisy", "new", "missing", "suspect", "unconfirmed"; "unknown" for a value
+ * "improved", "noisy", "new", "missing", "suspect", "inconclusive", "unconfirmed"; "unknown" for a value
  * outside the enum. A static string. */
 const char *aw_verdict_name(enum aw_verdict v);
 
@@ -41,10 +44,11 @@ const char *aw_verdict_name(enum aw_verdict v);
  * AW_VERDICT_UNKNOWN. Case-sensitive, as the collector writes them. */
 enum aw_verdict aw_verdict_parse(const char *name);
 
-/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect). */
+/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect, inconclusive). */
 bool aw_verdict_is_cell(enum aw_verdict v);
 
-/* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete, unconfirmed). */
+/* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete, unconfirmed,
+ * inconclusive). */
 bool aw_verdict_is_status(enum aw_verdict v);
 
 /* How a cell's regression weighs in the gate (thresholds.yaml's `gate:`): fail makes the host
@@ -63,16 +67,5 @@ const char *aw_gate_name(enum aw_gate g);
 
 /* The level a word names. Returns 0, or -EINVAL (*out untouched) for NULL or any other word. */
 int aw_gate_parse(const char *name, enum aw_gate *out);
-
-/* The most disturbed head run of a host's verdict (the JSON of one host: "runs": [{run_id,
- * common, reference, tails, disturbed}]): of the runs marked disturbed, the one whose factor
- * lies farthest from 1 (in log), with its factors (NAN when unknown, as "tails" is in an older
- * collector's JSON). `run_id` points into the JSON. */
-struct aw_disturbance {
-	const char *run_id; /* NULL: no head run was disturbed (or an older collector's JSON) */
-	double common, reference, tails;
-};
-
-void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance *out);
 
 #endif
