@@ -2,7 +2,9 @@
 # last) with only the runtime libraries and gnuplot-nox for the charts, as a non-root user, its
 # state in the /var/lib/atomwatch volume; and an agent stage (--target agent).
 #
-#   sh ../shared/tools/container-setup.sh        # where no Docker engine or registry is at hand
+#   sh scripts/container-setup.sh                # as root, where no Docker engine or registry
+#                                                # is at hand: podman, runc, a local
+#                                                # debian:bookworm made with debootstrap
 #   podman build --pull=never --format docker -t atomwatch-collector .
 #   podman run -d -p 8080:8080 -v atomwatch:/var/lib/atomwatch atomwatch-collector
 #   podman exec <container> atomwatch-collector token create \

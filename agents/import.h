@@ -1,4 +1,4 @@
-/* Importers of results people already have (../shared/samples/README.md): Breno Leitao's
+/* Importers of results people already have (tests/fixtures/import/samples/): Breno Leitao's
  * percpu_bench output in its three shapes and the kernel's refscale log, read line by line from
  * whatever was pasted (mail quoting, indentation, prose, elided blocks, decorations, error
  * lines, several runs), into result documents with trigger "import". The refscale parser is

@@ -1,7 +1,7 @@
 /* The percpu_bench importer: Breno Leitao's 2- and 5-variant tables and Palmer Dabbelt's
  * contention/duty extension (both "(c N, d N)" and the older "(N)"), read line by line from a
  * paste; every line that is not a preamble, a CPU header, a separator or a result is counted as
- * skipped. Labels map to ops as ../shared/samples/README.md says. */
+ * skipped. Labels map to ops as tests/fixtures/import/samples/percpu_bench/README.md says. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

@@ -40,6 +40,9 @@ struct aw_ci_metric {
 	double change, change_lo, change_hi;     /* relative: 0.25 is +25% */
 	double noise, pvalue, qvalue, threshold; /* relative noise, p and q values, threshold */
 	long window;                             /* baseline runs used */
+	bool absolute;    /* judged in ns (at or through the resolution): change is change_ns over
+	                     the cell's level above resolution, so it is told in ns */
+	double change_ns; /* head - baseline in ns, NAN when the reply gave none */
 	bool bimodal;
 	char *note; /* or NULL */
 };

@@ -240,15 +240,42 @@ static const char *fmt_pct(char *buf, size_t size, double rel)
 	return buf;
 }
 
-/* A metric's change: "+inf" when the baseline was below resolution (0 ns) and the head is not
- * (the collector sends no relative change then: plain incq hardened into lock xadd). */
+/* A metric's change as aw_change_text() tells it: "below resolution -> 23.7 ns" from a baseline
+ * below resolution (plain incq hardened into lock xadd: 0.04 ns to 23.7 ns is no percentage),
+ * in ns for a metric judged in ns, else the collector's relative change in percent. */
 static const char *fmt_change(char *buf, size_t size, const struct aw_ci_metric *m)
 {
-	if (!isfinite(m->change) && m->baseline == 0 && m->head > 0) {
-		snprintf(buf, size, "+inf");
-		return buf;
+	if (!aw_change_text(buf, size, m->baseline, m->head, m->change, m->absolute))
+		snprintf(buf, size, "n/a");
+	return buf;
+}
+
+/* The same with '>' as "&gt;", for XML and Markdown (nothing else of it needs escaping). */
+static const char *fmt_change_gt(char *buf, size_t size, const struct aw_ci_metric *m)
+{
+	char plain[64];
+	size_t o = 0;
+
+	fmt_change(plain, sizeof(plain), m);
+	for (const char *p = plain; *p && o + 5 < size; p++) {
+		if (*p == '>') {
+			memcpy(buf + o, "&gt;", 4);
+			o += 4;
+		} else {
+			buf[o++] = *p;
+		}
 	}
-	return fmt_pct(buf, size, m->change);
+	buf[o] = '\0';
+	return buf;
+}
+
+/* The ns a metric's relative change is relative to, for a change told in ns (its baseline; a
+ * metric judged in ns: its level above resolution, change_ns / change); NAN when unknown. */
+static double change_scale(const struct aw_ci_metric *m)
+{
+	if (m->absolute)
+		return m->change != 0 ? m->change_ns / m->change : NAN;
+	return m->baseline;
 }
 
 /* The evidence behind a metric's verdict as plain text: interval, p and q values, baseline
@@ -258,7 +285,17 @@ static void evidence(struct sink *s, const struct aw_ci_metric *m)
 	char a[32], b[32];
 	const char *sep = "";
 
-	if (isfinite(m->change_lo) || isfinite(m->change_hi)) {
+	if (aw_change_in_ns(m->baseline, m->absolute)) {
+		/* a change told in ns has its interval in ns, never in percent */
+		double scale = change_scale(m);
+
+		if (isfinite(scale) && scale > 0 && isfinite(m->change_lo) &&
+		    isfinite(m->change_hi)) {
+			putf(s, "95%% interval %+.3g ns to %+.3g ns", m->change_lo * scale,
+			     m->change_hi * scale);
+			sep = "; ";
+		}
+	} else if (isfinite(m->change_lo) || isfinite(m->change_hi)) {
 		putf(s, "95%% interval %s to %s", fmt_pct(a, sizeof(a), m->change_lo),
 		     fmt_pct(b, sizeof(b), m->change_hi));
 		sep = "; ";
@@ -566,7 +603,7 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
                             const struct aw_ci_host *h, const struct aw_ci_cell *c,
                             const char *metric, const struct aw_ci_metric *m, void *cls)
 {
-	char a[32], b[32], d[32];
+	char a[32], b[32], d[64];
 
 	(void)r;
 	put(s, cls ? (const char *)cls : "  regressed  ");
@@ -665,7 +702,7 @@ static void md_regression(struct sink *s, const struct aw_ci_report *r, const st
                           const struct aw_ci_metric *m, void *cls)
 {
 	const char *base_url = cls;
-	char a[32], b[32], d[32];
+	char a[32], b[32], d[64];
 
 	put(s, "| ");
 	put_md(s, h->name);
@@ -676,7 +713,7 @@ static void md_regression(struct sink *s, const struct aw_ci_report *r, const st
 		put(s, fmt_ns(a, sizeof(a), m->baseline));
 		put(s, " | ");
 		put(s, fmt_ns(b, sizeof(b), m->head));
-		putf(s, " | **%s** | ", fmt_change(d, sizeof(d), m));
+		putf(s, " | **%s** | ", fmt_change_gt(d, sizeof(d), m));
 		put_evidence(s, m, put_md_plain);
 	} else {
 		put(s, "n/a | n/a | n/a | ");
@@ -835,7 +872,7 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 			for (size_t j = 0; j < h->n_cells && rows < MD_MAX_ROWS; j++) {
 				const struct aw_ci_cell *c = &h->cells[j];
 				const struct aw_ci_metric *m = verdict_metric(c);
-				char a[32], b[32], d[32];
+				char a[32], b[32], d[64];
 
 				if (listing_of(c) != L_NONE || c->verdict == AW_VERDICT_UNCHANGED)
 					continue;
@@ -850,7 +887,7 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 					put(&s, " (gate: off)");
 				putf(&s, " | %s | %s | %s | %s | ", m == &c->p99 ? "p99" : "p50",
 				     fmt_ns(a, sizeof(a), m->baseline),
-				     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
+				     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
 				put_md(&s, m->note);
 				put(&s, " |\n");
 			}
@@ -874,7 +911,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 	enum aw_verdict v = m ? m->verdict : c->verdict;
 	bool listed = v == AW_VERDICT_REGRESSED || v == AW_VERDICT_SUSPECT;
 	enum listing l = listed ? listing_of(c) : L_NONE;
-	char a[32], b[32], d[32];
+	char a[32], b[32], d[64];
 
 	put(s, "    <testcase classname=\"");
 	put_xml(s, h->name);
@@ -891,7 +928,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put_xml(s, aw_verdict_name(v));
 		if (m) {
 			putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
-			     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
+			     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
 			put_evidence(s, m, put_xml_plain);
 		}
 		put(s, "</system-out>\n    </testcase>\n");
@@ -900,7 +937,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put_xml(s, metric);
 		if (m)
 			putf(s, " regressed: %s -&gt; %s (%s)", fmt_ns(a, sizeof(a), m->baseline),
-			     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
+			     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
 		else
 			put(s, " regressed");
 		put(s, "\">");
@@ -913,7 +950,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		if (m) {
 			putf(s, "baseline: %s\nhead: %s\nchange: %s\nevidence: ",
 			     fmt_ns(a, sizeof(a), m->baseline), fmt_ns(b, sizeof(b), m->head),
-			     fmt_change(d, sizeof(d), m));
+			     fmt_change_gt(d, sizeof(d), m));
 			put_evidence(s, m, put_xml_plain);
 			put(s, "\n");
 		}
@@ -942,7 +979,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put(s, "\n      <system-out>");
 		put_xml(s, v == AW_VERDICT_UNKNOWN ? c->verdict_name : aw_verdict_name(v));
 		putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
-		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
+		     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
 		put_evidence(s, m, put_xml_plain);
 		put(s, "</system-out>\n    </testcase>\n");
 	} else {
@@ -1066,7 +1103,7 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 {
 	const struct gh_ctx *g = cls;
 	const char *base_url = g->base_url;
-	char a[32], b[32], d[32];
+	char a[32], b[32], d[64];
 	struct aw_buf tmp;
 	struct sink t = {&tmp, 0};
 

@@ -119,7 +119,7 @@ static int parse_metric(const json_t *cell, const char *name, struct aw_ci_metri
 
 	m->present = false;
 	m->verdict = AW_VERDICT_UNKNOWN;
-	m->baseline = m->head = m->change = m->change_lo = m->change_hi = NAN;
+	m->baseline = m->head = m->change = m->change_lo = m->change_hi = m->change_ns = NAN;
 	m->noise = m->pvalue = m->qvalue = m->threshold = NAN;
 	m->window = -1;
 	snprintf(path, sizeof(path), "%.48s%.8s.", cell_path, name);
@@ -143,8 +143,10 @@ static int parse_metric(const json_t *cell, const char *name, struct aw_ci_metri
 	    (rc = get_num(obj, "noise", &m->noise, path, err)) ||
 	    (rc = get_num(obj, "pvalue", &m->pvalue, path, err)) ||
 	    (rc = get_num(obj, "qvalue", &m->qvalue, path, err)) ||
-	    (rc = get_num(obj, "threshold", &m->threshold, path, err)))
+	    (rc = get_num(obj, "threshold", &m->threshold, path, err)) ||
+	    (rc = get_num(obj, "change_ns", &m->change_ns, path, err)))
 		return rc;
+	m->absolute = json_is_true(json_object_get(obj, "absolute"));
 	v = json_object_get(obj, "window");
 	if (json_is_integer(v))
 		m->window = (long)json_integer_value(v);

@@ -1,6 +1,7 @@
 /* The result document model, its JSON form and its validation; see result.h. */
 #include "aw/result.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -10,6 +11,22 @@
 #include <string.h>
 
 static const char *const status_names[] = {"ok", "skipped", "failed"};
+static const char *const ref_names[AW_REF_COUNT] = {AW_REF_MULCHAIN_NAME, AW_REF_MULINDEP_NAME,
+                                                    AW_REF_ATOMICADD_NAME, AW_REF_MEMCHASE_NAME};
+
+const char *aw_ref_name(enum aw_ref k)
+{
+	assert(k < AW_REF_COUNT);
+	return ref_names[k];
+}
+
+int aw_ref_lookup(const char *name)
+{
+	for (int k = 0; k < AW_REF_COUNT; k++)
+		if (!strcmp(name, ref_names[k]))
+			return k;
+	return -1;
+}
 static const char *const trigger_names[] = {"ci", "schedule", "manual", "import"};
 
 const char *aw_cell_status_name(enum aw_cell_status s)
@@ -97,6 +114,16 @@ void aw_result_free(struct aw_result **rp)
 	*rp = NULL;
 }
 
+int aw_result_set_references(struct aw_result *r, unsigned mask)
+{
+	assert(!(mask & ~AW_REF_ALL));
+	if (aw_set_str(&r->reference_kernel,
+	               mask & (1u << AW_REF_MULCHAIN) ? AW_REF_MULCHAIN_NAME : NULL))
+		return -ENOMEM;
+	r->references = mask;
+	return 0;
+}
+
 struct aw_cell *aw_result_add_cell(struct aw_result *r)
 {
 	struct aw_cell *c;
@@ -109,7 +136,9 @@ struct aw_cell *aw_result_add_cell(struct aw_result *r)
 	c->contender_cpu = AW_NONE;
 	c->c = AW_NONE;
 	c->min = c->p50 = c->p95 = c->p99 = c->max = NAN;
-	c->mean = c->stddev = c->ci_lo = c->ci_hi = c->baseline_ns = c->reference_ns = NAN;
+	c->mean = c->stddev = c->ci_lo = c->ci_hi = c->baseline_ns = NAN;
+	for (int k = 0; k < AW_REF_COUNT; k++)
+		c->ref_ns[k] = NAN;
 	c->status = AW_CELL_OK;
 	return c;
 }
@@ -218,29 +247,63 @@ json_t *aw_cell_to_json(const struct aw_cell *c)
 	return o;
 }
 
-/* The run-level reference series: {kernel, unit, values}, one value per cell in cell order. */
-json_t *aw_result_reference_to_json(const struct aw_result *r)
+/* The reference kernels r carries: its mask, and mulchain-v1 with reference_kernel (a writer
+ * from before the family sets only that). */
+static unsigned carried_references(const struct aw_result *r)
 {
-	json_t *o, *values;
-	int ok;
+	return r->references | (r->reference_kernel ? 1u << AW_REF_MULCHAIN : 0);
+}
 
-	if (!r->reference_kernel)
-		return NULL;
-	o = json_object();
-	values = json_array();
-	ok = o && values;
+/* One reference series: {kernel, unit, values}, one value per cell in cell order. */
+static json_t *series_to_json(const struct aw_result *r, enum aw_ref k)
+{
+	json_t *o = json_object(), *values = json_array();
+	int ok = o && values;
 
 	for (size_t i = 0; ok && i < r->n_cells; i++)
-		if (json_array_append_new(values, num_or_null(r->cells[i].reference_ns)))
+		if (json_array_append_new(values, num_or_null(r->cells[i].ref_ns[k])))
 			ok = 0;
 	if (!ok) {
 		json_decref(o);
 		json_decref(values);
 		return NULL;
 	}
-	put(o, "kernel", json_string(r->reference_kernel), &ok);
+	put(o, "kernel", json_string(aw_ref_name(k)), &ok);
 	put(o, "unit", json_string("ns"), &ok);
 	put(o, "values", values, &ok);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The "references" array: one series per kernel r carries, in enum order. */
+static json_t *references_to_json(const struct aw_result *r)
+{
+	unsigned mask = carried_references(r);
+	json_t *a = json_array();
+
+	for (int k = 0; a && k < AW_REF_COUNT; k++) {
+		if (mask & (1u << k) &&
+		    json_array_append_new(a, series_to_json(r, (enum aw_ref)k))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+json_t *aw_result_reference_to_json(const struct aw_result *r)
+{
+	json_t *o;
+	int ok = 1;
+
+	if (!r->reference_kernel)
+		return NULL;
+	o = series_to_json(r, AW_REF_MULCHAIN);
+	if (o && r->references)
+		put(o, "references", references_to_json(r), &ok);
 	if (!ok) {
 		json_decref(o);
 		return NULL;
@@ -275,8 +338,10 @@ json_t *aw_result_to_json(const struct aw_result *r)
 	m = NULL;
 	if (r->meta)
 		put(o, "meta", json_incref(r->meta), &ok);
-	if (r->reference_kernel)
-		put(o, "reference", aw_result_reference_to_json(r), &ok);
+	if (r->references)
+		put(o, "references", references_to_json(r), &ok);
+	else if (r->reference_kernel)
+		put(o, "reference", series_to_json(r, AW_REF_MULCHAIN), &ok);
 	if (r->confirmation_of)
 		put(o, "confirmation_of", json_string(r->confirmation_of), &ok);
 	if (r->confirm > 0)
@@ -683,44 +748,63 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	return 0;
 }
 
-static const char *const reference_keys[] = {"kernel", "unit", "values", NULL};
+static const char *const series_keys[] = {"kernel", "unit", "values", NULL};
+static const char *const stored_reference_keys[] = {"kernel", "unit", "values", "references", NULL};
 
-/* The optional run-level reference series, read after the cells: its length must be theirs. */
-static int validate_reference(struct vctx *v, const json_t *ref, struct aw_result *r)
+/* One reference series {kernel, unit, values} at `path` ("reference", "references[2]"), read
+ * after the cells: a kernel this side knows (with `only` >= 0, that one), not in *seen yet,
+ * and one value per cell, which goes to the cells' ref_ns. Adds the kernel to *seen. */
+static int validate_series(struct vctx *v, const json_t *o, const char *path,
+                           const char *const *keys, int only, unsigned *seen, struct aw_result *r)
 {
 	const json_t *values, *x;
 	const char *s;
+	char field[96], prefix[80];
 	size_t i;
-	int rc;
+	int k, rc;
 
-	if (!json_is_object(ref))
-		return verr(v, "type", "reference", "'reference' must be an object, not %s",
-		            json_type_name(ref));
-	if ((rc = check_keys(v, ref, reference_keys, "reference.")) ||
-	    (rc = get_str(v, ref, "kernel", "reference.kernel", true, STR_NAME, &s)) ||
-	    (rc = dup_into(v, &r->reference_kernel, s)) ||
-	    (rc = get_str(v, ref, "unit", "reference.unit", true, STR_ANY, &s)))
+#define FIELD(name) (snprintf(field, sizeof(field), "%s.%s", path, name), field)
+	if (!json_is_object(o))
+		return verr(v, "type", path, "a reference series must be an object, not %s",
+		            json_type_name(o));
+	snprintf(prefix, sizeof(prefix), "%s.", path);
+	if ((rc = check_keys(v, o, keys, prefix)) ||
+	    (rc = get_str(v, o, "kernel", FIELD("kernel"), true, STR_NAME, &s)))
+		return rc;
+	k = aw_ref_lookup(s);
+	_Static_assert(AW_REF_COUNT == 4, "the message names every kernel");
+	if (k < 0)
+		return verr(v, "unknown_kernel", FIELD("kernel"),
+		            "unknown reference kernel '%.64s' (this side knows %s, %s, %s and %s)",
+		            s, ref_names[0], ref_names[1], ref_names[2], ref_names[3]);
+	if (only >= 0 && k != only)
+		return verr(v, "invalid", FIELD("kernel"),
+		            "'%s' holds only %s; %s goes in 'references'", path, ref_names[only],
+		            ref_names[k]);
+	if (*seen & (1u << k))
+		return verr(v, "duplicate", FIELD("kernel"), "reference kernel '%s' appears twice",
+		            ref_names[k]);
+	*seen |= 1u << k;
+	if ((rc = get_str(v, o, "unit", FIELD("unit"), true, STR_ANY, &s)))
 		return rc;
 	if (strcmp(s, "ns"))
-		return verr(v, "invalid", "reference.unit", "'unit' must be \"ns\", got '%.16s'",
-		            s);
-	values = json_object_get(ref, "values");
+		return verr(v, "invalid", FIELD("unit"), "'unit' must be \"ns\", got '%.16s'", s);
+	values = json_object_get(o, "values");
 	if (!values)
-		return verr(v, "required", "reference.values", "'values' is required");
+		return verr(v, "required", FIELD("values"), "'values' is required");
 	if (!json_is_array(values))
-		return verr(v, "type", "reference.values", "'values' must be an array, not %s",
+		return verr(v, "type", FIELD("values"), "'values' must be an array, not %s",
 		            json_type_name(values));
 	if (json_array_size(values) != r->n_cells)
-		return verr(v, "length", "reference.values",
+		return verr(v, "length", FIELD("values"),
 		            "'values' holds %zu values, one per cell is %zu",
 		            json_array_size(values), r->n_cells);
 	json_array_foreach (values, i, x) {
-		char field[48];
 		double d;
 
 		if (json_is_null(x))
 			continue;
-		snprintf(field, sizeof(field), "reference.values[%zu]", i);
+		snprintf(field, sizeof(field), "%s.values[%zu]", path, i);
 		if (!json_is_number(x))
 			return verr(v, "type", field, "reference values must be numbers, not %s",
 			            json_type_name(x));
@@ -728,32 +812,95 @@ static int validate_reference(struct vctx *v, const json_t *ref, struct aw_resul
 		if (!isfinite(d) || d <= 0)
 			return verr(v, "range", field,
 			            "reference values must be finite and positive, got %g", d);
-		r->cells[i].reference_ns = d;
+		r->cells[i].ref_ns[k] = d;
 	}
+#undef FIELD
 	return 0;
+}
+
+/* A "references" array at `path`: one series per kernel, at least one, each kernel once. */
+static int validate_references(struct vctx *v, const json_t *a, const char *path,
+                               struct aw_result *r)
+{
+	const json_t *o;
+	unsigned seen = 0;
+	char field[64];
+	size_t i;
+	int rc;
+
+	if (!json_is_array(a))
+		return verr(v, "type", path, "'references' must be an array, not %s",
+		            json_type_name(a));
+	if (!json_array_size(a))
+		return verr(v, "length", path, "'references' holds no series (leave it out)");
+	json_array_foreach (a, i, o) {
+		snprintf(field, sizeof(field), "%s[%zu]", path, i);
+		if ((rc = validate_series(v, o, field, series_keys, -1, &seen, r)))
+			return rc;
+	}
+	if ((rc = aw_result_set_references(r, seen)))
+		return verr(v, "internal", "", "out of memory");
+	return 0;
+}
+
+/* The optional "reference" object of an older document (mulchain-v1 only), or as a store
+ * keeps it (`stored`: with the whole family in "references" beside). */
+static int validate_reference(struct vctx *v, const json_t *ref, bool stored, struct aw_result *r)
+{
+	const json_t *family = stored ? json_object_get(ref, "references") : NULL;
+	unsigned seen = 0;
+	int rc;
+
+	if (!json_is_object(ref))
+		return verr(v, "type", "reference", "'reference' must be an object, not %s",
+		            json_type_name(ref));
+	rc = validate_series(v, ref, "reference", stored ? stored_reference_keys : series_keys,
+	                     AW_REF_MULCHAIN, &seen, r);
+	if (!rc && family)
+		rc = validate_references(v, family, "reference.references", r);
+	if (rc)
+		return rc;
+	if (aw_result_set_references(r, r->references | seen))
+		return verr(v, "internal", "", "out of memory");
+	if (!family)
+		r->references = 0; /* mulchain-v1 alone, as written before the family */
+	return 0;
+}
+
+static void clear_references(struct aw_result *r)
+{
+	free(r->reference_kernel);
+	r->reference_kernel = NULL;
+	r->references = 0;
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (int k = 0; k < AW_REF_COUNT; k++)
+			r->cells[i].ref_ns[k] = NAN;
 }
 
 int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct aw_verr *e)
 {
 	const struct aw_result_limits lim = AW_RESULT_LIMITS_DEFAULT;
 	struct vctx v = {.lim = &lim, .e = e, .cell = -1};
+	const char *kernel;
 	int rc;
 
 	memset(e, 0, sizeof(*e));
-	rc = validate_reference(&v, ref, r);
-	if (rc) {
-		free(r->reference_kernel);
-		r->reference_kernel = NULL;
-		for (size_t i = 0; i < r->n_cells; i++)
-			r->cells[i].reference_ns = NAN;
-	}
+	clear_references(r);
+	/* a series stored before kernel names were checked, of a kernel this side does not know:
+	 * the run reads back without it rather than not at all */
+	kernel = json_string_value(json_object_get(ref, "kernel"));
+	if (kernel && aw_valid_name(kernel) && aw_ref_lookup(kernel) < 0)
+		return 0;
+	rc = validate_reference(&v, ref, true, r);
+	if (rc)
+		clear_references(r);
 	return rc;
 }
 
 static const char *const top_keys[] = {
-    "schema",    "run_id",     "project",         "commit",  "ref",    "commit_time",
-    "trigger",   "started_at", "finished_at",     "host",    "matrix", "meta",
-    "reference", "cells",      "confirmation_of", "confirm", NULL};
+    "schema",     "run_id",          "project", "commit", "ref",  "commit_time", "trigger",
+    "started_at", "finished_at",     "host",    "matrix", "meta", "reference",   "references",
+    "cells",      "confirmation_of", "confirm", NULL};
 static const char *const matrix_keys[] = {"name", "version", "hash", "profile", NULL};
 
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
@@ -762,7 +909,7 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 	const struct aw_result_limits deflim = AW_RESULT_LIMITS_DEFAULT;
 	struct vctx v = {.lim = lim ? lim : &deflim, .e = e, .cell = -1};
 	struct aw_result *r = NULL;
-	json_t *seen = NULL, *cells, *m;
+	json_t *seen = NULL, *cells, *m, *family;
 	const char *s;
 	int64_t started, finished;
 	size_t i;
@@ -902,7 +1049,20 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 	}
 	v.cell = -1;
 	m = json_object_get(doc, "reference");
-	if (m && !json_is_null(m) && validate_reference(&v, m, r))
+	if (m && json_is_null(m))
+		m = NULL;
+	family = json_object_get(doc, "references");
+	if (family && json_is_null(family))
+		family = NULL;
+	if (m && family) {
+		verr(&v, "invalid", "reference",
+		     "'reference' and 'references' exclude each other (mulchain-v1 goes in "
+		     "'references')");
+		goto fail;
+	}
+	if (m && validate_reference(&v, m, false, r))
+		goto fail;
+	if (family && validate_references(&v, family, "references", r))
 		goto fail;
 	if (!r->host || (json_object_get(doc, "meta") &&
 	                 !json_is_null(json_object_get(doc, "meta")) && !r->meta)) {

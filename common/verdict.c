@@ -2,6 +2,8 @@
 #include "aw/verdict.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const names[AW_VERDICT_COUNT] = {
@@ -64,4 +66,53 @@ int aw_gate_parse(const char *name, enum aw_gate *out)
 		}
 	}
 	return -EINVAL;
+}
+
+/* ns with the precision a person reads: "0.037 ns", "4.60 ns", "23.7 ns", "150 ns". */
+static void ns_text(char *buf, size_t size, const char *sign, double v)
+{
+	double a = fabs(v);
+
+	snprintf(buf, size,
+	         a < 0.1   ? "%s%.3f ns"
+	         : a < 10  ? "%s%.2f ns"
+	         : a < 100 ? "%s%.1f ns"
+	                   : "%s%.0f ns",
+	         sign, a);
+}
+
+bool aw_change_in_ns(double baseline, bool absolute)
+{
+	return absolute || (isfinite(baseline) && baseline < AW_RESOLUTION_NS);
+}
+
+const char *aw_change_text(char *buf, size_t size, double baseline, double head, double change,
+                           bool absolute)
+{
+	char h[32];
+
+	if (size)
+		buf[0] = '\0';
+	if (isfinite(baseline) && baseline < AW_RESOLUTION_NS) {
+		if (!isfinite(head))
+			return NULL;
+		ns_text(h, sizeof(h), "", head);
+		if (head < AW_RESOLUTION_NS)
+			snprintf(buf, size, "below resolution");
+		else
+			snprintf(buf, size, "below resolution -> %s", h);
+		return buf;
+	}
+	if (absolute) {
+		if (!isfinite(baseline) || !isfinite(head))
+			return NULL;
+		ns_text(buf, size, head < baseline ? "-" : "+", head - baseline);
+		return buf;
+	}
+	if (!isfinite(change) && isfinite(baseline) && isfinite(head) && baseline > 0)
+		change = head / baseline - 1;
+	if (!isfinite(change))
+		return NULL;
+	snprintf(buf, size, "%+.1f%%", change * 100);
+	return buf;
 }

@@ -702,12 +702,12 @@ int aw_html_host(struct aw_buf *out, const struct aw_links *links, const struct 
 
 /* ---- "/commits/{sha}" and "/compare" ---- */
 
-static void change_cell(struct page *pg, double base, double head_value)
+static void change_cell(struct page *pg, const struct aw_page_cell_row *r)
 {
-	if (isfinite(base) && isfinite(head_value) && base > 0)
-		rawf(pg, "%+.1f%%", (head_value - base) / base * 100.0);
-	else
-		raw(pg, "&ndash;");
+	char buf[64];
+
+	text_or(pg, aw_change_text(buf, sizeof(buf), r->base_p50, r->head_p50, NAN, r->absolute),
+	        "&ndash;");
 }
 
 static void compare_form(struct page *pg, const struct aw_page_commit *p)
@@ -957,7 +957,7 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 			raw(&pg, "</td><td class=\"num\">");
 			ns(&pg, r->head_p50);
 			raw(&pg, "</td><td class=\"num\">");
-			change_cell(&pg, r->base_p50, r->head_p50);
+			change_cell(&pg, r);
 			raw(&pg, "</td><td>");
 			verdict(&pg, r->verdict);
 			if (gross) {

@@ -339,6 +339,8 @@ struct aw_page_cell_row {
 	double head_gross; /* a duty cell's gross ns per iteration (op and duty: head_p50 plus
 	                      the duty's own time); NAN for other cells. A table with one shows
 	                      the column (result-schema.md, "Duty cells on an out-of-order core") */
+	bool absolute;     /* the verdict judged the p50 in ns: its change is shown in ns, as a
+	                      change from a baseline below resolution is (aw_change_text()) */
 };
 
 /* A head run whose reference kernels moved beyond what the host's history shows: the one that

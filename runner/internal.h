@@ -192,9 +192,13 @@ int aw_matrix_hash(const struct aw_matrix *m, const struct aw_profile *p, char *
 
 /* ---- measurement engine (measure.c) ---- */
 
-/* Reference batches beside each cell (see aw_measure()): their median is precise to a fraction
- * of a percent on a steady host, at about 32 x batch_min_ns per cell. */
-#define AW_REFERENCE_SAMPLES 32
+/* Batches of each reference kernel beside each cell (see aw_measure()): with the four kernels
+ * of the family taking turns, 32 batches of about batch_min_ns per cell in all, the cost one
+ * kernel had alone; each kernel's median of 8 is precise to a fraction of a percent on a
+ * steady host (docs/benchmarks.md). A run that measures fewer batches per cell
+ * (aw_runner_set_samples()) measures fewer of these too, never under the minimum. */
+#define AW_REFERENCE_SAMPLES     8
+#define AW_REFERENCE_MIN_SAMPLES 4
 
 struct aw_measure_params {
 	uint32_t samples;
@@ -202,7 +206,8 @@ struct aw_measure_params {
 	uint32_t batch_min_ticks;
 	uint64_t warmup_ns;
 	const struct aw_timer *timer;
-	uint32_t reference_samples; /* reference batches per cell; 0: no reference */
+	uint32_t reference_samples; /* batches of each reference kernel per cell; 0: none */
+	unsigned reference_kernels; /* which kernels: bits of enum aw_ref (aw/result.h) */
 };
 
 /* What the counter must hold after a cell. */
@@ -231,10 +236,11 @@ struct aw_job {
  * job->contender_cpu and running before timing starts): warm-up, batch calibration, then
  * p->samples pairs of (empty loop, timed loop); fills cell's n, batch, statistics (net ns per op
  * after subtracting the empty loop's median), baseline_ns, below_resolution and status. With
- * p->reference_samples, the reference kernel (kernels.h) is calibrated the same way after the
- * cell's calibration and timed that many times, spread evenly between the cell's samples, in
- * the same thread, with the contender running; cell->reference_ns gets the median ns per step
- * (NAN when the cell was not timed). Returns
+ * p->reference_samples, each reference kernel of p->reference_kernels (kernels.h) is started
+ * and calibrated the same way after the cell's calibration, then the kernels take turns for
+ * that many batches each, spread evenly between the cell's samples, in the same thread, with
+ * the contender running; cell->ref_ns[k] gets kernel k's median ns per step (NAN when the cell
+ * was not timed; reference_ns is mulchain-v1's). Returns
  * 0, with cell->status failed and a reason when the cell could not be measured right (pinning
  * refused, contender not starting, wrong count), or a negative errno when memory or threads
  * are exhausted. */

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aw/result.h"
+
 #define AW_UNROLL 16 /* ops per loop iteration; every iteration count is a multiple of it */
 
 /* One counter, alone on its 128-byte line (no false sharing with anything, including the
@@ -98,7 +100,7 @@ uint64_t aw_call_reader_empty(const struct aw_loop *l);
  * its time per step follows only the core's clock and how much of the core the run gets. It is
  * independent of every op and subject under test: measured beside each cell, it tells how fast
  * the machine was at that moment. Changing what a step is means a new name. */
-#define AW_REFERENCE_KERNEL "mulchain-v1"
+#define AW_REFERENCE_KERNEL AW_REF_MULCHAIN_NAME
 #define AW_REFERENCE_MUL    UINT64_C(0x9e3779b97f4a7c15) /* odd: an odd x never becomes 0 */
 #define AW_REFERENCE_SEED   UINT64_C(0x2545f4914f6cdd1d)
 
@@ -111,6 +113,68 @@ uint64_t aw_reference_portable(const struct aw_loop *l);
 
 /* The plain-C twin: x after `steps` steps. */
 uint64_t aw_reference_twin(uint64_t x, uint64_t steps);
+
+/* ---- the family of reference kernels ----
+ *
+ * Beside every cell the runner times several fixed kernels, each slowed by another way the
+ * machine can be slower than usual (docs/result-schema.md, "references"): mulchain-v1 above by
+ * the clock alone; mulindep-v1 by what shares the core's execution ports (an SMT sibling,
+ * another tenant); atomicadd-v1 by what an atomic read-modify-write costs at the moment;
+ * memchase-v1 by what shares the caches, the TLB and the memory. Each works on its own state
+ * in an aw_slot (never the cell's), l->duty and l->call are ignored, and each returns the
+ * elapsed timer ticks of l->iters steps (a multiple of AW_UNROLL). Changing what a step is
+ * means a new name (enum aw_ref in aw/result.h holds the names). */
+struct aw_reference_kernel {
+	enum aw_ref id;
+	const char *name;    /* aw_ref_name(id), e.g. "mulchain-v1" */
+	aw_loop_fn timed;    /* the architecture's asm (the C loop where there is none) */
+	aw_loop_fn portable; /* the plain C loop every build carries */
+	/* puts the state before the first batch into `slot`, on the measuring thread (the walk
+	 * of memchase-v1 is that CPU's node's); 0, or -ENOMEM */
+	int (*start)(struct aw_slot *slot);
+};
+
+/* The family, in enum aw_ref order (mulchain-v1 first); the array is static. */
+const struct aw_reference_kernel *aw_reference_kernels(unsigned *n);
+
+/* mulindep-v1: AW_MULINDEP_CHAINS independent chains x_i = x_i * AW_REFERENCE_MUL, their
+ * values in the slot's first AW_MULINDEP_CHAINS words; a step is one multiply on every chain.
+ * Twelve chains keep the multipliers busy on every core we know of (latency x multiplies per
+ * cycle: 3 x 1 on Intel, 3 x 3 on AMD Zen 5 (eight chains still wait for their results there),
+ * 2 x 2 on Neoverse-V2), so the step's time is the multipliers' throughput, which an SMT
+ * sibling or a tenant on the same core shares, where mulchain-v1 waits for each result and
+ * hardly notices. */
+#define AW_MULINDEP_CHAINS 12
+uint64_t aw_mulindep_timed(const struct aw_loop *l);
+uint64_t aw_mulindep_portable(const struct aw_loop *l);
+/* The twin: the chains in the slot's first words after `steps` more steps. */
+void aw_mulindep_twin(struct aw_slot *s, uint64_t steps);
+
+/* atomicadd-v1: slot->value += 1 per step, atomically, on the slot's own line: `lock xadd` on
+ * x86-64; on aarch64 `ldadd` (the old value into a register, LSE's "near" form) where
+ * HWCAP_ATOMICS says the CPU has LSE, the ldxr/add/stxr/cbnz loop otherwise (the host's
+ * fingerprint says which: host.stable.lse); a relaxed C11 fetch-add elsewhere. Its twin: value
+ * + steps. */
+uint64_t aw_atomicadd_timed(const struct aw_loop *l);
+uint64_t aw_atomicadd_portable(const struct aw_loop *l);
+
+/* memchase-v1: a dependent pointer chase, p = *p, through AW_MEMCHASE_LINES lines of
+ * AW_MEMCHASE_LINE bytes (4 MiB) linked in one random cycle (Sattolo's shuffle of a fixed
+ * splitmix64 stream, so the same on every host and run); slot->value holds p. The walk is
+ * built once per process and NUMA node, on first use, by the measuring thread (so in its
+ * node's memory), with 4 KiB pages (transparent huge pages refused: a run must not depend on
+ * whether the kernel found a huge page). Each step waits for a load that misses the L1 and
+ * the L2 and most TLBs, so its time follows what shares the last-level cache and the memory. */
+#define AW_MEMCHASE_LINE  64
+#define AW_MEMCHASE_LINES (UINT32_C(1) << 16)
+#define AW_MEMCHASE_SEED  UINT64_C(0x6d656d6368617365)
+uint64_t aw_memchase_timed(const struct aw_loop *l);
+uint64_t aw_memchase_portable(const struct aw_loop *l);
+/* The walk of the calling thread's NUMA node (built on first use); NULL when out of memory. */
+const void *aw_memchase_walk(void);
+/* The twin: the line index after `steps` steps from line `index`, from the permutation alone
+ * (not the walk's pointers); UINT32_MAX when out of memory. */
+uint32_t aw_memchase_twin(uint32_t index, uint64_t steps);
 
 /* The architecture this build measures: "x86_64", "aarch64" or another uname machine. */
 const char *aw_build_arch(void);

@@ -267,6 +267,41 @@ const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n)
 
 AW_DEFINE_REFERENCE(aw_reference_timed, REFERENCE_STEP)
 
+/* mulindep-v1: one mul on each of twelve independent chains. */
+#define MULINDEP_STEP(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, k)           \
+	__asm__ __volatile__(                                                        \
+	    "mul %0, %0, %12\n\t"                                                    \
+	    "mul %1, %1, %12\n\t"                                                    \
+	    "mul %2, %2, %12\n\t"                                                    \
+	    "mul %3, %3, %12\n\t"                                                    \
+	    "mul %4, %4, %12\n\t"                                                    \
+	    "mul %5, %5, %12\n\t"                                                    \
+	    "mul %6, %6, %12\n\t"                                                    \
+	    "mul %7, %7, %12\n\t"                                                    \
+	    "mul %8, %8, %12\n\t"                                                    \
+	    "mul %9, %9, %12\n\t"                                                    \
+	    "mul %10, %10, %12\n\t"                                                  \
+	    "mul %11, %11, %12"                                                      \
+	    : AW_MULINDEP_OPERANDS(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11) \
+	    : "r"(k))
+
+AW_DEFINE_MULINDEP(aw_mulindep_timed, MULINDEP_STEP)
+
+/* atomicadd-v1: the ldadd op's loop where the CPU has LSE, the llsc op's loop otherwise (the
+ * choice is made before the timer is read). */
+uint64_t aw_atomicadd_timed(const struct aw_loop *l)
+{
+	struct aw_loop plain = *l;
+
+	plain.duty = 0;
+	return aw_cpu_has_lse() ? timed_ldadd(&plain) : timed_llsc(&plain);
+}
+
+/* memchase-v1: one load whose result is the next address. */
+#define MEMCHASE_STEP(p) __asm__ __volatile__("ldr %0, [%0]" : "+r"(p) : : "memory")
+
+AW_DEFINE_MEMCHASE(aw_memchase_timed, MEMCHASE_STEP)
+
 const char *aw_build_arch(void)
 {
 	return "aarch64";

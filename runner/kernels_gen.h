@@ -7,6 +7,8 @@
 #define AW_KERNELS_GEN_H
 
 #include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "timer.h"
@@ -169,6 +171,72 @@ _Static_assert(__builtin_offsetof(struct aw_slot, unlocks) == 2 * sizeof(uint64_
 	do {                                        \
 		(x) *= (k);                         \
 		__asm__ __volatile__("" : "+r"(x)); \
+	} while (0)
+
+/* A timed batch of mulindep-v1 (kernels.h) with STEP(v0, ..., v11, k) as one multiply on
+ * each of the twelve chains; the chains live in registers between the timer reads and in the
+ * slot's first twelve words before and after. */
+#define AW_DEFINE_MULINDEP(fname, STEP)                                                         \
+	uint64_t fname(const struct aw_loop *l)                                                 \
+	{                                                                                       \
+		uint64_t x[AW_MULINDEP_CHAINS], k = AW_REFERENCE_MUL, t0, t1;                   \
+		uint64_t n = l->iters / AW_UNROLL, v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, \
+		         v11;                                                                   \
+                                                                                                \
+		_Static_assert(AW_MULINDEP_CHAINS == 12, "one register per chain");             \
+		memcpy(x, l->slot, sizeof(x));                                                  \
+		v0 = x[0], v1 = x[1], v2 = x[2], v3 = x[3], v4 = x[4], v5 = x[5];               \
+		v6 = x[6], v7 = x[7], v8 = x[8], v9 = x[9], v10 = x[10], v11 = x[11];           \
+		t0 = aw_timer_read();                                                           \
+		for (; n; n--) {                                                                \
+			AW_REP16(STEP(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, k);)    \
+		}                                                                               \
+		t1 = aw_timer_read();                                                           \
+		x[0] = v0, x[1] = v1, x[2] = v2, x[3] = v3, x[4] = v4, x[5] = v5;               \
+		x[6] = v6, x[7] = v7, x[8] = v8, x[9] = v9, x[10] = v10, x[11] = v11;           \
+		memcpy(l->slot, x, sizeof(x));                                                  \
+		return t1 - t0;                                                                 \
+	}
+
+/* The operands of a mulindep-v1 step's asm: the twelve chains, in and out. */
+#define AW_MULINDEP_OPERANDS(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11)                    \
+	"+r"(v0), "+r"(v1), "+r"(v2), "+r"(v3), "+r"(v4), "+r"(v5), "+r"(v6), "+r"(v7), "+r"(v8), \
+	    "+r"(v9), "+r"(v10), "+r"(v11)
+
+/* The mulindep-v1 step in C, each chain made opaque after its multiply as in
+ * AW_REFERENCE_C_STEP. */
+#define AW_MULINDEP_C_STEP(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, k)                \
+	do {                                                                                   \
+		(v0) *= (k), (v1) *= (k), (v2) *= (k), (v3) *= (k), (v4) *= (k);               \
+		(v5) *= (k), (v6) *= (k), (v7) *= (k), (v8) *= (k), (v9) *= (k);               \
+		(v10) *= (k), (v11) *= (k);                                                    \
+		__asm__ __volatile__(                                                          \
+		    ""                                                                         \
+		    : AW_MULINDEP_OPERANDS(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11)); \
+	} while (0)
+
+/* A timed batch of memchase-v1 (kernels.h) with STEP(p) as one load p = *p; p lives in a
+ * register between the timer reads and in slot->value before and after. */
+#define AW_DEFINE_MEMCHASE(fname, STEP)                    \
+	uint64_t fname(const struct aw_loop *l)            \
+	{                                                  \
+		uintptr_t p = (uintptr_t)l->slot->value;   \
+		uint64_t n = l->iters / AW_UNROLL, t0, t1; \
+                                                           \
+		t0 = aw_timer_read();                      \
+		for (; n; n--) {                           \
+			AW_REP16(STEP(p);)                 \
+		}                                          \
+		t1 = aw_timer_read();                      \
+		l->slot->value = p;                        \
+		return t1 - t0;                            \
+	}
+
+/* The memchase-v1 step in C: the next address is the one loaded. */
+#define AW_MEMCHASE_C_STEP(p)                       \
+	do {                                        \
+		(p) = *(const uintptr_t *)(p);      \
+		__asm__ __volatile__("" : "+r"(p)); \
 	} while (0)
 
 /* The shared baseline loop (kernels_table.c). */

@@ -31,10 +31,25 @@ const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n)
 	return readers;
 }
 
-/* No asm here: the reference kernel is the C loop. */
+/* No asm here: the reference kernels are the C loops. */
 uint64_t aw_reference_timed(const struct aw_loop *l)
 {
 	return aw_reference_portable(l);
+}
+
+uint64_t aw_mulindep_timed(const struct aw_loop *l)
+{
+	return aw_mulindep_portable(l);
+}
+
+uint64_t aw_atomicadd_timed(const struct aw_loop *l)
+{
+	return aw_atomicadd_portable(l);
+}
+
+uint64_t aw_memchase_timed(const struct aw_loop *l)
+{
+	return aw_memchase_portable(l);
 }
 
 const char *aw_build_arch(void)

@@ -91,6 +91,41 @@ const struct aw_reader_kernel *aw_arch_reader_kernels(unsigned *n)
 
 AW_DEFINE_REFERENCE(aw_reference_timed, REFERENCE_STEP)
 
+/* mulindep-v1: one imul on each of twelve independent chains. */
+#define MULINDEP_STEP(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, k)           \
+	__asm__ __volatile__(                                                        \
+	    "imulq %12, %0\n\t"                                                      \
+	    "imulq %12, %1\n\t"                                                      \
+	    "imulq %12, %2\n\t"                                                      \
+	    "imulq %12, %3\n\t"                                                      \
+	    "imulq %12, %4\n\t"                                                      \
+	    "imulq %12, %5\n\t"                                                      \
+	    "imulq %12, %6\n\t"                                                      \
+	    "imulq %12, %7\n\t"                                                      \
+	    "imulq %12, %8\n\t"                                                      \
+	    "imulq %12, %9\n\t"                                                      \
+	    "imulq %12, %10\n\t"                                                     \
+	    "imulq %12, %11"                                                         \
+	    : AW_MULINDEP_OPERANDS(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11) \
+	    : "r"(k)                                                                 \
+	    : "cc")
+
+AW_DEFINE_MULINDEP(aw_mulindep_timed, MULINDEP_STEP)
+
+/* atomicadd-v1: the lock_xadd op's own loop. */
+uint64_t aw_atomicadd_timed(const struct aw_loop *l)
+{
+	struct aw_loop plain = *l;
+
+	plain.duty = 0;
+	return timed_lock_xadd(&plain);
+}
+
+/* memchase-v1: one load whose result is the next address. */
+#define MEMCHASE_STEP(p) __asm__ __volatile__("movq (%0), %0" : "+r"(p) : : "memory")
+
+AW_DEFINE_MEMCHASE(aw_memchase_timed, MEMCHASE_STEP)
+
 const char *aw_build_arch(void)
 {
 	return "x86_64";

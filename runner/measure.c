@@ -157,20 +157,82 @@ out:
 	return rc;
 }
 
-/* The median ns per step of the reference batches. */
-static int reference_summary(struct cell_ctx *x, const uint64_t *ticks, uint32_t n, uint64_t iters)
+/* The reference kernels of one cell: each with its own state, its calibrated batch, and its
+ * share of the batches timed between the cell's samples. */
+struct references {
+	const struct aw_reference_kernel *kernel[AW_REF_COUNT];
+	struct aw_slot slot[AW_REF_COUNT];
+	struct aw_loop loop[AW_REF_COUNT];
+	unsigned n_kernels;
+	uint32_t per_kernel; /* batches of each kernel */
+	uint32_t total;      /* n_kernels * per_kernel */
+	uint32_t next;       /* the next batch to time; batch r is kernel r % n_kernels's */
+	uint64_t *ticks;     /* total, in timing order */
+};
+
+/* Picks the kernels of p->reference_kernels and allocates their batches. 0 or -ENOMEM. */
+static int references_init(struct references *rf, const struct aw_measure_params *p)
 {
-	double *ns = malloc(n * sizeof(*ns));
+	unsigned n;
+	const struct aw_reference_kernel *family = aw_reference_kernels(&n);
+
+	memset(rf, 0, sizeof(*rf));
+	if (!p->reference_samples)
+		return 0;
+	for (unsigned k = 0; k < n; k++)
+		if (p->reference_kernels & (1u << family[k].id))
+			rf->kernel[rf->n_kernels++] = &family[k];
+	rf->per_kernel = p->reference_samples;
+	rf->total = rf->per_kernel * rf->n_kernels;
+	if (rf->total && !(rf->ticks = calloc(rf->total, sizeof(*rf->ticks))))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Each kernel's starting state, one untimed batch (a first run's cost, page faults or an
+ * emulator translating the code, would otherwise end the calibration on a batch far too
+ * short), then its batch calibrated like the cell's. On the measuring thread, after the
+ * cell's calibration. 0 or -ENOMEM. */
+static int references_calibrate(struct references *rf, const struct aw_measure_params *p)
+{
+	for (unsigned k = 0; k < rf->n_kernels; k++) {
+		uint64_t steps = 0;
+		int rc = rf->kernel[k]->start(&rf->slot[k]);
+
+		if (rc)
+			return rc;
+		rf->loop[k] = (struct aw_loop){.slot = &rf->slot[k], .iters = START_ITERS};
+		rf->kernel[k]->timed(&rf->loop[k]);
+		calibrate(rf->kernel[k]->timed, p, &rf->loop[k], &steps);
+	}
+	return 0;
+}
+
+/* Times the next reference batch, the kernels taking turns. */
+static void references_time_one(struct references *rf)
+{
+	unsigned k = rf->next % rf->n_kernels;
+
+	rf->ticks[rf->next++] = rf->kernel[k]->timed(&rf->loop[k]);
+}
+
+/* Each kernel's median ns per step over its batches into the cell's ref_ns. */
+static int references_summary(struct references *rf, struct cell_ctx *x)
+{
+	double *ns = malloc(rf->per_kernel * sizeof(*ns));
 	struct aw_summary s;
 
 	if (!ns)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		ns[i] = (double)ticks[i] * x->p->timer->ns_per_tick / (double)iters;
-	aw_summarize(ns, n, &s);
-	/* 0 would mean batches shorter than a timer tick: no measurement, not an infinitely fast
-	 * machine */
-	x->cell->reference_ns = s.p50 > 0 ? s.p50 : NAN;
+	for (unsigned k = 0; k < rf->n_kernels; k++) {
+		for (uint32_t i = 0; i < rf->per_kernel; i++)
+			ns[i] = (double)rf->ticks[i * rf->n_kernels + k] *
+			        x->p->timer->ns_per_tick / (double)rf->loop[k].iters;
+		aw_summarize(ns, rf->per_kernel, &s);
+		/* 0 would mean batches shorter than a timer tick: no measurement, not an
+		 * infinitely fast machine */
+		x->cell->ref_ns[rf->kernel[k]->id] = s.p50 > 0 ? s.p50 : NAN;
+	}
 	free(ns);
 	return 0;
 }
@@ -182,10 +244,9 @@ static void *cell_main(void *arg)
 	const struct aw_measure_params *p = x->p;
 	struct contender con = {.job = job};
 	struct aw_loop l = {.call = job->call, .duty = job->duty};
-	struct aw_slot ref_slot = {.value = AW_REFERENCE_SEED};
-	struct aw_loop rl = {.slot = &ref_slot};
-	uint64_t *timed = NULL, *empty = NULL, *ref = NULL, ops = 0, ref_steps = 0, t_end;
-	uint32_t n_ref = p->reference_samples, r = 0;
+	struct references *rf = NULL;
+	uint64_t *timed = NULL, *empty = NULL, ops = 0, t_end;
+	uint32_t n_ref;
 	pthread_t ct;
 	int rc, con_started = 0;
 
@@ -196,12 +257,14 @@ static void *cell_main(void *arg)
 	l.slot = aligned_alloc(128, sizeof(*l.slot));
 	timed = calloc(p->samples, sizeof(*timed));
 	empty = calloc(p->samples, sizeof(*empty));
-	if (n_ref)
-		ref = calloc(n_ref, sizeof(*ref));
-	if (!l.slot || !timed || !empty || (n_ref && !ref)) {
+	rf = aligned_alloc(128, sizeof(*rf));
+	if (rf)
+		memset(rf, 0, sizeof(*rf));
+	if (!l.slot || !timed || !empty || !rf || references_init(rf, p)) {
 		x->rc = -ENOMEM;
 		goto out;
 	}
+	n_ref = rf->total;
 	memset(l.slot, 0, sizeof(*l.slot));
 	if (job->thread_init)
 		job->thread_init(job->thread_ctx);
@@ -232,26 +295,22 @@ static void *cell_main(void *arg)
 		ops += l.iters;
 	} while (aw_monotonic_ns() < t_end);
 	calibrate(job->timed, p, &l, &ops);
-	if (n_ref) {
-		/* one untimed batch first: a first run's cost (page faults, an emulator translating
-		 * the code) would otherwise end the calibration on a batch far too short */
-		rl.iters = START_ITERS;
-		aw_reference_timed(&rl);
-		calibrate(aw_reference_timed, p, &rl, &ref_steps);
-	}
+	x->rc = references_calibrate(rf, p);
+	if (x->rc)
+		goto out;
 	/* Reference batch r goes before sample floor((2r + 1) * samples / (2 n_ref)), the middle
-	 * of its share of the samples; with fewer samples than reference batches the rest follow
-	 * the last sample. */
+	 * of its share of the samples, the kernels taking turns (so each sees the whole cell);
+	 * with fewer samples than reference batches the rest follow the last sample. */
 	for (uint32_t i = 0; i < p->samples; i++) {
-		while (r < n_ref && (uint64_t)(2 * r + 1) * p->samples <=
-		                        (uint64_t)2 * i * n_ref + 2 * n_ref - 1)
-			ref[r++] = aw_reference_timed(&rl);
+		while (rf->next < n_ref && (uint64_t)(2 * rf->next + 1) * p->samples <=
+		                               (uint64_t)2 * i * n_ref + 2 * n_ref - 1)
+			references_time_one(rf);
 		empty[i] = job->empty(&l);
 		timed[i] = job->timed(&l);
 		ops += l.iters;
 	}
-	while (r < n_ref)
-		ref[r++] = aw_reference_timed(&rl);
+	while (rf->next < n_ref)
+		references_time_one(rf);
 	if (con_started) {
 		__atomic_store_n(&con.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(ct, NULL);
@@ -261,7 +320,7 @@ static void *cell_main(void *arg)
 	if (!x->reason[0])
 		x->rc = summarize(x, timed, empty, l.iters);
 	if (!x->rc && n_ref)
-		x->rc = reference_summary(x, ref, n_ref, rl.iters);
+		x->rc = references_summary(rf, x);
 out:
 	if (con_started) {
 		__atomic_store_n(&con.stop, 1, __ATOMIC_RELEASE);
@@ -272,7 +331,9 @@ out:
 	free(l.slot);
 	free(timed);
 	free(empty);
-	free(ref);
+	if (rf)
+		free(rf->ticks);
+	free(rf);
 	return NULL;
 }
 

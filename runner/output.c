@@ -49,26 +49,34 @@ static void num(struct aw_buf *b, double v, int *rc)
 		*rc = isnan(v) ? aw_buf_printf(b, " %9s", "-") : aw_buf_printf(b, " %9.3f", v);
 }
 
-/* One line on the reference kernel: how fast the machine was beside the cells, and how much
- * that moved during the run. */
-static int reference_line(const struct aw_result *r, struct aw_buf *out)
+/* One line per reference kernel: how fast the machine was beside the cells, and how much that
+ * moved during the run. */
+static int reference_lines(const struct aw_result *r, struct aw_buf *out)
 {
+	unsigned kernels = r->references | (r->reference_kernel ? 1u << AW_REF_MULCHAIN : 0);
 	double *v = malloc((r->n_cells ? r->n_cells : 1) * sizeof(*v));
-	size_t n = 0;
+	const char *gap = "\n";
 	int rc = 0;
 
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->n_cells; i++)
-		if (isfinite(r->cells[i].reference_ns))
-			v[n++] = r->cells[i].reference_ns;
-	if (n) {
+	for (int k = 0; !rc && k < AW_REF_COUNT; k++) {
+		size_t n = 0;
+
+		if (!(kernels & (1u << k)))
+			continue;
+		for (size_t i = 0; i < r->n_cells; i++)
+			if (isfinite(r->cells[i].ref_ns[k]))
+				v[n++] = r->cells[i].ref_ns[k];
+		if (!n)
+			continue;
 		aw_sort_doubles(v, n);
 		rc = aw_buf_printf(out,
-		                   "\nreference %s beside %zu cells: %.4f ns per step (median; "
-		                   "min %.4f, max %.4f)\n",
-		                   r->reference_kernel, n, aw_quantile_sorted(v, n, 0.5), v[0],
-		                   v[n - 1]);
+		                   "%sreference %s beside %zu cells: %.4f ns per step (median; min "
+		                   "%.4f, max %.4f)\n",
+		                   gap, aw_ref_name((enum aw_ref)k), n,
+		                   aw_quantile_sorted(v, n, 0.5), v[0], v[n - 1]);
+		gap = "";
 	}
 	free(v);
 	return rc;
@@ -149,8 +157,8 @@ int aw_output_table(const struct aw_result *r, struct aw_buf *out)
 	if (!rc && below)
 		rc = aw_buf_puts(out, "\n* below resolution: cannot be told apart from the empty "
 		                      "loop; reported as 0\n");
-	if (!rc && r->reference_kernel)
-		rc = reference_line(r, out);
+	if (!rc && (r->references || r->reference_kernel))
+		rc = reference_lines(r, out);
 	free(order);
 	return rc;
 }

@@ -48,7 +48,7 @@ static void usage(FILE *f)
 	    "  --commit SHA       commit measured (default: none)\n"
 	    "  --ref REF          ref measured (default: local)\n"
 	    "  --clock            time with CLOCK_MONOTONIC_RAW instead of the cycle counter\n"
-	    "  --no-reference     do not measure the reference kernel beside each cell\n"
+	    "  --no-reference     do not measure the reference kernels beside each cell\n"
 	    "  --quiet            no progress on stderr\n"
 	    "  --help             this text\n"
 	    "  --version          the version\n\n"

@@ -66,7 +66,8 @@ void aw_runner_set_samples(struct aw_runner *r, uint32_t samples)
 	if (r->params.reference_samples) {
 		uint32_t ref = (uint32_t)(AW_REFERENCE_SAMPLES * share + 0.5);
 
-		r->params.reference_samples = ref < 8 ? 8 : ref;
+		r->params.reference_samples =
+		    ref < AW_REFERENCE_MIN_SAMPLES ? AW_REFERENCE_MIN_SAMPLES : ref;
 	}
 }
 
@@ -149,7 +150,11 @@ struct aw_runner *aw_runner_new(const struct aw_runner_opts *opts, char **err)
 	r->params.batch_min_ticks = r->profile.batch_min_ticks;
 	r->params.warmup_ns = r->profile.warmup_ns;
 	r->params.timer = &r->timer;
-	r->params.reference_samples = opts->no_reference ? 0 : AW_REFERENCE_SAMPLES;
+	r->params.reference_kernels = opts->no_reference        ? 0
+	                              : opts->reference_kernels ? opts->reference_kernels
+	                                                        : AW_REF_ALL;
+	r->params.reference_kernels &= AW_REF_ALL;
+	r->params.reference_samples = r->params.reference_kernels ? AW_REFERENCE_SAMPLES : 0;
 	r->progress = opts->progress;
 	r->progress_arg = opts->progress_arg;
 	r->stop = opts->stop;
@@ -238,8 +243,7 @@ struct aw_result *aw_runner_run(struct aw_runner *r, char **err)
 	if (aw_set_str(&res->matrix_name, r->matrix.name) ||
 	    aw_set_str(&res->matrix_hash, r->matrix_hash) ||
 	    aw_set_str(&res->matrix_profile, r->profile.name) ||
-	    aw_set_str(&res->reference_kernel,
-	               r->params.reference_samples ? AW_REFERENCE_KERNEL : NULL)) {
+	    aw_result_set_references(res, r->params.reference_kernels)) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -303,7 +307,7 @@ int aw_runner_measure_call(struct aw_runner *r, void (*op)(uint64_t *counter),
 
 const char *aw_runner_reference_kernel(const struct aw_runner *r)
 {
-	return r->params.reference_samples ? AW_REFERENCE_KERNEL : NULL;
+	return r->params.reference_kernels & (1u << AW_REF_MULCHAIN) ? AW_REFERENCE_KERNEL : NULL;
 }
 
 int aw_runner_cpus(const struct aw_runner *r, const char *selection, int *cpus, size_t max,

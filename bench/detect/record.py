@@ -1,24 +1,28 @@
 #!/usr/bin/python3
 """Records real runs of this machine for the detection bench (docs/detection.md, "Recordings").
 
-Each run is `atomwatch-agent run` of a matrix profile plus a one-op subject (bench/detect/
-subject_chain.c: `lock xadd` followed by a chain of dependent multiplies), exactly as an agent
-measures in production; the collector is left unreachable on purpose, so every document stays
-in the agent's spool and is taken from there. The subject is built in variants that differ only
-by extra dependent adds on the chain: `base`, and `plus2`, `plus5`, `plus10`, sized on this
-machine to about +2%, +5% and +10% (a short calibration measures candidate counts here, unless
---extra gives them). Base runs and variant runs are interleaved in a seeded random order,
-so that both see the same disturbances. Optionally two compiler jobs (or --load-jobs) run in the
-background throughout, started and stopped by this script.
+Each run is `atomwatch-agent run` of a matrix profile plus a subject of one op per shape of real
+code (bench/detect/subject_shapes.c: `overlap`, a locked add followed by arithmetic that the
+next call does not wait for; `hash`, a lookup in a 4 MiB hash table; `branchy`, unpredictable
+branches; `chain`, subject_chain.c's serial chain), exactly as an agent measures in production;
+the collector is left unreachable on purpose, so every document stays in the agent's spool and
+is taken from there. The subject is built in variants that differ by a real code change of
+each shape's kind (more independent adds, more hash rounds, more work in each branch arm, more
+dependent adds on the chain): `base`, and `plus2`, `plus5`, `plus10`, each op sized on this
+machine to about +2%, +5% and +10% of its own (a short calibration measures candidate counts
+here, unless --extra gives them). Base runs and variant runs are interleaved in a seeded random
+order, so that both see the same disturbances. Optionally two compiler jobs (or --load-jobs) run
+in the background throughout, started and stopped by this script.
 
 The recording is one compressed JSON Lines file (.jsonl.xz or .jsonl.gz, by the name given):
 line 1 a header saying how it was made (host, CPU model, kernel, date, profile, load, the
-subject's variants with their add counts and measured shifts, every command), then one line
-per run in measuring order: {"seq", "variant", "wall_s", "doc"}, where doc is the result
-document as the agent made it.
+subject's shapes and variants with each shape's extra count and measured shift, every command),
+then one line per run in measuring order: {"seq", "variant", "wall_s", "doc"}, where doc is the
+result document as the agent made it. Format atomwatch.recording/2; /1 (the chain alone, one
+extra count and one measured shift per variant) is what the older recordings hold.
 
 usage: record.py [--out FILE] [--runs N] [--variant-runs M] [--profile NAME] [--samples N]
-                 [--load none|compilers] [--load-jobs J] [--extra A,B,C]
+                 [--load none|compilers] [--load-jobs J] [--extra [SHAPE=]A,B,C]...
                  [--calibration-runs K] [--chain N] [--agent PATH] [--cc CC] [--seed S]
                  [--host NAME]
 Exit status: 0 recorded, 1 a run or a build failed (nothing written), 2 bad usage."""
@@ -46,12 +50,30 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
-SUBJECT_SRC = os.path.join(HERE, "subject_chain.c")
-FORMAT = "atomwatch.recording/1"
-SUBJECT = "chain"
-SUBJECT_KEY_PREFIX = "subject=%s op=op " % SUBJECT
+SUBJECT_SRC = os.path.join(HERE, "subject_shapes.c")
+FORMAT = "atomwatch.recording/2"
+SUBJECT = "shapes"
+SHAPES = ("overlap", "hash", "branchy", "chain")
 TARGETS = (("plus2", 0.02), ("plus5", 0.05), ("plus10", 0.10))
-CANDIDATE_ADDS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48)
+# The calibration's candidate extra counts, as many for every shape (candidate library i has
+# each shape's i-th count). An add that the core overlaps with the next call costs nothing until
+# the slack is used up (overlap, and branchy's arms, whose work nothing waits for); how much
+# slack there is depends on the core (on this Zen 5 VM 16 adds cost overlap 11%), so their
+# lists reach far; a hash step or an add on the chain costs a cycle or a few.
+CANDIDATES = {
+    "overlap": (1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192),
+    "hash": (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48),
+    "branchy": (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320),
+    "chain": (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48),
+}
+# what an extra count adds, per shape (the header says it)
+EXTRA_MEANS = {
+    "overlap": "independent adds dealt to its four streams in turn",
+    "hash": "steps of its hash function, a multiply and an xorshift in turn",
+    "branchy": "adds in every arm of its three branches",
+    "chain": "dependent adds on its chain",
+}
+CALIBRATION_KERNEL = "mulchain-v1"
 PROJECT = "recording"
 REF = "refs/heads/main"
 
@@ -73,13 +95,19 @@ def positive(text):
 
 
 def extra_counts(text):
+    """[SHAPE=]A,B,C: (shape or None for every shape, [A, B, C])."""
+    shape, _, counts = text.rpartition("=")
+    if shape and shape not in SHAPES:
+        raise argparse.ArgumentTypeError("--extra: unknown shape '%s' (%s)"
+                                         % (shape, ", ".join(SHAPES)))
     try:
-        counts = [int(x) for x in text.split(",")]
+        counts = [int(x) for x in counts.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError("--extra takes three integers, e.g. 2,5,10")
+        raise argparse.ArgumentTypeError("--extra takes three integers, e.g. 2,5,10 or "
+                                         "hash=2,5,10")
     if len(counts) != len(TARGETS) or min(counts) < 1:
         raise argparse.ArgumentTypeError("--extra takes three integers >= 1, e.g. 2,5,10")
-    return counts
+    return shape or None, counts
 
 
 def parse_args(argv):
@@ -94,8 +122,9 @@ def parse_args(argv):
     ap.add_argument("--load", choices=("none", "compilers"), default="none",
                     help="background load while recording")
     ap.add_argument("--load-jobs", type=positive, default=2, help="compiler jobs (default 2)")
-    ap.add_argument("--extra", type=extra_counts,
-                    help="adds of plus2,plus5,plus10 (default: calibrated here)")
+    ap.add_argument("--extra", type=extra_counts, action="append", default=[],
+                    help="extra counts of plus2,plus5,plus10 for every shape, or with SHAPE= "
+                    "for one (repeatable; default: calibrated here)")
     ap.add_argument("--calibration-runs", type=positive, default=5,
                     help="rounds of the calibration builds (default 5)")
     ap.add_argument("--chain", type=positive, default=32, help="multiplies of the chain")
@@ -118,6 +147,11 @@ def parse_args(argv):
         ap.error("--out must end in .jsonl.xz or .jsonl.gz, got '%s'" % args.out)
     if not os.access(args.agent, os.X_OK):
         ap.error("no agent binary at '%s' (build it: sh scripts/build.sh native)" % args.agent)
+    given = {}
+    for shape, counts in args.extra:
+        for sh in (shape,) if shape else SHAPES:
+            given[sh] = counts
+    args.extra = given
     return args
 
 
@@ -130,9 +164,12 @@ def first_line(argv):
     return lines[0].strip() if lines else None
 
 
-def build_command(args, adds, lib):
-    return [args.cc, "-O2", "-shared", "-fPIC", "-I", os.path.join(TOP, "runner", "include"),
-            "-DCHAIN=%d" % args.chain, "-DEXTRA=%d" % adds, "-o", lib, SUBJECT_SRC]
+def build_command(args, extra, lib):
+    """The subject built with extra[shape] for each shape."""
+    return ([args.cc, "-O2", "-shared", "-fPIC", "-I", os.path.join(TOP, "runner", "include"),
+             "-DCHAIN=%d" % args.chain] +
+            ["-DEXTRA_%s=%d" % (sh.upper(), extra[sh]) for sh in SHAPES] +
+            ["-o", lib, SUBJECT_SRC])
 
 
 def printable(argv):
@@ -142,8 +179,8 @@ def printable(argv):
 
 
 class Variant:
-    def __init__(self, name, adds, target=None):
-        self.name, self.adds, self.target = name, adds, target
+    def __init__(self, name, extra, target=None):
+        self.name, self.extra, self.target = name, extra, target
         self.build = None
         self.config = None
         self.spool = None
@@ -171,8 +208,8 @@ class Recorder:
     def prepare(self, v, ops=None):
         d = os.path.join(self.work, v.name)
         os.makedirs(d)
-        lib = os.path.join(d, "libchain.so")
-        v.build = build_command(self.args, v.adds, lib)
+        lib = os.path.join(d, "libshapes.so")
+        v.build = build_command(self.args, v.extra, lib)
         p = subprocess.run(v.build, capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             raise Failure("cannot build variant %s: %s\n%s" % (v.name, printable(v.build),
@@ -218,75 +255,95 @@ class Recorder:
         if doc.get("commit") != commit:
             raise Failure("the spooled document is not the run's (commit %s)"
                           % doc.get("commit"))
-        subject_p50(doc)  # fails unless the subject cell was measured
+        for sh in SHAPES:
+            subject_p50(doc, sh)  # fails unless every shape's cell was measured
         return wall, doc
 
 
-def subject_cell(doc):
+def subject_cell(doc, shape):
+    prefix = "subject=%s op=%s " % (SUBJECT, shape)
     for i, c in enumerate(doc["cells"]):
-        if c["key"].startswith(SUBJECT_KEY_PREFIX):
+        if c["key"].startswith(prefix):
             return i, c
-    raise Failure("no subject cell in run %s" % doc.get("run_id"))
+    raise Failure("no cell of shape %s in run %s" % (shape, doc.get("run_id")))
 
 
-def subject_p50(doc):
-    _, c = subject_cell(doc)
+def subject_p50(doc, shape):
+    _, c = subject_cell(doc, shape)
     if c["status"] != "ok" or c["p50"] is None:
         raise Failure("subject cell %s: %s (%s)" % (c["key"], c["status"], c.get("reason")))
     return c["p50"]
 
 
-def subject_over_reference(doc):
-    """The subject's p50 in steps of the reference kernel measured beside it, or None."""
-    i, c = subject_cell(doc)
-    ref = (doc.get("reference") or {}).get("values") or []
+def reference_values(doc):
+    """{kernel: values} of the document's reference series, older "reference" included."""
+    series = doc.get("references") or ([doc["reference"]] if doc.get("reference") else [])
+    return {s["kernel"]: s["values"] for s in series}
+
+
+def subject_over_reference(doc, shape, kernel=CALIBRATION_KERNEL):
+    """The shape's p50 in steps of the reference kernel measured beside it, or None."""
+    i, c = subject_cell(doc, shape)
+    ref = reference_values(doc).get(kernel) or []
     return c["p50"] / ref[i] if i < len(ref) and ref[i] else None
 
 
 def calibrate(rec, args):
-    """The adds of plus2, plus5 and plus10, found by measuring: an add is one cycle on the
-    chain's serial path, but what a cycle is against the whole op depends on the core. Every
-    candidate count is built and measured beside base (only the subject and the `plain` cells,
-    in rounds), and each target takes the count whose shift comes nearest. The shift compares
-    each round in steps of the reference kernel measured beside the subject (the median of the
-    rounds), which moves with the host's clock: an Intel VM switched between two clocks 2.8%
-    apart from run to run, and the fastest of five rounds landed on either. Without a
-    reference in every round it compares the fastest round of each: a round that lands in a
-    slow regime of the host (whole runs 1.5x slower on some VMs) would otherwise move the
-    figure by more than the shift itself."""
-    base = Variant("calib-0", 0)
-    cands = [Variant("calib-%d" % n, n) for n in CANDIDATE_ADDS]
+    """The extra counts of plus2, plus5 and plus10 per shape, found by measuring: what an add
+    or a hash round costs against the whole op depends on the core, and an add that the core
+    overlaps with the next call costs nothing until the slack is used up. Candidate library i
+    has every shape's i-th candidate count (CANDIDATES); each is built and measured beside base
+    (only the subject and the `plain` cells, in rounds), and each target takes, per shape, the
+    count whose shift comes nearest, more for each larger target. The shift compares each
+    round in steps of mulchain-v1 measured beside the cell (the median of the rounds), which
+    moves with the host's clock: an Intel VM switched between two clocks 2.8% apart from run to
+    run, and the fastest of five rounds landed on either. Without that reference in every
+    round it compares the fastest round of each: a round that lands in a slow regime of the
+    host (whole runs 1.5x slower on some VMs) would otherwise move the figure by more than the
+    shift itself. Shapes given with --extra keep their counts."""
+    n_cands = len(CANDIDATES[SHAPES[0]])
+    base = Variant("calib-0", {sh: 0 for sh in SHAPES})
+    cands = [Variant("calib-%d" % (i + 1), {sh: CANDIDATES[sh][i] for sh in SHAPES})
+             for i in range(n_cands)]
     for v in [base] + cands:
         rec.prepare(v, ops="[plain]")
-    p50 = {v.name: [] for v in [base] + cands}
-    steps = {v.name: [] for v in [base] + cands}
+    p50 = {(v.name, sh): [] for v in [base] + cands for sh in SHAPES}
+    steps = {(v.name, sh): [] for v in [base] + cands for sh in SHAPES}
     for _ in range(args.calibration_runs):
         for v in [base] + cands:
             doc = rec.run(v)[1]
-            p50[v.name].append(subject_p50(doc))
-            steps[v.name].append(subject_over_reference(doc))
-    if all(x is not None for xs in steps.values() for x in xs):
-        mb = statistics.median(steps[base.name])
-        shift = {v.adds: statistics.median(steps[v.name]) / mb - 1 for v in cands}
-        by = "median round in reference steps"
-    else:
-        mb = min(p50[base.name])
-        shift = {v.adds: min(p50[v.name]) / mb - 1 for v in cands}
-        by = "fastest round"
-    counts, last = [], 0
-    for _, target in TARGETS:
-        left = [n for n in CANDIDATE_ADDS if n > last]
-        if not left:
-            raise Failure("calibration: no add count left for the %+.0f%% variant"
-                          % (100 * target))
-        n = min(left, key=lambda c: abs(shift[c] - target))
-        counts.append(n)
-        last = n
-    log("calibration (%s): shift by adds: %s -> adds %s" % (
-        by, ", ".join("%d %+.1f%%" % (n, 100 * shift[n]) for n in CANDIDATE_ADDS), counts))
-    return counts, {"rounds": args.calibration_runs, "matrix_ops": ["plain"], "by": by,
-                    "base_p50": p50[base.name],
-                    "shift_by_adds": {str(n): shift[n] for n in CANDIDATE_ADDS}}
+            for sh in SHAPES:
+                p50[v.name, sh].append(subject_p50(doc, sh))
+                steps[v.name, sh].append(subject_over_reference(doc, sh))
+    counts, shifts, how = {}, {}, {}
+    for sh in SHAPES:
+        if all(x is not None for v in [base] + cands for x in steps[v.name, sh]):
+            mb = statistics.median(steps[base.name, sh])
+            shift = [statistics.median(steps[v.name, sh]) / mb - 1 for v in cands]
+            how[sh] = "median round in %s steps" % CALIBRATION_KERNEL
+        else:
+            mb = min(p50[base.name, sh])
+            shift = [min(p50[v.name, sh]) / mb - 1 for v in cands]
+            how[sh] = "fastest round"
+        shifts[sh] = {str(CANDIDATES[sh][i]): shift[i] for i in range(n_cands)}
+        if sh in args.extra:
+            continue
+        picked, last = [], 0
+        for _, target in TARGETS:
+            left = [i for i in range(n_cands) if CANDIDATES[sh][i] > last]
+            if not left:
+                raise Failure("calibration: no %s count left for the %+.0f%% variant"
+                              % (sh, 100 * target))
+            i = min(left, key=lambda c: abs(shift[c] - target))
+            picked.append(CANDIDATES[sh][i])
+            last = CANDIDATES[sh][i]
+        counts[sh] = picked
+        log("calibration of %s (%s): shift by extra count: %s -> %s" % (
+            sh, how[sh], ", ".join("%d %+.1f%%" % (CANDIDATES[sh][i], 100 * shift[i])
+                                   for i in range(n_cands)), picked))
+    return counts, {"rounds": args.calibration_runs, "matrix_ops": ["plain"], "by": how,
+                    "base_p50": {sh: p50[base.name, sh] for sh in SHAPES},
+                    "shift_by_extra": shifts}
 
 
 LOAD_SOURCE_FUNCS = 400
@@ -365,24 +422,30 @@ def git_commit():
 
 
 def summarise(variants, runs):
-    """Per variant: its runs, the subject's median p50, and its shift against base (raw, and
-    in steps of the reference kernel)."""
+    """Per variant: its runs, and per shape its extra count, its cell's median p50 and its shift
+    against base (raw, and in steps of each reference kernel measured beside the cell)."""
     by = {v.name: [r for r in runs if r["variant"] == v.name] for v in variants}
-    med = {n: statistics.median(subject_p50(r["doc"]) for r in rs) for n, rs in by.items()}
-    rel = {}
+    kernels = sorted({k for r in runs for k in reference_values(r["doc"])})
+    med, rel = {}, {}
     for n, rs in by.items():
-        vals = [x for x in (subject_over_reference(r["doc"]) for r in rs) if x is not None]
-        rel[n] = statistics.median(vals) if vals else None
+        for sh in SHAPES:
+            med[n, sh] = statistics.median(subject_p50(r["doc"], sh) for r in rs)
+            for k in kernels:
+                vals = [x for x in (subject_over_reference(r["doc"], sh, k) for r in rs)
+                        if x is not None]
+                rel[n, sh, k] = statistics.median(vals) if vals else None
     out = {}
     for v in variants:
-        build = printable(v.build[:-2] + ["libchain-%s.so" % v.name, v.build[-1]])
-        e = {"extra_adds": v.adds, "runs": len(by[v.name]), "build": build,
-             "subject_p50_median": med[v.name]}
+        build = printable(v.build[:-2] + ["libshapes-%s.so" % v.name, v.build[-1]])
+        e = {"extra": dict(v.extra), "runs": len(by[v.name]), "build": build,
+             "subject_p50_median": {sh: med[v.name, sh] for sh in SHAPES}}
         if v.target is not None:
             e["target_shift"] = v.target
-            e["measured_shift"] = med[v.name] / med["base"] - 1
-            if rel[v.name] is not None and rel["base"]:
-                e["measured_shift_vs_reference"] = rel[v.name] / rel["base"] - 1
+            e["measured_shift"] = {sh: med[v.name, sh] / med["base", sh] - 1 for sh in SHAPES}
+            e["measured_shift_vs_reference"] = {
+                sh: {k: rel[v.name, sh, k] / rel["base", sh, k] - 1 for k in kernels
+                     if rel[v.name, sh, k] is not None and rel["base", sh, k]}
+                for sh in SHAPES}
         out[v.name] = e
     return out
 
@@ -412,12 +475,13 @@ def record(args):
         load_before = loadavg()
         load.start()
         calibration = None
-        if args.extra:
-            counts = args.extra
-        else:
-            counts, calibration = calibrate(rec, args)
-        variants = [Variant("base", 0)] + [Variant(name, n, target) for (name, target), n
-                                           in zip(TARGETS, counts)]
+        counts = dict(args.extra)
+        if any(sh not in counts for sh in SHAPES):
+            calibrated, calibration = calibrate(rec, args)
+            counts.update(calibrated)
+        variants = [Variant("base", {sh: 0 for sh in SHAPES})] + [
+            Variant(name, {sh: counts[sh][i] for sh in SHAPES}, target)
+            for i, (name, target) in enumerate(TARGETS)]
         for v in variants:
             rec.prepare(v)
         order = ["base"] * args.runs + [n for n, _ in TARGETS for _ in range(args.variant_runs)]
@@ -427,8 +491,9 @@ def record(args):
         for i, name in enumerate(order):
             wall, doc = rec.run(named[name])
             runs.append({"seq": i, "variant": name, "wall_s": round(wall, 3), "doc": doc})
-            log("run %d/%d: %s, subject %.3f ns, %.1f s" % (i + 1, len(order), name,
-                                                            subject_p50(doc), wall))
+            log("run %d/%d: %s, %s, %.1f s" % (
+                i + 1, len(order), name,
+                ", ".join("%s %.3f ns" % (sh, subject_p50(doc, sh)) for sh in SHAPES), wall))
         load_after = loadavg()
     finally:
         load.stop()
@@ -455,7 +520,8 @@ def record(args):
         "runs": len(runs),
         "seed": args.seed,
         "subject": {"name": SUBJECT, "source": os.path.relpath(SUBJECT_SRC, TOP),
-                    "chain": args.chain, "cell": SUBJECT_KEY_PREFIX.strip() + " cpu=N",
+                    "shapes": list(SHAPES), "extra_means": EXTRA_MEANS,
+                    "chain": args.chain, "cell": "subject=%s op=SHAPE cpu=N" % SUBJECT,
                     "compiler": first_line([args.cc, "--version"]),
                     "variants": summary},
         "calibration": calibration,
@@ -465,19 +531,22 @@ def record(args):
             "agent": printable([args.agent, "run", "--config", "VARIANT/agent.yaml",
                                 "--project", PROJECT, "--commit", "SHA1(seed:seq:variant)",
                                 "--ref", REF, "--subject", SUBJECT, "--quiet"]),
-            "build": printable(build_command(args, 0, "libchain.so")).replace(
-                "-DEXTRA=0", "-DEXTRA=<extra_adds>"),
+            "build": printable(build_command(args, {sh: 0 for sh in SHAPES}, "libshapes.so"))
+            .replace("=0 ", "=<extra> "),
             "load": load.describe().get("command"),
         },
     }
     write_recording(args.out, header, runs)
     for name, e in summary.items():
-        shift = ("" if "measured_shift" not in e else
-                 ", shift %+.2f%% (target %+.0f%%; %+.2f%% in reference steps)"
-                 % (100 * e["measured_shift"], 100 * e["target_shift"],
-                    100 * (e.get("measured_shift_vs_reference") or float("nan"))))
-        log("%-6s %2d adds, %3d runs, subject p50 median %.3f ns%s"
-            % (name, e["extra_adds"], e["runs"], e["subject_p50_median"], shift))
+        for sh in SHAPES:
+            shift = ("" if "measured_shift" not in e else
+                     ", shift %+.2f%% (target %+.0f%%; %+.2f%% in %s steps)"
+                     % (100 * e["measured_shift"][sh], 100 * e["target_shift"],
+                        100 * e["measured_shift_vs_reference"][sh].get(CALIBRATION_KERNEL,
+                                                                       float("nan")),
+                        CALIBRATION_KERNEL))
+            log("%-6s %-7s %3d extra, %3d runs, p50 median %.3f ns%s"
+                % (name, sh, e["extra"][sh], e["runs"], e["subject_p50_median"][sh], shift))
     log("wrote %s (%d runs, %.0f KiB)" % (args.out, len(runs), os.path.getsize(args.out) / 1024))
 
 

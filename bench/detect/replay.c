@@ -209,32 +209,41 @@ static char last_run_id[AW_UUID_LEN + 1];
 static void put(struct store_conn *c, const json_t *doc, const char *commit, const char *ref,
                 char *const *keep, size_t n_keep, const char *of)
 {
-	json_t *d = json_deep_copy(doc), *cells = json_array(), *vals = json_array();
-	json_t *ref_obj = json_object_get(d, "reference");
-	json_t *old_vals = ref_obj ? json_object_get(ref_obj, "values") : NULL;
+	json_t *d = json_deep_copy(doc), *cells = json_array();
+	/* the reference series, an older document's one or the family, kept beside the cells */
+	json_t *series[1 + AW_REF_COUNT], *vals[1 + AW_REF_COUNT];
+	size_t n_series = 0;
 	struct aw_result *r, *id = aw_result_new();
 	struct aw_verr e;
 	struct store_put p;
 	char *text, *host;
 	size_t i;
-	json_t *cell;
+	json_t *cell, *o;
 
-	if (!d || !cells || !vals || !id)
+	if (!d || !cells || !id)
 		die("out of memory", NULL);
+	if (json_is_object(json_object_get(d, "reference")))
+		series[n_series++] = json_object_get(d, "reference");
+	json_array_foreach (json_object_get(d, "references"), i, o) {
+		if (n_series < 1 + AW_REF_COUNT)
+			series[n_series++] = o;
+	}
+	for (size_t k = 0; k < n_series; k++)
+		if (!(vals[k] = json_array()))
+			die("out of memory", NULL);
 	json_array_foreach (json_object_get(d, "cells"), i, cell) {
 		const char *key = json_string_value(json_object_get(cell, "key"));
 
 		if (keep && !listed(key, keep, n_keep))
 			continue;
 		json_array_append(cells, cell);
-		if (old_vals)
-			json_array_append(vals, json_array_get(old_vals, i));
+		for (size_t k = 0; k < n_series; k++)
+			json_array_append(vals[k],
+			                  json_array_get(json_object_get(series[k], "values"), i));
 	}
 	json_object_set_new(d, "cells", cells);
-	if (ref_obj)
-		json_object_set_new(ref_obj, "values", vals);
-	else
-		json_decref(vals);
+	for (size_t k = 0; k < n_series; k++)
+		json_object_set_new(series[k], "values", vals[k]);
 	json_object_set_new(d, "run_id", json_string(id->run_id));
 	snprintf(last_run_id, sizeof(last_run_id), "%s", id->run_id);
 	if (of)

@@ -1,9 +1,9 @@
-/* What the reference kernel costs: a profile measured with and without it, alternately in one
- * process, its wall time each way and the ratio (target: at most 1.30 for the quick profile),
- * and how steady the reference itself was within each run (its spread over the cells). On a
- * shared machine the wall times swing with the neighbours' load; the fastest repetition of
- * each side and the process's CPU time (threads that other work preempts do not accrue it)
- * are the steadier figures, so they are printed too.
+/* What the reference kernels cost: a profile measured with the whole family beside every cell
+ * and without any, alternately in one process, its wall time each way and the ratio (target:
+ * at most 1.30 for the quick profile), and how steady each kernel was within each run (its
+ * spread over the cells). On a shared machine the wall times swing with the neighbours' load;
+ * the fastest repetition of each side and the process's CPU time (threads that other work
+ * preempts do not accrue it) are the steadier figures, so they are printed too.
  * usage: bench_runner_reference [--profile NAME] [--reps N] */
 #include <errno.h>
 #include <math.h>
@@ -31,8 +31,8 @@ struct cost {
 	double wall, cpu; /* seconds */
 };
 
-/* One run: its cost, and the reference's median and relative spread ((max - min) / median)
- * over the cells. Returns 0 or -1 (the error printed). */
+/* One run: its cost, and each reference kernel's median and relative spread ((max - min) /
+ * median) over the cells (NAN without one). Returns 0 or -1 (the error printed). */
 static int one_run(struct aw_runner *r, struct cost *c, double *ref_p50, double *ref_spread)
 {
 	uint64_t t0 = aw_monotonic_ns();
@@ -50,19 +50,22 @@ static int one_run(struct aw_runner *r, struct cost *c, double *ref_p50, double 
 		free(err);
 		return -1;
 	}
-	*ref_p50 = *ref_spread = NAN;
 	v = malloc((res->n_cells ? res->n_cells : 1) * sizeof(*v));
 	if (!v) {
 		aw_result_free(&res);
 		return -1;
 	}
-	for (size_t i = 0; i < res->n_cells; i++)
-		if (isfinite(res->cells[i].reference_ns))
-			v[n++] = res->cells[i].reference_ns;
-	if (n) {
-		aw_sort_doubles(v, n);
-		*ref_p50 = aw_quantile_sorted(v, n, 0.5);
-		*ref_spread = (v[n - 1] - v[0]) / *ref_p50;
+	for (int k = 0; k < AW_REF_COUNT; k++) {
+		ref_p50[k] = ref_spread[k] = NAN;
+		n = 0;
+		for (size_t i = 0; i < res->n_cells; i++)
+			if (isfinite(res->cells[i].ref_ns[k]))
+				v[n++] = res->cells[i].ref_ns[k];
+		if (n) {
+			aw_sort_doubles(v, n);
+			ref_p50[k] = aw_quantile_sorted(v, n, 0.5);
+			ref_spread[k] = (v[n - 1] - v[0]) / ref_p50[k];
+		}
 	}
 	free(v);
 	aw_result_free(&res);
@@ -93,7 +96,8 @@ int main(int argc, char **argv)
 	struct aw_runner_opts with = {.host_name = "bench"}, without;
 	struct aw_runner *rw = NULL, *ro = NULL;
 	struct cost c_with[MAX_REPS], c_without[MAX_REPS];
-	double p50s[MAX_REPS], spreads[MAX_REPS], scratch, wm, wn, om, on, cw, co, dummy;
+	double p50s[MAX_REPS][AW_REF_COUNT], spreads[MAX_REPS][AW_REF_COUNT];
+	double scratch[AW_REF_COUNT], wm, wn, om, on, cw, co, dummy;
 	char *err = NULL;
 	int status = 1;
 
@@ -129,16 +133,18 @@ int main(int argc, char **argv)
 		struct cost *c_first = i % 2 ? &c_without[i] : &c_with[i];
 		struct cost *c_second = i % 2 ? &c_with[i] : &c_without[i];
 
-		if (one_run(first, c_first, first == rw ? &p50s[i] : &scratch,
-		            first == rw ? &spreads[i] : &scratch) ||
-		    one_run(second, c_second, second == rw ? &p50s[i] : &scratch,
-		            second == rw ? &spreads[i] : &scratch))
+		if (one_run(first, c_first, first == rw ? p50s[i] : scratch,
+		            first == rw ? spreads[i] : scratch) ||
+		    one_run(second, c_second, second == rw ? p50s[i] : scratch,
+		            second == rw ? spreads[i] : scratch))
 			goto out;
 		printf("  rep %2lu: wall with %.3f s, without %.3f s (ratio %.3f); cpu %.3f s, "
-		       "%.3f s (%.3f); reference %.4f ns per step, spread over the cells %.2f%%\n",
+		       "%.3f s (%.3f)\n",
 		       i + 1, c_with[i].wall, c_without[i].wall, c_with[i].wall / c_without[i].wall,
-		       c_with[i].cpu, c_without[i].cpu, c_with[i].cpu / c_without[i].cpu, p50s[i],
-		       100 * spreads[i]);
+		       c_with[i].cpu, c_without[i].cpu, c_with[i].cpu / c_without[i].cpu);
+		for (int k = 0; k < AW_REF_COUNT; k++)
+			printf("          %-12s %9.4f ns per step, spread over the cells %6.2f%%\n",
+			       aw_ref_name((enum aw_ref)k), p50s[i][k], 100 * spreads[i][k]);
 	}
 	stats_of(c_with, reps, 0, &wm, &wn);
 	stats_of(c_without, reps, 0, &om, &on);
@@ -150,12 +156,20 @@ int main(int argc, char **argv)
 	stats_of(c_without, reps, 1, &co, &dummy);
 	printf("cpu time, median: with the reference %.3f s, without %.3f s, ratio %.3f\n", cw, co,
 	       cw / co);
-	printf("target: the reference adds at most 30%% to the wall time (median ratio <= 1.30): "
+	printf("target: the references add at most 30%% to the wall time (median ratio <= 1.30): "
 	       "%s\n",
 	       wm / om <= 1.30 ? "met" : "missed");
-	printf("reference: median %.4f ns per step over the runs, median spread over one run's "
-	       "cells %.2f%%\n",
-	       median(p50s, reps), 100 * median(spreads, reps));
+	for (int k = 0; k < AW_REF_COUNT; k++) {
+		double p[MAX_REPS], sp[MAX_REPS];
+
+		for (unsigned long i = 0; i < reps; i++) {
+			p[i] = p50s[i][k];
+			sp[i] = spreads[i][k];
+		}
+		printf("%-12s median %9.4f ns per step over the runs, median spread over one run's "
+		       "cells %6.2f%%\n",
+		       aw_ref_name((enum aw_ref)k), median(p, reps), 100 * median(sp, reps));
+	}
 	status = 0;
 out:
 	free(err);

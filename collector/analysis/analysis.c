@@ -89,9 +89,9 @@ static int add_series(const json_t *doc, struct run_ref *x)
 	return 0;
 }
 
-/* The stored references of a run: one series ({kernel, unit, values}, a run before the family
- * of kernels) or an array of them. What does not parse is no series (the run is judged
- * without it). */
+/* The stored references of a run (aw_result_reference_to_json()): one series {kernel, unit,
+ * values}, with the family of kernels in its "references" when the run has one. What does
+ * not parse is no series (the run is judged without it). */
 static int parse_references(const char *text, struct run_ref *x)
 {
 	json_t *doc, *one;
@@ -101,11 +101,15 @@ static int parse_references(const char *text, struct run_ref *x)
 	if (!text)
 		return 0;
 	doc = json_loads(text, 0, NULL);
-	if (json_is_object(doc))
+	/* {kernel, unit, values} (mulchain-v1's, as before the family), with the whole family
+	 * in "references" since there is one */
+	if (json_is_array(json_object_get(doc, "references"))) {
+		json_array_foreach (json_object_get(doc, "references"), i, one)
+			if (!rc)
+				rc = add_series(one, x);
+	} else if (json_is_object(doc)) {
 		rc = add_series(doc, x);
-	json_array_foreach (json_is_array(doc) ? doc : NULL, i, one)
-		if (!rc)
-			rc = add_series(one, x);
+	}
 	json_decref(doc);
 	return rc;
 }
@@ -998,6 +1002,7 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 	for (size_t i = 0; !rc && i < t.n; i++) {
 		for (int m = 0; !rc && m < 2; m++) {
 			const double *v = m ? t.s[i].hist.p99 : t.s[i].hist.p50;
+			double threshold = threshold_for(o->thresholds, m, &t.s[i]);
 			size_t n = 0;
 			int k;
 
@@ -1010,6 +1015,13 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 			k = aw_changepoints(x, n, &o->detect.cp, cps, MAX_CP);
 			for (int j = 0; !rc && j < k; j++) {
 				const struct run_ref *run = &runs.r[at[cps[j].index]];
+				double move = fabs(cps[j].after - cps[j].before);
+
+				/* A move the verdict would never call a change (under the cell's
+				 * threshold, or under min_abs_ns) is no news on a chart either. */
+				if (!(move >= threshold * fabs(cps[j].before)) ||
+				    move < o->detect.min_abs_ns)
+					continue;
 				struct store_changepoint p = {.cell_key = t.s[i].key,
 				                              .metric = m ? "p99" : "p50",
 				                              .commit = run->commit,

@@ -65,6 +65,7 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 		c->verdict = cv->verdict;
 		c->base_p50 = cv->p50.baseline;
 		c->head_p50 = cv->p50.head;
+		c->absolute = cv->p50.absolute;
 	}
 	aw_host_verdict_release(&hv);
 	return a->rc;
@@ -258,23 +259,47 @@ static const char *cell_label(struct aw_arena *a, const struct cell_acc *c)
 	return aw_arena_strdup(a, buf);
 }
 
-const char *aw_cell_group(const char *op, const char *reader, const char *subject,
+struct op_group {
+	const char *group;
+	const char *ops[8];
+};
+
+/* Ops that answer the same question share a chart: LL/SC against the plain add, the LSE family
+ * (the STADD story), the prefetch fixes, compare-and-swap and the C11 spellings. */
+static const struct op_group arm64_groups[] = {
+    {"llsc", {"plain", "llsc", "ldxp_stxp"}},
+    {"lse", {"stadd", "ldadd", "ldadda", "ldaddl", "ldaddal", "swp"}},
+    {"prefetch", {"prfm_keep_stadd", "prfm_strm_stadd"}},
+    {"cas", {"cas", "icas", "casp", "c11_cas"}},
+    {"c11", {"c11_relaxed", "c11_seqcst"}},
+};
+
+/* x86-64's own: the plain incq (what this_cpu_inc is) against the locked increments, where the
+ * arm64 table would put it alone on a chart named after LL/SC, which x86 does not have. */
+static const struct op_group x86_groups[] = {
+    {"x86", {"plain", "lock_inc", "lock_xadd", "xchg"}},
+    {"prefetch", {"prefetchw_lock_inc"}},
+    {"cas", {"cas", "cmpxchg16b", "c11_cas"}},
+    {"c11", {"c11_relaxed", "c11_seqcst"}},
+};
+
+static bool is_x86(const char *arch)
+{
+	return arch && (!strcmp(arch, "x86_64") || !strcmp(arch, "amd64"));
+}
+
+#define N_ARM64_GROUPS (sizeof(arm64_groups) / sizeof(arm64_groups[0]))
+#define N_X86_GROUPS   (sizeof(x86_groups) / sizeof(x86_groups[0]))
+
+const char *aw_cell_group(const char *arch, const char *op, const char *reader, const char *subject,
                           const char *kernel, char *buf, size_t size)
 {
-	/* Ops that answer the same question share a chart: LL/SC against the plain add, the LSE
-	 * family (the STADD story), the prefetch fixes, compare-and-swap, the C11 spellings and
-	 * the x86 locked ops. */
-	static const struct {
-		const char *group;
-		const char *ops[8];
-	} groups[] = {
-	    {"llsc", {"plain", "llsc", "ldxp_stxp"}},
-	    {"lse", {"stadd", "ldadd", "ldadda", "ldaddl", "ldaddal", "swp"}},
-	    {"prefetch", {"prfm_keep_stadd", "prfm_strm_stadd", "prefetchw_lock_inc"}},
-	    {"cas", {"cas", "icas", "casp", "cmpxchg16b", "c11_cas"}},
-	    {"c11", {"c11_relaxed", "c11_seqcst"}},
-	    {"x86", {"lock_inc", "lock_xadd", "xchg"}},
-	};
+	/* the host's own table first; the other one still places an op only it has (a host
+	 * whose arch is unknown) */
+	const struct op_group *own = is_x86(arch) ? x86_groups : arm64_groups;
+	const struct op_group *other = is_x86(arch) ? arm64_groups : x86_groups;
+	size_t n_own = is_x86(arch) ? N_X86_GROUPS : N_ARM64_GROUPS;
+	size_t n_other = is_x86(arch) ? N_ARM64_GROUPS : N_X86_GROUPS;
 
 	/* the atomwatch module's cells by the question they answer: the per-CPU ops themselves,
 	 * the SRCU readers built on them, the atomic and the interrupt/preemption workarounds;
@@ -294,12 +319,15 @@ const char *aw_cell_group(const char *op, const char *reader, const char *subjec
 		snprintf(buf, size, "other");
 	if (kernel || reader || subject || !op)
 		return buf;
-	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
-		for (size_t i = 0; i < 8 && groups[g].ops[i]; i++)
-			if (!strcmp(op, groups[g].ops[i])) {
-				snprintf(buf, size, "%s", groups[g].group);
+	for (size_t g = 0; g < n_own + n_other; g++) {
+		const struct op_group *grp = g < n_own ? &own[g] : &other[g - n_own];
+
+		for (size_t i = 0; i < 8 && grp->ops[i]; i++)
+			if (!strcmp(op, grp->ops[i])) {
+				snprintf(buf, size, "%s", grp->group);
 				return buf;
 			}
+	}
 	return buf;
 }
 
@@ -311,9 +339,9 @@ const char *aw_cell_contention_name(const char *op, const char *reader, const ch
 	return buf;
 }
 
-static const char *cell_group(const struct cell_acc *c, char *buf, size_t size)
+static const char *cell_group(const char *arch, const struct cell_acc *c, char *buf, size_t size)
 {
-	return aw_cell_group(c->op, c->reader, c->subject, c->kernel, buf, size);
+	return aw_cell_group(arch, c->op, c->reader, c->subject, c->kernel, buf, size);
 }
 
 static const char *short_sha(struct aw_arena *a, const char *sha)
@@ -912,6 +940,7 @@ static int contention_names(struct aw_arena *a, const struct commit_host *head, 
  * and the contention chart names. */
 struct names_scan {
 	struct aw_arena *a;
+	const char *arch;
 	struct aw_strmap *groups; /* name -> position in group_names */
 	const char **group_names;
 	int *group_cpu; /* lowest CPU of the group's uncontended cells; -1: one has none */
@@ -945,7 +974,8 @@ static int scan_names(const struct aw_cell *cell, void *cls)
 	}
 	if (cell->cpu >= 0 && (s->first_cpu < 0 || cell->cpu < s->first_cpu))
 		s->first_cpu = cell->cpu;
-	aw_cell_group(cell->op, cell->reader, cell->subject, cell->kernel, buf, sizeof(buf));
+	aw_cell_group(s->arch, cell->op, cell->reader, cell->subject, cell->kernel, buf,
+	              sizeof(buf));
 	if (aw_strmap_get(s->groups, buf, &pos)) {
 		const char **slot;
 		int *cpu;
@@ -967,10 +997,11 @@ static int scan_names(const struct aw_cell *cell, void *cls)
 	return 0;
 }
 
-int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, int64_t seq, const char ***groups,
-                       size_t *n_groups, const char ***contention, size_t *n_contention)
+int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, const char *arch, int64_t seq,
+                       const char ***groups, size_t *n_groups, const char ***contention,
+                       size_t *n_contention)
 {
-	struct names_scan s = {.a = a, .first_cpu = -1};
+	struct names_scan s = {.a = a, .arch = arch, .first_cpu = -1};
 	size_t n = 0;
 	int rc;
 
@@ -1114,6 +1145,7 @@ struct trend_ctx {
 	double *values;              /* scratch of one series */
 	struct cellset cells;        /* of the newest run */
 	int first_cpu;
+	const char *arch; /* the host's, NULL: unknown (its trend groups, aw_cell_group()) */
 };
 
 static int on_trend_verdict(const struct store_verdict *v, void *cls)
@@ -1174,6 +1206,14 @@ static int on_changepoint(const struct store_changepoint *cp, void *cls)
 	return f->t->a->rc;
 }
 
+static int on_trend_host(const struct store_host *h, void *cls)
+{
+	struct trend_ctx *t = cls;
+
+	t->arch = h->arch ? aw_arena_strdup(t->a, h->arch) : NULL;
+	return t->a->rc;
+}
+
 static int trend_load(struct trend_ctx *t)
 {
 	struct aw_draw *d = t->d;
@@ -1190,6 +1230,10 @@ static int trend_load(struct trend_ctx *t)
 	t->regressed = aw_strmap_new(CELLS_MAX);
 	if (!t->by_seq || !t->by_run || !t->regressed)
 		return -ENOMEM;
+	/* the host's arch names its groups; a host the store lacks keeps the arm64 names */
+	rc = store_get_host(d->conn, t->host, on_trend_host, NULL, t);
+	if (rc && rc != -ENOENT)
+		return rc;
 	rc = store_ref_history(d->conn, d->project, t->host, t->ref, INT64_MAX, INT64_MAX,
 	                       AW_TREND_POINTS, on_run, &newest_first);
 	if (rc)
@@ -1268,7 +1312,8 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 		struct cp_fill cps = {t, NULL, 0, 0};
 		size_t *regs = NULL, n_regs = 0, regs_cap = 0;
 
-		if (!is_item(c, t->first_cpu) || strcmp(cell_group(c, buf, sizeof(buf)), group) ||
+		if (!is_item(c, t->first_cpu) ||
+		    strcmp(cell_group(t->arch, c, buf, sizeof(buf)), group) ||
 		    n_series >= AW_CHART_MAX_SERIES)
 			continue;
 		s = aw_arena_push(t->a, &series, &n_series, &cap, sizeof(*s));
@@ -1339,7 +1384,7 @@ static int draw_trends_of(struct aw_draw *d, const char *host, const char *ref, 
 	}
 	for (size_t i = 0; i < t.cells.n; i++) {
 		const struct cell_acc *c = &t.cells.cells[i];
-		const char *group = cell_group(c, buf, sizeof(buf));
+		const char *group = cell_group(t.arch, c, buf, sizeof(buf));
 
 		if (!is_item(c, t.first_cpu) || (only && strcmp(group, only)) ||
 		    !aw_strmap_get(done, group, &one) || aw_strmap_put(done, group, 1))

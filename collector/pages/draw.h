@@ -79,10 +79,13 @@ int aw_draw_fetch_chart(struct store_conn *c, const struct aw_chart_id *id, cons
  * Returns 0 or the first failure (every group is still tried), with *err. */
 int aw_draw_trends(struct aw_draw *d, const char *host, const char *ref, char **err);
 
-/* The op group a cell's trend is drawn in ("lse", "llsc", "reader-srcu", "kernel-percpu" for the
- * atomwatch module's this_cpu_* cells, "kernel" for refscale's, ...), into buf.
- * Returns buf. */
-const char *aw_cell_group(const char *op, const char *reader, const char *subject,
+/* The op group a cell's trend is drawn in, which names the chart (its title and file), into
+ * buf: on a host of `arch` "x86_64" (or "amd64") the x86-64 ops' groups ("x86": plain beside the
+ * locked increments, "prefetch", "cas", "c11"), on any other (aarch64, or NULL: unknown) the
+ * arm64 ones ("llsc": plain beside LL/SC, "lse", "prefetch", "cas", "c11"); for every arch
+ * "reader-srcu", "subject-<name>", "kernel-percpu" for the atomwatch module's this_cpu_* cells,
+ * "kernel" for refscale's, "other". Returns buf. */
+const char *aw_cell_group(const char *arch, const char *op, const char *reader, const char *subject,
                           const char *kernel, char *buf, size_t size);
 
 /* The name of the contention chart a contended cell belongs to ("stadd", "stadd-far",
@@ -90,10 +93,12 @@ const char *aw_cell_group(const char *op, const char *reader, const char *subjec
 const char *aw_cell_contention_name(const char *op, const char *reader, const char *placement,
                                     char *buf, size_t size);
 
-/* The charts a stored run's cells give besides its commit's: the names of its trend groups and
- * of its contention charts (what pages list), copied into `a`. Returns 0 or a store error. */
-int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, int64_t seq, const char ***groups,
-                       size_t *n_groups, const char ***contention, size_t *n_contention);
+/* The charts a stored run of a host of `arch` (aw_cell_group()) gives besides its commit's: the
+ * names of its trend groups and of its contention charts (what pages list), copied into `a`.
+ * Returns 0 or a store error. */
+int aw_run_chart_names(struct store_conn *c, struct aw_arena *a, const char *arch, int64_t seq,
+                       const char ***groups, size_t *n_groups, const char ***contention,
+                       size_t *n_contention);
 
 /* The charts of (project, commit, host) after a new run was stored: the compare chart
  * against the baseline ref (with d->verdict's marks when it is that commit's), per CPU and
@@ -114,6 +119,7 @@ struct aw_verdict_cell {
 	const char *key;
 	enum aw_verdict verdict;
 	double base_p50, head_p50; /* NAN when absent */
+	bool absolute;             /* the p50 was judged in ns (at or through the resolution) */
 };
 
 /* A stored verdict (store_verdict_list()) read back from its JSON, its words through

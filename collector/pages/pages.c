@@ -538,8 +538,8 @@ static int host_charts(const struct aw_site *s, struct aw_arena *a, const char *
 		for (size_t i = 0; i < runs->n && !newest; i++)
 			if (!strcmp(runs->v[i].ref, refs[k]))
 				newest = &runs->v[i];
-		rc = aw_run_chart_names(s->conn, a, newest->seq, &groups, &n_groups, &names,
-		                        &n_names);
+		rc = aw_run_chart_names(s->conn, a, p->host.arch, newest->seq, &groups, &n_groups,
+		                        &names, &n_names);
 		for (size_t g = 0; !rc && g < n_groups; g++) {
 			struct aw_chart_ref *r =
 			    aw_arena_push(a, &trends, &n_trends, &trends_cap, sizeof(*r));
@@ -790,6 +790,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 
 			r->verdict = c->verdict;
 			r->base_p50 = c->base_p50;
+			r->absolute = c->absolute;
 			if (isfinite(c->head_p50))
 				r->head_p50 = c->head_p50; /* the median over the commit's runs */
 		} else if (v && (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL ||
@@ -809,7 +810,8 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
 		if (r)
-			*r = (struct aw_page_cell_row){c->key, c->base_p50, NAN, c->verdict, NAN};
+			*r = (struct aw_page_cell_row){c->key,     c->base_p50, NAN,
+			                               c->verdict, NAN,         c->absolute};
 	}
 	out->rows = rows;
 	out->n_rows = n;

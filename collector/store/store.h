@@ -442,6 +442,13 @@ int store_task_enqueue(struct store_conn *c, const char *kind, const char *proje
 int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us, int max_attempts,
                      store_task_cb cb, void *cls);
 
+/* store_task_claim() at the time `now_us` (microseconds since the epoch, as the store's clock
+ * counts) instead of the clock's: the claim is made at, and other claims' ages are measured
+ * from, that time. For tests of the lease, which must not wait for one to pass. -EINVAL also
+ * for a negative now_us. */
+int store_task_claim_at(struct store_conn *c, const char *owner, int64_t now_us, int64_t lease_us,
+                        int max_attempts, store_task_cb cb, void *cls);
+
 /* The task is done: deletes it when its generation is still `generation`, else releases the
  * claim (it was enqueued again meanwhile). -ENOENT when there is no such task. */
 int store_task_done(struct store_conn *c, int64_t id, int64_t generation);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #define TASK_COLS "id, kind, project, commit_sha, host, ref, generation, attempts, enqueued_at"
 /* A task is dead once the claims of its last claimer's max_attempts were all made and none is
@@ -97,15 +98,26 @@ static const struct stmt_def sql_task_claim = {
 int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us, int max_attempts,
                      store_task_cb cb, void *cls)
 {
+	char now[AW_TIME_LEN];
+	int64_t us;
+
+	store_now(now, &us);
+	return store_task_claim_at(c, owner, us, lease_us, max_attempts, cb, cls);
+}
+
+int store_task_claim_at(struct store_conn *c, const char *owner, int64_t now_us, int64_t lease_us,
+                        int max_attempts, store_task_cb cb, void *cls)
+{
 	struct task_rows tr = {cb, cls, false};
+	struct timespec ts = {.tv_sec = (time_t)(now_us / 1000000),
+	                      .tv_nsec = (long)(now_us % 1000000) * 1000};
 	char now[AW_TIME_LEN];
 	struct store_stmt *s;
-	int64_t us;
 	int rc;
 
-	if (!owner || !cb || lease_us < 0 || max_attempts < 1)
+	if (!owner || !cb || now_us < 0 || lease_us < 0 || max_attempts < 1)
 		return -EINVAL;
-	store_now(now, &us);
+	aw_time_format(&ts, now);
 	/* The claim and the callback in one transaction: a callback that fails undoes it. On
 	 * PostgreSQL, FOR UPDATE SKIP LOCKED lets concurrent claimers pass each other by. */
 	rc = rows_begin(c, STORE_TX_WRITE);
@@ -115,7 +127,7 @@ int store_task_claim(struct store_conn *c, const char *owner, int64_t lease_us, 
 	if (!rc) {
 		b_text(s, 1, owner);
 		b_text(s, 2, now);
-		b_i64(s, 3, us);
+		b_i64(s, 3, now_us);
 		b_i64(s, 4, lease_us);
 		b_i64(s, 5, max_attempts);
 		rc = rows_each_row(s, task_row, &tr);

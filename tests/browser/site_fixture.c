@@ -377,11 +377,14 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 			double head = head_ns(h, op, k);
 
 			rows[h][op] =
-			    (struct aw_page_cell_row){cells[op], base, head,
+			    (struct aw_page_cell_row){cells[op],
+			                              base,
+			                              head,
 			                              !isfinite(head)       ? AW_VERDICT_MISSING
 			                              : regressed(h, op, k) ? AW_VERDICT_REGRESSED
 			                                                    : AW_VERDICT_UNCHANGED,
-			                              op == N_OPS - 1 ? head + DUTY_NS : NAN};
+			                              op == N_OPS - 1 ? head + DUTY_NS : NAN,
+			                              false};
 		}
 		results[h] = (struct aw_page_host_result){
 		    host_names[h],

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""atomwatch-agent import, end to end: every percpu_bench sample of ../shared/samples gives
-exactly the cells an independent reading of the file gives (CPU, op, c, d, p50, p95, p99); the
-messy pastes of tests/fixtures/import (mail quoting, indentation, elided blocks, decorations,
-interleaved errors, several machines) give the cells they hold and count what they skip;
-refscale logs with and without timestamps give statistics of their samples; every document
-validates against docs/result-schema.json; bad usage exits 2."""
+"""atomwatch-agent import, end to end: every real percpu_bench paste of
+tests/fixtures/import/samples/percpu_bench gives exactly the cells an independent reading of the
+file gives (CPU, op, c, d, p50, p95, p99); the messy pastes of tests/fixtures/import (mail
+quoting, indentation, elided blocks, decorations, interleaved errors, several machines) give the
+cells they hold and count what they skip; refscale logs with and without timestamps give
+statistics of their samples; every document validates against docs/result-schema.json; bad
+usage exits 2."""
 import argparse
 import json
 import os
@@ -89,12 +90,12 @@ def cell(doc, key):
 
 
 class Samples(unittest.TestCase):
-    """The real pastes shipped in ../shared/samples/percpu_bench."""
+    """The real pastes kept in tests/fixtures/import/samples/percpu_bench (its README says where
+    each came from). A missing one is a failure: the project ships them."""
 
     def sample(self, name):
         path = os.path.join(ARGS.samples, name)
-        if not os.path.exists(path):
-            self.skipTest("no %s (the shared samples are not beside this checkout)" % path)
+        self.assertTrue(os.path.isfile(path), "no sample %s" % path)
         return path
 
     def check_against_reference(self, name, count, skipped):

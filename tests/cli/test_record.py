@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """bench/detect/record.py end to end, with tiny recordings: the agent really measures the quick
-profile (few samples) plus the chain subject in its variants, calibrated here or given with
---extra, optionally under two compiler jobs that are gone afterwards; the compressed recording
-holds a header saying how it was made and one valid result document per run, each with the
-reference series. Bad usage exits 2 and a failing build exits 1, writing nothing.
+profile (few samples) plus the subject of every shape (overlap, hash, branchy, chain) in its
+variants, each shape's counts calibrated here or given with --extra, optionally under two
+compiler jobs that are gone afterwards; the compressed recording holds a header saying how it
+was made (each shape's extra counts and measured shifts) and one valid result document per run,
+each with the reference series. Bad usage exits 2 and a failing build exits 1, writing
+nothing.
 
 usage: test_record.py --record bench/detect/record.py --agent PATH --schema FILE"""
 import argparse
@@ -20,6 +22,8 @@ import jsonschema
 
 ARGS = None
 VARIANTS = ["base", "plus2", "plus5", "plus10"]
+SHAPES = ["overlap", "hash", "branchy", "chain"]
+KERNELS = ["mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1"]
 
 
 def record(tmp, *args, timeout=600):
@@ -66,10 +70,15 @@ class Recording(unittest.TestCase):
             self.assertEqual((doc["project"], doc["host"]["name"]), ("recording", "rec-test"))
             self.assertEqual(doc["matrix"]["profile"], header["profile"])
             commits.add(doc["commit"])
-            self.assertEqual(len(doc["reference"]["values"]), len(doc["cells"]))
-            subject = [c for c in doc["cells"] if c.get("subject") == "chain"]
-            self.assertEqual(len(subject), 1, [c["key"] for c in doc["cells"]])
-            self.assertEqual(subject[0]["status"], "ok")
+            self.assertEqual([r["kernel"] for r in doc["references"]], KERNELS)
+            for ref in doc["references"]:
+                self.assertEqual(len(ref["values"]), len(doc["cells"]))
+            subject = [c for c in doc["cells"] if c.get("subject") == "shapes"]
+            self.assertEqual(sorted(c["op"] for c in subject), sorted(SHAPES),
+                             [c["key"] for c in doc["cells"]])
+            for c in subject:
+                self.assertEqual(c["status"], "ok", c)
+                self.assertTrue(c["key"].startswith("subject=shapes op=%s cpu=" % c["op"]))
             self.assertGreater(r["wall_s"], 0)
             # the matrix ran too, not only the subject
             self.assertTrue(any(c["key"].startswith("op=plain ") for c in doc["cells"]))
@@ -82,7 +91,7 @@ class Recording(unittest.TestCase):
                    "--load", "compilers", "--out", out)
         self.assertEqual(p.returncode, 0, p.stderr)
         header, runs = read(out)
-        self.assertEqual(header["format"], "atomwatch.recording/1")
+        self.assertEqual(header["format"], "atomwatch.recording/2")
         self.assertEqual((header["host"], header["profile"], header["samples"]),
                          ("rec-test", "quick", 20))
         for k in ("cpu_model", "arch", "kernel", "started_at", "finished_at", "cpu_stable"):
@@ -94,16 +103,26 @@ class Recording(unittest.TestCase):
         self.assertEqual(len(load["pids"]), 2)
         for pid in load["pids"]:
             self.assertFalse(alive(pid), "compiler job %d still running" % pid)
-        variants = header["subject"]["variants"]
+        subject = header["subject"]
+        self.assertEqual((subject["name"], subject["shapes"]), ("shapes", SHAPES))
+        self.assertEqual(sorted(subject["extra_means"]), sorted(SHAPES))
+        variants = subject["variants"]
         self.assertEqual(sorted(variants), sorted(VARIANTS))
-        adds = [variants[v]["extra_adds"] for v in VARIANTS]
-        self.assertEqual(adds[0], 0)
-        self.assertEqual(adds, sorted(set(adds)), "more adds for each larger target")
+        for sh in SHAPES:
+            extra = [variants[v]["extra"][sh] for v in VARIANTS]
+            self.assertEqual(extra[0], 0)
+            self.assertEqual(extra, sorted(set(extra)), "more for each larger target: %s" % sh)
+            self.assertEqual(len(header["calibration"]["shift_by_extra"][sh]), 17)
+            self.assertIn(sh, header["calibration"]["by"])
         for v in VARIANTS[1:]:
-            self.assertIsInstance(variants[v]["measured_shift"], float)
-            self.assertIn("-DEXTRA=%d " % variants[v]["extra_adds"], variants[v]["build"])
+            for sh in SHAPES:
+                self.assertIsInstance(variants[v]["measured_shift"][sh], float)
+                self.assertIn("-DEXTRA_%s=%d " % (sh.upper(), variants[v]["extra"][sh]),
+                              variants[v]["build"])
+                self.assertEqual(sorted(variants[v]["measured_shift_vs_reference"][sh]),
+                                 sorted(KERNELS))
+            self.assertIsInstance(variants[v]["subject_p50_median"]["hash"], float)
         self.assertEqual([variants[v]["target_shift"] for v in VARIANTS[1:]], [0.02, 0.05, 0.1])
-        self.assertTrue(header["calibration"]["shift_by_adds"])
         for k in ("recorder", "agent", "build", "load"):
             self.assertTrue(header["commands"][k], k)
         self.check_runs(header, runs, {"base": 2, "plus2": 1, "plus5": 1, "plus10": 1})
@@ -111,19 +130,24 @@ class Recording(unittest.TestCase):
     def test_given_counts_gzip(self):
         out = os.path.join(self.dir.name, "sub", "rec.jsonl.gz")
         p = record(self.tmp, "--runs", "1", "--variant-runs", "1", "--extra", "1,2,3",
-                   "--out", out)
+                   "--extra", "overlap=4,8,16", "--out", out)
         self.assertEqual(p.returncode, 0, p.stderr)
         header, runs = read(out)
         self.assertIsNone(header["calibration"])
         self.assertEqual(header["load"]["kind"], "none")
-        self.assertEqual([header["subject"]["variants"][v]["extra_adds"] for v in VARIANTS],
-                         [0, 1, 2, 3])
+        variants = header["subject"]["variants"]
+        for sh in SHAPES:
+            self.assertEqual([variants[v]["extra"][sh] for v in VARIANTS],
+                             [0, 4, 8, 16] if sh == "overlap" else [0, 1, 2, 3])
+        self.assertIn("-DEXTRA_OVERLAP=<extra> ", header["commands"]["build"])
         self.check_runs(header, runs, {"base": 1, "plus2": 1, "plus5": 1, "plus10": 1})
 
     def test_bad_usage_writes_nothing(self):
         out = os.path.join(self.dir.name, "rec.jsonl.xz")
         for args, needle in ((["--runs", "0"], "must be at least 1"),
                              (["--extra", "1,2"], "three integers"),
+                             (["--extra", "colour=1,2,3"], "unknown shape 'colour'"),
+                             (["--extra", "hash=1,x,3"], "three integers"),
                              (["--load", "games"], "invalid choice"),
                              (["--profile", "a b"], "bad profile name")):
             p = record(self.tmp, *args, "--out", out)

@@ -83,6 +83,38 @@ def stop_daemon(proc, timeout=10):
         raise AssertionError("the daemon did not stop within %ds of SIGTERM" % timeout)
 
 
+def jobs_waiting():
+    """The collector's atomwatch_jobs_waiting gauge: the polls for jobs it holds."""
+    text = S.col.request("GET", "/metrics").body.decode()
+    m = re.search(r"^atomwatch_jobs_waiting (\d+)$", text, re.M)
+    check(m, "the jobs gauge in /metrics:\n" + text)
+    return int(m.group(1))
+
+
+def wait_poll_released():
+    """After a daemon stopped, until the collector has let its last poll go: it learns that the
+    agent went away only when the poll's wait (poll_wait, 5 s) ends, and a job posted before
+    that would be handed to that poll, its reply lost in a closed connection."""
+    a.wait_for(lambda: jobs_waiting() == 0, 30, "the stopped daemon's poll to end")
+
+
+def takes_a_job_and_no_run(ag, host, runs):
+    """Proves that the daemon decided against every run it could have started so far: it is
+    given a job it can only fail (a subject its config lacks: nothing is measured) and the job
+    is waited for until failed. The daemon takes jobs only in its poll for them, which comes
+    after its decisions to run (the fingerprint at start, the schedule in its loop), and a run
+    it decides on is measured and uploaded before it polls again. Then the host still has the
+    runs `runs` (ids) alone."""
+    job = post_job(host, "0b5e55ed", subject="nosuch")
+    try:
+        st = wait_job(job, ("done", "failed"))
+    except AssertionError as e:
+        raise AssertionError("%s; the agent's log:\n%s" % (e, ag.logs()))
+    eq((st["state"], st["run_id"]), ("failed", None), "%r\n%s" % (st, ag.logs()))
+    eq(sorted(r["run_id"] for r in a.runs_of(S.col, S.ci, host)), sorted(runs), ag.logs())
+    eq(ag.spooled(), [], "no run waiting in the spool either")
+
+
 def test_jobs_idle_and_sigterm():
     host = "daemon-jobs"
     ag = a.Agent("http://127.0.0.1:%d" % h.free_port(), S.col.token("agent", host), host,
@@ -184,10 +216,11 @@ def test_fingerprint_change():
         if proc.poll() is None:
             proc.kill()
     # the same platform again: no run
+    wait_poll_released()
     proc = start_daemon(ag)
     try:
-        time.sleep(2)
-        eq(len(a.runs_of(S.col, S.ci, host)), 1, "no run without a change")
+        takes_a_job_and_no_run(ag, host, [runs[0]["run_id"]])
+        eq(ag.logs().count("the fingerprint changed"), 1, "no change seen: " + ag.logs())
         eq(stop_daemon(proc), 0)
     finally:
         if proc.poll() is None:
@@ -208,16 +241,17 @@ def test_schedule():
         eq(doc["meta"]["reason"], "first scheduled run")
         state = a.read_json(os.path.join(ag.spool, "state.json"))
         check(state.get("last_scheduled_run"), state)
-        time.sleep(2)
-        eq(len(a.runs_of(S.col, S.ci, host)), 1, "one run per period")
+        # one run per period: the daemon goes on to poll for jobs without a second
+        takes_a_job_and_no_run(ag, host, [runs[0]["run_id"]])
         eq(stop_daemon(proc), 0)
     finally:
         if proc.poll() is None:
             proc.kill()
+    wait_poll_released()
     proc = start_daemon(ag)  # restarted within the hour: no run
     try:
-        time.sleep(2)
-        eq(len(a.runs_of(S.col, S.ci, host)), 1, "the period survives a restart")
+        takes_a_job_and_no_run(ag, host, [runs[0]["run_id"]])
+        eq(ag.logs().count("scheduled run ("), 1, "the period survives a restart: " + ag.logs())
         eq(stop_daemon(proc), 0)
     finally:
         if proc.poll() is None:

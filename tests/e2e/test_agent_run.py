@@ -3,8 +3,9 @@
 library built by the agent at two commits (a plain increment, then lock xadd + mfence) shows the
 slower one clearly slower, with the commit, ref and project in the build's environment and the
 build's output in the spool's log directory; a failing build fails the run with the log's tail;
-a library of another ABI is refused. The agent's document carries the reference kernel beside
-every measured cell, and the collector refuses a series of the wrong length. The refscale
+a library of another ABI is refused. The agent's document carries the reference kernels beside
+every measured cell, the collector refuses a series of the wrong length or of an unknown kernel
+and keeps the whole family. The refscale
 readers run through fake modprobe/modinfo/rmmod and a fake kernel log (as root), old kernel
 messages are ignored, and every way refscale cannot run (not root, no module, modprobe failing,
 no output) gives a skipped or failed cell with the reason.
@@ -149,9 +150,10 @@ def test_subject_two_versions():
 
 
 def test_reference_series():
-    """The agent's document carries the reference kernel beside every measured cell, the
-    subject's included; the collector takes it, and refuses a series of the wrong length with
-    400 naming the field, storing nothing."""
+    """The agent's document carries the reference kernels beside every measured cell, the
+    subject's included; the collector takes it and gives the family back, and refuses a series
+    of the wrong length or of a kernel it does not know with 400 naming the field, storing
+    nothing."""
     src = h.tempdir("aw-subject-")
     with open(os.path.join(src, "subj.c"), "w") as f:
         f.write(SUBJECT_C)
@@ -162,23 +164,31 @@ def test_reference_series():
     spooled = ag.spooled()
     eq(len(spooled), 1)
     doc = a.read_json(spooled[0])
-    ref = doc["reference"]
-    eq((ref["kernel"], ref["unit"]), ("mulchain-v1", "ns"))
-    eq(len(ref["values"]), len(doc["cells"]))
-    for c, v in zip(doc["cells"], ref["values"]):
-        if c["status"] == "ok":
-            check(v is not None and v > 0, (c["key"], v))
+    refs = doc["references"]
+    eq([(ref["kernel"], ref["unit"]) for ref in refs],
+       [(k, "ns") for k in ("mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1")])
+    for ref in refs:
+        eq(len(ref["values"]), len(doc["cells"]))
+        for c, v in zip(doc["cells"], ref["values"]):
+            if c["status"] == "ok":
+                check(v is not None and v > 0, (ref["kernel"], c["key"], v))
     check(any(c.get("subject") == "subj" for c in doc["cells"]), "subject cells")
 
-    bad = dict(doc, reference=dict(ref, values=ref["values"][:-1]))
+    bad = dict(doc, references=[refs[0], dict(refs[1], values=refs[1]["values"][:-1])])
     r = S.col.request("POST", "/api/v1/results", bad, token=S.token)
     eq(r.status, 400, r)
-    eq(r.error()["field"], "reference.values")
+    eq(r.error()["field"], "references[1].values")
+    bad = dict(doc, references=refs[:2] + [dict(refs[2], kernel="mulfast-v9")])
+    r = S.col.request("POST", "/api/v1/results", bad, token=S.token)
+    eq(r.status, 400, r)
+    eq((r.error()["code"], r.error()["field"]), ("unknown_kernel", "references[2].kernel"))
     eq(S.col.request("GET", "/api/v1/runs/" + doc["run_id"], token=S.ci).status, 404,
        "a refused document stores nothing")
     r = S.col.request("POST", "/api/v1/results", doc, token=S.token)
     check(r.status in (200, 201), r)
     eq(S.col.request("GET", "/api/v1/runs/" + doc["run_id"], token=S.ci).status, 200)
+    got = a.get_run(S.col, S.ci, doc["run_id"])
+    eq(got.get("references"), refs, "the store keeps the whole family")
 
 
 def test_subject_failures():

@@ -531,9 +531,18 @@ def test_long_poll():
         result["r"] = poll(host, token, wait=20)
         result["t"] = time.time()
 
+    def jobs_waiting():  # the polls the collector holds
+        return metric(get("/metrics").body.decode(), "atomwatch_jobs_waiting ")
+
     th = threading.Thread(target=waiter)
+    waiting = jobs_waiting()
     th.start()
-    time.sleep(0.5)
+    # the job is posted once the collector holds the poll, so that it wakes a waiting poll
+    deadline = time.time() + 10
+    while jobs_waiting() <= waiting:
+        check(time.time() < deadline, "the poll never reached the collector")
+        time.sleep(0.01)
+    check("r" not in result, "the poll waits")
     t_post = time.time()
     r = post_job({"project": "linux", "commit": "abcdef1", "ref": "main",
                   "hosts": [host], "subject": "mylib"})

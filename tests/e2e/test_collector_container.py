@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The images of the Dockerfile, built with podman (no Docker engine here; the base image comes
-from ../shared/tools/container-setup.sh, never from a registry). The collector: starts a
+"""The images of the Dockerfile, built with podman (no Docker engine needed; the base image comes
+from scripts/container-setup.sh, never from a registry). The collector: starts a
 container, uploads a result and reads it back, checks the image's user, volume and health
 check, and removes the container. The agent stage: runs and fingerprints the host."""
 
@@ -28,8 +28,7 @@ def sh(*argv, check_rc=True, timeout=1800):
 
 
 def test_image():
-    setup = os.path.join(h.SOURCE_DIR, "..", "shared", "tools", "container-setup.sh")
-    sh("sh", setup)
+    sh("sh", os.path.join(h.SOURCE_DIR, "scripts", "container-setup.sh"))
     sh("podman", "build", "--pull=never", "--format", "docker", "-t", IMAGE, h.SOURCE_DIR)
     image = json.loads(sh("podman", "image", "inspect", IMAGE))[0]
     config = image["Config"]
@@ -45,7 +44,8 @@ def test_image():
     port = h.free_port()
     h.on_exit(lambda: subprocess.run(["podman", "rm", "-f", "-v", name],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    sh("podman", "run", "-d", "--name", name, "-p", "127.0.0.1:%d:8080" % port, IMAGE)
+    sh("podman", "run", "--pull=never", "-d", "--name", name, "-p", "127.0.0.1:%d:8080" % port,
+       IMAGE)
     deadline = time.time() + 60
     while True:
         try:
@@ -79,9 +79,10 @@ def test_agent_image():
        AGENT_IMAGE, h.SOURCE_DIR)
     eq(json.loads(sh("podman", "image", "inspect", AGENT_IMAGE))[0]["Config"].get("User"),
        "atomwatch", "the agent runs as a non-root user")
-    check("atomwatch-agent" in sh("podman", "run", "--rm", AGENT_IMAGE, "--version"))
-    out = subprocess.run(["podman", "run", "--rm", AGENT_IMAGE, "fingerprint", "--config",
-                          "/usr/share/atomwatch/agent.yaml"], stdout=subprocess.PIPE,
+    check("atomwatch-agent" in sh("podman", "run", "--pull=never", "--rm", AGENT_IMAGE,
+                                  "--version"))
+    out = subprocess.run(["podman", "run", "--pull=never", "--rm", AGENT_IMAGE, "fingerprint",
+                          "--config", "/usr/share/atomwatch/agent.yaml"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, timeout=300)
     eq(out.returncode, 0, out.stderr)
     check(json.loads(out.stdout)["arch"], out.stdout)

@@ -23,6 +23,12 @@ CELLS = 60
 CONTENDED = "op=stadd cpu=0 contender=1 c=10"
 DUTY = "op=stadd cpu=0 contender=1 c=100 d=100"
 UNGATED = "reader=srcu_nmisafe op=ldadd cpu=0"
+# A host whose main history holds one step: STEP_CELL +20% from its STEP_AT-th run on, of
+# STEP_RUNS (at least min_segment, 3, on each side, and more after it than a task could miss).
+STEP_HOST = "grace-step"
+STEP_CELL = "op=ldadd cpu=1"
+STEP_AT = 6
+STEP_RUNS = 11
 
 THRESHOLDS = """\
 p50: 5%
@@ -45,6 +51,10 @@ S = Suite()
 
 def base_sha(i):
     return "c0ffee%02d" % i
+
+
+def step_sha(i):
+    return "da7a00%02d" % i
 
 
 def scale_cell(cell, factor):
@@ -77,7 +87,7 @@ def setup(backend):
     # one head run decides here: confirmation has its own test (test_gate_confirm.py)
     S.col = h.Collector(S.db.url, config="detection:\n  thresholds: %s\n  confirm_runs: 1\n"
                         % path).start()
-    S.agent = {host: S.col.token("agent", host) for host in HOSTS}
+    S.agent = {host: S.col.token("agent", host) for host in HOSTS + (STEP_HOST,)}
     S.ci = S.col.token("ci")
     for i in range(1, 9):
         for n, host in enumerate(HOSTS):
@@ -90,6 +100,12 @@ def setup(backend):
     upload(doc("altra", ONLY_ALTRA, "pr-2", 21, seed=9))
     upload(doc("grace", WARN_ONLY, "pr-3", 22, seed=10,
                changes={CONTENDED: 10.0, DUTY: 10.0, UNGATED: 10.0}))
+    S.step_runs = {}
+    for i in range(1, STEP_RUNS + 1):
+        d = doc(STEP_HOST, step_sha(i), "main", i, seed=1000 + i,
+                changes={STEP_CELL: 1.2} if i >= STEP_AT else None)
+        upload(d)
+        S.step_runs[i] = d["run_id"]
 
 
 def gate(query, token=None):
@@ -225,10 +241,32 @@ def test_gate_cells_globs():
 
 
 def test_changepoints_endpoint():
-    r = S.col.request("GET", "/api/v1/changepoints?host=grace&ref=main")
+    # each upload's post-ingest task recomputes its history's change points: once none is
+    # left, the list is that of the whole history
+    h.wait_for_renders(S.col.port)
+    r = S.col.request("GET", "/api/v1/changepoints?host=%s&ref=main" % STEP_HOST)
     eq(r.status, 200, r)
-    eq(r.json()["host"], "grace")
-    check(isinstance(r.json()["changepoints"], list))
+    eq((r.json()["host"], r.json()["ref"]), (STEP_HOST, "main"))
+    points = r.json()["changepoints"]
+    step = [p for p in points if p["cell"] == STEP_CELL and p["metric"] == "p50"]
+    eq([(p["commit"], p["run_id"]) for p in step], [(step_sha(STEP_AT), S.step_runs[STEP_AT])],
+       "one change point of %s's p50, at the first run of the new level: %s" % (STEP_CELL, step))
+    p = step[0]
+    check(1.15 < p["after"] / p["before"] < 1.25, "upwards, by about 20%%: %s" % p)
+    check(p["pvalue"] < 0.001, p)
+    # the other medians only wander with make_doc's +-3% noise, in which E-divisive may find
+    # small splits: none is a step like the fixture's
+    moved = [q for q in points if q["metric"] == "p50" and q["cell"] != STEP_CELL
+             and abs(q["after"] / q["before"] - 1) >= 0.1]
+    eq(moved, [], "no other median moved by 10% or more")
+    # the cell filter keeps that cell's points alone
+    r = S.col.request("GET", "/api/v1/changepoints?host=%s&cell=%s"
+                      % (STEP_HOST, STEP_CELL.replace(" ", "%20").replace("=", "%3D")))
+    eq(r.status, 200, r)
+    eq(r.json()["ref"], "main", "the baseline ref by default")
+    cell_points = r.json()["changepoints"]
+    eq({q["cell"] for q in cell_points}, {STEP_CELL})
+    check(p in cell_points, cell_points)
 
 
 def test_bad_parameters():

@@ -2,7 +2,7 @@
 """The Debian packages (debian/): builds them for amd64 on this machine and for arm64 by
 cross-building in a container (Containerfile.cross), runs lintian on both, installs the amd64
 ones into a fresh Debian 12 container (podman; the base image from
-../shared/tools/container-setup.sh) where in_container.sh starts the collector from the
+scripts/container-setup.sh) where in_container.sh starts the collector from the
 installed files, creates a token and uploads a run with the installed agent, and checks the
 arm64 ones with dpkg-deb --info/--contents and by running their binaries under qemu-aarch64.
 
@@ -26,7 +26,8 @@ from harness import check, eq  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.path.join(h.BUILD_DIR, "package-cache")
 CROSS_IMAGE = "localhost/atomwatch-crossbuild-arm64:bookworm"
-BASE_IMAGE = "docker.io/library/debian:bookworm"
+BASE_IMAGE = "docker.io/library/debian:bookworm"  # made by CONTAINER_SETUP, never pulled
+CONTAINER_SETUP = os.path.join(h.SOURCE_DIR, "scripts", "container-setup.sh")
 JOBS = os.cpu_count() or 2
 
 PACKAGES = ["atomwatch-agent", "atomwatch-collector", "atomwatch-ci", "atomwatch-subject-dev"]
@@ -151,7 +152,7 @@ def test_build_arm64(b):
     if not b.src:
         return
     need("podman")
-    sh("sh", os.path.join(h.SOURCE_DIR, "..", "shared", "tools", "container-setup.sh"))
+    sh("sh", CONTAINER_SETUP)
     ctx = h.tempdir("aw-cross-ctx-")
     shutil.copy(os.path.join(b.src, "debian", "control"), ctx)
     sh("podman", "build", "--pull=never", "--layers", "-t", CROSS_IMAGE, "-f",
@@ -160,7 +161,7 @@ def test_build_arm64(b):
     script = ("cp -a /src /build && cd /build && "
               "DEB_BUILD_OPTIONS='nocheck parallel=%d' dpkg-buildpackage -aarm64 -Pcross,nocheck "
               "-B -us -uc && cp ../*.deb ../*.changes ../*.buildinfo /out/" % JOBS)
-    sh("podman", "run", "--rm", "--network=none", "-v", "%s:/src:ro" % b.src,
+    sh("podman", "run", "--pull=never", "--rm", "--network=none", "-v", "%s:/src:ro" % b.src,
        "-v", "%s:/out" % out, CROSS_IMAGE, "sh", "-c", script)
     b.keep("arm64", out)
     os.rename(b.dir + ".new", b.dir)
@@ -234,7 +235,7 @@ def test_arm64_packages(b):
 
 def test_install_amd64(b):
     need("podman")
-    sh("sh", os.path.join(h.SOURCE_DIR, "..", "shared", "tools", "container-setup.sh"))
+    sh("sh", CONTAINER_SETUP)
     debs = h.tempdir("aw-debs-")
     for p in PACKAGES:
         shutil.copy(deb_of(b, "amd64", p), debs)
@@ -244,7 +245,7 @@ def test_install_amd64(b):
     name = "aw-package-test-%d" % os.getpid()
     h.on_exit(lambda: subprocess.run(["podman", "rm", "-f", name], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL))
-    out = sh("podman", "run", "--rm", "--name", name, "-v", "%s:/debs:ro" % debs,
+    out = sh("podman", "run", "--pull=never", "--rm", "--name", name, "-v", "%s:/debs:ro" % debs,
              "-v", "%s:/var/cache/apt/archives" % os.path.join(apt, "archives"),
              "-v", "%s:/var/lib/apt/lists" % os.path.join(apt, "lists"),
              "-v", "%s:/test.sh:ro" % os.path.join(HERE, "in_container.sh"),

@@ -43,10 +43,8 @@ static struct aw_detect_result judge_one(const double *hist, size_t nh, const do
 	return judge_one_min(hist, NULL, nh, head, NULL, nx, threshold);
 }
 
-/* The same, with the runs' fastest batches of the cell under test. */
-static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min, size_t nh,
-                                             const double *head, const double *head_min, size_t nx,
-                                             double threshold)
+/* The same for a cell whose input is given whole. */
+static struct aw_detect_result judge_input(const struct aw_detect_input *cell)
 {
 	enum {
 		FILLER = 40
@@ -55,13 +53,7 @@ static struct aw_detect_result judge_one_min(const double *hist, const double *h
 	struct aw_detect_input in[FILLER + 1];
 	struct aw_detect_result out[FILLER + 1];
 
-	in[0] = (struct aw_detect_input){.history = hist,
-	                                 .n_history = nh,
-	                                 .head = head,
-	                                 .n_head = nx,
-	                                 .threshold = threshold,
-	                                 .history_min = hist_min,
-	                                 .head_min = head_min};
+	in[0] = *cell;
 	for (int i = 0; i < FILLER; i++) {
 		series(fh[i], 20, 10 + i, 0.004);
 		fx[i][0] = (10 + i) * 1.001;
@@ -75,6 +67,22 @@ static struct aw_detect_result judge_one_min(const double *hist, const double *h
 	for (int i = 1; i <= FILLER; i++)
 		assert_int_equal(out[i].verdict, AW_VERDICT_UNCHANGED);
 	return out[0];
+}
+
+/* The same, with the runs' fastest batches of the cell under test. */
+static struct aw_detect_result judge_one_min(const double *hist, const double *hist_min, size_t nh,
+                                             const double *head, const double *head_min, size_t nx,
+                                             double threshold)
+{
+	const struct aw_detect_input in = {.history = hist,
+	                                   .n_history = nh,
+	                                   .head = head,
+	                                   .n_head = nx,
+	                                   .threshold = threshold,
+	                                   .history_min = hist_min,
+	                                   .head_min = head_min};
+
+	return judge_input(&in);
 }
 
 static void test_clear_regression_one_run(void **state)
@@ -647,6 +655,40 @@ static void test_bimodal_baseline(void **state)
 	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* The `bimodal` flag says the baseline's levels are split, nothing else: not a steady cell
+ * with one run whose p99 was three times its p50 (on a shared VM nearly every cell has such a
+ * run among 40), not two lone fast runs below a noisy level, not two clusters whose gap is
+ * within a few times their own spread. */
+static void test_bimodal_only_when_split(void **state)
+{
+	double h[10], x[] = {5.02}, noisy[10] = {3.9, 5.4, 4.0, 5.0, 5.6, 5.1, 5.7, 5.2, 5.5, 5.3};
+	double wide[10] = {3.0, 5.0, 3.5, 6.2, 4.0, 7.0, 3.2, 5.5, 3.8, 6.6};
+	double split[10] = {4.60, 6.01, 4.62, 4.59, 6.02, 4.61, 6.00, 4.63, 6.03, 4.58};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 10, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 10, 5.0, 0.01);
+	in.tail_bimodal = true; /* some run's p99 >= 3 x its p50 */
+	r = judge_input(&in);
+	assert_false(r.bimodal);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* 3.9 and 4.0 below 5.0..5.7: a gap of 25%, but two runs are no level */
+	in.history = noisy;
+	in.tail_bimodal = false;
+	r = judge_input(&in);
+	assert_false(r.bimodal);
+	/* 3.0..4.0 and 5.0..7.0: 25% apart, but each side spreads as far */
+	in.history = wide;
+	r = judge_input(&in);
+	assert_false(r.bimodal);
+	/* 4.6 and 6.0 ns, each to a fraction of a percent: two levels */
+	in.history = split;
+	r = judge_input(&in);
+	assert_true(r.bimodal);
+}
+
 static void test_excursions(void **state)
 {
 	double h[20], x[] = {48.0};
@@ -861,6 +903,7 @@ int main(void)
 	    cmocka_unit_test(test_regimes),
 	    cmocka_unit_test(test_run_factors),
 	    cmocka_unit_test(test_bimodal_baseline),
+	    cmocka_unit_test(test_bimodal_only_when_split),
 	    cmocka_unit_test(test_excursions),
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_noisy_baseline),

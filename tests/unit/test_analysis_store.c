@@ -1012,12 +1012,117 @@ static void test_changepoints_and_cache(void **state)
 	store_close(&s);
 }
 
+/* Whether the verdict JSON of `cell`'s p50 says "bimodal" (what atomwatch-ci prints). */
+static bool json_bimodal(const json_t *host, const char *cell)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach (json_object_get(host, "cells"), i, c)
+		if (!strcmp(json_string_value(json_object_get(c, "key")), cell))
+			return json_is_true(json_object_get(json_object_get(c, "p50"), "bimodal"));
+	fail_msg("no cell '%s' in the verdict", cell);
+	return false;
+}
+
+/* The "bimodal" of the verdict JSON, from stored runs: llsc, whose runs land at 10 or at 14 ns
+ * (each level to a fraction of a percent), has it; ldadd, steady at 5 ns but with one run whose
+ * p99 was five times its p50 (a preempted batch or two), has not. */
+static void test_bimodal_badge(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+	json_t *j;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	for (int i = 1; i <= 13; i++) {
+		struct aw_result *r;
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		r = run_of("grace", sha, "main", i, 5.0, 50.0, i % 3 ? 10.0 : 14.0, HASH);
+		if (i == 8)
+			r->cells[0].p99 = r->cells[0].max = 5 * r->cells[0].p50; /* ldadd's tail */
+		put(c, r);
+	}
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "c0ffee13", NULL, "grace", &v, &err), 0);
+	assert_null(err);
+	j = aw_host_verdict_json(&v, true);
+	assert_non_null(j);
+	assert_true(json_bimodal(j, "op=llsc cpu=0"));
+	assert_false(json_bimodal(j, "op=ldadd cpu=0"));
+	assert_false(json_bimodal(j, "op=stadd cpu=0"));
+	json_decref(j);
+	aw_host_verdict_release(&v);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* A change point is stored (and so listed and drawn) only where its move reaches the cell's
+ * threshold for that metric: a 1.2% step of llsc, clear to the t-test over these quiet runs (and
+ * over the 1% the change point search asks), is below every threshold (p50 5%, p99 10%) and is no
+ * change point; stadd's +20% step is one in both metrics, and so is llsc's +8% in p50 under a
+ * rule that sets its p50 threshold to 2% (not in p99, whose threshold stays 10%). */
+static void test_changepoints_below_threshold(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_threshold_rule rule = {.op = "llsc", .threshold = 0.02};
+	struct aw_thresholds th = {.p50 = 0.05, .p99 = 0.10, .p50_rules = &rule, .n_p50_rules = 1};
+	struct aw_analysis_opts o;
+	struct cps cp = {0};
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	for (int i = 1; i <= 12; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, run_of("grace", sha, "main", i, 5.0, i < 7 ? 50.0 : 60.0,
+		              i < 7 ? 10.0 : 10.12, HASH));
+	}
+	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
+	assert_null(err);
+	assert_int_equal(
+	    store_changepoints_list(c, "linux", "grace", "main", "op=llsc cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cp.n, 0);
+	assert_int_equal(
+	    store_changepoints_list(c, "linux", "grace", "main", "op=stadd cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cp.n, 2); /* p50 and p99 */
+	assert_string_equal(cp.commit, "c0ffee07");
+
+	/* llsc +8% in runs 13 to 18: over its own 2% rule in p50, under the 10% of p99 */
+	for (int i = 13; i <= 18; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, run_of("grace", sha, "main", i, 5.0, 60.0, 10.9, HASH));
+	}
+	o.thresholds = &th;
+	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
+	assert_null(err);
+	memset(&cp, 0, sizeof(cp));
+	assert_int_equal(
+	    store_changepoints_list(c, "linux", "grace", "main", "op=llsc cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cp.n, 1);
+	assert_string_equal(cp.commit, "c0ffee13");
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_verdict_regressed_first),
 	    cmocka_unit_test(test_incomplete_and_compare),
 	    cmocka_unit_test(test_changepoints_and_cache),
+	    cmocka_unit_test(test_changepoints_below_threshold),
+	    cmocka_unit_test(test_bimodal_badge),
 	    cmocka_unit_test(test_gate_levels),
 	    cmocka_unit_test(test_cell_globs),
 	    cmocka_unit_test(test_confirmation),

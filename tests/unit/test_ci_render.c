@@ -488,8 +488,11 @@ static void test_compare_and_text(void **state)
 	aw_ci_report_release(&r);
 }
 
-/* plain incq measured below resolution (0 ns) at the baseline: the collector sends no relative
- * change; every rendering says "+inf" rather than "n/a" for the worst regression there is */
+/* A baseline below resolution is told as an absolute change, never a percentage: plain incq at
+ * 0 ns (the collector sends no relative change then) or at 0.037 ns (it sends +63954%) hardened
+ * into lock xadd reads "below resolution -> 24.9 ns" in every rendering, its interval in ns; a
+ * metric the collector judged in ns (`absolute`: a contended cell flipping through the
+ * resolution) has its change in ns too. */
 static void test_from_below_resolution(void **state)
 {
 	static const char reply[] =
@@ -497,21 +500,47 @@ static void test_from_below_resolution(void **state)
 	    "\"status\": \"fail\", \"hosts\": [{\"host\": \"x86-ci\", \"status\": \"fail\", "
 	    "\"cells\": [{\"key\": \"subject=libpcpu op=inc cpu=0\", \"verdict\": \"regressed\", "
 	    "\"p50\": {\"verdict\": \"regressed\", \"baseline\": 0, \"head\": 24.9, \"change\": null, "
-	    "\"pvalue\": 0, \"qvalue\": 0, \"window\": 10, \"threshold\": 0.05}}]}]}";
+	    "\"pvalue\": 0, \"qvalue\": 0, \"window\": 10, \"threshold\": 0.05}}, "
+	    "{\"key\": \"subject=libpcpu op=inc cpu=1\", \"verdict\": \"regressed\", "
+	    "\"p50\": {\"verdict\": \"regressed\", \"baseline\": 0.037, \"head\": 23.7, "
+	    "\"change\": 639.54, \"change_lo\": 630.0, \"change_hi\": 650.0, \"pvalue\": 0, "
+	    "\"qvalue\": 0, \"window\": 10, \"threshold\": 0.05}}, "
+	    "{\"key\": \"op=lock_inc cpu=0 contender=1 c=10 d=100\", \"verdict\": \"noisy\", "
+	    "\"p50\": {\"verdict\": \"noisy\", \"baseline\": 3.1, \"head\": 5.2, \"change\": 0.42, "
+	    "\"change_lo\": 0.1, \"change_hi\": 0.74, \"absolute\": true, \"change_ns\": 2.1, "
+	    "\"pvalue\": 0.2, \"qvalue\": 0.3, \"window\": 10, \"threshold\": 0.25}}]}]}";
 	struct aw_ci_report r;
 	char *err = NULL, *text;
 
 	(void)state;
 	assert_int_equal(aw_ci_report_parse(reply, strlen(reply), false, &r, &err), 0);
+	assert_true(r.hosts[0].cells[2].p50.absolute);
+	assert_true(fabs(r.hosts[0].cells[2].p50.change_ns - 2.1) < 1e-9);
 	text = render(&r, aw_ci_render_markdown);
-	assert_non_null(strstr(text, "| 0.000 ns | 24.9 ns | **+inf** |"));
+	assert_non_null(
+	    strstr(text, "| 0.000 ns | 24.9 ns | **below resolution -&gt; 24.9 ns** |"));
+	assert_non_null(strstr(text, "| 0.037 ns | 23.7 ns | **below resolution -&gt; 23.7 ns** | "
+	                             "95% interval +23.3 ns to +24 ns;"));
+	assert_non_null(strstr(text, "| p50 | 3.10 ns | 5.20 ns | +2.10 ns |"));
+	assert_null(strstr(text, "%;"));
+	assert_null(strstr(text, "63954"));
 	free(text);
 	text = render(&r, aw_ci_render_text);
-	assert_non_null(strstr(text, "0.000 ns -> 24.9 ns  +inf  ("));
+	assert_non_null(strstr(text, "0.000 ns -> 24.9 ns  below resolution -> 24.9 ns  ("));
+	assert_non_null(strstr(text, "0.037 ns -> 23.7 ns  below resolution -> 23.7 ns  (95% "
+	                             "interval +23.3 ns to +24 ns;"));
 	free(text);
 	text = render(&r, aw_ci_render_junit);
-	assert_non_null(strstr(text, "change: +inf"));
+	assert_non_null(strstr(text, "change: below resolution -&gt; 24.9 ns"));
+	assert_non_null(strstr(text, "regressed: 0.037 ns -&gt; 23.7 ns (below resolution -&gt; "
+	                             "23.7 ns)"));
+	assert_non_null(strstr(text, "noisy: 3.10 ns -&gt; 5.20 ns (+2.10 ns); 95% interval "
+	                             "+0.5 ns to +3.7 ns;"));
 	assert_null(strstr(text, "n/a"));
+	assert_null(strstr(text, "63954"));
+	free(text);
+	text = render(&r, aw_ci_render_annotations);
+	assert_non_null(strstr(text, "from 0.037 ns to 23.7 ns (below resolution -> 23.7 ns; "));
 	free(text);
 	aw_ci_report_release(&r);
 }

@@ -1,6 +1,7 @@
-/* The collector's report side over a real SQLite store, without gnuplot: cached verdicts read
- * back (whole and as statuses only), the names of the charts a run gives, compare tables, and
- * the pages built from the store (bad names, unknown commits, pending charts, escaping). */
+/* The collector's report side over a real SQLite store: cached verdicts read back (whole and
+ * as statuses only), the names of the charts a run gives, compare tables, the pages built from
+ * the store (bad names, unknown commits, pending charts, escaping), all without gnuplot, and the
+ * trend charts of an x86-64 and an arm64 host drawn through the real one. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -8,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -164,25 +166,31 @@ static void test_names(void **state)
 	int64_t seq;
 
 	(void)state;
-	assert_string_equal(aw_cell_group("stadd", NULL, NULL, NULL, buf, sizeof(buf)), "lse");
-	assert_string_equal(aw_cell_group("plain", NULL, NULL, NULL, buf, sizeof(buf)), "llsc");
-	assert_string_equal(aw_cell_group("ldadd", "srcu", NULL, NULL, buf, sizeof(buf)),
+	assert_string_equal(aw_cell_group("aarch64", "stadd", NULL, NULL, NULL, buf, sizeof(buf)),
+	                    "lse");
+	assert_string_equal(aw_cell_group("aarch64", "plain", NULL, NULL, NULL, buf, sizeof(buf)),
+	                    "llsc");
+	assert_string_equal(aw_cell_group("aarch64", "ldadd", "srcu", NULL, NULL, buf, sizeof(buf)),
 	                    "reader-srcu");
-	assert_string_equal(aw_cell_group("inc", NULL, "libpcpu", NULL, buf, sizeof(buf)),
-	                    "subject-libpcpu");
-	assert_string_equal(aw_cell_group("nop", NULL, NULL, "srcu-fast", buf, sizeof(buf)),
-	                    "kernel");
-	assert_string_equal(aw_cell_group("frob", NULL, NULL, NULL, buf, sizeof(buf)), "other");
-	/* the atomwatch module's cells: a group per question, refscale's stay "kernel" */
-	assert_string_equal(aw_cell_group("kmod", NULL, NULL, "this_cpu_inc_dec", buf, sizeof(buf)),
-	                    "kernel-percpu");
-	assert_string_equal(aw_cell_group("kmod", NULL, NULL, "srcu_read_lock", buf, sizeof(buf)),
-	                    "kernel-srcu");
 	assert_string_equal(
-	    aw_cell_group("kmod", NULL, NULL, "local_irq_save_inc", buf, sizeof(buf)),
+	    aw_cell_group("aarch64", "inc", NULL, "libpcpu", NULL, buf, sizeof(buf)),
+	    "subject-libpcpu");
+	assert_string_equal(
+	    aw_cell_group("aarch64", "nop", NULL, NULL, "srcu-fast", buf, sizeof(buf)), "kernel");
+	assert_string_equal(aw_cell_group("aarch64", "frob", NULL, NULL, NULL, buf, sizeof(buf)),
+	                    "other");
+	/* the atomwatch module's cells: a group per question, refscale's stay "kernel" */
+	assert_string_equal(
+	    aw_cell_group("aarch64", "kmod", NULL, NULL, "this_cpu_inc_dec", buf, sizeof(buf)),
+	    "kernel-percpu");
+	assert_string_equal(
+	    aw_cell_group("aarch64", "kmod", NULL, NULL, "srcu_read_lock", buf, sizeof(buf)),
+	    "kernel-srcu");
+	assert_string_equal(
+	    aw_cell_group("aarch64", "kmod", NULL, NULL, "local_irq_save_inc", buf, sizeof(buf)),
 	    "kernel-sync");
-	assert_string_equal(aw_cell_group("refscale", NULL, NULL, "srcu", buf, sizeof(buf)),
-	                    "kernel");
+	assert_string_equal(
+	    aw_cell_group("aarch64", "refscale", NULL, NULL, "srcu", buf, sizeof(buf)), "kernel");
 	assert_string_equal(aw_cell_contention_name("stadd", NULL, "far", buf, sizeof(buf)),
 	                    "stadd-far");
 	assert_string_equal(aw_cell_contention_name("llsc", "srcu", NULL, buf, sizeof(buf)),
@@ -190,8 +198,9 @@ static void test_names(void **state)
 
 	seq = put(c, run_of("grace", SHA1, 1, 5.0));
 	aw_arena_init(&a, 1u << 20);
-	assert_int_equal(
-	    aw_run_chart_names(c, &a, seq, &groups, &n_groups, &contention, &n_contention), 0);
+	assert_int_equal(aw_run_chart_names(c, &a, "aarch64", seq, &groups, &n_groups, &contention,
+	                                    &n_contention),
+	                 0);
 	/* groups of the first CPU's uncontended cells, in the order first seen */
 	assert_int_equal(n_groups, 3);
 	assert_string_equal(groups[0], "llsc");
@@ -215,8 +224,9 @@ static void test_names(void **state)
 	add(r, "llsc", NULL, 0, AW_NONE, AW_NONE, 20, NULL, 7.35);
 	seq = put(c, r);
 	aw_arena_init(&a, 1u << 20);
-	assert_int_equal(
-	    aw_run_chart_names(c, &a, seq, &groups, &n_groups, &contention, &n_contention), 0);
+	assert_int_equal(aw_run_chart_names(c, &a, "aarch64", seq, &groups, &n_groups, &contention,
+	                                    &n_contention),
+	                 0);
 	assert_int_equal(n_groups, 1);
 	assert_string_equal(groups[0], "lse");
 	assert_int_equal(n_contention, 2);
@@ -251,8 +261,9 @@ static void test_names(void **state)
 	}
 	seq = put(c, r);
 	aw_arena_init(&a, 1u << 20);
-	assert_int_equal(
-	    aw_run_chart_names(c, &a, seq, &groups, &n_groups, &contention, &n_contention), 0);
+	assert_int_equal(aw_run_chart_names(c, &a, "aarch64", seq, &groups, &n_groups, &contention,
+	                                    &n_contention),
+	                 0);
 	assert_int_equal(n_groups, 4);
 	assert_string_equal(groups[0], "kernel-percpu");
 	assert_string_equal(groups[1], "kernel-srcu");
@@ -267,6 +278,123 @@ static void test_names(void **state)
 	assert_string_equal(path, "charts/commits/" SHA1 "/hosts/grace/compare-main.cells.json");
 	assert_false(aw_chart_path_servable(path));
 	assert_int_equal(aw_chart_table_rel(&id, path, 20), -ENAMETOOLONG);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+/* A run of an x86-64 host: x86's own ops on CPU 0, the plain incq beside the locked ones. */
+static struct aw_result *x86_run_of(const char *host, const char *commit, int day)
+{
+	static const char *const ops[] = {"plain", "lock_inc", "lock_xadd", "cas", "c11_relaxed"};
+	struct aw_result *r = run_of(host, commit, day, 5.0);
+
+	for (size_t i = 0; i < r->n_cells; i++)
+		aw_cell_release(&r->cells[i]);
+	r->n_cells = 0;
+	json_decref(r->host);
+	r->host = json_pack("{s:s, s:s, s:s, s:{}}", "name", host, "arch", "x86_64", "cpu_model",
+	                    "AMD EPYC", "labels");
+	assert_non_null(r->host);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		add(r, ops[i], NULL, 0, AW_NONE, AW_NONE, 0, NULL, 1.0 + (double)i + 0.1 * day);
+	return r;
+}
+
+/* The SVG of a trend chart drawn under `data_dir`, or NULL when there is none. */
+static char *trend_svg(const char *data_dir, const char *host, const char *group)
+{
+	const struct aw_chart_id id = {
+	    .kind = AW_CHART_TREND, .host = host, .ref = "main", .name = group};
+	char rel[512], path[1024], *svg = NULL;
+	size_t len;
+
+	assert_int_equal(aw_chart_path(&id, "svg", rel, sizeof(rel)), 0);
+	snprintf(path, sizeof(path), "%s/%s", data_dir, rel);
+	if (aw_read_file(path, 1u << 24, &svg, &len, NULL))
+		return NULL;
+	return svg;
+}
+
+/* A trend chart's title and legend name its host's own ops: an x86-64 host's plain incq is
+ * drawn beside the locked increments on the "x86" chart, never alone on one named after
+ * arm64's LL/SC ("llsc" titled, "plain" in the legend); an arm64 host keeps its "llsc" chart
+ * of plain beside llsc. Drawn through the real gnuplot. */
+static void test_trends_name_the_arch_ops(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_draw d = {.conn = c, .analysis = &o, .project = "linux"};
+	const char **groups, **contention;
+	size_t n_groups, n_contention;
+	struct aw_arena a;
+	char buf[64], charts[300], *err = NULL, *svg;
+	int64_t seq = 0;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	/* a data dir of its own: the pages of test_pages() have no chart drawn */
+	snprintf(charts, sizeof(charts), "%s/trends", dir);
+	assert_int_equal(mkdir(charts, 0700), 0);
+	d.data_dir = charts;
+	assert_string_equal(aw_cell_group("x86_64", "plain", NULL, NULL, NULL, buf, sizeof(buf)),
+	                    "x86");
+	assert_string_equal(
+	    aw_cell_group("x86_64", "lock_xadd", NULL, NULL, NULL, buf, sizeof(buf)), "x86");
+	assert_string_equal(
+	    aw_cell_group("x86_64", "prefetchw_lock_inc", NULL, NULL, NULL, buf, sizeof(buf)),
+	    "prefetch");
+	assert_string_equal(
+	    aw_cell_group("x86_64", "cmpxchg16b", NULL, NULL, NULL, buf, sizeof(buf)), "cas");
+	/* an unknown arch: arm64's names, and x86's for the ops only x86 has */
+	assert_string_equal(aw_cell_group(NULL, "plain", NULL, NULL, NULL, buf, sizeof(buf)),
+	                    "llsc");
+	assert_string_equal(aw_cell_group(NULL, "lock_inc", NULL, NULL, NULL, buf, sizeof(buf)),
+	                    "x86");
+
+	for (int day = 1; day <= 3; day++) {
+		char sha[48];
+
+		snprintf(sha, sizeof(sha), "%040d", day);
+		int64_t x86 = put(c, x86_run_of("epyc", sha, day));
+
+		seq = seq ? seq : x86;
+		put(c, run_of("grace", sha, day, 5.0 + day));
+	}
+	aw_arena_init(&a, 1u << 20);
+	assert_int_equal(aw_run_chart_names(c, &a, "x86_64", seq, &groups, &n_groups, &contention,
+	                                    &n_contention),
+	                 0);
+	assert_int_equal(n_groups, 3);
+	assert_string_equal(groups[0], "x86");
+	assert_string_equal(groups[1], "cas");
+	assert_string_equal(groups[2], "c11");
+	aw_arena_release(&a);
+
+	d.gp = aw_gnuplot_new(NULL, &err);
+	if (!d.gp)
+		fail_msg("gnuplot: %s", err);
+	assert_int_equal(aw_draw_trends(&d, "epyc", "main", &err), 0);
+	assert_null(err);
+	assert_null(trend_svg(charts, "epyc", "llsc"));
+	svg = trend_svg(charts, "epyc", "x86");
+	assert_non_null(svg);
+	assert_non_null(strstr(svg, "epyc on main: x86 (p50, p95-p99 band)"));
+	assert_non_null(strstr(svg, ">plain<"));
+	assert_non_null(strstr(svg, ">lock_inc<"));
+	assert_non_null(strstr(svg, ">lock_xadd<"));
+	assert_null(strstr(svg, "llsc"));
+	free(svg);
+
+	assert_int_equal(aw_draw_trends(&d, "grace", "main", &err), 0);
+	assert_null(err);
+	assert_null(trend_svg(charts, "grace", "x86"));
+	svg = trend_svg(charts, "grace", "llsc");
+	assert_non_null(svg);
+	assert_non_null(strstr(svg, "grace on main: llsc (p50, p95-p99 band)"));
+	assert_non_null(strstr(svg, ">llsc<"));
+	free(svg);
+	aw_gnuplot_free(&d.gp);
 	store_disconnect(&c);
 	store_close(&s);
 }
@@ -286,7 +414,9 @@ static void test_pages(void **state)
 	                          .status = "fail",
 	                          .json = "{\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
 	                                  "cpu=1\",\"verdict\":\"regressed\",\"p50\":{"
-	                                  "\"baseline\":5.0,\"head\":20.0}}]}",
+	                                  "\"baseline\":5.0,\"head\":20.0}},{\"key\":\"op=stadd "
+	                                  "cpu=2\",\"verdict\":\"noisy\",\"p50\":{\"baseline\":"
+	                                  "40.0,\"head\":50.0,\"absolute\":true}}]}",
 	                          .computed_at = "2026-11-29T10:00:00Z",
 	                          .order_us = 2};
 
@@ -330,7 +460,12 @@ static void test_pages(void **state)
 	assert_true(strstr(out.data, "<dt>Ref</dt><dd>reference, main</dd>") ||
 	            strstr(out.data, "<dt>Ref</dt><dd>main, reference</dd>"));
 	assert_non_null(strstr(out.data, "<tr><td><code>op=llsc cpu=1</code></td>"
-	                                 "<td class=\"num\">5</td><td class=\"num\">20</td>"));
+	                                 "<td class=\"num\">5</td><td class=\"num\">20</td>"
+	                                 "<td class=\"num\">+300.0%</td>"));
+	/* a cell the verdict judged in ns shows its change in ns */
+	assert_non_null(strstr(out.data, "<tr><td><code>op=stadd cpu=2</code></td>"
+	                                 "<td class=\"num\">40</td><td class=\"num\">50</td>"
+	                                 "<td class=\"num\">+10.0 ns</td>"));
 	assert_non_null(strstr(out.data, "v-regressed"));
 	/* a cell the verdict does not list is unchanged */
 	assert_non_null(strstr(out.data, "<tr><td><code>op=stadd cpu=1</code></td>"));
@@ -348,6 +483,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_verdict_statuses_and_view),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_trends_name_the_arch_ops),
 	    cmocka_unit_test(test_pages),
 	};
 

@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
@@ -160,10 +159,11 @@ static void test_enqueued_while_claimed_runs_again(void **state)
 
 static void test_failures_and_takeover(void **state)
 {
+	/* the claims of the takeover are made at given times, not the clock's */
+	const int64_t at = INT64_C(1795000000000000), lease = 200000; /* 2026-11-18, 200 ms */
 	struct store_conn *c;
 	struct store *s = open_fresh(&c);
 	struct claimed k = {0};
-	struct timespec ms = {0, 300 * 1000000};
 
 	(void)state;
 	put(c, "11111111-1111-4111-8111-111111111111", "grace", SHA1);
@@ -171,13 +171,15 @@ static void test_failures_and_takeover(void **state)
 	assert_int_equal(k.attempts, 1);
 	assert_int_equal(store_task_fail(c, k.id, "gnuplot died"), 0);
 	counts(c, 1, 0);
-	assert_int_equal(store_task_claim(c, "b", LEASE, 3, on_task, &k), 0);
+	assert_int_equal(store_task_claim_at(c, "b", at, LEASE, 3, on_task, &k), 0);
 	assert_int_equal(k.attempts, 2);
-	/* its collector died holding it: a claim older than the claimer's lease is taken over */
-	assert_int_equal(store_task_claim(c, "c", 200000, 3, on_task, &k), -ENOENT);
-	nanosleep(&ms, NULL);
-	assert_int_equal(store_task_claim(c, "c", LEASE, 3, on_task, &k), -ENOENT);
-	assert_int_equal(store_task_claim(c, "c", 200000, 3, on_task, &k), 0);
+	/* its collector died holding it: a claim older than the claimer's own lease is taken
+	 * over; not one a microsecond short of it, nor by a claimer with a longer lease */
+	assert_int_equal(store_task_claim_at(c, "c", at + lease - 1, lease, 3, on_task, &k),
+	                 -ENOENT);
+	assert_int_equal(store_task_claim_at(c, "c", at + lease + 1, LEASE, 3, on_task, &k),
+	                 -ENOENT);
+	assert_int_equal(store_task_claim_at(c, "c", at + lease + 1, lease, 3, on_task, &k), 0);
 	assert_int_equal(k.attempts, 3);
 	assert_int_equal(store_task_fail(c, k.id, NULL), 0);
 	/* its attempts are used up: dead, never claimed again */

@@ -13,7 +13,10 @@
 
 #include "aw/result.h"
 
-static struct aw_result *sample_result(void)
+/* A result of three cells (one skipped); `refs` 0: with the mulchain-v1 series alone, as
+ * written before the family (a "reference" object); else with the family of those kernels
+ * (bits of enum aw_ref: "references"), kernel k's value beside cell i (i + 1) * (k + 1) / 8. */
+static struct aw_result *sample_result_with(unsigned refs)
 {
 	struct aw_result *r = aw_result_new();
 	struct aw_cell *c;
@@ -71,11 +74,25 @@ static struct aw_result *sample_result(void)
 	c->below_resolution = true;
 	assert_int_equal(aw_cell_make_key(c), 0);
 
+	if (refs) {
+		/* every kernel beside the two measured cells; none beside the skipped one */
+		assert_int_equal(aw_result_set_references(r, refs), 0);
+		for (int k = 0; k < AW_REF_COUNT; k++)
+			if (refs & (1u << k))
+				for (size_t i = 0; i < 3; i += 2)
+					r->cells[i].ref_ns[k] = (double)((i + 1) * (k + 1)) / 8;
+		return r;
+	}
 	/* the reference kernel beside the two measured cells; none beside the skipped one */
 	assert_int_equal(aw_set_str(&r->reference_kernel, "mulchain-v1"), 0);
 	r->cells[0].reference_ns = 0.875;
 	r->cells[2].reference_ns = 0.90625;
 	return r;
+}
+
+static struct aw_result *sample_result(void)
+{
+	return sample_result_with(0);
 }
 
 static void test_keys(void **state)
@@ -150,11 +167,12 @@ static void test_round_trip(void **state)
 	aw_result_free(&r);
 }
 
-/* Applies `mutate` (a JSON patch as "path=json") to a valid document and checks the rejection. */
-static void expect_reject(const char *path, const char *value_json, const char *code,
-                          const char *field)
+/* Applies `mutate` (a JSON patch as "path=json") to a valid document (sample_result_with(refs))
+ * and checks the rejection. */
+static void expect_reject_in(unsigned refs, const char *path, const char *value_json,
+                             const char *code, const char *field)
 {
-	struct aw_result *r = sample_result();
+	struct aw_result *r = sample_result_with(refs);
 	json_t *doc = aw_result_to_json(r), *target = doc, *value = NULL;
 	char buf[128], *save = NULL, *tok, *next;
 	struct aw_verr e;
@@ -191,6 +209,12 @@ static void expect_reject(const char *path, const char *value_json, const char *
 	assert_true(strlen(e.message) > 0);
 	json_decref(doc);
 	aw_result_free(&r);
+}
+
+static void expect_reject(const char *path, const char *value_json, const char *code,
+                          const char *field)
+{
+	expect_reject_in(0, path, value_json, code, field);
 }
 
 /* "confirmation_of" and "confirm": optional (older documents stay valid), round-tripped, and a
@@ -310,6 +334,40 @@ static void test_rejections(void **state)
 	expect_reject("reference.values", "[0, null, 1]", "range", "reference.values[0]");
 	expect_reject("reference.values", "[1, \"fast\", 1]", "type", "reference.values[1]");
 	expect_reject("reference.values", "[1, 1, true]", "type", "reference.values[2]");
+	/* the older object holds mulchain-v1 alone, and every kernel must be known */
+	expect_reject("reference.kernel", "\"mulindep-v1\"", "invalid", "reference.kernel");
+	expect_reject("reference.kernel", "\"mulchain-v2\"", "unknown_kernel", "reference.kernel");
+	expect_reject("reference.references", "[]", "unknown_field", "reference.references");
+}
+
+/* The family: each series checked like the older object, its path naming the entry. */
+static void test_references_rejections(void **state)
+{
+	const unsigned all = AW_REF_ALL;
+
+	(void)state;
+	expect_reject_in(all, "references", "{}", "type", "references");
+	expect_reject_in(all, "references", "[]", "length", "references");
+	expect_reject_in(all, "references", "[5]", "type", "references[0]");
+	expect_reject_in(all, "reference",
+	                 "{\"kernel\": \"mulchain-v1\", \"unit\": \"ns\", "
+	                 "\"values\": [1, null, 1]}",
+	                 "invalid", "reference");
+	expect_reject_in(all, "references[2].kernel", "\"mulfast-v9\"", "unknown_kernel",
+	                 "references[2].kernel");
+	expect_reject_in(all, "references[2].kernel", "\"mul fast\"", "invalid",
+	                 "references[2].kernel");
+	expect_reject_in(all, "references[1].kernel", "\"mulchain-v1\"", "duplicate",
+	                 "references[1].kernel");
+	expect_reject_in(all, "references[3].kernel", NULL, "required", "references[3].kernel");
+	expect_reject_in(all, "references[0].unit", "\"cycles\"", "invalid", "references[0].unit");
+	expect_reject_in(all, "references[2].colour", "1", "unknown_field", "references[2].colour");
+	expect_reject_in(all, "references[1].values", NULL, "required", "references[1].values");
+	expect_reject_in(all, "references[1].values", "[1, 2]", "length", "references[1].values");
+	expect_reject_in(all, "references[3].values", "[1, null, -0.5]", "range",
+	                 "references[3].values[2]");
+	expect_reject_in(all, "references[1].values", "[1, \"fast\", 1]", "type",
+	                 "references[1].values[1]");
 }
 
 /* The reference series: documents without it (every one before it existed) stay valid and
@@ -381,6 +439,13 @@ static void test_reference(void **state)
 		assert_null(plain->reference_kernel);
 		assert_true(isnan(plain->cells[0].reference_ns));
 		json_decref(bad);
+		/* stored before kernel names were checked: read back without it */
+		bad = json_deep_copy(ref);
+		json_object_set_new(bad, "kernel", json_string("mychain-v1"));
+		assert_int_equal(aw_result_reference_from_json(plain, bad, &e), 0);
+		assert_null(plain->reference_kernel);
+		assert_true(isnan(plain->cells[0].reference_ns));
+		json_decref(bad);
 		json_decref(ref);
 		aw_result_free(&plain);
 	}
@@ -397,6 +462,114 @@ static void test_reference(void **state)
 	aw_result_free(&back);
 	json_decref(doc);
 	aw_result_free(&r);
+}
+
+/* The family of reference series: a document carries it as "references" (one entry per
+ * kernel, in any order, each once), which the model reads into each cell's ref_ns with
+ * mulchain-v1's still its reference_ns; a family without mulchain-v1 leaves reference_ns
+ * empty; a store keeps the family beside mulchain-v1's series and puts it back. */
+static void test_references(void **state)
+{
+	struct aw_result *r = sample_result_with(AW_REF_ALL), *back;
+	json_t *doc, *family, *again;
+	struct aw_verr e;
+
+	(void)state;
+	assert_string_equal(r->reference_kernel, "mulchain-v1");
+	assert_true(r->cells[2].reference_ns == r->cells[2].ref_ns[AW_REF_MULCHAIN]);
+	doc = aw_result_to_json(r);
+	assert_non_null(doc);
+	assert_null(json_object_get(doc, "reference"));
+	family = json_object_get(doc, "references");
+	assert_int_equal(json_array_size(family), AW_REF_COUNT);
+	for (int k = 0; k < AW_REF_COUNT; k++) {
+		json_t *o = json_array_get(family, (size_t)k), *v = json_object_get(o, "values");
+
+		assert_string_equal(json_string_value(json_object_get(o, "kernel")),
+		                    aw_ref_name((enum aw_ref)k));
+		assert_string_equal(json_string_value(json_object_get(o, "unit")), "ns");
+		assert_int_equal(json_array_size(v), 3);
+		assert_true(json_real_value(json_array_get(v, 2)) == 3.0 * (k + 1) / 8);
+		assert_true(json_is_null(json_array_get(v, 1)));
+	}
+	/* in another order: the same run */
+	json_array_insert(family, 0, json_array_get(family, 3));
+	json_array_remove(family, 4);
+	back = aw_result_from_json(doc, NULL, &e);
+	if (!back)
+		fail_msg("%s: %s: %s", e.code, e.field, e.message);
+	assert_int_equal(back->references, AW_REF_ALL);
+	assert_string_equal(back->reference_kernel, "mulchain-v1");
+	assert_true(back->cells[0].reference_ns == 1.0 / 8);
+	assert_true(back->cells[2].ref_ns[AW_REF_MEMCHASE] == 12.0 / 8);
+	assert_true(isnan(back->cells[1].ref_ns[AW_REF_ATOMICADD]));
+	json_decref(doc);
+	doc = aw_result_to_json(r);
+	again = aw_result_to_json(back);
+	assert_true(json_equal(doc, again));
+	json_decref(again);
+	json_decref(doc);
+	aw_result_free(&back);
+
+	/* what a store keeps: mulchain-v1's series as before, the family beside it */
+	{
+		json_t *stored = aw_result_reference_to_json(r), *bad;
+		struct aw_result *plain = sample_result();
+
+		assert_non_null(stored);
+		assert_string_equal(json_string_value(json_object_get(stored, "kernel")),
+		                    "mulchain-v1");
+		assert_int_equal(json_array_size(json_object_get(stored, "values")), 3);
+		assert_int_equal(json_array_size(json_object_get(stored, "references")),
+		                 AW_REF_COUNT);
+		assert_int_equal(aw_result_reference_from_json(plain, stored, &e), 0);
+		assert_int_equal(plain->references, AW_REF_ALL);
+		doc = aw_result_to_json(r);
+		again = aw_result_to_json(plain);
+		json_object_set(again, "run_id", json_object_get(doc, "run_id"));
+		assert_true(json_equal(doc, again));
+		json_decref(again);
+		json_decref(doc);
+		bad = json_deep_copy(stored);
+		json_object_set_new(json_array_get(json_object_get(bad, "references"), 1), "kernel",
+		                    json_string("mulfast-v9"));
+		assert_int_equal(aw_result_reference_from_json(plain, bad, &e), -EINVAL);
+		assert_string_equal(e.field, "reference.references[1].kernel");
+		assert_string_equal(e.code, "unknown_kernel");
+		assert_null(plain->reference_kernel);
+		assert_int_equal(plain->references, 0);
+		assert_true(isnan(plain->cells[2].ref_ns[AW_REF_MEMCHASE]));
+		json_decref(bad);
+		json_decref(stored);
+		aw_result_free(&plain);
+	}
+	aw_result_free(&r);
+
+	/* a family without mulchain-v1: nothing for readers of reference_ns, nor for a store */
+	r = sample_result_with(1u << AW_REF_MULINDEP | 1u << AW_REF_MEMCHASE);
+	assert_null(r->reference_kernel);
+	assert_null(aw_result_reference_to_json(r));
+	doc = aw_result_to_json(r);
+	assert_int_equal(json_array_size(json_object_get(doc, "references")), 2);
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_null(back->reference_kernel);
+	assert_int_equal(back->references, 1u << AW_REF_MULINDEP | 1u << AW_REF_MEMCHASE);
+	assert_true(isnan(back->cells[0].reference_ns));
+	assert_true(back->cells[0].ref_ns[AW_REF_MULINDEP] == 2.0 / 8);
+	aw_result_free(&back);
+	/* "references": null is the same as none */
+	json_object_set_new(doc, "references", json_null());
+	back = aw_result_from_json(doc, NULL, &e);
+	assert_non_null(back);
+	assert_int_equal(back->references, 0);
+	assert_true(isnan(back->cells[0].ref_ns[AW_REF_MULINDEP]));
+	aw_result_free(&back);
+	json_decref(doc);
+	aw_result_free(&r);
+
+	assert_int_equal(aw_ref_lookup("memchase-v1"), AW_REF_MEMCHASE);
+	assert_int_equal(aw_ref_lookup("memchase"), -1);
 }
 
 static void test_limits(void **state)
@@ -435,6 +608,7 @@ int main(void)
 	    cmocka_unit_test(test_keys),       cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_rejections), cmocka_unit_test(test_confirmation_fields),
 	    cmocka_unit_test(test_limits),     cmocka_unit_test(test_reference),
+	    cmocka_unit_test(test_references), cmocka_unit_test(test_references_rejections),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

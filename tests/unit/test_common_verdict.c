@@ -1,8 +1,9 @@
 /* The one verdict vocabulary: every verdict's word parses back to it, the words are the ones the
  * collector's JSON, its verdict cache and its pages have always carried (they are a wire format:
  * atomwatch-ci and stored verdicts read them), anything else is unknown, and the cell and status
- * ranges split the enum as the gate and the counts need. */
+ * ranges split the enum as the gate and the counts need; how a change reads to people. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,12 +120,40 @@ static void test_gate_levels(void **state)
 	assert_string_equal(aw_gate_name((enum aw_gate)AW_GATE_COUNT), "fail");
 }
 
+/* A change from below the resolution, or judged in ns, is told in ns; any other in percent;
+ * nothing when a value is unknown. */
+static void test_change_text(void **state)
+{
+	char b[64];
+
+	(void)state;
+	assert_string_equal(aw_change_text(b, sizeof(b), 0.037, 23.7, 639.5, false),
+	                    "below resolution -> 23.7 ns");
+	assert_string_equal(aw_change_text(b, sizeof(b), 0, 24.9, NAN, false),
+	                    "below resolution -> 24.9 ns");
+	assert_string_equal(aw_change_text(b, sizeof(b), 0, 0.04, NAN, true), "below resolution");
+	assert_string_equal(aw_change_text(b, sizeof(b), 3.1, 5.2, 0.42, true), "+2.10 ns");
+	assert_string_equal(aw_change_text(b, sizeof(b), 5.2, 3.1, NAN, true), "-2.10 ns");
+	assert_string_equal(aw_change_text(b, sizeof(b), 5.0, 50.0, NAN, false), "+900.0%");
+	assert_string_equal(aw_change_text(b, sizeof(b), 1.03, 18.4, 16.89, false), "+1689.0%");
+	assert_string_equal(aw_change_text(b, sizeof(b), AW_RESOLUTION_NS, 0.2, NAN, false),
+	                    "+100.0%");
+	assert_null(aw_change_text(b, sizeof(b), NAN, 5.0, NAN, false));
+	assert_string_equal(b, "");
+	assert_null(aw_change_text(b, sizeof(b), 0, NAN, NAN, false));
+	assert_null(aw_change_text(b, sizeof(b), 3.0, NAN, NAN, true));
+	assert_true(aw_change_in_ns(0, false));
+	assert_true(aw_change_in_ns(5.0, true));
+	assert_false(aw_change_in_ns(5.0, false));
+	assert_false(aw_change_in_ns(NAN, false));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_words),
 	    cmocka_unit_test(test_unknown),     cmocka_unit_test(test_ranges),
-	    cmocka_unit_test(test_gate_levels),
+	    cmocka_unit_test(test_gate_levels), cmocka_unit_test(test_change_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,9 +2,11 @@
  * from a contender thread) the counter holds exactly what the twin computes. Built twice, with
  * the kernels at -O0 and at -O2. On aarch64 without LSE the LSE kernels must not be called:
  * they are counted as skipped, and AW_EXPECT_LSE=0/1 pins what the CPU must report. The
- * reference kernel's chain, asm and C, against its twin. */
+ * reference kernels, asm and C, against their twins. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +35,46 @@ static int runnable(unsigned flags)
 	return !(flags & AW_OP_LSE) || aw_cpu_has_lse();
 }
 
+#if defined(__aarch64__)
+static sigjmp_buf probe_env;
+
+static void probe_sigill(int sig)
+{
+	(void)sig;
+	siglongjmp(probe_env, 1);
+}
+
+/* Whether this CPU (or the emulator's) executes an LSE instruction, asked of the CPU itself
+ * rather than of HWCAP as aw_cpu_has_lse() does: an ldadd that raises SIGILL means no LSE. */
+static bool cpu_executes_lse(void)
+{
+	static volatile uint64_t word;
+	struct sigaction sa, old;
+	volatile bool executed = false;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = probe_sigill;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGILL, &sa, &old), 0);
+	if (!sigsetjmp(probe_env, 1)) {
+		uint64_t before, one = 1;
+
+		__asm__ __volatile__(".arch_extension lse\n\t"
+		                     "ldadd %1, %0, [%2]"
+		                     : "=r"(before)
+		                     : "r"(one), "r"(&word)
+		                     : "memory");
+		(void)before;
+		executed = true;
+	}
+	assert_int_equal(sigaction(SIGILL, &old, NULL), 0);
+	return executed;
+}
+#endif
+
+/* What aw_cpu_has_lse() reports is what the CPU does: off aarch64 never; on aarch64 exactly when
+ * an LSE instruction executes; and what AW_EXPECT_LSE=0/1 pins (the aarch64 runs under
+ * qemu -cpu cortex-a57 and -cpu max) when it is set. */
 static void test_lse_expectation(void **state)
 {
 	const char *want = getenv("AW_EXPECT_LSE");
@@ -40,8 +82,11 @@ static void test_lse_expectation(void **state)
 	(void)state;
 	if (want && *want)
 		assert_int_equal(aw_cpu_has_lse(), strcmp(want, "0") != 0);
-	else
-		assert_true(aw_cpu_has_lse() == 0 || aw_cpu_has_lse() == 1);
+#if defined(__aarch64__)
+	assert_int_equal(aw_cpu_has_lse(), cpu_executes_lse());
+#else
+	assert_false(aw_cpu_has_lse());
+#endif
 }
 
 static void test_ops_match_twins(void **state)
@@ -248,13 +293,104 @@ static void test_reference_matches_twin(void **state)
 	assert_int_equal(aw_reference_twin(1, 2), AW_REFERENCE_MUL * AW_REFERENCE_MUL);
 }
 
+/* One reference kernel of the family, asm or C, against its twin over two batches (the state
+ * carries over), l->duty ignored. */
+static void check_family_loop(const struct aw_reference_kernel *k, aw_loop_fn loop,
+                              const char *which)
+{
+	struct aw_slot *s = new_slot(), *twin = new_slot();
+	struct aw_loop l = {.slot = s, .iters = 64 * AW_UNROLL, .duty = 7};
+	uintptr_t walk = 0;
+
+	assert_int_equal(k->start(s), 0);
+	assert_int_equal(k->start(twin), 0);
+	for (int batch = 0; batch < 2; batch++) {
+		uint64_t steps = l.iters;
+
+		loop(&l);
+		switch (k->id) {
+		case AW_REF_MULCHAIN:
+			twin->value = aw_reference_twin(twin->value, steps);
+			break;
+		case AW_REF_MULINDEP:
+			aw_mulindep_twin(twin, steps);
+			break;
+		case AW_REF_ATOMICADD:
+			twin->value += steps; /* the twin of an increment, steps times */
+			break;
+		case AW_REF_MEMCHASE:
+			/* the walk's lines by index, from the walk's own start */
+			walk = (uintptr_t)aw_memchase_walk();
+			assert_true(twin->value == walk || batch);
+			twin->value = aw_memchase_twin(
+			    (uint32_t)((twin->value - walk) / AW_MEMCHASE_LINE), steps);
+			assert_int_not_equal(twin->value, UINT32_MAX);
+			twin->value = walk + twin->value * AW_MEMCHASE_LINE;
+			break;
+		case AW_REF_COUNT:
+			fail();
+		}
+		if (memcmp(s, twin, sizeof(*s)))
+			fail_msg("%s %s, batch %d: state %#llx %#llx ..., twin %#llx %#llx ...",
+			         k->name, which, batch, (unsigned long long)s->value,
+			         (unsigned long long)s->pair_hi, (unsigned long long)twin->value,
+			         (unsigned long long)twin->pair_hi);
+		l.iters = 3 * AW_UNROLL;
+	}
+	free(s);
+	free(twin);
+}
+
+/* The family of reference kernels: named as the result document names them, in enum aw_ref
+ * order, each asm and C loop matching its twin; mulindep-v1's chains stay odd and apart, and
+ * the walk of memchase-v1 is a single cycle through every line. */
+static void test_reference_family(void **state)
+{
+	unsigned n;
+	const struct aw_reference_kernel *k = aw_reference_kernels(&n);
+	struct aw_slot *s = new_slot();
+	const uintptr_t *walk, *p;
+	uint32_t steps = 0;
+
+	(void)state;
+	assert_int_equal(n, AW_REF_COUNT);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(k[i].id, i);
+		assert_string_equal(k[i].name, aw_ref_name(k[i].id));
+		assert_int_equal(aw_ref_lookup(k[i].name), (int)i);
+		check_family_loop(&k[i], k[i].timed, "asm");
+		check_family_loop(&k[i], k[i].portable, "C");
+	}
+	assert_ptr_equal(k[AW_REF_MULCHAIN].timed, aw_reference_timed);
+	assert_int_equal(k[AW_REF_MULINDEP].start(s), 0);
+	aw_mulindep_timed(&(struct aw_loop){.slot = s, .iters = 5 * AW_UNROLL});
+	for (unsigned i = 0; i < AW_MULINDEP_CHAINS; i++) {
+		uint64_t v[AW_MULINDEP_CHAINS];
+
+		memcpy(v, s, sizeof(v));
+		assert_true(v[i] & 1);
+		for (unsigned j = 0; j < i; j++)
+			assert_true(v[i] != v[j]);
+	}
+	walk = aw_memchase_walk();
+	assert_non_null(walk);
+	assert_ptr_equal(aw_memchase_walk(), walk); /* once per process and node */
+	p = walk;
+	do {
+		p = (const uintptr_t *)*p;
+		steps++;
+	} while (p != walk && steps <= AW_MEMCHASE_LINES);
+	assert_int_equal(steps, AW_MEMCHASE_LINES);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lse_expectation),        cmocka_unit_test(test_ops_match_twins),
 	    cmocka_unit_test(test_timed_loops_count),      cmocka_unit_test(test_contenders_count),
 	    cmocka_unit_test(test_readers_count),          cmocka_unit_test(test_call_loops),
-	    cmocka_unit_test(test_reference_matches_twin),
+	    cmocka_unit_test(test_reference_matches_twin), cmocka_unit_test(test_reference_family),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -268,10 +268,14 @@ static void test_host_page(void **state)
 static void test_commit_and_compare_pages(void **state)
 {
 	const struct aw_page_cell_row rows[] = {
-	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED, NAN},
-	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED, NAN},
-	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW, NAN},
-	    {"op=stadd cpu=0 contender=1 c=100 d=100", 0, 3.25, AW_VERDICT_UNCHANGED, 41.5},
+	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED, NAN, false},
+	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED, NAN, false},
+	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW, NAN, false},
+	    {"op=stadd cpu=0 contender=1 c=100 d=100", 0, 3.25, AW_VERDICT_UNCHANGED, 41.5, true},
+	    /* plain incq, below resolution, hardened into lock xadd: never "+63954.1%" */
+	    {"subject=libpcpu op=inc cpu=0", 0.037, 23.7, AW_VERDICT_REGRESSED, NAN, false},
+	    /* a cell judged in ns from a level above resolution: its change in ns too */
+	    {"op=stadd cpu=1 contender=0 c=10 d=100", 3.1, 5.2, AW_VERDICT_NOISY, NAN, true},
 	};
 	const struct aw_page_host_result results[] = {
 	    {"graviton4",
@@ -283,7 +287,7 @@ static void test_commit_and_compare_pages(void **state)
 	      "graviton4 against main",
 	      true},
 	     rows,
-	     4,
+	     6,
 	     AW_VERDICT_FAIL,
 	     {"7c3e-run", "mulchain-v1", 1.3314}},
 	    {ATTRY,
@@ -331,12 +335,19 @@ static void test_commit_and_compare_pages(void **state)
 	assert_contains(html, "<span class=\"verdict v-regressed\">regressed</span>");
 	assert_contains(html, "<span class=\"verdict v-new\">new</span>");
 	assert_contains(html, "<a href=\"/hosts/a~22~20onmouseover~3D~22alert~282~29\">");
-	/* header + 4 rows in the one table */
-	assert_int_equal(count(html, "<tr>"), 5);
+	/* header + 6 rows in the one table */
+	assert_int_equal(count(html, "<tr>"), 7);
 	/* a table with a duty cell shows its gross time per iteration, once, in a column of
 	 * its own (a dash for the other cells) */
 	assert_int_equal(count(html, "Head gross per iteration (ns)</th>"), 1);
-	assert_contains(html, "<td class=\"num\">3.25</td><td class=\"num\">&ndash;</td>");
+	/* a baseline below resolution: the change in ns, never a percentage */
+	assert_contains(html, "<td class=\"num\">0</td><td class=\"num\">3.25</td>"
+	                      "<td class=\"num\">below resolution -&gt; 3.25 ns</td>");
+	assert_contains(html, "<td class=\"num\">0.037</td><td class=\"num\">23.7</td>"
+	                      "<td class=\"num\">below resolution -&gt; 23.7 ns</td>");
+	assert_contains(html, "<td class=\"num\">3.1</td><td class=\"num\">5.2</td>"
+	                      "<td class=\"num\">+2.10 ns</td>");
+	assert_null(strstr(html, "63954"));
 	assert_contains(html, "<span class=\"verdict v-unchanged\">unchanged</span></td>"
 	                      "<td class=\"num\">41.5</td></tr>");
 	assert_contains(html, "<span class=\"verdict v-regressed\">regressed</span></td>"

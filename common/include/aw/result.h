@@ -27,6 +27,29 @@ enum aw_trigger {
 	AW_TRIGGER_IMPORT
 };
 
+/* The reference kernels a run may carry beside its cells (docs/result-schema.md, "references"),
+ * in the order of the model's arrays. Their names are the only ones a document may use: a new
+ * kernel, or a new meaning of a step, is a new name here, which older collectors refuse. */
+enum aw_ref {
+	AW_REF_MULCHAIN,  /* "mulchain-v1": a chain of dependent multiplies (latency-bound) */
+	AW_REF_MULINDEP,  /* "mulindep-v1": twelve independent multiply chains (throughput-bound) */
+	AW_REF_ATOMICADD, /* "atomicadd-v1": an atomic add to a private line */
+	AW_REF_MEMCHASE,  /* "memchase-v1": a dependent pointer chase over 4 MiB */
+	AW_REF_COUNT
+};
+
+#define AW_REF_MULCHAIN_NAME  "mulchain-v1"
+#define AW_REF_MULINDEP_NAME  "mulindep-v1"
+#define AW_REF_ATOMICADD_NAME "atomicadd-v1"
+#define AW_REF_MEMCHASE_NAME  "memchase-v1"
+#define AW_REF_ALL            ((1u << AW_REF_COUNT) - 1) /* a mask of every kernel */
+
+/* The name of reference kernel k (static). */
+const char *aw_ref_name(enum aw_ref k);
+
+/* The kernel called `name`, or -1 when it is not one of enum aw_ref. */
+int aw_ref_lookup(const char *name);
+
 /* One measured configuration. Strings are owned by the cell; statistics are net ns per op (per
  * lock+unlock pair for readers), NAN when unknown (JSON null). */
 struct aw_cell {
@@ -44,10 +67,15 @@ struct aw_cell {
 	uint64_t batch;    /* ops per sample; 0 when unknown */
 	double min, p50, p95, p99, max, mean, stddev, ci_lo, ci_hi;
 	double baseline_ns; /* the empty loop's ns per op that was subtracted */
-	/* the run's reference kernel measured beside this cell (ns per step, see
-	 * aw_result.reference_kernel); NAN when none was. Not part of the cell's JSON: it travels
-	 * as the run-level "reference" series. */
-	double reference_ns;
+	/* The run's reference kernels measured beside this cell, ns per step, indexed by enum
+	 * aw_ref (aw_result.references says which the run carries); NAN where none was.
+	 * reference_ns is ref_ns[AW_REF_MULCHAIN] under the name older readers use (see
+	 * aw_result.reference_kernel). Not part of the cell's JSON: they travel as the run-level
+	 * "references" series (or, in older documents, "reference"). */
+	union {
+		double reference_ns;
+		double ref_ns[AW_REF_COUNT];
+	};
 	bool below_resolution;
 	enum aw_cell_status status;
 	char *reason; /* why skipped or failed; NULL when ok */
@@ -68,10 +96,15 @@ struct aw_result {
 	char *matrix_hash;
 	char *matrix_profile; /* optional */
 	json_t *meta; /* optional free-form object (owned), e.g. what changed, importer notes */
-	/* The reference kernel measured beside the cells (e.g. "mulchain-v1"); NULL: the run has
-	 * no reference series. When set, the document carries "reference": {kernel, unit,
-	 * values} with one value per cell, each cell's reference_ns (null where NAN). */
+	/* "mulchain-v1" when the run carries that kernel's series (each cell's reference_ns), NULL
+	 * when it does not: what readers from before the family look at. */
 	char *reference_kernel;
+	/* The reference kernels the run carries, bit k for enum aw_ref k (the mulchain bit goes
+	 * with reference_kernel; set both with aw_result_set_references()). 0 with
+	 * reference_kernel set: only mulchain-v1, written as an older document's "reference"
+	 * object; otherwise the document carries "references": [{kernel, unit, values}], one
+	 * entry per kernel in enum order, each with one value per cell (ref_ns, null where NAN). */
+	unsigned references;
 	/* Optional confirmation fields (absent in older documents). confirmation_of: the run_id of
 	 * the run whose suspect cells this run re-measures (same project, commit, ref, host);
 	 * NULL for a first run. confirm: how many confirmation runs the agent measures itself
@@ -112,9 +145,14 @@ struct aw_result *aw_result_new(void);
 /* Frees the result and everything it owns; sets *r to NULL. */
 void aw_result_free(struct aw_result **r);
 
-/* Appends a cell with every statistic (reference_ns too) NAN, cpu/contender_cpu/c AW_NONE, d 0,
- * status ok. The cell is owned by the result; the pointer is valid until the next add. NULL on
- * allocation failure. */
+/* Sets the reference kernels r carries to `mask` (bits of enum aw_ref; 0: none), and
+ * r->reference_kernel to "mulchain-v1" or NULL with it. The cells' values are the caller's to
+ * fill. Returns 0 or -ENOMEM. */
+int aw_result_set_references(struct aw_result *r, unsigned mask);
+
+/* Appends a cell with every statistic (every reference value too) NAN, cpu/contender_cpu/c
+ * AW_NONE, d 0, status ok. The cell is owned by the result; the pointer is valid until the next
+ * add. NULL on allocation failure. */
 struct aw_cell *aw_result_add_cell(struct aw_result *r);
 
 /* Frees the strings a cell owns and zeroes it. */
@@ -147,22 +185,28 @@ json_t *aw_result_to_json(const struct aw_result *r);
 json_t *aw_cell_to_json(const struct aw_cell *c);
 
 /* Validates `doc` against every rule of the schema (types, required fields, finite
- * non-negative times, min <= p50 <= p95 <= p99 <= max, names, commit ids, limits, a reference
- * series of one finite positive value or null per cell) and builds
+ * non-negative times, min <= p50 <= p95 <= p99 <= max, names, commit ids, limits, reference
+ * series of known kernels, each of one finite positive value or null per cell) and builds
  * the model. Returns a new result (caller frees) or NULL with *e naming the first problem;
  * an allocation failure is reported as code "internal". */
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
                                       struct aw_verr *e);
 
-/* The run-level "reference" object of r ({kernel, unit, values}, one value per cell), or NULL
- * when r has no reference series or on allocation failure. Caller owns the reference. For
- * stores that keep the series beside the cells and rebuild the document later. */
+/* The reference series of r as a store keeps them beside the cells, or NULL when r carries no
+ * mulchain-v1 series (r->reference_kernel NULL) or on allocation failure. Caller owns the
+ * reference. It is mulchain-v1's {kernel, unit, values} (one value per cell), what readers
+ * from before the family parse, and, when r carries the family, also "references": the whole
+ * family as a document's "references" array (mulchain-v1 included). */
 json_t *aw_result_reference_to_json(const struct aw_result *r);
 
-/* Validates `ref`, a "reference" object as in a document, against r's cells (which must be in
- * place, in document order) and sets r->reference_kernel and each cell's reference_ns.
- * Returns 0, or -EINVAL with *e naming the problem ("reference.values" for a series of the
- * wrong length); on failure r is left without a reference series. */
+/* Validates `ref`, a "reference" object as in an older document or as
+ * aw_result_reference_to_json() makes it, against r's cells (which must be in place, in
+ * document order) and sets r->reference_kernel, r->references and each cell's reference
+ * values. Returns 0, or -EINVAL with *e naming the problem ("reference.values" for a series
+ * of the wrong length, "reference.references[1].kernel" for a kernel this side does not
+ * know); on failure r is left without reference series. A series of a kernel this side does
+ * not know at the top (stored before kernel names were checked) leaves r without reference
+ * series and returns 0. */
 int aw_result_reference_from_json(struct aw_result *r, const json_t *ref, struct aw_verr *e);
 
 #endif

@@ -8,6 +8,7 @@
 #define AW_VERDICT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum aw_verdict {
 	AW_VERDICT_UNKNOWN, /* not decided yet, nothing to decide, or a word this build lacks */
@@ -67,5 +68,27 @@ const char *aw_gate_name(enum aw_gate g);
 
 /* The level a word names. Returns 0, or -EINVAL (*out untouched) for NULL or any other word. */
 int aw_gate_parse(const char *name, enum aw_gate *out);
+
+/* How a change reads to people. Below the resolution a relative change measures the timer, not
+ * the op: 0.037 ns to 23.7 ns is "+64000%", a number that says nothing. So a metric whose
+ * baseline is below AW_RESOLUTION_NS (0 included: the runner could not tell the op from the
+ * empty loop, `below_resolution` in the result document) is told as an absolute change, and so
+ * is one the analysis judged in ns (the verdict's `absolute`, docs/detection.md step 9).
+ * AW_RESOLUTION_NS is the analysis' min_abs_ns: half a cycle at 5 GHz. */
+#define AW_RESOLUTION_NS 0.1
+
+/* Whether a metric's change is told in ns: its baseline (ns) is below AW_RESOLUTION_NS, or the
+ * analysis judged it in ns (`absolute`). */
+bool aw_change_in_ns(double baseline, bool absolute);
+
+/* Writes the change from `baseline` to `head` (ns; NAN: unknown) into buf, one of:
+ *   "below resolution -> 23.7 ns"  the baseline below the resolution;
+ *   "below resolution"             ... and the head too;
+ *   "+2.10 ns"                     judged in ns (`absolute`) from a baseline above it;
+ *   "+12.3%"                       otherwise: `change` (head / baseline - 1; NAN: computed from
+ *                                  baseline and head).
+ * Returns buf, or NULL when nothing can be said (a value unknown), buf then being "". */
+const char *aw_change_text(char *buf, size_t size, double baseline, double head, double change,
+                           bool absolute);
 
 #endif

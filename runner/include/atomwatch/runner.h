@@ -26,6 +26,8 @@ struct aw_runner_opts {
 	const char *sysroot;     /* NULL: "/" (tests point it at fixture trees) */
 	bool force_clock;        /* time with CLOCK_MONOTONIC_RAW, not the cycle counter */
 	bool no_reference;       /* measure no reference kernel beside the cells (benchmarks) */
+	/* which reference kernels: bits of enum aw_ref (aw/result.h); 0: the whole family */
+	unsigned reference_kernels;
 	/* When n_keys > 0, only the planned cells whose key is one of keys[] are measured (and
 	 * aw_runner_selected() tells subject cells the same); the rest are left out of the result.
 	 * Borrowed. Confirmation runs re-measure a run's suspect cells this way. */
@@ -86,8 +88,9 @@ void aw_runner_matrix(const struct aw_runner *r, const char **name, int64_t *ver
                       const char **profile, const char **hash);
 
 /* Measures every planned cell and returns a result whose project/commit/ref are unset (the
- * caller fills them). Unless opts.no_reference, the reference kernel is measured beside every
- * cell (result->reference_kernel names it, each cell's reference_ns holds it), and beside each
+ * caller fills them). Unless opts.no_reference, the reference kernels are measured beside every
+ * cell (result->references says which, each cell's ref_ns holds them; mulchain-v1's are
+ * result->reference_kernel and each cell's reference_ns), and beside each
  * aw_runner_measure_call() cell too. Returns NULL with *err on failure, or with -EINTR semantics
  * when *stop was raised (then *err says "interrupted"). Never SIGILLs: LSE cells on CPUs without
  * LSE are skipped at plan time. */
@@ -134,8 +137,9 @@ void aw_progress_init(struct aw_progress *p, const char *prog, const struct aw_r
 /* The aw_progress_fn callback; `arg` is a struct aw_progress. */
 void aw_progress_cb(void *arg, size_t done, size_t total, const struct aw_cell *cell);
 
-/* The reference kernel measured beside each cell (e.g. "mulchain-v1"), or NULL when the runner
- * measures none (opts.no_reference). */
+/* "mulchain-v1" when the runner measures that reference kernel beside each cell (the one an
+ * aw_cell's reference_ns holds), or NULL when it does not (opts.no_reference, or a choice of
+ * kernels without it). */
 const char *aw_runner_reference_kernel(const struct aw_runner *r);
 
 /* The runner's version string. */
