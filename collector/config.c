@@ -518,7 +518,8 @@ void aw_thresholds_release(struct aw_thresholds *t)
 	}
 	memset(t, 0, sizeof(*t));
 	t->p50 = 0.05;
-	t->p99 = 0.10;
+	t->p99 = 0.25;
+	t->p99_gate = AW_GATE_WARN;
 }
 
 static int scalar_of(struct loader *l, const yaml_node_t *v, const char *what, const char **out)
@@ -652,6 +653,12 @@ static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml
 			rc = ratio_of(l, vn, "p50", &t->p50);
 		} else if (!strcmp(name, "p99")) {
 			rc = ratio_of(l, vn, "p99", &t->p99);
+		} else if (!strcmp(name, "p99_gate")) {
+			const char *g = NULL;
+
+			rc = scalar_of(l, vn, "p99_gate", &g);
+			if (!rc && aw_gate_parse(g, &t->p99_gate))
+				rc = at(l, vn, "'p99_gate' must be fail, warn or off, not '%.32s'", g);
 		} else if (!strcmp(name, "rules")) {
 			yaml_node_item_t *item;
 			size_t i = 0;
@@ -662,7 +669,7 @@ static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml
 			     !rc && item < vn->data.sequence.items.top; item++)
 				rc = load_rule(l, t, yaml_document_get_node(l->doc, *item), ++i);
 		} else {
-			rc = at(l, kn, "unknown key '%.48s' (p50, p99, rules)", name);
+			rc = at(l, kn, "unknown key '%.48s' (p50, p99, p99_gate, rules)", name);
 		}
 		if (rc)
 			return rc;

@@ -203,6 +203,9 @@ static bool listed(const char *key, char *const *keys, size_t n)
 /* The run id put() gave the last run it stored. */
 static char last_run_id[AW_UUID_LEN + 1];
 
+/* The document of the head being re-measured (its times are its confirmations'). */
+static const json_t *head_doc;
+
 /* Puts `doc` as a run of `commit` on `ref` with a fresh run id; with `keep`, only the cells
  * whose keys it lists (and their reference values), marked as a confirmation of the run
  * `of`, as `atomwatch-agent run --confirm N` uploads one. */
@@ -246,8 +249,14 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 		json_object_set_new(series[k], "values", vals[k]);
 	json_object_set_new(d, "run_id", json_string(id->run_id));
 	snprintf(last_run_id, sizeof(last_run_id), "%s", id->run_id);
-	if (of)
+	if (of) {
+		/* measured right after the head, as the agent does: a re-measurement taken from
+		 * the recording's start (next_of() wraps around) must not move the commit's place
+		 * in the history */
 		json_object_set_new(d, "confirmation_of", json_string(of));
+		json_object_set(d, "started_at", json_object_get(head_doc, "started_at"));
+		json_object_set(d, "finished_at", json_object_get(head_doc, "finished_at"));
+	}
 	json_object_set_new(d, "commit", json_string(commit));
 	json_object_set_new(d, "ref", json_string(ref));
 	aw_result_free(&id);
@@ -473,6 +482,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	snprintf(ref, sizeof(ref), "pr-%u", serial);
 	put(c, rec->docs[at], commit, ref, NULL, 0, NULL);
 	snprintf(head_id, sizeof(head_id), "%s", last_run_id);
+	head_doc = rec->docs[at];
 	/* one head run decides (detection.confirm_runs: 1): any fail-level regression fails */
 	one = *o;
 	one.confirm_runs = 1;

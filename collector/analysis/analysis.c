@@ -202,6 +202,7 @@ struct series {
 	bool warn_only; /* contended or with duty: its default gate level is warn */
 	struct side hist, head, base;
 	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
+	bool head_conf[MAX_HEAD_RUNS];  /* ... and whether that run was a confirmation */
 	bool in_head, tail_bimodal;
 	char *failed; /* the head cell failed: why */
 };
@@ -381,8 +382,10 @@ static int read_cell(const struct aw_cell *c, void *cls)
 		if (d->n >= MAX_HEAD_RUNS)
 			return 0;
 		at = d->n;
-		if (t->reading == READ_HEAD)
+		if (t->reading == READ_HEAD) {
 			s->head_run[at] = t->run;
+			s->head_conf[at] = t->ref->confirmation;
+		}
 	}
 	if (side_reserve(d, at))
 		return -ENOMEM;
@@ -449,7 +452,7 @@ static int read_runs(struct store_conn *c, struct table *t, const struct run_lis
 static double threshold_for(const struct aw_thresholds *th, int p99, const struct series *s)
 {
 	if (!th)
-		return p99 ? 0.10 : 0.05;
+		return p99 ? 0.25 : 0.05;
 	if (p99)
 		return aw_threshold_for(th->p99_rules, th->n_p99_rules, s->op, s->reader, s->key,
 		                        th->p99);
@@ -466,6 +469,13 @@ static enum aw_gate gate_for(const struct aw_thresholds *th, const struct aw_cel
 		return def;
 	return (enum aw_gate)aw_threshold_for(th->gate_rules, th->n_gate_rules, c->op, c->reader,
 	                                      c->key, (double)def);
+}
+
+/* Whether a cell's p99 weighs in its verdict: its gate is fail and so is thresholds.yaml's
+ * p99_gate (warn by default: a VM's tails drift too far to gate a merge). */
+static bool p99_gates(const struct aw_analysis_opts *o, const struct aw_cell_verdict *c)
+{
+	return c->gate == AW_GATE_FAIL && (!o->thresholds || o->thresholds->p99_gate == AW_GATE_FAIL);
 }
 
 /* How bad a verdict is, for ranking: regressed first. */
@@ -516,8 +526,9 @@ static int cmp_cells(const void *a, const void *b)
 }
 
 /* The verdict of a metric once confirmation is weighed: a move shown by fewer head runs than
- * confirm_runs is suspect, an undecided metric suspect while its budget lasts, then
- * inconclusive, or noisy when even the whole budget could not bound it below its threshold. */
+ * confirm_runs is suspect; an undecided metric is suspect while its budget lasts, then
+ * inconclusive when its estimate reaches the threshold; one whose estimate stays under it and
+ * that even the whole budget could not bound is noisy (at once, when its noise says so). */
 static enum aw_verdict confirmed(const struct aw_detect_result *r, double threshold,
                                  const struct aw_analysis_opts *o)
 {
@@ -527,8 +538,9 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	switch (r->verdict) {
 	case AW_VERDICT_REGRESSED:
 	case AW_VERDICT_IMPROVED:
-		return r->agree_n >= need || r->head_n >= 1 + o->confirm_budget ? r->verdict
-		                                                                 : AW_VERDICT_SUSPECT;
+		return r->agree_n >= need || r->head_n >= 1 + o->confirm_budget
+		           ? r->verdict
+		           : AW_VERDICT_SUSPECT;
 	case AW_VERDICT_UNKNOWN:
 		break;
 	default:
@@ -537,11 +549,14 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	/* the bound the head's change would have after the whole budget */
 	reach = aw_t_quantile(0.05, 30) * r->noise *
 	        sqrt(1.0 / (1 + o->confirm_budget) + 1.0 / (r->window_n ? r->window_n : 1));
-	if (reach >= log1p(threshold))
+	if (reach >= log1p(threshold) && !(log1p(r->change) >= log1p(threshold)))
 		return AW_VERDICT_NOISY;
-	if (o->confirm_runs <= 1 || r->head_n >= 1 + o->confirm_budget)
-		return AW_VERDICT_INCONCLUSIVE;
-	return AW_VERDICT_SUSPECT;
+	if (o->confirm_runs > 1 && r->head_n < 1 + o->confirm_budget)
+		return AW_VERDICT_SUSPECT;
+	/* the budget is spent: a change whose estimate reaches the threshold, but that the runs
+	 * could not confirm, is inconclusive; one whose estimate stays under it is noise the runs
+	 * could not bound */
+	return log1p(r->change) >= log1p(threshold) ? AW_VERDICT_INCONCLUSIVE : AW_VERDICT_NOISY;
 }
 
 /* The document's form of one metric (names of the table's kernels copied). */
@@ -571,7 +586,6 @@ static int to_metric(const struct aw_detect_result *r, enum aw_verdict verdict, 
 	m->n_levels = r->n_levels;
 	m->dominant = r->dominant;
 	m->decided_by = r->decided_by;
-	m->left_dominant = r->left_dominant;
 	if ((r->reference >= 0 && aw_set_str(&m->reference, t->kernel[r->reference])) ||
 	    (r->level_ref >= 0 && aw_set_str(&m->level_by, t->kernel[r->level_ref])) ||
 	    (r->note[0] && aw_set_str(&m->note, r->note)))
@@ -608,6 +622,7 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 	struct aw_detect_input *in = NULL;
 	struct aw_detect_result *out = NULL;
 	double *buf = NULL;
+	bool *conf = NULL;
 	size_t n = t->n, w = 1;
 	int rc = -ENOMEM;
 
@@ -620,10 +635,11 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 	}
 	in = calloc(2 * n, sizeof(*in));
 	out = calloc(2 * n, sizeof(*out));
+	conf = calloc(2 * n * MAX_HEAD_RUNS, sizeof(*conf));
 	/* per metric: history, its se, head, its se, base, each with REFS kernels */
 	buf = malloc(2 * n * 5 * (1 + REFS) * w * sizeof(double));
 	v->cells = calloc(n, sizeof(*v->cells));
-	if (!in || !out || !buf || !v->cells)
+	if (!in || !out || !buf || !conf || !v->cells)
 		goto out;
 	for (size_t i = 0; i < 2 * n; i++) {
 		const struct series *s = &t->s[i / 2];
@@ -639,6 +655,9 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 		}
 		nh = dense(&s->hist, p99, hv, p99 ? NULL : hse, hr);
 		nx = dense(&s->head, p99, xv, p99 ? NULL : xse, xr);
+		for (size_t h = 0, k = 0; h < s->head.n; h++)
+			if (isfinite(p99 ? s->head.p99[h] : s->head.p50[h]))
+				conf[i * MAX_HEAD_RUNS + k++] = s->head_conf[h];
 		nb = dense(&s->base, p99, bv, NULL, br);
 		in[i] = (struct aw_detect_input){
 		    .history = hv,
@@ -646,6 +665,7 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 		    .n_history = nh,
 		    .head = xv,
 		    .head_se = p99 ? NULL : xse,
+		    .head_confirmation = conf + i * MAX_HEAD_RUNS,
 		    /* heads without a p99 (imports) leave that metric out */
 		    .n_head = p99 && nx != s->head.n ? 0 : nx,
 		    .base = compare ? bv : NULL,
@@ -699,14 +719,18 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 		}
 		if (rc)
 			goto out;
-		/* p99 alone cannot make a cell new or missing when p50 is judged */
-		if (v99 == AW_VERDICT_MISSING || v99 == AW_VERDICT_NEW)
+		/* p99 alone cannot make a cell new or missing when p50 is judged, and weighs only
+		 * as far as thresholds.yaml's p99_gate lets it (a tail that must not fail a gate
+		 * is a warning) */
+		if (v99 == AW_VERDICT_MISSING || v99 == AW_VERDICT_NEW || !p99_gates(o, c))
 			c->verdict = v50;
 		else
 			c->verdict = severity(v99) > severity(v50) ? v99 : v50;
 		v->counts[c->verdict]++;
 		if ((c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT) &&
 		    c->gate == AW_GATE_WARN)
+			v->warnings++;
+		else if (v99 == AW_VERDICT_REGRESSED && !p99_gates(o, c) && c->gate != AW_GATE_OFF)
 			v->warnings++;
 	}
 	qsort(v->cells, v->n_cells, sizeof(*v->cells), cmp_cells);
@@ -715,6 +739,7 @@ out:
 	free(in);
 	free(out);
 	free(buf);
+	free(conf);
 	return rc;
 }
 
@@ -943,7 +968,8 @@ int aw_analysis_host_cached(struct store_conn *c, const struct aw_analysis_opts 
 		ids.id = out->head_runs;
 		ids.n = out->n_head_runs;
 		rc = store_list_runs(c, &f, check_run, &ids);
-		if (!rc && !ids.differ && out->n_head_runs && out->status != AW_VERDICT_INCOMPLETE) {
+		if (!rc && !ids.differ && out->n_head_runs &&
+		    out->status != AW_VERDICT_INCOMPLETE) {
 			*cached = true;
 			json_decref(x.doc);
 			return 0;

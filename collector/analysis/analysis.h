@@ -19,7 +19,10 @@
  * gate separately (a rule that sets only p99 does not hide a later rule's p50). */
 struct aw_thresholds {
 	double p50; /* default relative threshold of p50 (0.05) */
-	double p99; /* default of p99 (0.10: tails are noisier) */
+	double p99; /* default of p99 (0.25: tails drift) */
+	/* How a tail's regression weighs at most (warn: listed, never failing; fail: as the
+	 * cell's gate says); a cell's own `gate:` can only lower it */
+	enum aw_gate p99_gate;
 	struct aw_threshold_rule *p50_rules;
 	size_t n_p50_rules;
 	struct aw_threshold_rule *p99_rules;
@@ -37,7 +40,7 @@ struct aw_analysis_opts {
 	const char *baseline_ref; /* the ref whose history is the baseline ("main") */
 	unsigned history;         /* earlier runs read per host (default 40) */
 	struct aw_detect_opts detect;
-	const struct aw_thresholds *thresholds; /* NULL: 5% / 10% everywhere, default gates */
+	const struct aw_thresholds *thresholds; /* NULL: 5% / 25% everywhere, default gates */
 	/* When n_globs > 0, only the cells whose key matches one of these fnmatch globs are read
 	 * and judged (they alone are the false discovery family); at most AW_ANALYSIS_MAX_GLOBS.
 	 * Borrowed. */

@@ -12,13 +12,18 @@
 #include "aw/stats.h"
 #include "stattest.h"
 
-#define MAD_TO_SIGMA   1.4826 /* the MAD of a normal sample times this estimates sigma */
-#define MAD_EFFICIENCY 0.3675 /* of the MAD relative to the standard deviation, normal data */
-#define UNKNOWN_NOISE  0.01   /* assumed when nothing measures the noise */
-#define MAX_CP         32
-#define REF_MIN_RUNS   8   /* baseline runs a reference must be measured beside to be used */
-#define LEVEL_MIN_RUNS 2   /* runs of a latent level, at least */
-#define REF_LEVEL_RUNS 3   /* runs of each cluster of a reference that splits the levels */
+/* The noise of a set of runs is the spread that covers four runs in five about their level:
+ * the 80th percentile of the absolute deviations over 1.2816, sigma for normal data, wider
+ * than the MAD's for the heavy tails a VM's runs have (a p99 a few runs in ten of which are
+ * half again as high). */
+#define COVER_Q          0.8
+#define COVER_TO_SIGMA   (1 / 1.2816)
+#define COVER_EFFICIENCY 0.4  /* of that estimate relative to the standard deviation */
+#define UNKNOWN_NOISE    0.01 /* assumed when nothing measures the noise */
+#define MAX_CP           32
+#define REF_MIN_RUNS     8 /* baseline runs a reference must be measured beside to be used */
+#define LEVEL_MIN_RUNS   2 /* runs of a latent level, at least */
+#define REF_LEVEL_RUNS   3 /* runs of each cluster of a reference that splits the levels */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -49,7 +54,8 @@ static double median_of(const double *v, size_t n, double *scratch)
 	return aw_quantile_sorted(scratch, n, 0.5);
 }
 
-/* 1.4826 x the MAD of v[0..n) about `centre`; NAN for n < 2. */
+/* The spread of v[0..n) about `centre`: 1.4826 x the MAD, for clustering and slopes; NAN for
+ * n < 2. */
 static double spread_about(const double *v, size_t n, double centre, double *scratch)
 {
 	if (n < 2)
@@ -57,43 +63,59 @@ static double spread_about(const double *v, size_t n, double centre, double *scr
 	for (size_t i = 0; i < n; i++)
 		scratch[i] = fabs(v[i] - centre);
 	aw_sort_doubles(scratch, n);
-	return MAD_TO_SIGMA * aw_quantile_sorted(scratch, n, 0.5);
+	return 1.4826 * aw_quantile_sorted(scratch, n, 0.5);
 }
 
-/* P(X <= m) for X ~ Binomial(n, w). */
-static double binom_cdf(size_t m, size_t n, double w)
+/* The one-sided noises of deviations d[0..n) from their level (COVER_Q above): *up of a
+ * slowdown, *down of a speed-up. Sorts d. */
+static void one_sided(double *d, size_t n, double *up, double *down)
+{
+	aw_sort_doubles(d, n);
+	*up = COVER_TO_SIGMA * fmax(0, aw_quantile_sorted(d, n, COVER_Q));
+	*down = COVER_TO_SIGMA * fmax(0, -aw_quantile_sorted(d, n, 1 - COVER_Q));
+}
+
+/* P(X >= k) for X ~ Binomial(m, e). */
+static double binom_sf(size_t k, size_t m, double e)
 {
 	double sum = 0;
 
-	for (size_t k = 0; k <= m && k <= n; k++) {
-		double lc = lgamma((double)n + 1) - lgamma((double)k + 1) - lgamma((double)(n - k) + 1);
-
-		sum += exp(lc + (double)k * log(w) + (double)(n - k) * log1p(-w));
-	}
-	return sum < 1 ? sum : 1;
+	for (size_t x = k; x <= m; x++)
+		sum += exp(lgamma((double)m + 1) - lgamma((double)x + 1) -
+		           lgamma((double)(m - x) + 1) + (double)x * log(e) +
+		           (double)(m - x) * log1p(-e));
+	return k == 0 ? 1 : fmin(1, sum);
 }
 
 /* ---- one metric of one cell ---- */
 
 struct cell {
-	double *y;  /* log values: the baseline's, then the head's */
-	double *x[AW_DETECT_REFS]; /* log reference values, likewise (NAN: none) */
-	size_t nb, nh;             /* baseline and head runs (y[nb .. nb + nh) the head) */
-	double raw_base, raw_head; /* ns medians as measured */
-	bool zero_base;            /* every baseline run below resolution */
-	int level_of[256];         /* level of each baseline run */
-	double s_own;              /* the runs' own precision (median se / value), NAN unknown */
-	double s_cell, f_cell;     /* own noise about the levels and its degrees of freedom */
-	double noise, df;          /* moderated */
-	double p_up, p_down;       /* candidates for the correction (1: none) */
-	double up_size, down_size; /* of the deciding test, log */
-	int up_level, down_level;  /* the level behind each, -1 the share test */
+	double *y;                   /* log values: the baseline's, then the head's */
+	double *x[AW_DETECT_REFS];   /* log reference values, likewise (NAN: none) */
+	size_t nb, nh;               /* baseline and head runs (y[nb .. nb + nh) the head) */
+	double raw_base, raw_head;   /* ns medians as measured */
+	bool zero_base;              /* every baseline run below resolution */
+	int level_of[256];           /* level of each baseline run */
+	double s_own;                /* the runs' own precision (median se / value), NAN unknown */
+	double s_up, s_down, f_cell; /* own one-sided noises about the levels, their degrees of
+	                                freedom */
+	double up, down, df;         /* moderated: `noise` of a slowdown and of a speed-up */
+	double p_up, p_down;         /* candidates for the correction (1: none) */
+	double up_size, down_size;   /* of the deciding test, log */
+	int up_level, down_level;    /* the level behind each, -1 the share test */
 	size_t head_level_n[AW_DETECT_LEVELS];
 	double head_med[AW_DETECT_LEVELS];
 	double centre[AW_DETECT_LEVELS];
 	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
-	double delta_left;                    /* the share test's move (log), NAN */
-	int head_lev[256];                    /* the level of each head run */
+	int head_lev[256];                   /* the level of each head run */
+	/* the history before the baseline: its runs' values and references, and the segment
+	 * (between change points) each lies in; they measure the noise, not the centre */
+	double *ey, *ex[AW_DETECT_REFS];
+	int *eseg;
+	size_t ne;
+	double *res; /* the history's deviations from their levels (find_levels()) */
+	size_t n_res;
+	bool *confirming; /* head runs that re-measured the cell (NULL: each counts) */
 };
 
 #define MAX_BASE 256 /* baseline runs judged at most (window and base commits) */
@@ -110,33 +132,67 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 {
 	const double *bv = in->base ? in->base : in->history;
 	const double *const *bx = in->base ? in->base_ref : in->history_ref;
-	size_t n = in->base ? in->n_base : in->n_history, from = 0, total;
+	size_t n = in->base ? in->n_base : in->n_history, from = 0, total, n_cps = 0, nh = 0;
+	struct aw_changepoint cps[MAX_CP];
 	double *tmp = NULL, *scratch;
-	size_t *at = NULL, k = 0;
+	size_t *at = NULL, *hat = NULL, k = 0;
 	int rc = -ENOMEM;
 
-	tmp = malloc(2 * (n + in->n_head + 1) * sizeof(*tmp));
+	tmp = malloc(2 * (n + in->n_history + in->n_head + 1) * sizeof(*tmp));
 	at = malloc((n + 1) * sizeof(*at));
-	if (!tmp || !at)
+	hat = malloc((in->n_history + 1) * sizeof(*hat));
+	if (!tmp || !at || !hat)
 		goto out;
-	scratch = tmp + n + in->n_head + 1;
+	scratch = tmp + n + in->n_history + in->n_head + 1;
 	for (size_t i = 0; i < n; i++)
-		if (isfinite(bv[i]) && bv[i] >= 0) {
-			tmp[k] = bv[i] > o->min_abs_ns ? bv[i] : o->min_abs_ns;
+		if (isfinite(bv[i]) && bv[i] >= 0)
 			at[k++] = i;
+	/* the history's change points, on log values: the baseline is the runs after the last
+	 * (a base commit's runs instead, in a compare), the runs before measure the noise */
+	for (size_t i = 0; i < in->n_history; i++)
+		if (isfinite(in->history[i]) && in->history[i] >= 0) {
+			tmp[nh] = log_value(in->history[i], o->min_abs_ns);
+			hat[nh++] = i;
 		}
-	if (!in->base && k >= 2 * o->cp.min_segment) {
-		struct aw_changepoint cps[MAX_CP];
-		int m = aw_changepoints(tmp, k, &o->cp, cps, MAX_CP);
+	if (nh >= 2 * o->cp.min_segment) {
+		int m = aw_changepoints(tmp, nh, &o->cp, cps, MAX_CP);
 
-		if (m > 0)
-			from = cps[m - 1].index;
+		n_cps = m > 0 ? (size_t)m : 0;
 	}
-	if (k - from > o->window && !in->base)
-		from = k - o->window;
-	if (k - from > MAX_BASE)
+	if (!in->base) {
+		if (n_cps)
+			from = cps[n_cps - 1].index;
+		if (k - from > o->window)
+			from = k - o->window;
+		if (k - from > MAX_BASE)
+			from = k - MAX_BASE;
+	} else if (k > MAX_BASE) {
 		from = k - MAX_BASE;
+	}
 	c->nb = k - from;
+	c->ne = in->base ? nh : from;
+	if (c->ne) {
+		size_t seg = 0;
+
+		c->ey = malloc(c->ne * (1 + AW_DETECT_REFS) * sizeof(double));
+		c->eseg = malloc(c->ne * sizeof(int));
+		if (!c->ey || !c->eseg)
+			goto out;
+		for (int q = 0; q < AW_DETECT_REFS; q++)
+			c->ex[q] = c->ey + (size_t)(q + 1) * c->ne;
+		for (size_t i = 0; i < c->ne; i++) {
+			size_t src = hat[i];
+
+			while (seg < n_cps && cps[seg].index <= i)
+				seg++;
+			c->eseg[i] = (int)seg;
+			c->ey[i] = tmp[i];
+			for (int q = 0; q < AW_DETECT_REFS; q++)
+				c->ex[q][i] = in->history_ref[q] && in->history_ref[q][src] > 0
+				                  ? log(in->history_ref[q][src])
+				                  : NAN;
+		}
+	}
 	c->nh = 0;
 	for (size_t j = 0; j < in->n_head; j++)
 		c->nh += isfinite(in->head[j]) && in->head[j] >= 0;
@@ -154,13 +210,24 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 			c->x[q][i] = bx[q] && bx[q][src] > 0 ? log(bx[q][src]) : NAN;
 	}
 	k = c->nb;
+	if (in->head_confirmation && c->nh) {
+		size_t h = 0;
+
+		c->confirming = calloc(c->nh, sizeof(bool));
+		if (!c->confirming)
+			goto out;
+		for (size_t j = 0; j < in->n_head; j++)
+			if (isfinite(in->head[j]) && in->head[j] >= 0)
+				c->confirming[h++] = in->head_confirmation[j];
+	}
 	for (size_t j = 0; j < in->n_head; j++) {
 		if (!(isfinite(in->head[j]) && in->head[j] >= 0))
 			continue;
 		c->y[k] = log_value(in->head[j], o->min_abs_ns);
 		for (int q = 0; q < AW_DETECT_REFS; q++)
-			c->x[q][k] = in->head_ref[q] && in->head_ref[q][j] > 0 ? log(in->head_ref[q][j])
-			                                                        : NAN;
+			c->x[q][k] = in->head_ref[q] && in->head_ref[q][j] > 0
+			                 ? log(in->head_ref[q][j])
+			                 : NAN;
 		k++;
 	}
 	/* as measured, in ns */
@@ -193,67 +260,62 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 out:
 	free(tmp);
 	free(at);
+	free(hat);
 	return rc;
 }
 
-/* Theil-Sen slope of y on x over the first n pairs with both finite, clamped to [0, 2]; NAN
- * when fewer than REF_MIN_RUNS pairs. */
-static double theil_sen(const double *y, const double *x, size_t n, double *scratch)
-{
-	size_t m = 0, pairs = 0;
-
-	for (size_t i = 0; i < n; i++)
-		m += isfinite(x[i]);
-	if (m < REF_MIN_RUNS)
-		return NAN;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i + 1; j < n; j++)
-			if (isfinite(x[i]) && isfinite(x[j]) && fabs(x[j] - x[i]) > 1e-9)
-				scratch[pairs++] = (y[j] - y[i]) / (x[j] - x[i]);
-	if (!pairs)
-		return NAN;
-	aw_sort_doubles(scratch, pairs);
-	return fmin(2, fmax(0, aw_quantile_sorted(scratch, pairs, 0.5)));
-}
-
-/* The control variate: the reference whose removal cuts the baseline's spread by ref_gain or
- * more, measured beside every head run too. Returns the spread it leaves (the values' own
- * when none does), with r->reference, r->ref_slope and *centre set; adjust() applies it. */
+/* The control variate: the reference in whose units the history's runs are steadiest, when
+ * that cuts their spread by ref_gain or more and it was measured beside every head run too.
+ * Returns the spread it leaves (the values' own when none does), with r->reference,
+ * r->ref_slope (1: a ratio) and *centre set; adjust() applies it. */
 static double pick_reference(const struct aw_detect_opts *o, struct cell *c,
-                             struct aw_detect_result *r, double *centre, double *a, double *b)
+                             struct aw_detect_result *r, double *centre, double *a, double *b,
+                             double *s)
 {
 	double s0, best = INFINITY, slope = NAN;
-	size_t total = c->nb + c->nh;
+	size_t total = c->nb + c->nh, nall = c->ne + c->nb;
 
+	/* the slope and the spread it leaves are the whole history's (the baseline alone may
+	 * have run at one clock the head did not) */
 	r->reference = -1;
-	s0 = c->nb >= 3 ? spread_about(c->y, c->nb, median_of(c->y, c->nb, a), a) : NAN;
-	if (c->nb < REF_MIN_RUNS || !(s0 > 0))
+	for (size_t i = 0; i < nall; i++)
+		b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
+	s0 = nall >= 3 ? spread_about(b, nall, median_of(b, nall, a), a) : NAN;
+	if (nall < REF_MIN_RUNS || !(s0 > 0))
 		return s0;
 	for (int q = 0; q < AW_DETECT_REFS; q++) {
-		double bq, xc, s;
+		double bq, xc, sq;
 		size_t m = 0;
-		bool head_has = true;
+		bool has = true;
 
 		for (size_t i = c->nb; i < total; i++)
-			head_has = head_has && isfinite(c->x[q][i]);
+			has = has && isfinite(c->x[q][i]);
+		for (size_t i = 0; i < nall; i++) {
+			s[i] = i < c->ne ? c->ex[q][i] : c->x[q][i - c->ne];
+			m += isfinite(s[i]);
+		}
 		for (size_t i = 0; i < c->nb; i++)
-			if (isfinite(c->x[q][i]))
-				b[m++] = c->x[q][i];
-		if (!head_has || m < c->nb || m < REF_MIN_RUNS)
+			has = has && isfinite(c->x[q][i]);
+		if (!has || m < REF_MIN_RUNS)
 			continue;
-		xc = median_of(b, m, a);
-		bq = theil_sen(c->y, c->x[q], c->nb, a);
-		if (!isfinite(bq) || !(bq > 0))
-			continue;
-		for (size_t i = 0; i < c->nb; i++)
-			b[i] = c->y[i] - bq * (c->x[q][i] - xc);
-		s = spread_about(b, c->nb, median_of(b, c->nb, a), a);
-		if (s < best) {
-			best = s;
+		xc = median_of(c->x[q], c->nb, a);
+		/* in units of the reference: a ratio, the slope one (a slope fitted to a history
+		 * whose reference barely moved is noise, and adjusting by it adds noise) */
+		bq = 1;
+		m = 0;
+		for (size_t i = 0; i < nall; i++)
+			if (isfinite(s[i]))
+				a[m++] = b[i] - bq * (s[i] - xc);
+		memcpy(s, a, m * sizeof(*a));
+		sq = spread_about(s, m, median_of(s, m, a), a);
+		if (sq < best) {
+			best = sq;
 			r->reference = q;
 			slope = bq;
 			*centre = xc;
 		}
+		for (size_t i = 0; i < nall; i++) /* (b was kept) */
+			b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
 	}
 	if (r->reference < 0 || !(best <= (1 - o->ref_gain) * s0)) {
 		r->reference = -1;
@@ -264,26 +326,48 @@ static double pick_reference(const struct aw_detect_opts *o, struct cell *c,
 	return best;
 }
 
-/* Applies the control variate pick_reference() chose to every value, baseline and head. */
+/* Applies the control variate pick_reference() chose to every value, baseline and head, each
+ * run's reference clamped to the range the history's runs show: a run is adjusted by no more
+ * than the history showed the reference moving (one reading of 8 batches can stray where the
+ * cell did not). */
 static void adjust(struct cell *c, const struct aw_detect_result *r, double centre)
 {
-	for (size_t i = 0; r->reference >= 0 && i < c->nb + c->nh; i++)
-		c->y[i] -= r->ref_slope * (c->x[r->reference][i] - centre);
+	double lo = INFINITY, hi = -INFINITY;
+	int q = r->reference;
+
+	if (q < 0)
+		return;
+	for (size_t i = 0; i < c->nb; i++)
+		if (isfinite(c->x[q][i])) {
+			lo = fmin(lo, c->x[q][i]);
+			hi = fmax(hi, c->x[q][i]);
+		}
+	for (size_t i = 0; i < c->ne; i++)
+		if (isfinite(c->ex[q][i])) {
+			lo = fmin(lo, c->ex[q][i]);
+			hi = fmax(hi, c->ex[q][i]);
+		}
+	for (size_t i = 0; i < c->nb + c->nh; i++)
+		c->y[i] -= r->ref_slope * (fmin(hi, fmax(lo, c->x[q][i])) - centre);
+	/* (an earlier run without that reference measures the noise as it is) */
+	for (size_t i = 0; i < c->ne; i++)
+		if (isfinite(c->ex[q][i]))
+			c->ey[i] -= r->ref_slope * (c->ex[q][i] - centre);
 }
 
 /* Splits sorted[lo, hi) at its widest gap when the two sides' centres lie level_gap noises
  * apart (and the gap itself half that) with LEVEL_MIN_RUNS on each side; recursively. Writes
  * the first index of each level after the first into cuts. */
 static void split_levels(const double *sorted, size_t lo, size_t hi, double floor_noise,
-                         const struct aw_detect_opts *o, size_t *cuts, size_t *n_cuts,
-                         double *scratch)
+                         const struct aw_detect_opts *o, size_t min_runs, size_t *cuts,
+                         size_t *n_cuts, double *scratch)
 {
 	size_t at = 0;
 	double gap = 0, s, sl, sr, cl, cr;
 
-	if (hi - lo < 2 * LEVEL_MIN_RUNS || *n_cuts + 1 >= AW_DETECT_LEVELS)
+	if (hi - lo < 2 * min_runs || *n_cuts + 1 >= AW_DETECT_LEVELS)
 		return;
-	for (size_t i = lo + LEVEL_MIN_RUNS; i + LEVEL_MIN_RUNS <= hi; i++)
+	for (size_t i = lo + min_runs; i + min_runs <= hi; i++)
 		if (sorted[i] - sorted[i - 1] > gap) {
 			gap = sorted[i] - sorted[i - 1];
 			at = i;
@@ -301,8 +385,8 @@ static void split_levels(const double *sorted, size_t lo, size_t hi, double floo
 	if (cr - cl < o->level_gap * s || cr - cl < o->level_gap_min || gap < o->level_gap / 2 * s)
 		return;
 	cuts[(*n_cuts)++] = at;
-	split_levels(sorted, lo, at, floor_noise, o, cuts, n_cuts, scratch);
-	split_levels(sorted, at, hi, floor_noise, o, cuts, n_cuts, scratch);
+	split_levels(sorted, lo, at, floor_noise, o, min_runs, cuts, n_cuts, scratch);
+	split_levels(sorted, at, hi, floor_noise, o, min_runs, cuts, n_cuts, scratch);
 }
 
 static int cmp_size(const void *a, const void *b)
@@ -315,14 +399,15 @@ static int cmp_size(const void *a, const void *b)
 /* Clusters of v[0..n) (copied and sorted into `sorted`): returns how many, with the upper
  * bound of each but the last in bounds[] (a value v is in cluster j when it is above
  * bounds[j - 1] and at most bounds[j]). */
-static size_t clusters(const double *v, size_t n, double floor_noise, const struct aw_detect_opts *o,
-                       double *sorted, double *scratch, double *bounds)
+static size_t clusters(const double *v, size_t n, double floor_noise,
+                       const struct aw_detect_opts *o, double *sorted, double *scratch,
+                       double *bounds, size_t min_runs)
 {
 	size_t cuts[AW_DETECT_LEVELS], n_cuts = 0;
 
 	memcpy(sorted, v, n * sizeof(*v));
 	aw_sort_doubles(sorted, n);
-	split_levels(sorted, 0, n, floor_noise, o, cuts, &n_cuts, scratch);
+	split_levels(sorted, 0, n, floor_noise, o, min_runs, cuts, &n_cuts, scratch);
 	qsort(cuts, n_cuts, sizeof(*cuts), cmp_size);
 	for (size_t j = 0; j < n_cuts; j++)
 		bounds[j] = (sorted[cuts[j] - 1] + sorted[cuts[j]]) / 2;
@@ -343,8 +428,8 @@ static int cluster_of(double v, const double *bounds, size_t n_levels)
  * (INFINITY when no reference splits it), with r->level_ref and r->n_levels set; take_levels()
  * makes them the levels. */
 static double pick_level_reference(const struct aw_detect_opts *o, struct cell *c,
-                                   struct aw_detect_result *r, double *bounds, double *a,
-                                   double *b, double *s)
+                                   struct aw_detect_result *r, double *bounds, double *a, double *b,
+                                   double *s)
 {
 	double best = 0, spread = INFINITY;
 	size_t total = c->nb + c->nh;
@@ -359,7 +444,7 @@ static double pick_level_reference(const struct aw_detect_opts *o, struct cell *
 			ok = isfinite(c->x[q][i]);
 		if (!ok || c->nb < 2 * REF_LEVEL_RUNS)
 			continue;
-		k = clusters(c->x[q], c->nb, 1e-4, o, a, s, bq);
+		k = clusters(c->x[q], c->nb, 1e-4, o, a, s, bq, REF_LEVEL_RUNS);
 		if (k < 2)
 			continue;
 		for (size_t j = 0; j < k && ok; j++) {
@@ -415,164 +500,197 @@ static void take_levels(struct cell *c, const struct aw_detect_result *r, const 
 	}
 }
 
-/* The levels of the baseline: the level reference's clusters, else the clusters of the
- * (adjusted) values. Fills each level's share, centre and count, the dominant level, and the
- * cell's own noise about its levels. */
+/* The levels of the baseline: the level reference's clusters (take_levels() placed each run),
+ * else one. Fills each level's share, centre and count and the dominant level; the cell's own
+ * noise about its levels, with the runs before the baseline about the median of their own
+ * segment (the noise is the whole history's, the centre the baseline's); and the bimodal flag
+ * (the baseline splits into two clusters of 3 runs or more, bimodal_gap apart). */
 static void find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double *a, double *b, double *s)
 {
 	double floor_noise = fmax(o->noise_floor, isfinite(c->s_own) ? c->s_own : 0);
-	size_t dof = 0;
-	double ss = 0;
+	size_t dof = 0, segs = 0, i = 0;
 
 	if (r->level_ref < 0) {
-		double bounds[AW_DETECT_LEVELS];
-
-		r->n_levels = clusters(c->y, c->nb, floor_noise, o, a, s, bounds);
-		for (size_t i = 0; i < c->nb; i++)
-			c->level_of[i] = cluster_of(c->y[i], bounds, r->n_levels);
+		r->n_levels = 1;
+		for (size_t k = 0; k < c->nb; k++)
+			c->level_of[k] = 0;
 	}
 	r->dominant = 0;
 	for (size_t j = 0; j < r->n_levels; j++) {
 		struct aw_level *l = &r->levels[j];
 		size_t m = 0;
 
-		for (size_t i = 0; i < c->nb; i++)
-			if (c->level_of[i] == (int)j)
-				b[m++] = c->y[i];
+		for (size_t k = 0; k < c->nb; k++)
+			if (c->level_of[k] == (int)j)
+				b[m++] = c->y[k];
 		l->n_base = m;
 		l->share = (double)m / (double)c->nb;
 		c->centre[j] = median_of(b, m, a);
-		for (size_t i = 0; i < m; i++)
-			s[dof + i] = b[i] - c->centre[j];
-		dof += m;
+		for (size_t k = 0; k < m; k++)
+			s[dof++] = b[k] - c->centre[j];
 		if (m > r->levels[r->dominant].n_base)
 			r->dominant = j;
 	}
-	/* the noise about the levels, one for the cell (a minority level's few runs measure
-	 * its own spread poorly) */
-	c->s_cell = NAN;
+	while (i < c->ne) {
+		size_t j = i, m = 0;
+		double centre;
+
+		while (j < c->ne && c->eseg[j] == c->eseg[i])
+			b[m++] = c->ey[j++];
+		centre = median_of(b, m, a);
+		for (size_t q = i; q < j && m >= 3; q++)
+			s[dof++] = c->ey[q] - centre;
+		segs += m >= 3;
+		i = j;
+	}
+	c->s_up = c->s_down = NAN;
 	c->f_cell = 0;
-	if (c->nb >= 3) {
-		c->s_cell = spread_about(s, dof, 0, a);
-		c->f_cell = MAD_EFFICIENCY * (double)(c->nb - r->n_levels);
+	c->res = malloc((dof ? dof : 1) * sizeof(double));
+	if (c->res) {
+		memcpy(c->res, s, dof * sizeof(double));
+		c->n_res = dof;
+	}
+	if (dof >= 3) {
+		one_sided(s, dof, &c->s_up, &c->s_down);
+		c->f_cell = COVER_EFFICIENCY * (double)(dof - r->n_levels - segs);
 		if (!(c->f_cell > 0.5))
 			c->f_cell = 0.5;
 	}
-	(void)ss;
+	/* the flag a reader sees: two clusters in the baseline runs, however they were judged */
+	{
+		double bounds[AW_DETECT_LEVELS];
+		struct aw_detect_opts flag = *o;
+
+		flag.level_gap_min = log(o->bimodal_gap);
+		r->bimodal = clusters(c->y, c->nb, floor_noise, &flag, a, s, bounds, 3) > 1;
+	}
 }
 
-/* The level of head run i (index into y): by the level reference, else a minority level whose
- * band it lies in and which is nearer than the dominant, else the dominant one. */
-static int head_level(const struct aw_detect_opts *o, const struct cell *c,
-                      const struct aw_detect_result *r, size_t i)
+/* The level of head run i (index into y): the level reference's cluster nearest its value of
+ * that reference, else the one level. */
+static int head_level(const struct cell *c, const struct aw_detect_result *r, size_t i)
 {
-	size_t dom = r->dominant;
-	int best = (int)dom;
+	double x, d = INFINITY;
+	int best = 0;
 
-	if (r->level_ref >= 0) {
-		double x = c->x[r->level_ref][i], d = INFINITY;
-
-		for (size_t j = 0; j < r->n_levels; j++)
-			if (fabs(x - c->ref_centre[j]) < d) {
-				d = fabs(x - c->ref_centre[j]);
-				best = (int)j;
-			}
-		return best;
-	}
-	for (size_t j = 0; j < r->n_levels; j++) {
-		double d = fabs(c->y[i] - c->centre[j]);
-
-		if (j != dom && d <= o->level_band * c->noise && d < fabs(c->y[i] - c->centre[dom]))
+	if (r->level_ref < 0)
+		return 0;
+	x = c->x[r->level_ref][i];
+	for (size_t j = 0; j < r->n_levels; j++)
+		if (fabs(x - c->ref_centre[j]) < d) {
+			d = fabs(x - c->ref_centre[j]);
 			best = (int)j;
-	}
+		}
 	return best;
 }
 
-/* Phase 3: each level's change, and the candidates for the false discovery correction. */
+/* How unlikely the head runs of level j are to lie `by` (log; a negative one: below) or further
+ * from their level as often as they do, were they runs like the history's: a binomial tail
+ * over the history's own rate of such runs (one in n + 2 at least); 0 for a head of one run and
+ * no re-measurement. A suspicion is confirmed by
+ * the runs re-measured because of it, not by the run that raised it: when some head runs are
+ * confirmations, only they count. Distribution-free, so that a tail that doubles in one run in
+ * eight, or a level a subject visits now and then, confirms nothing by itself. */
+static double exceedance(const struct cell *c, size_t j, double by)
+{
+	size_t beyond = 0, k = 0, m = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < c->n_res; i++)
+		beyond += by > 0 ? c->res[i] >= by : c->res[i] <= by;
+	for (size_t i = 0; c->confirming && i < c->nh && i < 256; i++)
+		any = any || (c->head_lev[i] == (int)j && c->confirming[i]);
+	for (size_t i = 0; i < c->nh && i < 256; i++) {
+		double d = c->y[c->nb + i] - c->centre[j];
+
+		if (c->head_lev[i] != (int)j || (any && !c->confirming[i]))
+			continue;
+		m++;
+		k += by > 0 ? d >= by : d <= by;
+	}
+	/* (one run alone: the parametric test decides, as when one run is all a project
+	 * measures) */
+	return !any && m < 2 ? 0 : binom_sf(k, m, ((double)beyond + 1) / ((double)c->n_res + 2));
+}
+
+/* Phase 3: each level's change (its head runs against its base runs), and the candidates for
+ * the false discovery correction: the levels that count (the dominant one, and every one the
+ * host spends level_share of its runs in), Bonferroni over them. */
 static void judge_levels(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                          struct cell *c, struct aw_detect_result *r, double *a, double *b)
 {
 	double tq = aw_t_quantile(0.05, c->df), thr = log1p(in->threshold);
-	int lev[256];
-	size_t eligible_n = 0, in_dom = 0;
+	size_t counted = 0;
 
 	c->p_up = c->p_down = 1;
 	c->up_level = c->down_level = -1;
-	c->delta_left = NAN;
 	for (size_t i = 0; i < c->nh && i < 256; i++)
-		lev[i] = c->head_lev[i] = head_level(o, c, r, c->nb + i);
+		c->head_lev[i] = head_level(c, r, c->nb + i);
 	for (size_t j = 0; j < r->n_levels; j++)
-		eligible_n += j == r->dominant || r->levels[j].share >= o->level_share;
+		counted += j == r->dominant || r->levels[j].share >= o->level_share;
 	for (size_t j = 0; j < r->n_levels; j++) {
 		struct aw_level *l = &r->levels[j];
-		double tau, se, d, t;
+		double tu, td, su, sd, d, t;
 		size_t m = 0;
 
 		for (size_t i = 0; i < c->nh && i < 256; i++)
-			if (lev[i] == (int)j)
+			if (c->head_lev[i] == (int)j)
 				b[m++] = c->y[c->nb + i];
 		l->n_head = m;
 		l->base = exp(c->centre[j]);
-		l->noise = c->noise;
+		l->noise = c->up;
 		l->verdict = AW_VERDICT_UNKNOWN;
 		l->head = l->change = l->change_lo = l->change_hi = l->pvalue = NAN;
-		if (j == r->dominant)
-			in_dom = m;
 		if (!m)
 			continue;
 		c->head_med[j] = median_of(b, m, a);
-		tau = c->noise;
-		if (m == 1)
-			tau = fmax(tau, o->screen_noise); /* one run cannot show its own spread */
-		else if (m >= 3)
-			tau = fmax(tau, spread_about(b, m, c->head_med[j], a));
-		se = sqrt(tau * tau / (double)m + c->noise * c->noise / (double)l->n_base);
+		tu = c->up;
+		td = c->down;
+		if (m == 1) { /* one run cannot show its own spread */
+			tu = fmax(tu, o->screen_noise);
+			td = fmax(td, o->screen_noise);
+		} else if (m >= 3) {
+			double hu, hd;
+
+			for (size_t i = 0; i < m; i++)
+				a[i] = b[i] - c->head_med[j];
+			one_sided(a, m, &hu, &hd);
+			tu = fmax(tu, hu);
+			td = fmax(td, hd);
+		}
+		su = sqrt(tu * tu / (double)m + c->up * c->up / (double)l->n_base);
+		sd = sqrt(td * td / (double)m + c->down * c->down / (double)l->n_base);
 		d = c->head_med[j] - c->centre[j];
-		t = se > 0 ? d / se : (d > 0 ? INFINITY : d < 0 ? -INFINITY : 0);
+		t = d >= 0 ? (su > 0  ? d / su
+		              : d > 0 ? INFINITY
+		                      : 0)
+		           : (sd > 0 ? d / sd : -INFINITY);
 		l->head = exp(c->head_med[j]);
 		l->change = expm1(d);
-		l->change_lo = expm1(d - tq * se);
-		l->change_hi = expm1(d + tq * se);
+		l->change_lo = expm1(d - tq * sd);
+		l->change_hi = expm1(d + tq * su);
 		l->pvalue = aw_t_sf(d >= 0 ? t : -t, c->df);
-		l->verdict = d + tq * se < thr ? AW_VERDICT_UNCHANGED : AW_VERDICT_UNKNOWN;
+		/* bounded within the threshold both ways: a run far faster than the level is no
+		 * pass either (a faster machine state may hide a slower build) */
+		if (d + tq * su < thr && d - tq * sd > -thr)
+			l->verdict = AW_VERDICT_UNCHANGED;
 		if (!(j == r->dominant || l->share >= o->level_share))
 			continue;
-		/* Bonferroni over the levels judged, then the correction over the host's cells */
-		if (d > 0 && d + tq * se >= thr && l->pvalue * (double)eligible_n < c->p_up) {
-			c->p_up = l->pvalue * (double)eligible_n;
-			c->up_size = d;
-			c->up_level = (int)j;
-		}
-		if (d < 0 && d - tq * se <= -thr && l->pvalue * (double)eligible_n < c->p_down) {
-			c->p_down = l->pvalue * (double)eligible_n;
-			c->down_size = d;
-			c->down_level = (int)j;
-		}
-	}
-	/* Latent levels: runs that keep leaving the dominant level moved, whatever each looks
-	 * like (the dominant level slowed onto a slower level the history knew). */
-	r->left_dominant = false;
-	if (r->level_ref < 0 && r->n_levels > 1 && c->nh >= 2) {
-		double w = r->levels[r->dominant].share, p = binom_cdf(in_dom, c->nh, w);
+		if (d > 0 && d + tq * su >= thr) {
+			double p = fmax(l->pvalue * (double)counted, exceedance(c, j, thr / 2));
 
-		if (p < o->share_alpha) {
-			size_t m = 0;
-
-			for (size_t i = 0; i < c->nh && i < 256; i++)
-				if (lev[i] != (int)r->dominant)
-					b[m++] = c->y[c->nb + i];
-			c->delta_left = median_of(b, m, a) - c->centre[r->dominant];
-			r->left_dominant = true;
-			if (c->delta_left > 0 && c->delta_left + tq * c->noise >= thr && p < c->p_up) {
+			if (p < c->p_up) {
 				c->p_up = p;
-				c->up_size = c->delta_left;
-				c->up_level = -1;
-			} else if (c->delta_left < 0 && c->delta_left - tq * c->noise <= -thr &&
-			           p < c->p_down) {
+				c->up_level = (int)j;
+			}
+		}
+		if (d < 0 && d - tq * sd <= -thr) {
+			double p = fmax(l->pvalue * (double)counted, exceedance(c, j, -thr / 2));
+
+			if (p < c->p_down) {
 				c->p_down = p;
-				c->down_size = c->delta_left;
-				c->down_level = -1;
+				c->down_level = (int)j;
 			}
 		}
 	}
@@ -587,16 +705,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	bool bounded = r->levels[dom].n_head > 0, covered = true;
 	int lvl = -1;
 
-	r->noise = c->noise;
-	r->decided_by = -1;
-	r->bimodal = in->tail_bimodal;
-	{
-		size_t big = 0;
-
-		for (size_t j = 0; j < r->n_levels; j++)
-			big += r->levels[j].share >= o->level_share;
-		r->bimodal = r->bimodal || big >= 2;
-	}
+	r->noise = c->up;
+	r->bimodal = r->bimodal || in->tail_bimodal;
 	for (size_t j = 0; j < r->n_levels; j++) {
 		const struct aw_level *l = &r->levels[j];
 
@@ -609,133 +719,102 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	}
 	r->change_ns = c->raw_head - c->raw_base;
 	r->absolute = c->zero_base;
-	if (c->p_up < 1 && q_up <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
+	if (c->up_level >= 0 && q_up <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
 		r->verdict = AW_VERDICT_REGRESSED;
 		lvl = c->up_level;
 		r->pvalue = c->p_up;
 		r->qvalue = q_up;
-	} else if (c->p_down < 1 && q_down <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
+	} else if (c->down_level >= 0 && q_down <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
 		r->verdict = AW_VERDICT_IMPROVED;
 		lvl = c->down_level;
 		r->pvalue = c->p_down;
 		r->qvalue = q_down;
-	} else if (bounded && !r->left_dominant && (covered || r->level_ref < 0)) {
+	} else if (bounded && covered) {
 		r->verdict = AW_VERDICT_UNCHANGED;
 		lvl = (int)dom;
-	} else if (bounded && !r->left_dominant && fabs(r->change_ns) < o->min_abs_ns) {
-		r->verdict = AW_VERDICT_UNCHANGED; /* whatever the levels, below resolution */
+	} else if (r->levels[dom].n_head && fabs(r->change_ns) < o->min_abs_ns) {
+		r->verdict = AW_VERDICT_UNCHANGED; /* whatever else, below resolution */
 		lvl = (int)dom;
 	} else {
 		r->verdict = AW_VERDICT_UNKNOWN;
+		lvl = r->levels[dom].n_head ? (int)dom : -1;
 	}
-	r->decided_by = lvl;
+	r->decided_by = r->verdict == AW_VERDICT_UNKNOWN ? -1 : lvl;
 	/* each level on its own, for the reader: "unchanged alone, +7% shared" */
 	for (size_t j = 0; j < r->n_levels; j++) {
 		struct aw_level *l = &r->levels[j];
-		double d = log1p(l->change), lo = log1p(l->change_lo), hi = log1p(l->change_hi);
 
 		if (!l->n_head)
 			continue;
-		if (l->pvalue <= o->fdr && d > 0 && hi >= thr)
+		if (l->pvalue <= o->fdr && l->change > 0 && log1p(l->change_hi) >= thr)
 			l->verdict = AW_VERDICT_REGRESSED;
-		else if (l->pvalue <= o->fdr && d < 0 && lo <= -thr)
+		else if (l->pvalue <= o->fdr && l->change < 0 && log1p(l->change_lo) <= -thr)
 			l->verdict = AW_VERDICT_IMPROVED;
 	}
 	/* the head runs that could each show the move alone */
 	r->agree_n = 0;
 	if (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) {
 		int sign = r->verdict == AW_VERDICT_REGRESSED ? 1 : -1;
+		double one = fmax(sign > 0 ? c->up : c->down, o->screen_noise) *
+		             sqrt(1 + 1.0 / (double)c->nb);
 
 		for (size_t i = 0; i < c->nh && i < 256; i++) {
-			int j = c->head_lev[i];
-			double one = fmax(c->noise, o->screen_noise);
-			double d = c->y[c->nb + i] - c->centre[lvl >= 0 ? lvl : (int)dom];
+			double d = c->y[c->nb + i] - c->centre[lvl];
 
-			if (lvl >= 0 ? j != lvl : j == (int)dom)
-				continue;
-			if (sign * d > 0 && sign * d + tq * one * sqrt(1 + 1.0 / (double)c->nb) >= thr)
+			if (c->head_lev[i] == lvl && sign * d > 0 && sign * d + tq * one >= thr)
 				r->agree_n++;
 		}
 	}
+	r->baseline = r->levels[lvl >= 0 ? lvl : (int)dom].base;
 	if (lvl >= 0) {
 		const struct aw_level *l = &r->levels[lvl];
 
-		r->baseline = l->base;
 		r->head = l->head;
 		r->change = l->change;
 		r->change_lo = l->change_lo;
 		r->change_hi = l->change_hi;
-		if (r->verdict == AW_VERDICT_UNCHANGED)
+		if (r->verdict == AW_VERDICT_UNCHANGED || r->verdict == AW_VERDICT_UNKNOWN)
 			r->pvalue = l->pvalue;
 	} else {
-		double d = r->verdict == AW_VERDICT_IMPROVED ? c->down_size : c->up_size;
-
-		r->baseline = r->levels[dom].base;
-		r->head = exp(c->raw_head > 0 ? log(c->raw_head) : log(o->min_abs_ns));
-		if (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) {
-			r->change = expm1(d);
-			r->change_lo = expm1(d - tq * c->noise);
-			r->change_hi = expm1(d + tq * c->noise);
-		} else if (r->levels[dom].n_head) {
-			r->head = r->levels[dom].head;
-			r->change = r->levels[dom].change;
-			r->change_lo = r->levels[dom].change_lo;
-			r->change_hi = r->levels[dom].change_hi;
-			r->pvalue = r->levels[dom].pvalue;
-		} else {
-			r->change = r->head / r->baseline - 1;
-		}
+		r->head = c->raw_head;
+		r->change = r->head / r->baseline - 1;
 	}
-	(void)thr;
 }
 
 /* The sentence behind a verdict. */
 static void explain(const struct aw_detect_input *in, const struct aw_detect_opts *o,
-                    const struct cell *c, struct aw_detect_result *r)
+                    struct aw_detect_result *r)
 {
 	const struct aw_level *dom = &r->levels[r->dominant];
-	char where[96] = "";
 
-	if (r->n_levels > 1 && r->decided_by >= 0)
-		snprintf(where, sizeof(where), " in level %d of %zu (%.0f%% of the history)",
-		         r->decided_by + 1, r->n_levels, 100 * r->levels[r->decided_by].share);
 	r->note[0] = 0;
-	switch (r->verdict) {
-	case AW_VERDICT_REGRESSED:
-	case AW_VERDICT_IMPROVED:
-		if (r->decided_by < 0)
-			snprintf(r->note, sizeof(r->note),
-			         "%zu of %zu head runs left the level of %.0f%% of the history for one "
-			         "%+.1f%% away",
-			         c->nh - dom->n_head, c->nh, 100 * dom->share, 100 * expm1(c->delta_left));
-		else if (where[0])
-			snprintf(r->note, sizeof(r->note), "%+.1f%%%s", 100 * r->change, where);
-		break;
-	case AW_VERDICT_UNCHANGED:
-		break;
-	default:
-		if (r->left_dominant)
-			snprintf(r->note, sizeof(r->note),
-			         "%zu of %zu head runs outside the level of %.0f%% of the history",
-			         c->nh - dom->n_head, c->nh, 100 * dom->share);
-		else if (!dom->n_head)
-			snprintf(r->note, sizeof(r->note),
-			         "no head run in the level of %.0f%% of the history (the head ran in "
-			         "another level)",
-			         100 * dom->share);
-		else {
-			for (size_t j = 0; j < r->n_levels; j++)
-				if (r->levels[j].share >= o->level_share && !r->levels[j].n_head) {
-					snprintf(r->note, sizeof(r->note),
-					         "no head run yet in level %zu (%.0f%% of the history)",
-					         j + 1, 100 * r->levels[j].share);
-					return;
-				}
-			snprintf(r->note, sizeof(r->note),
-			         "%+.1f%% could still reach the %.3g%% threshold (bound %+.1f%%)",
-			         100 * r->change, 100 * in->threshold, 100 * r->change_hi);
-		}
+	if (r->n_levels > 1 && r->decided_by >= 0 &&
+	    (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED)) {
+		snprintf(r->note, sizeof(r->note),
+		         "%+.1f%% in level %d of %zu (%.0f%% of the history's runs)",
+		         100 * r->change, r->decided_by + 1, r->n_levels,
+		         100 * r->levels[r->decided_by].share);
+		return;
 	}
+	if (r->verdict != AW_VERDICT_UNKNOWN)
+		return;
+	if (!dom->n_head) {
+		snprintf(r->note, sizeof(r->note),
+		         "no head run in the level of %.0f%% of the history (the machine was in "
+		         "another state)",
+		         100 * dom->share);
+		return;
+	}
+	for (size_t j = 0; j < r->n_levels; j++)
+		if (r->levels[j].share >= o->level_share && !r->levels[j].n_head) {
+			snprintf(r->note, sizeof(r->note),
+			         "no head run yet in level %zu (%.0f%% of the history's runs)",
+			         j + 1, 100 * r->levels[j].share);
+			return;
+		}
+	snprintf(r->note, sizeof(r->note),
+	         "%+.1f%% [%+.1f%%, %+.1f%%] could still be a %.3g%% change either way",
+	         100 * r->change, 100 * r->change_lo, 100 * r->change_hi, 100 * in->threshold);
 }
 
 /* ---- the host's cells ---- */
@@ -773,9 +852,10 @@ static void estimate_prior(const double *s, const double *f, size_t k, double ma
 	*s0 = sqrt(exp(mean + aw_digamma(*d0 / 2) - log(*d0 / 2)));
 }
 
-/* Phase 2: each cell's noise moderated towards its group's. */
+/* Phase 2: each cell's noises moderated towards its group's, the slowdowns' (`down` false)
+ * and the speed-ups' apart. */
 static void moderate(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *o,
-                     struct cell *cells, double *s, double *f)
+                     struct cell *cells, bool down, double *s, double *f)
 {
 	for (size_t i = 0; i < n; i++) {
 		double s0, d0;
@@ -786,32 +866,38 @@ static void moderate(const struct aw_detect_input *in, size_t n, const struct aw
 			first = in[j].group != in[i].group;
 		if (!first)
 			continue;
-		for (size_t j = i; j < n; j++)
-			if (in[j].group == in[i].group && cells[j].s_cell > 0 && cells[j].f_cell > 0) {
-				s[k] = cells[j].s_cell;
+		for (size_t j = i; j < n; j++) {
+			double own = down ? cells[j].s_down : cells[j].s_up;
+
+			if (in[j].group == in[i].group && own > 0 && cells[j].f_cell > 0) {
+				s[k] = own;
 				f[k++] = cells[j].f_cell;
 			}
+		}
 		estimate_prior(s, f, k, o->prior_df_max, &s0, &d0);
 		for (size_t j = i; j < n; j++) {
 			struct cell *c = &cells[j];
-			double own = c->s_cell > 0 ? c->s_cell : 0, fo = c->s_cell > 0 ? c->f_cell : 0;
+			double own = down ? c->s_down : c->s_up, fo, v;
 
 			if (in[j].group != in[i].group)
 				continue;
+			fo = own > 0 ? c->f_cell : 0;
+			own = own > 0 ? own : 0;
 			if (isfinite(s0) && fo + d0 > 0) {
-				c->noise = sqrt((fo * own * own + d0 * s0 * s0) / (fo + d0));
+				v = sqrt((fo * own * own + d0 * s0 * s0) / (fo + d0));
 				c->df = fo + d0;
 			} else if (fo > 0) {
-				c->noise = own;
+				v = own;
 				c->df = fo;
 			} else {
-				c->noise = UNKNOWN_NOISE;
+				v = UNKNOWN_NOISE;
 				c->df = 1;
 			}
-			if (!(c->noise >= o->noise_floor))
-				c->noise = o->noise_floor;
-			if (isfinite(c->s_own) && c->noise < c->s_own)
-				c->noise = c->s_own;
+			if (!(v >= o->noise_floor))
+				v = o->noise_floor;
+			if (isfinite(c->s_own) && v < c->s_own)
+				v = c->s_own;
+			*(down ? &c->down : &c->up) = v;
 		}
 	}
 }
@@ -883,7 +969,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		{
 			double bounds[AW_DETECT_LEVELS], centre = 0;
 			double by_levels = pick_level_reference(&o, c, r, bounds, a, b, s);
-			double by_line = pick_reference(&o, c, r, &centre, a, b);
+			double by_line = pick_reference(&o, c, r, &centre, a, b, s);
 
 			/* the machine's states when they explain the cell clearly better than a
 			 * line through the reference does (a core alone or sharing its ports moves
@@ -902,7 +988,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		}
 		find_levels(&o, c, r, a, b, s);
 	}
-	moderate(in, n, &o, cells, qa, qb);
+	moderate(in, n, &o, cells, false, qa, qb);
+	moderate(in, n, &o, cells, true, qa, qb);
 	for (size_t i = 0; i < n; i++) {
 		qu[i] = qd[i] = 1;
 		if (!cells[i].nb || !cells[i].nh)
@@ -919,16 +1006,21 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		if (!cells[i].nh) {
 			out[i].verdict = AW_VERDICT_UNKNOWN;
 			out[i].baseline = out[i].levels[out[i].dominant].base;
-			out[i].noise = cells[i].noise;
+			out[i].noise = cells[i].up;
 			continue;
 		}
 		decide(&in[i], &o, &cells[i], &out[i], qu[i], qd[i]);
-		explain(&in[i], &o, &cells[i], &out[i]);
+		explain(&in[i], &o, &out[i]);
 	}
 	rc = 0;
 out:
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(cells[i].y);
+		free(cells[i].res);
+		free(cells[i].confirming);
+		free(cells[i].ey);
+		free(cells[i].eseg);
+	}
 	free(cells);
 	free(a);
 	free(b);

@@ -41,14 +41,12 @@ struct aw_detect_opts {
 	                         run cannot show its own spread */
 	double ref_gain;      /* a reference is used when it cuts the cell's spread by at least
 	                         this share (default 0.25) */
-	double level_gap;     /* levels split at gaps of at least this many noises (default 4)
-	                         ... */
+	double level_gap;     /* a reference's clusters split at gaps of at least this many
+	                         noises (default 4) ... */
 	double level_gap_min; /* ... and this much in log units (default 0.02) */
-	double level_band;    /* a head run lies in a level within this many noises (default 3) */
 	double level_share;   /* a level this share of the history or more must not regress, and
 	                         its runs must be judged (default 0.2) */
-	double share_alpha;   /* the head's runs left the dominant level when a binomial test at
-	                         this level says so (default 0.01) */
+	double bimodal_gap;   /* the flag: two clusters of runs this far apart (default 1.25) */
 	double prior_df_max;  /* most weight the pooled noise of a cell's group may get, in degrees
 	                         of freedom (default 30) */
 	double bimodal_ratio; /* p99 >= ratio * p50 within a run flags a bimodal tail (3) */
@@ -59,7 +57,7 @@ struct aw_detect_opts {
 	{                                                                                   \
 		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,         \
 		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02, \
-		.level_band = 3, .level_share = 0.2, .share_alpha = 0.01, .prior_df_max = 30, \
+		.level_share = 0.2, .bimodal_gap = 1.25, .prior_df_max = 30,                \
 		.bimodal_ratio = 3, .cp = AW_CP_OPTS_DEFAULT                                \
 	}
 
@@ -76,6 +74,8 @@ struct aw_detect_input {
 	const double *head;
 	const double *head_se;
 	const double *head_ref[AW_DETECT_REFS];
+	const bool *head_confirmation; /* optional: head runs that re-measured the cell after
+	                                  another run raised a suspicion */
 	size_t n_head;
 	/* optional: the runs of a base commit (compare); when given they are the baseline and
 	 * the history only measures the noise */
@@ -111,9 +111,8 @@ struct aw_detect_result {
 	struct aw_level levels[AW_DETECT_LEVELS];
 	size_t n_levels;
 	size_t dominant;         /* index of the dominant level */
-	int decided_by;          /* the level that decided, or -1 (undecided, or the share test) */
-	bool left_dominant;      /* the head's runs left the dominant level (binomial test) */
-	bool bimodal;            /* two levels of 20% or more, or a bimodal tail within runs */
+	int decided_by;          /* the level that decided, or -1 (undecided) */
+	bool bimodal;            /* the baseline runs split into two clusters (docs/detection.md) */
 	char note[200];          /* why, in a sentence, "" when nothing needs saying */
 };
 

@@ -70,9 +70,7 @@ static json_t *metric_json(const struct aw_metric_verdict *m)
 	    put(o, "bimodal", json_boolean(m->bimodal)) || put(o, "reference", ref) ||
 	    put(o, "level_by", str_or_null(m->level_by)) ||
 	    put(o, "dominant", json_integer((json_int_t)m->dominant)) ||
-	    put(o, "decided_by",
-	        m->decided_by >= 0 ? json_integer(m->decided_by) : json_null()) ||
-	    put(o, "left_dominant", json_boolean(m->left_dominant)) ||
+	    put(o, "decided_by", m->decided_by >= 0 ? json_integer(m->decided_by) : json_null()) ||
 	    put(o, "note", str_or_null(m->note)))
 		goto fail_levels_owned;
 	return o;
@@ -110,7 +108,8 @@ static json_t *run_json(const char *run_id, const struct aw_run_state *r)
 	for (size_t k = 0; k < r->n && k < AW_VERDICT_REFS; k++)
 		if (put(refs, r->kernel[k], num(r->ratio[k])))
 			goto fail;
-	if (put(o, "run_id", json_string(run_id)) || put(o, "disturbed", json_boolean(r->disturbed)))
+	if (put(o, "run_id", json_string(run_id)) ||
+	    put(o, "disturbed", json_boolean(r->disturbed)))
 		goto fail;
 	if (put(o, "references", refs)) {
 		json_decref(o);
@@ -142,7 +141,8 @@ json_t *aw_host_verdict_json(const struct aw_host_verdict *v, bool all_cells)
 		        json_integer((json_int_t)v->counts[k])))
 			goto fail;
 	for (size_t i = 0; i < v->n_cells; i++)
-		if ((all_cells || v->cells[i].verdict != AW_VERDICT_UNCHANGED) &&
+		if ((all_cells || v->cells[i].verdict != AW_VERDICT_UNCHANGED ||
+		     v->cells[i].p99.verdict == AW_VERDICT_REGRESSED) &&
 		    json_array_append_new(cells, cell_json(&v->cells[i])))
 			goto fail;
 	if (put(o, "host", json_string(v->host ? v->host : "")) ||
@@ -263,7 +263,6 @@ static void read_metric(struct reader *rd, const json_t *o, struct aw_metric_ver
 	m->head_n = get_size(o, "head_n");
 	m->agree_n = get_size(o, "agree_n");
 	m->bimodal = json_is_true(json_object_get(o, "bimodal"));
-	m->left_dominant = json_is_true(json_object_get(o, "left_dominant"));
 	m->dominant = get_size(o, "dominant");
 	if (json_is_integer(d) && json_integer_value(d) >= 0 &&
 	    json_integer_value(d) < AW_VERDICT_LEVELS)
@@ -367,7 +366,8 @@ int aw_host_verdict_parse(const json_t *doc, struct aw_host_verdict *out, char *
 			if (rd.rc)
 				break;
 			if (!json_is_string(v)) {
-				rd.rc = aw_errorf(err, -EINVAL, "head_runs[%zu] is not a string", i);
+				rd.rc =
+				    aw_errorf(err, -EINVAL, "head_runs[%zu] is not a string", i);
 				break;
 			}
 			out->head_runs[i] = strdup(json_string_value(v));

@@ -51,7 +51,6 @@ struct aw_metric_verdict {
 	size_t n_levels;
 	size_t dominant;      /* index of the level the host spends most of its runs in */
 	int decided_by;       /* the level that decided, -1 when none did */
-	bool left_dominant;   /* the head's runs left the dominant level */
 	char *note;           /* why, or NULL */
 };
 
