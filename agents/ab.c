@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ab_measure.h"
 #include "atomwatch/runner.h"
 #include "aw/ab.h"
 #include "aw/log.h"
@@ -42,9 +43,17 @@ struct ab_run {
 	char *rel_dir;  /* the subject's dir inside it ("" or "sub/dir/") */
 	char *rel_lib;  /* its library inside it */
 	struct side base, head;
-	struct aw_subject_lib aa; /* a second load of base's library */
-	char *aa_library;
+	/* the layouts' loads: base_lay[k] is a copy of base's library, head_lay[0] the head's
+	 * own load and head_lay[k > 0] copies; base.lib is the load every slice measures */
+	struct aw_subject_lib base_lay[AW_AB_MAX_LAYOUTS], head_lay_extra[AW_AB_MAX_LAYOUTS];
+	const struct aw_subject_lib *head_lay[AW_AB_MAX_LAYOUTS];
+	char *copies[2 * AW_AB_MAX_LAYOUTS];
+	size_t n_copies;
 	uint64_t rng;
+	double budget_left_s;
+	size_t cells_left;
+	double measured_s; /* spent measuring, every cell */
+	size_t rounds_total;
 };
 
 static uint64_t next_random(uint64_t *x)
@@ -287,101 +296,104 @@ static bool find_entry(const struct aw_subject_lib *lib, bool reader, const char
 	return false;
 }
 
-/* Measures one side once: the runner's normal batch set for the cell. Returns 0 with the
- * median and the reference kernel's value, 1 with *reason when the cell failed, or a negative
- * errno. */
-static int measure_once(struct aw_runner *r, const struct entry *e, int cpu, double *p50,
-                        double *ref, char **reason)
-{
-	struct aw_cell c;
-	int rc;
-
-	memset(&c, 0, sizeof(c));
-	c.cpu = cpu;
-	c.reference_ns = NAN;
-	rc = aw_runner_measure_call(r, e->op, e->lock, e->unlock, &c);
-	if (!rc && c.status != AW_CELL_OK) {
-		*reason = c.reason;
-		c.reason = NULL;
-		rc = 1;
-	} else if (!rc) {
-		*p50 = c.p50;
-		*ref = c.reference_ns;
-	}
-	aw_cell_release(&c);
-	return rc;
-}
-
 static json_t *num(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* One round: the two entries measured in a random order. */
-static int round_pair(struct ab_run *x, struct aw_runner *r, const struct entry *first_e,
-                      const struct entry *second_e, bool swap, int cpu, json_t *rounds,
-                      char **reason)
+static struct ab_call call_of(const struct entry *e)
 {
-	const struct entry *order[2] = {swap ? second_e : first_e, swap ? first_e : second_e};
-	double p50[2] = {NAN, NAN}, ref[2] = {NAN, NAN};
-	int rc;
-
-	(void)x;
-	for (int i = 0; i < 2; i++) {
-		rc = measure_once(r, order[i], cpu, &p50[i], &ref[i], reason);
-		if (rc)
-			return rc;
-	}
-	/* stored as base, then head (or base's second load), with which went first */
-	return json_array_append_new(
-	           rounds,
-	           json_pack("{s:s, s:o, s:o, s:o, s:o}", "first", swap ? "head" : "base", "base",
-	                     num(p50[swap ? 1 : 0]), "head", num(p50[swap ? 0 : 1]), "base_ref",
-	                     num(ref[swap ? 1 : 0]), "head_ref", num(ref[swap ? 0 : 1])))
-	           ? -ENOMEM
-	           : 0;
+	return (struct ab_call){.op = e->op, .lock = e->lock, .unlock = e->unlock};
 }
 
-/* Every round of one cell on one CPU: rounds come in ABBA blocks (AB then BA, or BA then AB,
- * at random), each followed by an A/A round in the same pattern, so that drift within a
- * block falls on both sides alike. */
-static int measure_cell(struct ab_run *x, struct aw_runner *r, const struct entry *be,
-                        const struct entry *he, const struct entry *ae, int cpu, json_t *cell)
+/* One round of the document: the A/B round (`aa` false) or its A/A round. */
+static json_t *round_json(const struct ab_block *b, bool aa)
 {
-	json_t *ab = json_array(), *aa = json_array();
-	char *reason = NULL;
-	bool flip = false, aflip = false;
-	int rc = 0;
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:i, s:i}", "first",
+	                 (aa ? b->aa_head_first : b->head_first) ? "head" : "base", "base",
+	                 num(b->base), "head", num(aa ? b->aa_head : b->head), "base_ref",
+	                 num(b->ref), "head_ref", num(b->ref), "level", aw_ab_level_name(b->level),
+	                 "layout", (int)b->layout, "slices", (int)b->slices);
+}
 
-	if (!ab || !aa) {
-		rc = -ENOMEM;
+static void report_cell(const struct ab_run *x, const char *key, const struct ab_cell_result *res)
+{
+	const struct aw_ab_estimate *d = &res->decision.diff;
+
+	if (!x->a->progress)
+		return;
+	fprintf(stderr,
+	        AW_AGENT_PROG ": ab %s: %zu rounds (%zu slices, %zu set aside) in %.2f s, %s "
+	                      "%+.2f%% [%+.2f%%, %+.2f%%] (stopped: %s)\n",
+	        key, res->n_blocks, res->slices, res->set_aside, res->seconds,
+	        aw_ab_verdict_name(res->decision.verdict), 100 * expm1(d->estimate),
+	        100 * expm1(d->lo), 100 * expm1(d->hi), ab_stop_name(res->stop));
+}
+
+/* Every slice of one cell on one CPU (ab_measure.c), then its rounds into `cell`. */
+static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu, json_t *cell)
+{
+	struct ab_call ref, base[AW_AB_MAX_LAYOUTS], head[AW_AB_MAX_LAYOUTS];
+	struct ab_cell_plan plan = {
+	    .cpu = cpu,
+	    .layouts = x->ab->layouts,
+	    .base_ref = &ref,
+	    .base = base,
+	    .head = head,
+	    .max_rounds = x->ab->rounds,
+	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_STOP_ALPHA},
+	    .seed = next_random(&x->rng),
+	    .stop = x->a->stop,
+	};
+	struct ab_cell_result res;
+	json_t *ab = json_array(), *aa = json_array();
+	struct entry e;
+	int rc;
+
+	find_entry(&x->base.lib, reader, name, &e);
+	ref = call_of(&e);
+	for (unsigned k = 0; k < x->ab->layouts; k++) {
+		find_entry(&x->base_lay[k], reader, name, &e);
+		base[k] = call_of(&e);
+		find_entry(x->head_lay[k], reader, name, &e);
+		head[k] = call_of(&e);
+	}
+	/* what is left over the cells still to measure (none left after cells that overran
+	 * their share: a slice after the warm-up, and an inconclusive cell) */
+	plan.budget_s = fmax(0, x->budget_left_s / (double)(x->cells_left ? x->cells_left : 1));
+	rc = ab_measure_cell(&plan, &res);
+	x->budget_left_s -= res.seconds;
+	x->measured_s += res.seconds;
+	x->rounds_total += res.n_blocks;
+	if (x->cells_left)
+		x->cells_left--;
+	if (rc)
 		goto out;
-	}
-	for (unsigned i = 0; i < x->ab->rounds && !rc; i++) {
-		if (x->a->stop && *x->a->stop) {
-			rc = -EINTR;
-			break;
-		}
-		if (i % 2 == 0) {
-			flip = next_random(&x->rng) & 1;
-			aflip = next_random(&x->rng) & 1;
-		}
-		rc = round_pair(x, r, be, he, flip ^ (i % 2), cpu, ab, &reason);
-		if (!rc)
-			rc = round_pair(x, r, be, ae, aflip ^ (i % 2), cpu, aa, &reason);
-	}
-	if (rc == 1) {
+	rc = -ENOMEM;
+	if (!ab || !aa)
+		goto out;
+	if (res.reason) {
 		rc = json_object_set_new(cell, "status", json_string("failed")) ||
-		             json_object_set_new(cell, "reason", json_string(reason))
+		             json_object_set_new(cell, "reason", json_string(res.reason))
 		         ? -ENOMEM
 		         : 0;
 		goto out;
 	}
-	if (!rc && (json_object_set_new(cell, "status", json_string("ok")) ||
-	            json_object_set(cell, "rounds", ab) || json_object_set(cell, "aa_rounds", aa)))
-		rc = -ENOMEM;
+	for (size_t i = 0; i < res.n_blocks; i++)
+		if (json_array_append_new(ab, round_json(&res.blocks[i], false)) ||
+		    json_array_append_new(aa, round_json(&res.blocks[i], true)))
+			goto out;
+	if (json_object_set_new(cell, "status", json_string("ok")) ||
+	    json_object_set(cell, "rounds", ab) || json_object_set(cell, "aa_rounds", aa) ||
+	    json_object_set_new(cell, "seconds", json_real(res.seconds)) ||
+	    json_object_set_new(cell, "slices", json_integer((json_int_t)res.slices)) ||
+	    json_object_set_new(cell, "set_aside", json_integer((json_int_t)res.set_aside)) ||
+	    json_object_set_new(cell, "stop", json_string(ab_stop_name(res.stop))))
+		goto out;
+	report_cell(x, json_string_value(json_object_get(cell, "key")), &res);
+	rc = 0;
 out:
-	free(reason);
+	ab_cell_result_release(&res);
 	json_decref(ab);
 	json_decref(aa);
 	return rc;
@@ -395,25 +407,29 @@ static json_t *side_json(const struct side *sd)
 }
 
 /* The cells of both sides: every op and reader of either, in base's order then head's new
- * ones, on every CPU. */
-static int measure_all(struct ab_run *x, struct aw_runner *r, const int *cpus, int n_cpus,
-                       json_t *cells)
+ * ones, on every CPU. The budget of seconds is shared out as the cells come: each gets what is
+ * left over the cells still to measure, so that a cell decided early leaves more to the rest. */
+static int measure_all(struct ab_run *x, const int *cpus, int n_cpus, json_t *cells)
 {
 	const struct aw_subject_lib *libs[2] = {&x->base.lib, &x->head.lib};
-	size_t total = 0, done = 0;
+	size_t total = 0, both = 0, done = 0;
 	int rc = 0;
 
-	/* the union of both sides' entries */
+	/* the union of both sides' entries, and those both have (the measured ones) */
 	total = x->base.lib.n_ops + x->base.lib.n_readers;
 	for (size_t i = 0; i < x->head.lib.n_ops + x->head.lib.n_readers; i++) {
 		bool reader = i >= x->head.lib.n_ops;
 		struct entry e;
+		bool in_base =
+		    find_entry(&x->base.lib, reader,
+		               reader ? x->head.lib.d->readers[i - x->head.lib.n_ops].name
+		                      : x->head.lib.d->ops[i].name,
+		               &e);
 
-		total += !find_entry(&x->base.lib, reader,
-		                     reader ? x->head.lib.d->readers[i - x->head.lib.n_ops].name
-		                            : x->head.lib.d->ops[i].name,
-		                     &e);
+		total += !in_base;
+		both += in_base;
 	}
+	x->cells_left = both * (size_t)n_cpus;
 	for (int ci = 0; ci < n_cpus && !rc; ci++) {
 		for (int l = 0; l < 2 && !rc; l++) {
 			const struct aw_subject_lib *lib = libs[l];
@@ -422,7 +438,7 @@ static int measure_all(struct ab_run *x, struct aw_runner *r, const int *cpus, i
 				bool reader = i >= lib->n_ops;
 				const char *name = reader ? lib->d->readers[i - lib->n_ops].name
 				                          : lib->d->ops[i].name;
-				struct entry be, he, ae;
+				struct entry be, he;
 				bool in_base = find_entry(&x->base.lib, reader, name, &be);
 				bool in_head = find_entry(&x->head.lib, reader, name, &he);
 				struct aw_cell key = {0};
@@ -430,6 +446,8 @@ static int measure_all(struct ab_run *x, struct aw_runner *r, const int *cpus, i
 
 				if (l == 1 && in_base)
 					continue; /* measured with base's cells */
+				if (x->a->stop && *x->a->stop)
+					return -EINTR;
 				key.cpu = cpus[ci];
 				key.contender_cpu = AW_NONE;
 				key.c = AW_NONE;
@@ -452,8 +470,7 @@ static int measure_all(struct ab_run *x, struct aw_runner *r, const int *cpus, i
 						return -ENOMEM;
 					continue;
 				}
-				find_entry(&x->aa, reader, name, &ae);
-				rc = measure_cell(x, r, &be, &he, &ae, cpus[ci], cell);
+				rc = measure_cell(x, name, reader, cpus[ci], cell);
 				if (x->a->progress)
 					fprintf(stderr, AW_AGENT_PROG ": ab %zu/%zu %s\n", ++done,
 					        total * (size_t)n_cpus,
@@ -483,11 +500,83 @@ static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
 		                 ab->base);
 	if (ab->rounds < AW_AB_MIN_ROUNDS || ab->rounds > AW_AB_MAX_ROUNDS)
 		return aw_errorf(err, -EINVAL,
-		                 "--rounds %u: at least %d rounds are needed for a 95%% interval "
-		                 "(the Wilcoxon signed-rank test cannot reach it with fewer), at "
-		                 "most %d",
+		                 "--rounds %u: at least %d rounds are needed for an interval (the "
+		                 "Wilcoxon signed-rank test at 95%% over three estimands cannot "
+		                 "reach it with fewer), at most %d",
 		                 ab->rounds, AW_AB_MIN_ROUNDS, AW_AB_MAX_ROUNDS);
+	if (ab->layouts < 1 || ab->layouts > AW_AB_MAX_LAYOUTS)
+		return aw_errorf(err, -EINVAL, "--layouts %u: 1 to %d loads of each side",
+		                 ab->layouts, AW_AB_MAX_LAYOUTS);
+	if (!(ab->budget_s > 0) || !(ab->budget_s <= AW_AB_MAX_BUDGET_S))
+		return aw_errorf(err, -EINVAL, "--budget-s %g: more than 0 and at most %d seconds",
+		                 ab->budget_s, AW_AB_MAX_BUDGET_S);
 	return 0;
+}
+
+/* Loads each side once per layout, each load a copy of the side's library at a path of its
+ * own, which dlopen maps at addresses of its own: base.lib (the load every slice measures) and
+ * base_lay[k]; the head's own load as head_lay[0] and copies for the other layouts. A library
+ * that cannot be loaded that often (static TLS runs out) is a request for more layouts than it
+ * allows: -EINVAL naming --layouts. */
+static int load_layouts(struct ab_run *x, char **err)
+{
+	unsigned n = x->ab->layouts;
+	int rc = aw_subject_open(x->s, x->base.library, &x->base.lib, err);
+
+	if (!rc)
+		rc = aw_subject_open(x->s, x->head.library, &x->head.lib, err);
+	if (rc)
+		return rc;
+	x->head_lay[0] = &x->head.lib;
+	for (unsigned k = 0; k < n && !rc; k++) {
+		for (int head = 0; head < 2 && !rc; head++) {
+			struct aw_subject_lib *lib = head ? &x->head_lay_extra[k] : &x->base_lay[k];
+			char *path, *why = NULL;
+
+			if (head && k == 0)
+				continue;
+			path = aw_asprintf("%s/%s-layout%u.so", x->work, head ? "head" : "base", k);
+			if (!path)
+				return aw_errorf(err, -ENOMEM, "out of memory");
+			x->copies[x->n_copies++] = path;
+			rc = copy_file(head ? x->head.library : x->base.library, path, err);
+			if (rc)
+				break;
+			rc = aw_subject_open(x->s, path, lib, &why);
+			if (rc && k == 0)
+				rc = aw_errorf(
+				    err, -EINVAL,
+				    "--layouts %u: subject '%s' cannot be loaded twice into "
+				    "one process, and an A/B needs a second load of the base "
+				    "for its A/A rounds (%s)",
+				    n, x->s->name, why ? why : "dlopen failed");
+			else if (rc)
+				rc = aw_errorf(
+				    err, -EINVAL,
+				    "--layouts %u is more than subject '%s' allows: %u loads "
+				    "of its libraries fit into one process, enough for "
+				    "--layouts %u at most (%s)",
+				    n, x->s->name, head ? 2 * k + 2 : 2 * k + 1, k,
+				    why ? why : "dlopen failed");
+			else if (head)
+				x->head_lay[k] = lib;
+			free(why);
+		}
+	}
+	return rc;
+}
+
+static void unload_layouts(struct ab_run *x)
+{
+	for (unsigned k = 0; k < AW_AB_MAX_LAYOUTS; k++) {
+		aw_subject_close(&x->base_lay[k]);
+		aw_subject_close(&x->head_lay_extra[k]);
+	}
+	for (size_t i = 0; i < x->n_copies; i++) {
+		unlink(x->copies[i]);
+		free(x->copies[i]);
+	}
+	x->n_copies = 0;
 }
 
 static json_t *new_document(struct ab_run *x, struct aw_runner *r, const char *id,
@@ -495,13 +584,24 @@ static json_t *new_document(struct ab_run *x, struct aw_runner *r, const char *i
 {
 	const struct aw_agent_ab *ab = x->ab;
 
-	return json_pack("{s:s, s:s, s:s, s:s?, s:s, s:b, s:s, s:O, s:s?, s:i, s:i, s:s, "
-	                 "s:[]}",
+	(void)r;
+	return json_pack("{s:s, s:s, s:s, s:s?, s:s, s:b, s:s, s:O, s:s, s:i, s:i, s:s, s:[]}",
 	                 "schema", AW_AB_SCHEMA, "ab_id", id, "project", ab->project, "ref",
 	                 ab->ref, "subject", x->s->name, "aa", ab->aa, "started_at", started,
-	                 "host", aw_runner_host(r), "reference_kernel",
-	                 aw_runner_reference_kernel(r), "rounds", (int)ab->rounds, "aa_rounds",
-	                 (int)ab->rounds, "agent", AW_AGENT_PROG " " AW_VERSION, "cells");
+	                 "host", aw_runner_host(r), "reference_kernel", AB_REFERENCE_KERNEL,
+	                 "rounds", (int)ab->rounds, "aa_rounds", (int)ab->rounds, "agent",
+	                 AW_AGENT_PROG " " AW_VERSION, "cells");
+}
+
+/* How the document was measured (docs/result-schema.md "The A/B document", `measure`). */
+static json_t *measure_json(const struct ab_run *x)
+{
+	return json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:i}", "layouts",
+	                 (int)x->ab->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s,
+	                 "rounds", (int)x->rounds_total, "slices_per_round", AB_SLICES_PER_ROUND,
+	                 "piece_ns", (int)AB_PIECE_NS, "level_ratio", AB_LEVEL_RATIO, "threshold",
+	                 AW_AB_STOP_THRESHOLD, "alpha", AW_AB_STOP_ALPHA, "looks",
+	                 (int)aw_ab_looks(x->ab->rounds, NULL, 0));
 }
 
 int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, char **err)
@@ -516,6 +616,7 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 	*out = NULL;
 	x.base = (struct side){.name = "base", .commit = ab->base};
 	x.head = (struct side){.name = "head", .commit = ab->head};
+	x.budget_left_s = ab->budget_s;
 	rc = check_request(a, ab, &x.s, err);
 	if (rc)
 		return rc;
@@ -545,17 +646,8 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 		rc = build_side(&x, &x.base, err);
 	if (!rc)
 		rc = build_side(&x, &x.head, err);
-	if (rc)
-		goto out;
-	x.aa_library = aw_asprintf("%s/base-aa.so", x.work);
-	rc = x.aa_library ? copy_file(x.base.library, x.aa_library, err)
-	                  : aw_errorf(err, -ENOMEM, "out of memory");
 	if (!rc)
-		rc = aw_subject_open(x.s, x.base.library, &x.base.lib, err);
-	if (!rc)
-		rc = aw_subject_open(x.s, x.head.library, &x.head.lib, err);
-	if (!rc)
-		rc = aw_subject_open(x.s, x.aa_library, &x.aa, err);
+		rc = load_layouts(&x, err);
 	if (rc)
 		goto out;
 	doc = new_document(&x, r, id, started);
@@ -563,7 +655,7 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = measure_all(&x, r, cpus, n_cpus, json_object_get(doc, "cells"));
+	rc = measure_all(&x, cpus, n_cpus, json_object_get(doc, "cells"));
 	if (rc == -EINTR) {
 		aw_errorf(err, rc, "interrupted while measuring subject '%s'", x.s->name);
 		goto out;
@@ -572,9 +664,12 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 		aw_errorf(err, rc, "subject '%s': cannot measure: %s", x.s->name, strerror(-rc));
 		goto out;
 	}
+	aw_info("subject '%s': %zu rounds in %.1f s of measuring (budget %g s, %u layouts)",
+	        x.s->name, x.rounds_total, x.measured_s, ab->budget_s, ab->layouts);
 	aw_time_now(finished);
 	if (json_object_set_new(doc, "base", side_json(&x.base)) ||
 	    json_object_set_new(doc, "head", side_json(&x.head)) ||
+	    json_object_set_new(doc, "measure", measure_json(&x)) ||
 	    json_object_set_new(doc, "finished_at", json_string(finished))) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
@@ -583,15 +678,12 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 	doc = NULL;
 out:
 	json_decref(doc);
-	aw_subject_close(&x.aa);
-	if (x.aa_library)
-		unlink(x.aa_library);
+	unload_layouts(&x);
 	side_release(&x, &x.base);
 	side_release(&x, &x.head);
 	if (x.work)
 		rmdir(x.work);
 	free(x.work);
-	free(x.aa_library);
 	free(x.toplevel);
 	free(x.rel_dir);
 	free(x.rel_lib);

@@ -61,13 +61,13 @@ static const char usage_text[] =
     "        then ask the collector for the run's suspect cells and re-measure only those, N\n"
     "        times (each with about 2/N of the batches), each a run marked as a confirmation\n"
     "        of the first, so that the gate can tell a regression from one unlucky run\n"
-    "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--rounds N]\n"
-    "      [--cpus LIST] [--aa] [--profile NAME] [--quiet]\n"
-    "        interleaved A/B of a subject: build it at both commits, load both libraries and\n"
-    "        measure each op and reader alternately on the same CPU in randomised ABBA rounds\n"
-    "        (default 20), with as many A/A rounds; the document is kept in the spool and\n"
-    "        uploaded like a run, its id printed on stdout. --aa: base and head may be the\n"
-    "        same commit (two builds of it)\n"
+    "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--aa] [--cpus LIST]\n"
+    "      [--rounds N] [--layouts N] [--budget-s S] [--profile NAME] [--quiet]\n"
+    "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
+    "        times (default 2, at most 16), measure both in short alternating slices on one\n"
+    "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
+    "        400, 7 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
+    "        upload the A/B document; its id is printed on stdout\n"
     "  daemon\n"
     "        wait for jobs from the collector, run on the config's schedule and when the host\n"
     "        fingerprint changes, flush the spool; SIGTERM stops between cells\n"
@@ -116,6 +116,8 @@ enum {
 	O_HELP,
 	O_VERSION,
 	O_CONFIRM,
+	O_LAYOUTS,
+	O_BUDGET_S,
 };
 
 static const struct option longopts[] = {
@@ -140,6 +142,8 @@ static const struct option longopts[] = {
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {"confirm", required_argument, NULL, O_CONFIRM},
+    {"layouts", required_argument, NULL, O_LAYOUTS},
+    {"budget-s", required_argument, NULL, O_BUDGET_S},
     {NULL, 0, NULL, 0},
 };
 
@@ -147,7 +151,8 @@ struct args {
 	const char *command, *config, *project, *commit, *ref, *subject, *profile;
 	const char *host, *arch, *cpu_model, *out, *format, *file;
 	const char *base, *head, *cpus;
-	unsigned rounds;
+	unsigned rounds, layouts; /* ab: 0 for the defaults */
+	double budget_s;
 	json_t *labels;
 	bool quiet, upload, config_given, aa;
 	unsigned confirm; /* --confirm N; 0: none */
@@ -207,12 +212,23 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_ROUNDS:
 	case O_CPUS:
 	case O_AA:
+	case O_LAYOUTS:
+	case O_BUDGET_S:
 		return !strcmp(cmd, "ab");
 	case O_OUT:
 		return !strcmp(cmd, "import") || !strcmp(cmd, "kernel-build");
 	default:
 		return !strcmp(cmd, "import");
 	}
+}
+
+/* The long name of option `opt` (argv[optind - 1] is its value when it takes one). */
+static const char *option_name(int opt)
+{
+	for (size_t i = 0; longopts[i].name; i++)
+		if (longopts[i].val == opt)
+			return longopts[i].name;
+	return "?";
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -239,7 +255,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			    "a command comes first: run, ab, daemon, flush, fingerprint, "
 			    "kernel-build or import");
 		if (!option_allowed(a->command, opt))
-			return usage_error("'%s' does not take %s", a->command, argv[optind - 1]);
+			return usage_error("'%s' does not take --%s", a->command, option_name(opt));
 		switch (opt) {
 		case O_CONFIG:
 			a->config = optarg;
@@ -327,9 +343,34 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (aw_parse_u64(optarg, AW_AB_MAX_ROUNDS, &n) || n < AW_AB_MIN_ROUNDS)
 				return usage_error(
 				    "bad --rounds '%s': %d to %d (fewer than %d rounds cannot give "
-				    "a 95%% Wilcoxon signed-rank interval)",
+				    "a Wilcoxon signed-rank interval at 95%% over the three "
+				    "estimands)",
 				    optarg, AW_AB_MIN_ROUNDS, AW_AB_MAX_ROUNDS, AW_AB_MIN_ROUNDS);
 			a->rounds = (unsigned)n;
+			break;
+		}
+		case O_LAYOUTS: {
+			uint64_t n;
+
+			if (aw_parse_u64(optarg, AW_AB_MAX_LAYOUTS, &n) || n < 1)
+				return usage_error(
+				    "bad --layouts '%s': the loads of each side, 1 to "
+				    "%d",
+				    optarg, AW_AB_MAX_LAYOUTS);
+			a->layouts = (unsigned)n;
+			break;
+		}
+		case O_BUDGET_S: {
+			char *end = NULL;
+			double v;
+
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(v > 0) || v > AW_AB_MAX_BUDGET_S)
+				return usage_error("bad --budget-s '%s': the seconds of measuring, "
+				                   "more than 0 and at most %d",
+				                   optarg, AW_AB_MAX_BUDGET_S);
+			a->budget_s = v;
 			break;
 		}
 		case O_CPUS:
@@ -495,6 +536,8 @@ static int cmd_ab(const struct args *a, struct aw_agent_config *cfg)
 	    .head = a->head,
 	    .cpus = a->cpus,
 	    .rounds = a->rounds ? a->rounds : AW_AB_DEFAULT_ROUNDS,
+	    .layouts = a->layouts ? a->layouts : AW_AB_DEFAULT_LAYOUTS,
+	    .budget_s = a->budget_s > 0 ? a->budget_s : AW_AB_DEFAULT_BUDGET_S,
 	    .aa = a->aa,
 	    .profile = a->profile,
 	};

@@ -209,6 +209,8 @@ static void run_ab_job(struct aw_agent *a, json_int_t id, const char *project, c
 	    .base = base,
 	    .head = head,
 	    .rounds = AW_AB_DEFAULT_ROUNDS,
+	    .layouts = AW_AB_DEFAULT_LAYOUTS,
+	    .budget_s = AW_AB_DEFAULT_BUDGET_S,
 	};
 	enum aw_upload_outcome outcome = AW_UPLOAD_REJECTED;
 	const char *ab_id = NULL;

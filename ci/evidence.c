@@ -21,15 +21,15 @@ static char *dup_or_null(const char *s)
 static char *deciding_cell(const json_t *judgment)
 {
 	const json_t *cells = json_object_get(judgment, "cells"), *c, *pick = NULL;
-	static const char *const order[] = {"regressed", "improved", "inconclusive", "unchanged"};
+	static const enum aw_ab_verdict order[] = {AW_AB_VERDICT_REGRESSED, AW_AB_VERDICT_IMPROVED,
+	                                           AW_AB_VERDICT_INCONCLUSIVE,
+	                                           AW_AB_VERDICT_UNCHANGED};
 	size_t i;
 
-	for (size_t o = 0; o < 4 && !pick; o++)
+	for (size_t o = 0; o < sizeof(order) / sizeof(order[0]) && !pick; o++)
 		json_array_foreach (cells, i, c)
-			if (!pick && !strcmp(json_string_value(json_object_get(c, "verdict"))
-			                         ? json_string_value(json_object_get(c, "verdict"))
-			                         : "",
-			                     order[o]))
+			if (!pick && aw_ab_verdict_parse(json_string_value(
+			                 json_object_get(c, "verdict"))) == order[o])
 				pick = c;
 	if (!pick || !json_is_number(json_object_get(pick, "ratio")))
 		return NULL;
@@ -80,6 +80,7 @@ int aw_ci_fetch_evidence(struct aw_ci_client *c, const char *project, const char
 		ev->found = true;
 		ev->ab_id = dup_or_null(json_string_value(json_object_get(it, "ab_id")));
 		ev->verdict = dup_or_null(json_string_value(json_object_get(it, "verdict")));
+		ev->ab_verdict = aw_ab_verdict_parse(ev->verdict);
 		ev->page = dup_or_null(json_string_value(json_object_get(it, "page")));
 		ev->base = dup_or_null(json_string_value(json_object_get(it, "base")));
 		ev->detail = deciding_cell(json_object_get(it, "judgment"));
@@ -107,15 +108,14 @@ void aw_ci_evidence_release(struct aw_ci_evidence *ev)
 /* Whether the A/B document decides (an inconclusive one does not). */
 static bool ab_decides(const struct aw_ci_evidence *ev)
 {
-	return ev->found && (!strcmp(ev->verdict, "regressed") ||
-	                     !strcmp(ev->verdict, "unchanged") || !strcmp(ev->verdict, "improved"));
+	return ev->found && aw_ab_verdict_decides(ev->ab_verdict);
 }
 
 enum aw_ci_exit aw_ci_evidence_exit(const struct aw_ci_evidence *ev, enum aw_ci_exit history)
 {
 	if (history == AW_CI_EXIT_ERROR || !ab_decides(ev))
 		return history;
-	return !strcmp(ev->verdict, "regressed") ? AW_CI_EXIT_REGRESSION : AW_CI_EXIT_PASS;
+	return ev->ab_verdict == AW_AB_VERDICT_REGRESSED ? AW_CI_EXIT_REGRESSION : AW_CI_EXIT_PASS;
 }
 
 static const char *exit_word(enum aw_ci_exit e)

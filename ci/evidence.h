@@ -8,11 +8,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "aw/verdict.h"
 #include "ci.h"
 
 struct aw_ci_evidence {
 	bool found;                          /* an A/B document of the commit exists */
 	char *ab_id, *verdict, *page, *base; /* owned; NULL unless found */
+	enum aw_ab_verdict ab_verdict;       /* `verdict` parsed (unknown for a newer word) */
 	char *detail; /* e.g. "op=op cpu=0 x1.012 [1.008, 1.016]" of the deciding cell, or NULL */
 };
 

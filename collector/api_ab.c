@@ -9,6 +9,7 @@
 #include "aw/ab.h"
 #include "aw/sha256.h"
 #include "aw/log.h"
+#include "aw/verdict.h"
 #include "internal.h"
 #include "postingest.h"
 
@@ -201,7 +202,8 @@ int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commi
 {
 	struct newest n = {NULL};
 	struct store_conn *c;
-	const char *verdict, *history = json_string_value(json_object_get(reply, "status"));
+	const char *history = json_string_value(json_object_get(reply, "status"));
+	enum aw_ab_verdict verdict;
 	const char *want = aw_httpd_query(x->req, "evidence");
 	bool decides, history_only = want && !strcmp(want, "history");
 	json_t *ev;
@@ -216,9 +218,8 @@ int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commi
 		                           json_pack("{s:s}", "decided_by", "history"))
 		           ? -ENOMEM
 		           : 0;
-	verdict = json_string_value(json_object_get(n.found, "verdict"));
-	decides = !history_only && (!strcmp(verdict, "regressed") ||
-	                            !strcmp(verdict, "unchanged") || !strcmp(verdict, "improved"));
+	verdict = aw_ab_verdict_parse(json_string_value(json_object_get(n.found, "verdict")));
+	decides = !history_only && aw_ab_verdict_decides(verdict);
 	ev = json_pack("{s:s, s:s?, s:O, s:O, s:O, s:O}", "decided_by", decides ? "ab" : "history",
 	               "history_status", history, "ab_id", json_object_get(n.found, "ab_id"),
 	               "verdict", json_object_get(n.found, "verdict"), "base",
@@ -227,8 +228,10 @@ int aw_ab_gate_evidence(struct aw_ctx *x, const char *project, const char *commi
 	if (!ev || json_object_set_new(reply, "evidence", ev))
 		return -ENOMEM;
 	if (decides &&
-	    json_object_set_new(reply, "status",
-	                        json_string(!strcmp(verdict, "regressed") ? "fail" : "pass")))
+	    json_object_set_new(
+	        reply, "status",
+	        json_string(aw_verdict_name(verdict == AW_AB_VERDICT_REGRESSED ? AW_VERDICT_FAIL
+	                                                                       : AW_VERDICT_PASS))))
 		return -ENOMEM;
 	return 0;
 }

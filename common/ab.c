@@ -164,9 +164,46 @@ static int positive(struct abv *v, const json_t *o, const char *k, const char *a
 	return 0;
 }
 
+/* An optional number in [lo, hi] (`integer`: an integer). */
+static int bounded(struct abv *v, const json_t *o, const char *k, const char *at, double lo,
+                   double hi, bool integer)
+{
+	json_t *j = json_object_get(o, k);
+	char field[128];
+	double x;
+
+	if (!j)
+		return 0;
+	snprintf(field, sizeof(field), "%s%s", at, k);
+	x = json_number_value(j);
+	if (!(integer ? json_is_integer(j) : json_is_number(j)) || !isfinite(x) || x < lo || x > hi)
+		return bad(v, "invalid", field, "'%s' must be %s from %g to %g", k,
+		           integer ? "an integer" : "a number", lo, hi);
+	return 0;
+}
+
+/* An optional string that must be one of `words`. */
+static int one_of(struct abv *v, const json_t *o, const char *k, const char *at,
+                  const char *const *words)
+{
+	json_t *j = json_object_get(o, k);
+	const char *s = json_string_value(j);
+	char field[128];
+
+	if (!j || json_is_null(j))
+		return 0;
+	for (size_t i = 0; s && words[i]; i++)
+		if (!strcmp(s, words[i]))
+			return 0;
+	snprintf(field, sizeof(field), "%s%s", at, k);
+	return bad(v, "invalid", field, "bad '%s'", k);
+}
+
 static int rounds(struct abv *v, const json_t *cell, const char *k, const char *at)
 {
-	static const char *const keys[] = {"first", "base", "head", "base_ref", "head_ref", NULL};
+	static const char *const keys[] = {"first", "base",   "head",   "base_ref", "head_ref",
+	                                   "level", "layout", "slices", NULL};
+	static const char *const levels[] = {"alone", "shared", NULL};
 	json_t *a = json_object_get(cell, k), *r;
 	char field[128];
 	size_t i;
@@ -197,6 +234,12 @@ static int rounds(struct abv *v, const json_t *cell, const char *k, const char *
 			rc = positive(v, r, "base_ref", field, true);
 		if (!rc)
 			rc = positive(v, r, "head_ref", field, true);
+		if (!rc)
+			rc = one_of(v, r, "level", field, levels);
+		if (!rc)
+			rc = bounded(v, r, "layout", field, 0, AW_AB_MAX_LAYOUTS - 1, true);
+		if (!rc)
+			rc = bounded(v, r, "slices", field, 1, 1e9, true);
 		if (rc)
 			return rc;
 	}
@@ -205,8 +248,10 @@ static int rounds(struct abv *v, const json_t *cell, const char *k, const char *
 
 static int cell(struct abv *v, const json_t *c, size_t i)
 {
-	static const char *const keys[] = {"key",    "op",     "reader",    "cpu", "status",
-	                                   "reason", "rounds", "aa_rounds", NULL};
+	static const char *const keys[] = {"key",       "op",     "reader",    "cpu",     "status",
+	                                   "reason",    "rounds", "aa_rounds", "seconds", "slices",
+	                                   "set_aside", "stop",   NULL};
+	static const char *const stops[] = {"decided", "rounds", "seconds", NULL};
 	const char *status;
 	char at[64];
 	int rc;
@@ -242,6 +287,57 @@ static int cell(struct abv *v, const json_t *c, size_t i)
 	rc = rounds(v, c, "rounds", at);
 	if (!rc)
 		rc = rounds(v, c, "aa_rounds", at);
+	if (!rc &&
+	    json_array_size(json_object_get(c, "rounds")) !=
+	        json_array_size(json_object_get(c, "aa_rounds")) &&
+	    json_object_get(c, "stop"))
+		rc = bad(v, "invalid", at, "a measured cell has as many A/A rounds as A/B rounds");
+	if (!rc)
+		rc = bounded(v, c, "seconds", at, 0, 1e6, false);
+	if (!rc)
+		rc = bounded(v, c, "slices", at, 0, 1e12, true);
+	if (!rc)
+		rc = bounded(v, c, "set_aside", at, 0, 1e12, true);
+	if (!rc)
+		rc = one_of(v, c, "stop", at, stops);
+	return rc;
+}
+
+/* How the document was measured (optional): every key optional, none unknown. */
+static int measure(struct abv *v, const json_t *doc)
+{
+	static const char *const keys[] = {
+	    "layouts",  "budget_s",    "seconds",   "rounds", "slices_per_round",
+	    "piece_ns", "level_ratio", "threshold", "alpha",  "looks",
+	    NULL};
+	const json_t *m = json_object_get(doc, "measure");
+	int rc;
+
+	if (!m)
+		return 0;
+	if (!json_is_object(m))
+		return bad(v, "type", "measure", "'measure' must be an object");
+	rc = only_keys(v, m, keys, "measure.");
+	if (!rc)
+		rc = bounded(v, m, "layouts", "measure.", 1, AW_AB_MAX_LAYOUTS, true);
+	if (!rc)
+		rc = bounded(v, m, "budget_s", "measure.", 0, 1e6, false);
+	if (!rc)
+		rc = bounded(v, m, "seconds", "measure.", 0, 1e6, false);
+	if (!rc)
+		rc = bounded(v, m, "rounds", "measure.", 0, 1e9, true);
+	if (!rc)
+		rc = bounded(v, m, "slices_per_round", "measure.", 1, 1e6, true);
+	if (!rc)
+		rc = bounded(v, m, "piece_ns", "measure.", 1, 1e12, true);
+	if (!rc)
+		rc = bounded(v, m, "level_ratio", "measure.", 1, 100, false);
+	if (!rc)
+		rc = bounded(v, m, "threshold", "measure.", 0, 10, false);
+	if (!rc)
+		rc = bounded(v, m, "alpha", "measure.", 1e-9, 0.5, false);
+	if (!rc)
+		rc = bounded(v, m, "looks", "measure.", 1, 1000, true);
 	return rc;
 }
 
@@ -250,7 +346,7 @@ int aw_ab_validate(const json_t *doc, const struct aw_result_limits *lim, struct
 	static const char *const keys[] = {
 	    "schema",    "ab_id", "project",          "ref",         "subject", "aa",
 	    "base",      "head",  "started_at",       "finished_at", "host",    "rounds",
-	    "aa_rounds", "agent", "reference_kernel", "cells",       NULL};
+	    "aa_rounds", "agent", "reference_kernel", "cells",       "measure", NULL};
 	struct abv v = {lim, e};
 	const char *schema;
 	json_t *cells, *c, *host;
@@ -293,6 +389,8 @@ int aw_ab_validate(const json_t *doc, const struct aw_result_limits *lim, struct
 		rc = count(&v, doc, "rounds", "", 1, AW_AB_MAX_ROUNDS, false);
 	if (!rc)
 		rc = count(&v, doc, "aa_rounds", "", 0, AW_AB_MAX_ROUNDS, false);
+	if (!rc)
+		rc = measure(&v, doc);
 	if (rc)
 		return rc;
 	host = json_object_get(doc, "host");

@@ -1,4 +1,4 @@
-/* The verdict name table; see verdict.h. */
+/* The verdict name tables (the history's and the A/B's); see verdict.h. */
 #include "aw/verdict.h"
 
 #include <errno.h>
@@ -26,6 +26,13 @@ static const char *const gate_names[AW_GATE_COUNT] = {
     [AW_GATE_FAIL] = "fail",
     [AW_GATE_WARN] = "warn",
     [AW_GATE_OFF] = "off",
+};
+
+static const char *const ab_names[AW_AB_VERDICT_COUNT] = {
+    [AW_AB_VERDICT_UNKNOWN] = "unknown",           [AW_AB_VERDICT_UNCHANGED] = "unchanged",
+    [AW_AB_VERDICT_REGRESSED] = "regressed",       [AW_AB_VERDICT_IMPROVED] = "improved",
+    [AW_AB_VERDICT_INCONCLUSIVE] = "inconclusive", [AW_AB_VERDICT_NEW] = "new",
+    [AW_AB_VERDICT_MISSING] = "missing",           [AW_AB_VERDICT_FAILED] = "failed",
 };
 
 const char *aw_verdict_name(enum aw_verdict v)
@@ -115,4 +122,23 @@ const char *aw_change_text(char *buf, size_t size, double baseline, double head,
 		return NULL;
 	snprintf(buf, size, "%+.1f%%", change * 100);
 	return buf;
+}
+
+const char *aw_ab_verdict_name(enum aw_ab_verdict v)
+{
+	return (unsigned)v < AW_AB_VERDICT_COUNT ? ab_names[v] : ab_names[AW_AB_VERDICT_UNKNOWN];
+}
+
+enum aw_ab_verdict aw_ab_verdict_parse(const char *name)
+{
+	for (unsigned v = 0; name && v < AW_AB_VERDICT_COUNT; v++)
+		if (!strcmp(name, ab_names[v]))
+			return (enum aw_ab_verdict)v;
+	return AW_AB_VERDICT_UNKNOWN;
+}
+
+bool aw_ab_verdict_decides(enum aw_ab_verdict v)
+{
+	return v == AW_AB_VERDICT_UNCHANGED || v == AW_AB_VERDICT_REGRESSED ||
+	       v == AW_AB_VERDICT_IMPROVED;
 }

@@ -733,17 +733,15 @@ static void compare_form(struct page *pg, const struct aw_page_commit *p)
 
 /* An A/B verdict word (regressed, improved, unchanged, inconclusive, new, missing, failed):
  * the same classes as the analysis' words where they exist. */
-static void ab_word(struct page *pg, const char *w)
+static void ab_word(struct page *pg, enum aw_ab_verdict v)
 {
-	static const char *const known[] = {"regressed", "improved", "unchanged", "inconclusive",
-	                                    "new",       "missing",  "failed"};
-	const char *cls = "unknown";
+	const char *w = aw_ab_verdict_name(v);
 
-	for (size_t i = 0; w && i < sizeof(known) / sizeof(known[0]); i++)
-		if (!strcmp(w, known[i]))
-			cls = known[i];
-	rawf(pg, "<span class=\"verdict v-%s\">", cls);
-	text_or(pg, w, "&ndash;");
+	rawf(pg, "<span class=\"verdict v-%s\">", w);
+	if (v == AW_AB_VERDICT_UNKNOWN)
+		raw(pg, "&ndash;");
+	else
+		text(pg, w);
 	raw(pg, "</span>");
 }
 
@@ -802,15 +800,19 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 	text(&pg, p->ab_id);
 	raw(&pg, "</code></dd></dl>\n<p>Base and head loaded into one process and measured "
 	         "alternately on the same CPU; the A/A rounds measure base against a second "
-	         "load of itself. The interval is the Hodges-Lehmann estimate's 95% Wilcoxon "
-	         "signed-rank interval.</p>\n");
+	         "load of itself, the bias between two loads. The change is head/base with that "
+	         "bias removed, its interval the Hodges-Lehmann estimate's Wilcoxon signed-rank "
+	         "interval (at the level the sequential test's looks leave each interval); "
+	         "alone and shared are the rounds the throughput reference put in each level, "
+	         "the layout spread how far the loads' layouts disagree.</p>\n");
 	chart(&pg, &p->chart);
 	if (!p->n_rows)
 		raw(&pg, "<p class=\"empty\">No cells.</p>\n");
 	else
 		raw(&pg, "<table class=\"cells\"><thead><tr><th>Cell</th><th>Change</th>"
-		         "<th>95% interval</th><th>A/A</th><th>A/A interval</th><th>Threshold</th>"
-		         "<th>q</th><th>Rounds</th><th>Verdict</th></tr></thead><tbody>\n");
+		         "<th>Interval</th><th>A/A</th><th>A/A interval</th><th>Alone</th>"
+		         "<th>Shared</th><th>Layout spread</th><th>Threshold</th><th>q</th>"
+		         "<th>Rounds</th><th>Seconds</th><th>Verdict</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < p->n_rows; i++) {
 		const struct aw_page_ab_row *r = &p->rows[i];
 
@@ -825,6 +827,15 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 		raw(&pg, "</td><td class=\"num\">");
 		interval_pct(&pg, r->aa_lo, r->aa_hi);
 		raw(&pg, "</td><td class=\"num\">");
+		change_pct(&pg, r->alone);
+		raw(&pg, "</td><td class=\"num\">");
+		change_pct(&pg, r->shared);
+		raw(&pg, "</td><td class=\"num\">");
+		if (isfinite(r->layout_spread))
+			rawf(&pg, "%.2f%%", 100 * r->layout_spread);
+		else
+			raw(&pg, "&ndash;");
+		raw(&pg, "</td><td class=\"num\">");
 		if (isfinite(r->threshold))
 			rawf(&pg, "%.2f%%", 100 * r->threshold);
 		else
@@ -837,6 +848,11 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 		raw(&pg, "</td><td class=\"num\">");
 		if (r->rounds > 0)
 			rawf(&pg, "%ld", r->rounds);
+		else
+			raw(&pg, "&ndash;");
+		raw(&pg, "</td><td class=\"num\">");
+		if (isfinite(r->seconds))
+			rawf(&pg, "%.2f", r->seconds);
 		else
 			raw(&pg, "&ndash;");
 		raw(&pg, "</td><td>");

@@ -363,8 +363,8 @@ struct aw_page_host_result {
 
 /* An interleaved A/B document of the commit, as the commit page links it. */
 struct aw_page_ab_link {
-	const char *ab_id, *base,
-	    *verdict; /* verdict: the A/B words (regressed ... inconclusive) */
+	const char *ab_id, *base;
+	enum aw_ab_verdict verdict;
 	bool aa;
 };
 
@@ -384,17 +384,21 @@ struct aw_page_commit {
 	size_t n_ab;
 };
 
-/* One cell of "/ab/{id}": ratios are head/base (NAN: none), `threshold` a fraction. */
+/* One cell of "/ab/{id}": ratios are head/base (NAN: none; `ratio`, `lo`, `hi` the decision's,
+ * the A/A bias removed), `threshold` and `layout_spread` fractions, `alone` and `shared` the
+ * levels' ratios (NAN: a document without levels, or none of that level). */
 struct aw_page_ab_row {
-	const char *cell, *verdict, *reason; /* reason may be NULL */
+	const char *cell, *reason; /* reason may be NULL */
+	enum aw_ab_verdict verdict;
 	double ratio, lo, hi, aa_ratio, aa_lo, aa_hi, threshold, q;
+	double alone, shared, layout_spread, seconds;
 	long rounds;
 };
 
 /* "/ab/{id}": an interleaved A/B document and its judgment. */
 struct aw_page_ab {
 	const char *ab_id, *project, *subject, *host, *base, *head, *ref; /* ref may be NULL */
-	const char *verdict;
+	enum aw_ab_verdict verdict;
 	bool aa;
 	double base_build_s, head_build_s; /* NAN: unknown */
 	const char *started_at, *finished_at;

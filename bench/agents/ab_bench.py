@@ -1,21 +1,25 @@
 #!/usr/bin/python3
-"""Interleaved A/B against the history-based verdict on the same commits (docs/benchmarks.md
-"Interleaved A/B", docs/detection.md). bench/detect/subject_chain.c in a git repository of its
-own: `base` (EXTRA=0), `head` (EXTRA=1: one more dependent add, a real +1% slowdown of the op
-on x86-64 and arm64), and `AA`: `atomwatch-agent ab --aa` of base against a second build of
-base. Every document goes through a real collector (SQLite, started through
-tests/e2e/harness.py) which judges it. Side by side: history runs (`atomwatch-agent run
---subject chain`) of base-code commits on main, then one run of head and one of an unchanged
-commit per trial, judged by /api/v1/gate?evidence=history. Prints the detection rates, the
-A/A false-alarm rate, one document's wall time with the builds' own time apart, and the load
-average.
+"""Interleaved A/B on real builds (docs/benchmarks.md "Interleaved A/B", docs/detection.md): a
+subject in a git repository of its own, committed as `base`, as a README-only change of base (the
+A/A: same code, a build of its own) and as heads with EXTRA more instructions, each a real code
+change whose cost the A/B itself measures. Subjects: `chain` (bench/detect/subject_chain.c: a
+serial chain, each add one more cycle of every call) and `overlap` (bench/detect/
+subject_overlap.c: lock xadd and a run of adds independent of the previous call, so calls overlap
+and a change's cost depends on what the core shares). Every try runs `atomwatch-agent ab` from
+base to each variant in turn (the variants interleaved, so that the machine's moods fall on all
+alike), and a real collector (SQLite, started through tests/e2e/harness.py) judges every
+document. Prints per variant the verdicts, the estimated change, the rounds and seconds used and
+the wall time of a whole A/B (both builds included), and the load average. With --history N
+--trials M it also runs the history-based verdict on the same code for comparison.
 
-usage: ab_bench.py --agent BIN [--docs 60] [--rounds 20] [--history 8] [--trials 10]
-                   [--profile default]"""
+usage: ab_bench.py --agent BIN [--subject chain|overlap] [--extras 2,5,11] [--tries 30]
+                   [--rounds 400] [--layouts 2] [--budget-s 20] [--profile quick]
+                   [--history 0 --trials 0] [--json FILE]"""
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -26,8 +30,12 @@ import agent_helpers as a  # noqa: E402
 import harness as h  # noqa: E402
 
 HOST = "bench-ab"
-SUBJECT = os.path.join(h.SOURCE_DIR, "bench", "detect", "subject_chain.c")
-BUILD = 'cc -O2 -shared -fPIC -I"$INC" -DCHAIN=32 -DEXTRA=$(cat extra) -o libchain.so chain.c'
+SUBJECTS = {
+    # name: (source, build flags of base, default heads' EXTRA)
+    "chain": ("subject_chain.c", "-DCHAIN=32", "2,6,12"),
+    "overlap": ("subject_overlap.c", "-DRUN=80", "1,4,6"),
+}
+VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
 
 
 def git(repo, *args):
@@ -39,91 +47,166 @@ def git(repo, *args):
     return p.stdout.strip()
 
 
-def commit(repo, extra, msg):
+def commit(repo, extra, msg, parent=None):
+    if parent:
+        git(repo, "checkout", "-q", parent)
     with open(os.path.join(repo, "extra"), "w") as f:
         f.write("%d\n" % extra)
-    with open(os.path.join(repo, "note"), "a") as f:
+    with open(os.path.join(repo, "README"), "a") as f:
         f.write(msg + "\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", msg)
     return git(repo, "rev-parse", "HEAD")
 
 
-def pct(k, n):
-    return "%d/%d (%.1f%%)" % (k, n, 100.0 * k / n if n else 0)
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def pct(r):
+    return "%+.2f%%" % (100 * (r - 1)) if r == r else "-"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agent", required=True)
-    ap.add_argument("--docs", type=int, default=60)
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--history", type=int, default=8)
-    ap.add_argument("--trials", type=int, default=10)
-    ap.add_argument("--profile", default="default")
+    ap.add_argument("--subject", default="chain", choices=sorted(SUBJECTS))
+    ap.add_argument("--extras", help="the heads' EXTRA, comma-separated (default per subject)")
+    ap.add_argument("--tries", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=400)
+    ap.add_argument("--layouts", type=int, default=2)
+    ap.add_argument("--budget-s", type=float, default=20)
+    ap.add_argument("--profile", default="quick")
+    ap.add_argument("--history", type=int, default=0)
+    ap.add_argument("--trials", type=int, default=0)
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
     os.environ["AW_AGENT"] = args.agent
+    source, flags, default_extras = SUBJECTS[args.subject]
+    extras = [int(e) for e in (args.extras or default_extras).split(",")]
 
     repo = h.tempdir("aw-ab-bench-")
     subprocess.run(["git", "init", "-q", repo], check=True)
-    with open(os.path.join(repo, "chain.c"), "w") as f, open(SUBJECT) as src:
+    with open(os.path.join(repo, "subject.c"), "w") as f, \
+            open(os.path.join(h.SOURCE_DIR, "bench", "detect", source)) as src:
         f.write(src.read())
     with open(os.path.join(repo, ".gitignore"), "w") as f:
-        f.write("libchain.so\n")  # built in place by `run`
+        f.write("libsubject.so\n")  # built in place by `run`
     base = commit(repo, 0, "base")
-    head = commit(repo, 1, "head: one more add")
+    variants = [("A/A", commit(repo, 0, "README only", base))]
+    for e in extras:
+        variants.append(("+%d" % e, commit(repo, e, "head: %d more" % e, base)))
+    git(repo, "checkout", "-q", base)
 
     col = h.Collector(h.Database("sqlite").url).start()
     token = col.token("agent", HOST)
     ci = col.token("ci")
-    url = "http://127.0.0.1:%d" % col.port
     inc = os.path.join(h.SOURCE_DIR, "runner", "include")
+    build = ('cc -O2 -shared -fPIC -I"$INC" %s -DEXTRA=$(cat extra) -o libsubject.so subject.c'
+             % flags)
     matrix = "matrix:\n  profile: %s\n  ops: [plain]\n" % args.profile
-    extra = ("subjects:\n  chain:\n    build: '%s'\n    dir: %s\n    library: %s/libchain.so\n"
-             "    env: {INC: %s}\n    cpus: first\n    timeout: 5m\n" % (BUILD, repo, repo, inc))
-    ag = a.Agent(url, token, HOST, extra=extra, matrix=matrix)
+    extra = ("subjects:\n  s:\n    build: '%s'\n    dir: %s\n    library: %s/libsubject.so\n"
+             "    env: {INC: %s}\n    cpus: first\n    timeout: 5m\n" % (build, repo, repo, inc))
+    ag = a.Agent(col_url(col), token, HOST, extra=extra, matrix=matrix)
 
-    def ab(b, hd, *more):
+    def ab(head):
         t = time.time()
-        p = ag.run("ab", "--project", "bench", "--subject", "chain", "--base", b, "--head", hd,
-                   "--rounds", str(args.rounds), "--quiet", *more, timeout=600)
+        p = ag.run("ab", "--project", "bench", "--subject", "s", "--base", base, "--head",
+                   head, "--rounds", str(args.rounds), "--layouts", str(args.layouts),
+                   "--budget-s", str(args.budget_s), "--quiet", timeout=900)
         wall = time.time() - t
         if p.returncode != 0:
             raise SystemExit("ab failed: %s" % p.stderr)
         o = col.request("GET", "/api/v1/ab/" + p.stdout.strip(), token=ci).json()
-        doc = o["document"]
-        cell = o["judgment"]["cells"][0]
-        return {"verdict": o["verdict"], "wall_s": wall,
+        doc, cell = o["document"], o["judgment"]["cells"][0]
+        dcell = doc["cells"][0]
+        levels = cell.get("levels") or {}
+        return {"verdict": o["verdict"], "wall_s": wall, "ab_id": o["ab_id"],
                 "build_s": doc["base"]["build_s"] + doc["head"]["build_s"],
+                "measure_s": doc.get("measure", {}).get("seconds"),
+                "rounds": cell.get("rounds"), "slices": dcell.get("slices"),
+                "set_aside": dcell.get("set_aside"), "stop": dcell.get("stop"),
                 "ratio": cell.get("ratio"), "lo": cell.get("lo"), "hi": cell.get("hi"),
-                "threshold": cell.get("threshold"), "aa_lo": cell.get("aa", {}).get("lo"),
-                "aa_hi": cell.get("aa", {}).get("hi")}
+                "ab_ratio": (cell.get("ab") or {}).get("ratio"),
+                "aa_ratio": (cell.get("aa") or {}).get("ratio"),
+                "layout_spread": cell.get("layout_spread"), "reason": cell.get("reason"),
+                "levels": {k: {"ratio": v["ratio"], "rounds": v["rounds"],
+                               "verdict": v["verdict"]} for k, v in levels.items()},
+                "load": os.getloadavg()[0]}
 
     load0 = os.getloadavg()
     t0 = time.time()
-    results = {"ab": [], "aa": []}
-    for i in range(args.docs):
-        results["ab"].append(ab(base, head))
-        results["aa"].append(ab(base, base, "--aa"))
-        if (i + 1) % 10 == 0:
-            print("  %d/%d documents of each kind, load %.1f" % (i + 1, args.docs,
-                                                                  os.getloadavg()[0]),
-                  flush=True)
+    results = {name: [] for name, _ in variants}
+    for i in range(args.tries):
+        for name, sha in variants:
+            results[name].append(ab(sha))
+        print("  try %d/%d, load %.1f" % (i + 1, args.tries, os.getloadavg()[0]), flush=True)
     ab_s = time.time() - t0
+    load1 = os.getloadavg()
 
-    # the history-based verdict on the same code: main's history of base-code commits, then
-    # per trial a run of head's code and one of base's code on a branch of their own
-    t1 = time.time()
+    print("interleaved A/B, subject %s (%s), %d tries, --rounds %d --layouts %d --budget-s %g,"
+          " profile %s, 1 op on 1 CPU" % (args.subject, flags, args.tries, args.rounds,
+                                          args.layouts, args.budget_s, args.profile))
+    print("%-6s %-28s %-9s %-17s %-7s %-14s %-10s %-10s %s" % (
+        "head", "verdicts (reg/imp/unch/inc)", "change", "change alone/shared", "rounds",
+        "layout spread", "measure s", "wall s", "stops"))
+    summary = {}
+    for name, _ in variants:
+        rs = results[name]
+        counts = {v: sum(r["verdict"] == v for r in rs) for v in VERDICTS}
+        alone = median([r["levels"].get("alone", {}).get("ratio") for r in rs])
+        shared = median([r["levels"].get("shared", {}).get("ratio") for r in rs])
+        stops = {}
+        for r in rs:
+            stops[r["stop"]] = stops.get(r["stop"], 0) + 1
+        summary[name] = {"counts": counts, "ratio": median([r["ratio"] for r in rs]),
+                         "alone": alone, "shared": shared,
+                         "rounds": median([r["rounds"] for r in rs]),
+                         "measure_s": median([r["measure_s"] for r in rs]),
+                         "measure_s_max": max(r["measure_s"] or 0 for r in rs),
+                         "wall_s": median([r["wall_s"] for r in rs]),
+                         "wall_s_max": max(r["wall_s"] for r in rs), "stops": stops,
+                         "layout_spread": median([r["layout_spread"] for r in rs]),
+                         "layout_spread_max": max((r["layout_spread"] or 0) for r in rs)}
+        s = summary[name]
+        print("%-6s %-28s %-9s %-17s %-7g %-14s %-10s %-10s %s" % (
+            name, "%d/%d/%d/%d" % tuple(counts[v] for v in VERDICTS), pct(s["ratio"]),
+            "%s/%s" % (pct(alone), pct(shared)), s["rounds"],
+            "%.2f%% (%.2f)" % (100 * s["layout_spread"], 100 * s["layout_spread_max"]),
+            "%.2f (%.1f)" % (s["measure_s"], s["measure_s_max"]),
+            "%.1f (%.1f)" % (s["wall_s"], s["wall_s_max"]),
+            " ".join("%s %d" % kv for kv in sorted(stops.items()))))
+    print("(change: the median over the tries of each A/B's estimate, A/A bias removed; "
+          "layout spread, measure s and wall s: median (max))")
+    print("%.0f s for all A/Bs" % ab_s)
+    hist = history(args, repo, ag, col, ci, base) if args.history and args.trials else None
+    print("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end"
+          % (load0 + load1))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "summary": summary, "results": results,
+                       "history": hist, "load": [load0, load1]}, f, indent=1)
+    h._cleanup_all()
+
+
+def col_url(col):
+    return "http://127.0.0.1:%d" % col.port
+
+
+def history(args, repo, ag, col, ci, base):
+    """The history-based verdict on the same code: main's history of base-code commits, then per
+    trial a run of the first head's code and one of base's code on branches of their own."""
     hist = {"head": [], "same": []}
+    extra_head = int((args.extras or SUBJECTS[args.subject][2]).split(",")[0])
 
     def run(sha, ref):
-        p = ag.run("run", "--project", "bench", "--commit", sha, "--ref", ref, "--subject",
-                   "chain", "--quiet", timeout=600)
+        p = ag.run("run", "--project", "bench", "--commit", sha, "--ref", ref, "--subject", "s",
+                   "--quiet", timeout=600)
         if p.returncode != 0:
             raise SystemExit("run failed: %s" % p.stderr)
 
-    key = "subject=chain op=op cpu=0"
+    key = "subject=s op=op cpu=0"
     git(repo, "checkout", "-q", "-b", "main-line", base)
     mains = []
     for i in range(args.history):
@@ -132,63 +215,23 @@ def main():
         git(repo, "checkout", "-q", sha)
         run(sha, "main")
     for i in range(args.trials):
-        for kind, extra_adds in (("head", 1), ("same", 0)):
-            git(repo, "checkout", "-q", mains[-1])
-            sha = commit(repo, extra_adds, "%s trial %d" % (kind, i))
+        for kind, extra_adds in (("head", extra_head), ("same", 0)):
+            sha = commit(repo, extra_adds, "%s trial %d" % (kind, i), mains[-1])
             git(repo, "checkout", "-q", sha)
             run(sha, "refs/heads/%s-%d" % (kind, i))
             g = col.request("GET", "/api/v1/gate?project=bench&commit=%s&evidence=history&all=1"
                             % sha, token=ci).json()
-            verdict = "?"
+            verdict, change = "?", None
             for host in g["hosts"]:
                 for c in host["cells"]:
                     if c["key"] == key:
                         verdict = c["verdict"]
                         change = c["p50"]["change"]
             hist[kind].append({"verdict": verdict, "change": change})
-    hist_s = time.time() - t1
-    load1 = os.getloadavg()
-
-    ab_hit = sum(r["verdict"] == "regressed" for r in results["ab"])
-    aa_false = sum(r["verdict"] == "regressed" for r in results["aa"])
-    aa_any = sum(r["verdict"] in ("regressed", "improved") for r in results["aa"])
-    walls = sorted(r["wall_s"] for r in results["ab"])
-    builds = sorted(r["build_s"] for r in results["ab"])
-    ratios = sorted(r["ratio"] for r in results["ab"] if r["ratio"])
-    thresholds = sorted(r["threshold"] for r in results["ab"] if r["threshold"] is not None)
-    print("interleaved A/B, %d documents of each kind, %d rounds (+%d A/A) per document, "
-          "profile %s, 1 op on 1 CPU" % (args.docs, args.rounds, args.rounds, args.profile))
-    print("  +1%% (EXTRA=1) judged regressed:  %s" % pct(ab_hit, args.docs))
-    print("  A/A (two builds of base) judged regressed: %s, regressed or improved: %s"
-          % (pct(aa_false, args.docs), pct(aa_any, args.docs)))
-    print("  verdicts of +1%%: %s" % {v: sum(r["verdict"] == v for r in results["ab"])
-                                     for v in ("regressed", "unchanged", "inconclusive",
-                                               "improved")})
-    print("  verdicts of A/A: %s" % {v: sum(r["verdict"] == v for r in results["aa"])
-                                    for v in ("regressed", "unchanged", "inconclusive",
-                                              "improved")})
-    print("  estimated head/base of +1%%: median %.4f, range %.4f..%.4f"
-          % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
-    print("  threshold applied (max(configured, A/A reach)): median %.2f%%, max %.2f%%"
-          % (100 * thresholds[len(thresholds) // 2], 100 * thresholds[-1]))
-    print("  one document, wall (agent start to upload, both builds included): median %.2f s, "
-          "max %.2f s; the two builds alone: median %.2f s" % (walls[len(walls) // 2],
-                                                               walls[-1],
-                                                               builds[len(builds) // 2]))
-    print("  %.0f s for all A/B and A/A documents" % ab_s)
-    print("history-based verdict (gate, evidence=history), %d main runs, %d trials, %.0f s"
-          % (args.history, args.trials, hist_s))
-    for kind, label in (("head", "+1% head"), ("same", "unchanged commit")):
+    for kind, label in (("head", "+%d head" % extra_head), ("same", "unchanged commit")):
         vs = [r["verdict"] for r in hist[kind]]
-        print("  %-17s %s; changes %s" % (label, {v: vs.count(v) for v in sorted(set(vs))},
-                                          " ".join("%+.1f%%" % (100 * r["change"])
-                                                   for r in hist[kind] if r["change"] is not None)))
-    print("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end"
-          % (load0 + load1))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"ab": results, "history": hist, "load": [load0, load1]}, f, indent=1)
-    h._cleanup_all()
+        print("history-based verdict, %-17s %s" % (label, {v: vs.count(v) for v in sorted(set(vs))}))
+    return hist
 
 
 if __name__ == "__main__":

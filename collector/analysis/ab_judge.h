@@ -1,7 +1,7 @@
-/* The verdict of an interleaved A/B document (aw/ab.h): each cell judged by the paired ratio
- * head/base over its rounds, with the Hodges-Lehmann estimate of log(head/base) and its
- * Wilcoxon signed-rank interval, the threshold calibrated by the cell's A/A rounds, and
- * Benjamini-Hochberg over the document's cells (docs/detection.md "Interleaved A/B"). */
+/* The verdict of an interleaved A/B document (aw/ab.h): each cell decided by aw_ab_decide() on
+ * its rounds (the A/B log ratio less the A/A one, with the Hodges-Lehmann estimate and its
+ * Wilcoxon signed-rank interval, per level as well), and Benjamini-Hochberg over the
+ * document's cells (docs/detection.md "Interleaved A/B"). */
 #ifndef AW_ANALYSIS_AB_JUDGE_H
 #define AW_ANALYSIS_AB_JUDGE_H
 
@@ -19,12 +19,16 @@ struct aw_ab_opts {
 
 /* Judges a validated A/B document (aw_ab_validate()). Returns a new object (caller decrefs)
  *   {"verdict": "regressed"|"improved"|"unchanged"|"inconclusive", "threshold", "alpha",
- *    "cells": [{"key", "verdict", "ratio", "lo", "hi", "p", "q", "threshold", "rounds",
- *               "aa": {"ratio", "lo", "hi", "rounds"}, "reason"}]}
- * where a cell's verdict is also "new", "missing" or "failed" for cells without rounds, and
- * the document's verdict is regressed when a cell is, else improved when a cell is, else
- * inconclusive when a measured cell is (or failed), else unchanged. NULL on allocation
- * failure. */
+ *    "looks", "cells": [{"key", "verdict", "ratio", "lo", "hi", "p", "q", "threshold",
+ *    "rounds", "aa": {"ratio", "lo", "hi", "rounds"}, "reason", "ab": {"ratio", "lo", "hi",
+ *    "rounds"}, "levels": {"alone": {... "verdict"}, "shared": {...}}, "layouts": [{"layout",
+ *    "rounds", "ratio", "aa"}], "layout_spread", "alpha_each"}]}
+ * (words from enum aw_ab_verdict) where "ratio", "lo" and "hi" are the decision's (head/base
+ * with the A/A bias removed), "levels" only for documents whose rounds carry levels, "looks"
+ * the agent's (1 for a document measured without a sequential test); a cell's verdict is also
+ * "new", "missing" or "failed" for cells without rounds; the document's verdict is regressed
+ * when a cell is, else improved when a cell is, else inconclusive when a measured cell is (or
+ * failed), else unchanged. NULL on allocation failure. */
 json_t *aw_ab_judge(const json_t *doc, const struct aw_ab_opts *opts);
 
 #endif

@@ -1488,7 +1488,7 @@ int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err)
 	est = calloc(2 * n_cells + 1, sizeof(*est));
 	pct = calloc(2 * n_cells * n_rounds + 1, sizeof(*pct));
 	title = aw_asprintf(
-	    "%s: %.12s (base) against %.12s (head), rounds in ABBA order",
+	    "%s: %.12s (base) against %.12s (head), rounds in the order measured",
 	    json_string_value(json_object_get(l.doc, "subject")),
 	    json_string_value(json_object_get(json_object_get(l.doc, "base"), "commit")),
 	    json_string_value(json_object_get(json_object_get(l.doc, "head"), "commit")));
@@ -1515,7 +1515,11 @@ int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err)
 				goto out;
 			}
 			aa[k] = side == 1;
-			est[k] = judged_pct(jc, side ? "aa" : NULL);
+			/* the A/B rounds' own estimate (a judgment of before the A/A bias was
+			 * removed has only the decision's, the same there) */
+			est[k] = judged_pct(jc, side                        ? "aa"
+			                        : json_object_get(jc, "ab") ? "ab"
+			                                                    : NULL);
 			json_array_foreach (rounds, j, r)
 				if (j < n_rounds)
 					pct[k * n_rounds + j] = round_pct(r);

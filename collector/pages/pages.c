@@ -850,7 +850,7 @@ static int on_ab_link(const struct store_ab *ab, void *cls)
 		return l->a->rc;
 	it->ab_id = aw_arena_strdup(l->a, ab->ab_id);
 	it->base = aw_arena_strdup(l->a, ab->base);
-	it->verdict = aw_arena_strdup(l->a, ab->verdict);
+	it->verdict = aw_ab_verdict_parse(ab->verdict);
 	it->aa = ab->aa;
 	return l->a->rc;
 }
@@ -923,10 +923,13 @@ int aw_site_ab(const struct aw_site *s, const char *ab_id, struct aw_buf *out)
 		const char *reason = json_string_value(json_object_get(c, "reason"));
 		const json_t *jr = json_object_get(c, "rounds");
 
+		const json_t *levels = json_object_get(c, "levels");
+		const json_t *dc = json_array_get(json_object_get(r.doc, "cells"), i);
+
 		rows[n++] = (struct aw_page_ab_row){
 		    .cell = aw_arena_strdup(&a, json_string_value(json_object_get(c, "key"))),
 		    .verdict =
-		        aw_arena_strdup(&a, json_string_value(json_object_get(c, "verdict"))),
+		        aw_ab_verdict_parse(json_string_value(json_object_get(c, "verdict"))),
 		    .reason = reason ? aw_arena_strdup(&a, reason) : NULL,
 		    .ratio = jnum(c, "ratio"),
 		    .lo = jnum(c, "lo"),
@@ -936,6 +939,10 @@ int aw_site_ab(const struct aw_site *s, const char *ab_id, struct aw_buf *out)
 		    .aa_hi = jnum(aa, "hi"),
 		    .threshold = jnum(c, "threshold"),
 		    .q = jnum(c, "q"),
+		    .alone = jnum(json_object_get(levels, "alone"), "ratio"),
+		    .shared = jnum(json_object_get(levels, "shared"), "ratio"),
+		    .layout_spread = jnum(c, "layout_spread"),
+		    .seconds = jnum(dc, "seconds"),
 		    .rounds = json_is_integer(jr) ? (long)json_integer_value(jr) : -1,
 		};
 	}
@@ -950,7 +957,7 @@ int aw_site_ab(const struct aw_site *s, const char *ab_id, struct aw_buf *out)
 		    .base = r.ab.base,
 		    .head = r.ab.head,
 		    .ref = r.ab.ref,
-		    .verdict = r.ab.verdict,
+		    .verdict = aw_ab_verdict_parse(r.ab.verdict),
 		    .aa = r.ab.aa,
 		    .base_build_s = jnum(json_object_get(r.doc, "base"), "build_s"),
 		    .head_build_s = jnum(json_object_get(r.doc, "head"), "build_s"),

@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """atomwatch-agent ab against the real collector: a subject in a git repository built at two
-commits in worktrees of their own, both libraries loaded into one agent and measured in
-interleaved rounds; the document is uploaded, judged (a head 40 adds slower is regressed, a
-head with an extra op reports it `new` and one without an op `missing`) and served by
-GET /api/v1/ab/{id} and GET /api/v1/ab?project=&head=. Bad input: base == head without --aa,
---rounds below 6, a commit that does not exist or does not build, a library of another ABI
-(exit status and the log's end; nothing uploaded), and A/B bodies with a bad field (400 naming
-it).
+commits in worktrees of their own, each library loaded once per layout and measured in short
+interleaved slices until the sequential test decides; the document is uploaded, judged (a head 40
+adds slower is regressed, a head with an extra op reports it `new` and one without an op
+`missing`) and served by GET /api/v1/ab/{id} and GET /api/v1/ab?project=&head=. Rounds carry
+their level and layout; --layouts N spreads them over N layouts; the rounds and seconds stay
+within --rounds and --budget-s. A document of the first shape (rounds without levels, layouts or
+`measure`) is still accepted and judged. Bad input: base == head without --aa, --rounds below 7,
+--layouts 0 or above 16 or more than the library can be loaded (static TLS), --budget-s 0,
+negative or not a number, a commit that does not exist or does not build, a library of another
+ABI (exit status and the log's end; nothing uploaded), and A/B bodies with a bad field (400
+naming it).
 
 usage: test_agent_ab.py [--backend sqlite|postgres]"""
 
@@ -40,6 +44,11 @@ static void op(uint64_t *counter)
 	carry = x;
 }
 static void op2(uint64_t *counter) { (*counter)++; }
+#ifdef TLS
+/* initial-exec TLS comes from the static TLS block, which holds only a few loads of this */
+__thread char tls_block[256] __attribute__((tls_model("initial-exec")));
+char *tls_use(void) { return tls_block; }
+#endif
 static const struct atomwatch_subject_op ops[] = {{"op", op},
 #ifdef SECOND
 	{"op2", op2},
@@ -95,6 +104,8 @@ def setup(backend):
     S.abi2 = commit("-DEXTRA=0 -DABI=2", "abi 2")
     S.broken = commit("-DEXTRA=0 -DABI=1 -DBROKEN", "broken",
                       ("subj.c", SUBJECT_C + "\n#ifdef BROKEN\n#error boom\n#endif\n"))
+    S.tls = commit("-DEXTRA=0 -DABI=1 -DTLS", "static TLS", ("subj.c", SUBJECT_C))
+    S.tls2 = commit("-DEXTRA=1 -DABI=1 -DTLS", "static TLS, one add more")
     inc = os.path.join(h.SOURCE_DIR, "runner", "include")
     extra = ("subjects:\n  subj:\n    build: '%s'\n    dir: %s\n    library: %s/libsubj.so\n"
              "    env: {INC: %s}\n    cpus: first\n    timeout: 2m\n"
@@ -121,7 +132,8 @@ def listed(**query):
 
 
 def test_regression_judged():
-    p = ab("--base", S.base, "--head", S.slow, "--rounds", "8", "--ref", "refs/pull/7/head")
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "16", "--ref", "refs/pull/7/head",
+           "--layouts", "3")
     eq(p.returncode, 0, p.stderr)
     ab_id = p.stdout.strip()
     eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
@@ -132,17 +144,32 @@ def test_regression_judged():
     doc = o["document"]
     eq(doc["schema"], "atomwatch.ab/1")
     eq(doc["ref"], "refs/pull/7/head")
-    eq(doc["reference_kernel"], "mulchain-v1")
+    eq(doc["reference_kernel"], "throughput12-v1")
+    eq((doc["rounds"], doc["aa_rounds"]), (16, 16))
+    m = doc["measure"]
+    eq((m["layouts"], m["slices_per_round"]), (3, 64))
+    check(0 < m["seconds"] <= m["budget_s"] + 1, m)
     eq(len(doc["cells"]), 1)
     c = doc["cells"][0]
     eq((c["key"], c["status"]), ("subject=subj op=op cpu=0", "ok"))
-    eq((len(c["rounds"]), len(c["aa_rounds"])), (8, 8))
-    # both orders occur within each ABBA block
-    for rounds in (c["rounds"], c["aa_rounds"]):
-        for i in range(0, 8, 2):
-            eq({rounds[i]["first"], rounds[i + 1]["first"]}, {"base", "head"}, rounds[i:i + 2])
-    for r in c["rounds"] + c["aa_rounds"]:
+    # the sequential test stops at a look once decided, within the rounds asked for
+    n = len(c["rounds"])
+    check(6 <= n <= 16, n)
+    eq(len(c["aa_rounds"]), n)
+    eq(c["stop"], "decided")
+    check(c["slices"] >= n * 32 and c["set_aside"] < c["slices"], c)
+    check(0 < c["seconds"] <= m["seconds"], (c["seconds"], m))
+    eq(m["rounds"], n)
+    for r, aa in zip(c["rounds"], c["aa_rounds"]):
         check(r["base"] > 0 and r["head"] > 0 and r["base_ref"] > 0 and r["head_ref"] > 0, r)
+        check(r["first"] in ("base", "head") and aa["first"] in ("base", "head"), r)
+        check(r["level"] in ("alone", "shared") and 0 <= r["layout"] < 3, r)
+        # an A/B round and its A/A round are the same slices: one base load, two others
+        eq((aa["base"], aa["level"], aa["layout"], aa["slices"]),
+           (r["base"], r["level"], r["layout"], r["slices"]))
+        check(r["slices"] >= 32, r)
+    # the layouts take turns: more than one of the three has rounds
+    check(len({r["layout"] for r in c["rounds"]}) >= 2, c["rounds"])
     # both builds' identities and logs, the builds' time apart
     for side, sha in (("base", S.base), ("head", S.slow)):
         eq(doc[side]["commit"], sha)
@@ -151,15 +178,22 @@ def test_regression_judged():
     j = o["judgment"]
     # 40 dependent adds on a chain of 8 multiplies: several times slower, whatever the load
     eq(j["verdict"], "regressed", j)
+    check(j["looks"] > 1, j)
     jc = j["cells"][0]
     eq(jc["verdict"], "regressed", jc)
     check(jc["lo"] > 1 and jc["ratio"] > 1.2 and jc["hi"] >= jc["ratio"], jc)
-    eq(jc["rounds"], 8)
+    eq(jc["rounds"], n)
     check(jc["aa"]["lo"] <= jc["aa"]["hi"], jc)
+    # the decision is the A/B less the A/A: compare with what this document measured
+    check(abs(jc["ratio"] / (jc["ab"]["ratio"] / jc["aa"]["ratio"]) - 1) < 0.05, jc)
+    eq(sorted(jc["levels"]), ["alone", "shared"])
+    eq(sum(lv["rounds"] for lv in jc["levels"].values()), n)
+    eq(sum(lay["rounds"] for lay in jc["layouts"]), n)
+    check(0 < jc["alpha_each"] < j["alpha"], jc)
     # the worktrees are gone, the repository is as it was
     eq(git("worktree", "list").count("\n"), 1)
     items = listed(project="e2e", head=S.slow)
-    eq([i["ab_id"] for i in items], [ab_id])
+    eq(sorted(i["ab_id"] for i in items), sorted([ab_id]))
     check("document" not in items[0], items[0])
     eq(items[0]["verdict"], "regressed")
     eq(listed(project="e2e", head="0" * 40), [])
@@ -171,6 +205,21 @@ def test_regression_judged():
     r = S.col.request("POST", "/api/v1/results", body=doc2, token=S.token)
     eq((r.status, r.error()["code"], r.error()["field"]), (409, "conflict", "ab_id"), r)
     S.doc = doc
+    # an A/B document of the first shape (no levels, layouts, measure or stop) is judged
+    first = copy.deepcopy(doc)
+    first["ab_id"] = "00000000-0000-4000-8000-0000000000a1"
+    first.pop("measure")
+    first["rounds"] = first["aa_rounds"] = n
+    for key in ("seconds", "slices", "set_aside", "stop"):
+        first["cells"][0].pop(key)
+    for r in first["cells"][0]["rounds"] + first["cells"][0]["aa_rounds"]:
+        for key in ("level", "layout", "slices"):
+            r.pop(key)
+    r = S.col.request("POST", "/api/v1/results", body=first, token=S.token)
+    eq((r.status, r.json()["verdict"]), (201, "regressed"), r)
+    jf = get_ab(first["ab_id"])["judgment"]
+    eq(jf["looks"], 1)
+    check("levels" not in jf["cells"][0], jf)
     # the page: the table, the verdict and the chart (drawn by the post-ingest workers)
     r = S.col.request("GET", "/ab/" + ab_id, token=S.ci)
     eq(r.status, 200, r)
@@ -190,7 +239,7 @@ def test_regression_judged():
 
 
 def test_ops_on_one_side():
-    p = ab("--base", S.base, "--head", S.second, "--rounds", "6")
+    p = ab("--base", S.base, "--head", S.second, "--rounds", "7")
     eq(p.returncode, 0, p.stderr)
     o = get_ab(p.stdout.strip())
     by_key = {c["key"]: c for c in o["document"]["cells"]}
@@ -201,7 +250,7 @@ def test_ops_on_one_side():
     eq(verdicts["subject=subj op=op2 cpu=0"], "new")
     check(verdicts["subject=subj op=op cpu=0"] in ("unchanged", "inconclusive", "improved",
                                                   "regressed"), verdicts)
-    p = ab("--base", S.second, "--head", S.base, "--rounds", "6")
+    p = ab("--base", S.second, "--head", S.base, "--rounds", "7")
     eq(p.returncode, 0, p.stderr)
     o = get_ab(p.stdout.strip())
     verdicts = {c["key"]: c["verdict"] for c in o["judgment"]["cells"]}
@@ -209,10 +258,10 @@ def test_ops_on_one_side():
 
 
 def test_aa():
-    p = ab("--base", S.base, "--head", S.base, "--rounds", "6")
+    p = ab("--base", S.base, "--head", S.base, "--rounds", "7")
     eq(p.returncode, 2, p.stderr)
     check("same commit" in p.stderr and "--aa" in p.stderr, p.stderr)
-    p = ab("--base", S.base, "--head", S.base, "--rounds", "6", "--aa")
+    p = ab("--base", S.base, "--head", S.base, "--rounds", "7", "--aa")
     eq(p.returncode, 0, p.stderr)
     o = get_ab(p.stdout.strip())
     eq((o["aa"], o["base"], o["head"]), (True, S.base, S.base))
@@ -221,20 +270,39 @@ def test_aa():
 
 def test_bad_requests():
     before = len(listed(project="e2e"))
-    p = ab("--base", S.base, "--head", S.slow, "--rounds", "5")
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "6")
     eq(p.returncode, 2, p.stderr)
-    check("--rounds '5'" in p.stderr and "6" in p.stderr and "Wilcoxon" in p.stderr, p.stderr)
+    check("--rounds '6'" in p.stderr and "7" in p.stderr and "Wilcoxon" in p.stderr, p.stderr)
     p = ab("--base", "zz", "--head", S.slow)
     eq(p.returncode, 2, p.stderr)
     check("bad --base 'zz'" in p.stderr, p.stderr)
-    p = ab("--base", S.base, "--head", "ab" * 20, "--rounds", "6")
+    for value in ("0", "17", "x", "-1", "2.5", ""):
+        p = ab("--base", S.base, "--head", S.slow, "--layouts", value)
+        eq(p.returncode, 2, (value, p.stderr))
+        check("bad --layouts '%s'" % value in p.stderr and "1 to 16" in p.stderr, p.stderr)
+    for value in ("0", "-1", "abc", "nan", "inf", "1e9", "5s", ""):
+        p = ab("--base", S.base, "--head", S.slow, "--budget-s", value)
+        eq(p.returncode, 2, (value, p.stderr))
+        check("bad --budget-s '%s'" % value in p.stderr and "more than 0" in p.stderr,
+              p.stderr)
+    p = S.ag.run("run", "--project", "e2e", "--commit", S.base, "--ref", "main", "--layouts",
+                 "2")
+    eq(p.returncode, 2, p.stderr)
+    check("'run' does not take --layouts" in p.stderr, p.stderr)
+    # more layouts than the library can be loaded: its initial-exec TLS fills the static TLS
+    # block after a few loads (the message names the option and how many fit)
+    p = ab("--base", S.tls, "--head", S.tls2, "--layouts", "16")
+    eq(p.returncode, 2, p.stderr)
+    check("--layouts 16 is more than subject 'subj' allows" in p.stderr and
+          "enough for --layouts" in p.stderr and "static TLS" in p.stderr, p.stderr)
+    p = ab("--base", S.base, "--head", "ab" * 20, "--rounds", "7")
     eq(p.returncode, 1, p.stderr)
     check("cannot check out the head commit " + "ab" * 20 in p.stderr, p.stderr)
-    p = ab("--base", S.base, "--head", S.broken, "--rounds", "6")
+    p = ab("--base", S.base, "--head", S.broken, "--rounds", "7")
     eq(p.returncode, 1, p.stderr)
     check("the head commit %s" % S.broken in p.stderr and "the build failed" in p.stderr and
           "#error boom" in p.stderr, p.stderr)
-    p = ab("--base", S.abi2, "--head", S.base, "--rounds", "6")
+    p = ab("--base", S.abi2, "--head", S.base, "--rounds", "7")
     eq(p.returncode, 1, p.stderr)
     check("speaks subject ABI 2; this agent speaks 1" in p.stderr, p.stderr)
     p = S.ag.run("ab", "--project", "e2e", "--subject", "nosuch", "--base", S.base, "--head",

@@ -1,7 +1,7 @@
 /* The one verdict vocabulary: every verdict's word parses back to it, the words are the ones the
  * collector's JSON, its verdict cache and its pages have always carried (they are a wire format:
  * atomwatch-ci and stored verdicts read them), anything else is unknown, and the cell and status
- * ranges split the enum as the gate and the counts need; how a change reads to people. */
+ * ranges split the enum as the gate and the counts need. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -120,6 +120,32 @@ static void test_gate_levels(void **state)
 	assert_string_equal(aw_gate_name((enum aw_gate)AW_GATE_COUNT), "fail");
 }
 
+/* The A/B verdicts: one enum and one table, the words the judgments have always carried. */
+static void test_ab_verdicts(void **state)
+{
+	static const char *const words[AW_AB_VERDICT_COUNT] = {
+	    "unknown",      "unchanged", "regressed", "improved",
+	    "inconclusive", "new",       "missing",   "failed",
+	};
+
+	(void)state;
+	for (int v = 0; v < AW_AB_VERDICT_COUNT; v++) {
+		assert_string_equal(aw_ab_verdict_name((enum aw_ab_verdict)v), words[v]);
+		assert_int_equal(aw_ab_verdict_parse(words[v]), v);
+	}
+	assert_int_equal(aw_ab_verdict_parse(NULL), AW_AB_VERDICT_UNKNOWN);
+	assert_int_equal(aw_ab_verdict_parse("Regressed"), AW_AB_VERDICT_UNKNOWN);
+	assert_int_equal(aw_ab_verdict_parse("noisy"), AW_AB_VERDICT_UNKNOWN);
+	assert_string_equal(aw_ab_verdict_name((enum aw_ab_verdict)AW_AB_VERDICT_COUNT), "unknown");
+	/* what decides a gate: a change or its absence, never "cannot tell" */
+	assert_true(aw_ab_verdict_decides(AW_AB_VERDICT_REGRESSED));
+	assert_true(aw_ab_verdict_decides(AW_AB_VERDICT_IMPROVED));
+	assert_true(aw_ab_verdict_decides(AW_AB_VERDICT_UNCHANGED));
+	assert_false(aw_ab_verdict_decides(AW_AB_VERDICT_INCONCLUSIVE));
+	assert_false(aw_ab_verdict_decides(AW_AB_VERDICT_UNKNOWN));
+	assert_false(aw_ab_verdict_decides(AW_AB_VERDICT_FAILED));
+}
+
 /* A change from below the resolution, or judged in ns, is told in ns; any other in percent;
  * nothing when a value is unknown. */
 static void test_change_text(void **state)
@@ -153,7 +179,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_words),
 	    cmocka_unit_test(test_unknown),     cmocka_unit_test(test_ranges),
-	    cmocka_unit_test(test_gate_levels), cmocka_unit_test(test_change_text),
+	    cmocka_unit_test(test_gate_levels), cmocka_unit_test(test_ab_verdicts),
+	    cmocka_unit_test(test_change_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* The one verdict vocabulary of atomwatch: what the regression analysis says about a cell
- * (unchanged ... missing, suspect, inconclusive), what the gate says about a host or a commit
- * (pass, fail, incomplete, unconfirmed, inconclusive), "unknown" for nothing decided yet, and how loudly a cell gates
+ * (unchanged ... missing, suspect), what the gate says about a host or a commit (pass, fail,
+ * incomplete, unconfirmed), "unknown" for nothing decided yet, and how loudly a cell gates
  * (fail, warn, off). The collector writes these words into its JSON, its
  * verdict cache and its pages; atomwatch-ci reads them back. One enum and one name table, so
  * that a word is spelled in one place and every reader agrees on it. */
@@ -90,5 +90,33 @@ bool aw_change_in_ns(double baseline, bool absolute);
  * Returns buf, or NULL when nothing can be said (a value unknown), buf then being "". */
 const char *aw_change_text(char *buf, size_t size, double baseline, double head, double change,
                            bool absolute);
+
+/* The verdict of an interleaved A/B document and of each of its cells (docs/detection.md
+ * "Interleaved A/B"): the collector's judgment writes these words, its pages and atomwatch-ci
+ * read them back. Apart from the history's verdicts: an A/B verdict comes from a paired
+ * comparison within one process, and "inconclusive" (more rounds would tell) is its own. */
+enum aw_ab_verdict {
+	AW_AB_VERDICT_UNKNOWN,      /* no verdict, or a word this build lacks */
+	AW_AB_VERDICT_UNCHANGED,    /* any change is within the threshold */
+	AW_AB_VERDICT_REGRESSED,    /* head slower beyond the threshold */
+	AW_AB_VERDICT_IMPROVED,     /* head faster beyond the threshold */
+	AW_AB_VERDICT_INCONCLUSIVE, /* the rounds cannot tell (or the levels disagree) */
+	AW_AB_VERDICT_NEW,          /* a cell only the head has */
+	AW_AB_VERDICT_MISSING,      /* a cell only the base has */
+	AW_AB_VERDICT_FAILED,       /* a cell whose measurement failed */
+};
+
+#define AW_AB_VERDICT_COUNT (AW_AB_VERDICT_FAILED + 1)
+
+/* "unknown", "unchanged", "regressed", "improved", "inconclusive", "new", "missing", "failed";
+ * "unknown" for a value outside the enum. A static string. */
+const char *aw_ab_verdict_name(enum aw_ab_verdict v);
+
+/* The A/B verdict a word names; NULL and any other word are AW_AB_VERDICT_UNKNOWN. */
+enum aw_ab_verdict aw_ab_verdict_parse(const char *name);
+
+/* Whether an A/B verdict decides (regressed, improved, unchanged): the gate follows such a
+ * document; an inconclusive one (or a word it does not know) leaves the gate to the history. */
+bool aw_ab_verdict_decides(enum aw_ab_verdict v);
 
 #endif

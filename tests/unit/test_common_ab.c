@@ -1,0 +1,353 @@
+/* The A/B decision (common/ab_decide.c): a round's level by its reference, the looks of the
+ * sequential test, the decision on the A/B less the A/A with its combined interval (per level,
+ * per layout) and the checks of the document's new, optional fields (common/ab.c). The stored
+ * case of issue 30 is here: a significant +11% whose A/A interval reaches 1.175 is regressed,
+ * never "unchanged: a real change smaller than the threshold". */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "aw/ab.h"
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct aw_ab_rule plain = {.threshold = 0.005, .alpha = 0.05, .looks = 1};
+
+/* A small zero-centred wobble per round, the same in every test. */
+static double wobble(size_t i)
+{
+	static const double w[] = {0.002,  -0.003, 0.001, -0.001, 0.004, -0.002, 0.0,
+	                           0.003,  -0.004, 0.001, -0.002, 0.002, -0.001, 0.003,
+	                           -0.003, 0.001,  0.0,   -0.002, 0.002, -0.001};
+
+	return w[i % N_OF(w)];
+}
+
+static void test_classify(void **state)
+{
+	(void)state;
+	assert_int_equal(aw_ab_classify(1.0, 1.04, 1.0, 1.05), AW_AB_LEVEL_ALONE);
+	assert_int_equal(aw_ab_classify(1.08, 1.3, 1.0, 1.05), AW_AB_LEVEL_SHARED);
+	assert_int_equal(aw_ab_classify(1.0, 1.3, 1.0, 1.05), AW_AB_LEVEL_MIXED);
+	assert_int_equal(aw_ab_classify(1.3, 1.0, 1.0, 1.05), AW_AB_LEVEL_MIXED);
+	assert_int_equal(aw_ab_classify(0, 1.0, 1.0, 1.05), AW_AB_LEVEL_MIXED);
+	assert_int_equal(aw_ab_classify(1.0, NAN, 1.0, 1.05), AW_AB_LEVEL_MIXED);
+	assert_int_equal(aw_ab_classify(1.0, 1.0, NAN, 1.05), AW_AB_LEVEL_MIXED);
+	assert_string_equal(aw_ab_level_name(AW_AB_LEVEL_ALONE), "alone");
+	assert_string_equal(aw_ab_level_name(AW_AB_LEVEL_SHARED), "shared");
+	assert_null(aw_ab_level_name(AW_AB_LEVEL_NONE));
+	assert_int_equal(aw_ab_level_parse("shared"), AW_AB_LEVEL_SHARED);
+	assert_int_equal(aw_ab_level_parse("mixed"), AW_AB_LEVEL_NONE);
+	assert_int_equal(aw_ab_level_parse(NULL), AW_AB_LEVEL_NONE);
+}
+
+static void test_looks(void **state)
+{
+	unsigned at[32], n;
+
+	(void)state;
+	n = aw_ab_looks(400, at, 32);
+	assert_int_equal(n, 12);
+	assert_int_equal(at[0], 12);
+	assert_int_equal(at[1], 16);
+	assert_int_equal(at[2], 24);
+	assert_int_equal(at[3], 32);
+	assert_int_equal(at[10], 384);
+	assert_int_equal(at[11], 400);
+	for (unsigned i = 1; i < n; i++)
+		assert_true(at[i] > at[i - 1]);
+	/* a budget below the first look: one look at the end */
+	assert_int_equal(aw_ab_looks(8, at, 32), 1);
+	assert_int_equal(at[0], 8);
+	assert_int_equal(aw_ab_looks(12, NULL, 0), 1);
+	assert_int_equal(aw_ab_looks(1000, NULL, 0), 14);
+}
+
+/* The stored case: the rounds' disturbances (a level change, a burst of other work) hit an A/B
+ * round and its A/A round alike, so the A/A interval reaches 1.175 while the A/B is a clear
+ * +11%; the old rule took the A/A's reach as the threshold and called it unchanged. */
+static void test_eleven_percent_with_wide_aa(void **state)
+{
+	struct aw_ab_round r[20];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++) {
+		double e = -0.29 + 0.58 * (double)i / 19;
+
+		e = e < 0 ? e : 1.6 * e;
+		r[i] = (struct aw_ab_round){log(1.11) + e + wobble(i), e - wobble(i) / 2,
+		                            AW_AB_LEVEL_NONE, -1};
+	}
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	/* the fixture is the case: the A/B significant, the A/A reaching past 1.175 and past
+	 * the A/B's own estimate */
+	assert_true(d.ab.lo > 0);
+	assert_true(fmax(fabs(d.aa.lo), fabs(d.aa.hi)) >= log(1.175));
+	assert_true(fmax(fabs(d.aa.lo), fabs(d.aa.hi)) > d.ab.estimate);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_REGRESSED);
+	assert_true(fabs(expm1(d.diff.estimate) - 0.11) < 0.005);
+	assert_true(d.diff.lo > log(1.1) && d.diff.hi < log(1.12));
+	assert_int_equal(d.diff.rounds, 20);
+	assert_true(d.alpha_each == 0.05);
+}
+
+/* The same +11% with A/A rounds whose disturbances are their own: the combined interval is wide,
+ * and a wide interval is never "unchanged". */
+static void test_eleven_percent_with_unpaired_aa(void **state)
+{
+	struct aw_ab_round r[20];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++) {
+		double e = -0.29 + 0.58 * (double)i / 19,
+		       f = -0.29 + 0.58 * (double)((i * 7) % 20) / 19;
+
+		r[i] = (struct aw_ab_round){log(1.11) + 0.25 * e, f, AW_AB_LEVEL_NONE, -1};
+	}
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_true(d.ab.lo > 0);
+	assert_int_not_equal(d.verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_int_not_equal(d.verdict, AW_AB_VERDICT_IMPROVED);
+}
+
+/* A bias between the two loads is removed: the A/B reads +3%, the A/A +3% too, the change is
+ * none. */
+static void test_bias_removed(void **state)
+{
+	struct aw_ab_round r[16];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i] = (struct aw_ab_round){log(1.03) + wobble(i) / 4,
+		                            log(1.03) + wobble(i + 5) / 4, AW_AB_LEVEL_NONE, -1};
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_int_equal(d.ab.verdict, AW_AB_VERDICT_REGRESSED);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_true(fabs(d.diff.estimate) < 0.002);
+}
+
+static void test_unchanged_and_too_few(void **state)
+{
+	struct aw_ab_round r[20];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i] = (struct aw_ab_round){wobble(i) / 2, wobble(i + 3) / 2, AW_AB_LEVEL_NONE, -1};
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_true(d.diff.lo >= -log1p(0.005) && d.diff.hi <= log1p(0.005));
+	/* five rounds cannot give a 95% interval */
+	assert_int_equal(aw_ab_decide(r, 5, &plain, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_INCONCLUSIVE);
+	assert_true(isnan(d.diff.lo));
+	assert_non_null(strstr(d.reason, "too few rounds"));
+	assert_int_equal(aw_ab_decide(NULL, 0, &plain, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_INCONCLUSIVE);
+}
+
+/* The sequential test's looks and the levels narrow each interval (Bonferroni), so that every
+ * interval of every look holds at once with probability >= 1 - alpha. */
+static void test_alpha_per_look(void **state)
+{
+	struct aw_ab_round r[12];
+	struct aw_ab_rule seq = {.threshold = 0.005, .alpha = 0.05, .looks = 13, .levels = true};
+	struct aw_ab_decision d, d1;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i] = (struct aw_ab_round){0.002 + wobble(i), wobble(i + 7), AW_AB_LEVEL_ALONE,
+		                            (int)(i % 2)};
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &seq, &d), 0);
+	assert_true(fabs(d.alpha_each - 0.05 / 39) < 1e-12);
+	seq.looks = 1;
+	seq.levels = false;
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &seq, &d1), 0);
+	/* same rounds, a stricter level: a wider interval */
+	assert_true(d.diff.lo <= d1.diff.lo && d.diff.hi >= d1.diff.hi);
+	assert_true(d.diff.hi - d.diff.lo > d1.diff.hi - d1.diff.lo);
+}
+
+static void fill_levels(struct aw_ab_round *r, size_t n, double alone, double shared)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool is_shared = i % 2;
+
+		r[i] = (struct aw_ab_round){
+		    log(is_shared ? shared : alone) + wobble(i) / 4, wobble(i + 9) / 4,
+		    is_shared ? AW_AB_LEVEL_SHARED : AW_AB_LEVEL_ALONE, (int)(i % 3)};
+	}
+}
+
+/* A change that costs nothing alone and 7% shared is regressed, and says so per level. */
+static void test_levels(void **state)
+{
+	struct aw_ab_rule rule = {.threshold = 0.005, .alpha = 0.05, .looks = 4, .levels = true};
+	struct aw_ab_round r[48];
+	struct aw_ab_decision d;
+
+	(void)state;
+	fill_levels(r, N_OF(r), 1.0, 1.07);
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &rule, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_REGRESSED);
+	assert_int_equal(d.level[AW_AB_LEVEL_ALONE].verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_int_equal(d.level[AW_AB_LEVEL_SHARED].verdict, AW_AB_VERDICT_REGRESSED);
+	assert_int_equal(d.level[AW_AB_LEVEL_ALONE].rounds, 24);
+	assert_true(fabs(expm1(d.level[AW_AB_LEVEL_SHARED].estimate) - 0.07) < 0.003);
+	assert_non_null(strstr(d.reason, "alone unchanged"));
+	assert_non_null(strstr(d.reason, "shared regressed"));
+	/* faster alone, slower shared: split evidence is inconclusive, never a pass */
+	fill_levels(r, N_OF(r), 0.95, 1.05);
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &rule, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_INCONCLUSIVE);
+	assert_non_null(strstr(d.reason, "disagree"));
+	/* only the alone level seen: unchanged, and the reason says what was not seen */
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i].level = AW_AB_LEVEL_ALONE;
+	fill_levels(r, N_OF(r), 1.0, 1.0);
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i].level = AW_AB_LEVEL_ALONE;
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &rule, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_non_null(strstr(d.reason, "no shared rounds"));
+	/* a level of too few rounds to judge leaves the verdict to the others, and says so */
+	r[0].level = AW_AB_LEVEL_SHARED;
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &rule, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_non_null(strstr(d.reason, "too few"));
+}
+
+static void test_layouts(void **state)
+{
+	struct aw_ab_round r[30];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++) {
+		int layout = (int)(i % 3);
+
+		/* layout 2 reads 1% more than the others */
+		r[i] = (struct aw_ab_round){log(1.05) + (layout == 2 ? log(1.01) : 0), 0,
+		                            AW_AB_LEVEL_ALONE, layout};
+	}
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_int_equal(d.n_layouts, 3);
+	assert_int_equal(d.layout[0].rounds, 10);
+	assert_true(fabs(d.layout_spread - log(1.01)) < 1e-9);
+	assert_true(fabs(d.layout[2].diff - log(1.05 * 1.01)) < 1e-9);
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i].layout = 0;
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_int_equal(d.n_layouts, 1);
+	assert_true(isnan(d.layout_spread));
+}
+
+/* A slower build is never improved; a faster one is. */
+static void test_directions(void **state)
+{
+	struct aw_ab_round r[20];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i] = (struct aw_ab_round){log(0.97) + wobble(i), wobble(i + 2), AW_AB_LEVEL_NONE,
+		                            -1};
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_IMPROVED);
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i].ab = log(1.02) + wobble(i);
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_REGRESSED);
+}
+
+/* The new fields of the document are optional and checked. */
+static void test_validate_new_fields(void **state)
+{
+	static const char *const good =
+	    "{\"schema\":\"atomwatch.ab/1\",\"ab_id\":\"61460e41-add0-48a7-92d7-9fe179449169\","
+	    "\"project\":\"p\",\"subject\":\"s\",\"aa\":false,"
+	    "\"base\":{\"commit\":\"abcdef1\"},\"head\":{\"commit\":\"abcdef2\"},"
+	    "\"started_at\":\"2026-12-01T12:48:59Z\",\"finished_at\":\"2026-12-01T12:49:00Z\","
+	    "\"host\":{\"name\":\"h\"},\"rounds\":400,\"aa_rounds\":400,"
+	    "\"measure\":{\"layouts\":2,\"budget_s\":20,\"seconds\":0.4,\"rounds\":1,"
+	    "\"slices_per_round\":64,\"piece_ns\":15000,\"level_ratio\":1.05,\"threshold\":0.005,"
+	    "\"alpha\":0.05,\"looks\":13},"
+	    "\"cells\":[{\"key\":\"subject=s op=op cpu=0\",\"op\":\"op\",\"cpu\":0,"
+	    "\"status\":\"ok\",\"seconds\":0.4,\"slices\":70,\"set_aside\":6,\"stop\":\"decided\","
+	    "\"rounds\":[{\"first\":\"head\",\"base\":10,\"head\":10.2,\"base_ref\":1.1,"
+	    "\"head_ref\":1.1,\"level\":\"alone\",\"layout\":1,\"slices\":64}],"
+	    "\"aa_rounds\":[{\"first\":\"base\",\"base\":10,\"head\":10.01,\"level\":\"alone\","
+	    "\"layout\":1,\"slices\":64}]}]}";
+	static const struct {
+		const char *path, *key, *value, *field;
+	} bad[] = {
+	    {"rounds", "level", "\"mixed\"", "cells[0].rounds[0].level"},
+	    {"rounds", "layout", "16", "cells[0].rounds[0].layout"},
+	    {"rounds", "layout", "1.5", "cells[0].rounds[0].layout"},
+	    {"rounds", "slices", "0", "cells[0].rounds[0].slices"},
+	    {"cell", "stop", "\"tired\"", "cells[0].stop"},
+	    {"cell", "seconds", "-1", "cells[0].seconds"},
+	    {"cell", "colour", "1", "cells[0].colour"},
+	    {"measure", "layouts", "0", "measure.layouts"},
+	    {"measure", "alpha", "2", "measure.alpha"},
+	    {"measure", "speed", "1", "measure.speed"},
+	};
+	struct aw_result_limits lim = AW_RESULT_LIMITS_DEFAULT;
+	struct aw_verr e;
+	json_t *doc = json_loads(good, 0, NULL), *d;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_int_equal(aw_ab_validate(doc, &lim, &e), 0);
+	for (size_t i = 0; i < N_OF(bad); i++) {
+		json_t *cell, *where;
+
+		d = json_deep_copy(doc);
+		cell = json_array_get(json_object_get(d, "cells"), 0);
+		where = !strcmp(bad[i].path, "rounds")
+		            ? json_array_get(json_object_get(cell, "rounds"), 0)
+		        : !strcmp(bad[i].path, "cell") ? cell
+		                                       : json_object_get(d, "measure");
+		json_object_set_new(where, bad[i].key,
+		                    json_loads(bad[i].value, JSON_DECODE_ANY, NULL));
+		assert_int_equal(aw_ab_validate(d, &lim, &e), -EINVAL);
+		assert_string_equal(e.field, bad[i].field);
+		json_decref(d);
+	}
+	/* a measured cell of the new shape has an A/A round per A/B round */
+	d = json_deep_copy(doc);
+	json_array_clear(
+	    json_object_get(json_array_get(json_object_get(d, "cells"), 0), "aa_rounds"));
+	assert_int_equal(aw_ab_validate(d, &lim, &e), -EINVAL);
+	json_decref(d);
+	json_decref(doc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_looks),
+	    cmocka_unit_test(test_eleven_percent_with_wide_aa),
+	    cmocka_unit_test(test_eleven_percent_with_unpaired_aa),
+	    cmocka_unit_test(test_bias_removed),
+	    cmocka_unit_test(test_unchanged_and_too_few),
+	    cmocka_unit_test(test_alpha_per_look),
+	    cmocka_unit_test(test_levels),
+	    cmocka_unit_test(test_layouts),
+	    cmocka_unit_test(test_directions),
+	    cmocka_unit_test(test_validate_new_fields),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
