@@ -28,7 +28,7 @@
  *
  * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--spaced SEED]
  *                            [--screen-noise X] [--thresholds FILE] RECORDING...
- * (--confirm 0: no re-measurement; the first run's verdict stands) 
+ * (--confirm 0: no re-measurement; the first run's verdict stands)
  * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
 #include <errno.h>
 #include <fnmatch.h>
@@ -66,11 +66,11 @@ struct recording {
 };
 
 struct tally {
-	size_t commits, gates, loud; /* A/A: commits, failed gates, unconfirmed/inconclusive */
-	size_t suspects;             /* heads with any fail-level suspect */
-	size_t confirm_runs;         /* re-measurement runs, over all heads with suspects */
-	size_t confirm_cells;        /* cells re-measured, over all heads */
-	size_t first_cells;          /* cells of the heads' first runs */
+	size_t commits, gates, loud;    /* A/A: commits, failed gates, unconfirmed/inconclusive */
+	size_t suspects;                /* heads with any fail-level suspect */
+	size_t confirm_runs;            /* re-measurement runs, over all heads with suspects */
+	size_t confirm_cells;           /* cells re-measured, over all heads */
+	size_t first_cells;             /* cells of the heads' first runs */
 	size_t rounds[MAX_CONFIRM + 1]; /* heads with suspects by re-measurement runs used */
 };
 
@@ -203,6 +203,25 @@ static bool listed(const char *key, char *const *keys, size_t n)
 /* The run id put() gave the last run it stored. */
 static char last_run_id[AW_UUID_LEN + 1];
 
+/* Whether a document's cell is one of the first AW_ANCHORS anchors (aw_cell_is_anchor()), which
+ * a confirmation re-measures beside the suspects as the agent does; *seen counts them. */
+static bool anchor_key(const json_t *cell, size_t *seen)
+{
+	const json_t *d = json_object_get(cell, "d"), *c = json_object_get(cell, "c");
+	bool anchor = json_is_string(json_object_get(cell, "op")) &&
+	              !json_is_string(json_object_get(cell, "reader")) &&
+	              !json_is_string(json_object_get(cell, "subject")) &&
+	              !json_is_string(json_object_get(cell, "kernel")) &&
+	              !json_is_integer(json_object_get(cell, "contender_cpu")) &&
+	              (!json_is_integer(c) || !json_integer_value(c)) &&
+	              (!json_is_integer(d) || !json_integer_value(d));
+
+	if (!anchor || *seen >= AW_ANCHORS)
+		return false;
+	(*seen)++;
+	return true;
+}
+
 /* The document of the head being re-measured (its times are its confirmations'). */
 static const json_t *head_doc;
 
@@ -222,6 +241,7 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	char *text, *host;
 	size_t i;
 	json_t *cell, *o;
+	size_t anchors = 0;
 
 	if (!d || !cells || !id)
 		die("out of memory", NULL);
@@ -237,7 +257,7 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	json_array_foreach (json_object_get(d, "cells"), i, cell) {
 		const char *key = json_string_value(json_object_get(cell, "key"));
 
-		if (keep && !listed(key, keep, n_keep))
+		if (keep && !listed(key, keep, n_keep) && !anchor_key(cell, &anchors))
 			continue;
 		json_array_append(cells, cell);
 		for (size_t k = 0; k < n_series; k++)
@@ -370,11 +390,11 @@ static void simple_methods(const struct recording *rec, size_t at, const char *s
 
 /* A head's verdict as the gate sees it. */
 struct verdict_of {
-	bool fail;                         /* a fail-level cell regressed */
-	bool loud;                         /* else: one is suspect or inconclusive */
-	char *keys[4096];                  /* the fail-level suspects to re-measure */
+	bool fail;        /* a fail-level cell regressed */
+	bool loud;        /* else: one is suspect or inconclusive */
+	char *keys[4096]; /* the fail-level suspects to re-measure */
 	size_t n_keys;
-	char *shape[MAX_SHAPES];           /* the subject cells' keys, in order met */
+	char *shape[MAX_SHAPES]; /* the subject cells' keys, in order met */
 	enum aw_verdict shape_v[MAX_SHAPES];
 	size_t n_shapes;
 };
@@ -383,14 +403,15 @@ static void verbose_cell(const char *commit, const struct aw_cell_verdict *cv)
 {
 	const struct aw_metric_verdict *m = cv->p50.verdict == cv->verdict ? &cv->p50 : &cv->p99;
 
-	fprintf(stderr,
-	        "  %s %s: %s %s %.4g -> %.4g (%+.2f%% [%+.2f, %+.2f]) noise %.3g window %zu head %zu "
-	        "agree %zu levels %zu%s%s%s; %s\n",
-	        commit, cv->key, aw_verdict_name(cv->verdict), m == &cv->p50 ? "p50" : "p99",
-	        m->baseline, m->head, 100 * m->change, 100 * m->change_lo, 100 * m->change_hi,
-	        m->noise, m->window, m->head_n, m->agree_n, m->n_levels,
-	        m->reference ? ", ref " : "", m->reference ? m->reference : "",
-	        m->level_by ? ", levels by a reference" : "", m->note ? m->note : "");
+	fprintf(
+	    stderr,
+	    "  %s %s: %s %s %.4g -> %.4g (%+.2f%% [%+.2f, %+.2f]) noise %.3g window %zu head %zu "
+	    "agree %zu levels %zu%s%s%s; %s\n",
+	    commit, cv->key, aw_verdict_name(cv->verdict), m == &cv->p50 ? "p50" : "p99",
+	    m->baseline, m->head, 100 * m->change, 100 * m->change_lo, 100 * m->change_hi, m->noise,
+	    m->window, m->head_n, m->agree_n, m->n_levels, m->reference ? ", ref " : "",
+	    m->reference ? m->reference : "", m->level_by ? ", levels by a reference" : "",
+	    m->note ? m->note : "");
 }
 
 /* Judges `commit` on `host` as the gate does. */
@@ -414,7 +435,8 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 			out->shape[out->n_shapes] = strdup(cv->key);
 			out->shape_v[out->n_shapes++] = cv->verdict;
 		}
-		if (verbose && (is_subject(cv) || (fails_gate(cv) && cv->verdict != AW_VERDICT_UNCHANGED)))
+		if (verbose &&
+		    (is_subject(cv) || (fails_gate(cv) && cv->verdict != AW_VERDICT_UNCHANGED)))
 			verbose_cell(commit, cv);
 		if (cv->verdict == AW_VERDICT_SUSPECT && fails_gate(cv) && out->n_keys < 4096)
 			out->keys[out->n_keys++] = strdup(cv->key);
@@ -518,10 +540,11 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 			enum aw_verdict v = m == M_CONFIRM  ? shape_verdict(&now, shapes[s])
 			                    : m == M_SINGLE ? shape_verdict(&single, shapes[s])
 			                                    : AW_VERDICT_UNKNOWN;
-			bool caught = m == M_CONFIRM || m == M_SINGLE ? v == AW_VERDICT_REGRESSED
-			                                              : plain[m];
+			bool caught =
+			    m == M_CONFIRM || m == M_SINGLE ? v == AW_VERDICT_REGRESSED : plain[m];
 			bool loud = (m == M_CONFIRM || m == M_SINGLE) &&
-			            (v == AW_VERDICT_SUSPECT || v == AW_VERDICT_INCONCLUSIVE);
+			            (v == AW_VERDICT_SUSPECT || v == AW_VERDICT_INCONCLUSIVE ||
+			             v == AW_VERDICT_NOISY);
 
 			st[m][s].heads++;
 			st[m][s].caught += caught;
@@ -712,8 +735,9 @@ static void replay(const char *path, const char *tmp)
 	       json_string_value(json_object_get(rec.header, "profile")), load_kind, rec.n);
 	printf("A/A (%zu commits): false gates", aa[M_CONFIRM].commits);
 	for (int m = 0; m < M_COUNT; m++)
-		printf("%s %s %zu (%.1f%%)", m ? ";" : "", m == M_CONFIRM ? "atomwatch" : method_names[m],
-		       aa[m].gates, pct(aa[m].gates, aa[m].commits));
+		printf("%s %s %zu (%.1f%%)", m ? ";" : "",
+		       m == M_CONFIRM ? "atomwatch" : method_names[m], aa[m].gates,
+		       pct(aa[m].gates, aa[m].commits));
 	printf("; atomwatch unconfirmed or inconclusive %zu (%.1f%%)\n", aa[M_CONFIRM].loud,
 	       pct(aa[M_CONFIRM].loud, aa[M_CONFIRM].commits));
 	with = 0;
@@ -724,32 +748,35 @@ static void replay(const char *path, const char *tmp)
 		if (!median && 2 * cum >= with)
 			median = r;
 	}
-	printf("re-measurement (budget %u): %zu of %zu A/A heads had suspects; runs used median %zu, "
-	       "%.2f cells each on average, against %.1f cells in a head's first run\n",
-	       confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits, median,
-	       aa[M_CONFIRM].confirm_runs
-	           ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].confirm_runs
-	           : 0.0,
-	       aa[M_CONFIRM].commits
-	           ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
-	           : 0.0);
-	printf("tally aa %s %s %zu %zu %zu\n", path, load_kind, aa[M_CONFIRM].gates, aa[M_CONFIRM].loud,
-	       aa[M_CONFIRM].commits);
+	printf(
+	    "re-measurement (budget %u): %zu of %zu A/A heads had suspects; runs used median %zu, "
+	    "%.2f cells each on average, against %.1f cells in a head's first run\n",
+	    confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits, median,
+	    aa[M_CONFIRM].confirm_runs
+	        ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].confirm_runs
+	        : 0.0,
+	    aa[M_CONFIRM].commits
+	        ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
+	        : 0.0);
+	printf("tally aa %s %s %zu %zu %zu\n", path, load_kind, aa[M_CONFIRM].gates,
+	       aa[M_CONFIRM].loud, aa[M_CONFIRM].commits);
 	for (size_t sh = 0; sh < n_shapes; sh++) {
 		printf("%s\n", shapes[sh]);
 		for (int k = 0; k < 3; k++) {
 			const struct shape_tally *x = &st[k][M_CONFIRM][sh];
 			double shift = measured_shift(rec.header, variants[k], shapes[sh]);
 
-			printf("  %-6s (%+5.1f%%): atomwatch caught %3zu/%-3zu (%5.1f%%), loud %3zu, "
-			       "silent %3zu (%4.1f%%)",
-			       variants[k], 100 * shift, x->caught, x->heads, pct(x->caught, x->heads),
-			       x->loud, x->silent, pct(x->silent, x->heads));
+			printf(
+			    "  %-6s (%+5.1f%%): atomwatch caught %3zu/%-3zu (%5.1f%%), loud %3zu, "
+			    "silent %3zu (%4.1f%%)",
+			    variants[k], 100 * shift, x->caught, x->heads, pct(x->caught, x->heads),
+			    x->loud, x->silent, pct(x->silent, x->heads));
 			for (int m = M_SINGLE; m < M_COUNT; m++)
 				printf("; %s %zu", method_names[m], st[k][m][sh].caught);
 			printf("\n");
-			printf("tally ab %s %s %s %s %.4f %zu %zu %zu %zu\n", path, load_kind, shapes[sh],
-			       variants[k], shift, x->caught, x->loud, x->silent, x->heads);
+			printf("tally ab %s %s %s %s %.4f %zu %zu %zu %zu\n", path, load_kind,
+			       shapes[sh], variants[k], shift, x->caught, x->loud, x->silent,
+			       x->heads);
 		}
 	}
 	fflush(stdout);

@@ -22,8 +22,11 @@
 #define MAX_CELLS     65536
 #define MAX_CP        32
 #define REFS          AW_DETECT_REFS
-#define DISTURB_MIN   0.03 /* a head run's reference this far from usual (log) ... */
-#define DISTURB_K     4    /* ... and this many of its history's spreads is disturbed */
+#define KERNELS       (REFS - 1) /* slots of kernels; the last is the run's memory state */
+#define MEMORY        (REFS - 1)
+#define MEMORY_NAME   "memory" /* how verdicts name that slot */
+#define DISTURB_MIN   0.03     /* a head run's reference this far from usual (log) ... */
+#define DISTURB_K     4        /* ... and this many of its history's spreads is disturbed */
 
 void aw_analysis_opts_default(struct aw_analysis_opts *o)
 {
@@ -45,9 +48,9 @@ struct run_ref {
 	int64_t seq;
 	int64_t order_us;
 	char *run_id, *commit, *matrix_hash, *platform_hash;
-	char *kernel[REFS];
-	double *ref[REFS]; /* NAN: none beside that cell */
-	size_t n_ref[REFS], n_kernels;
+	char *kernel[KERNELS];
+	double *ref[KERNELS]; /* NAN: none beside that cell */
+	size_t n_ref[KERNELS], n_kernels;
 	bool confirmation; /* re-measures another run's suspects */
 };
 
@@ -70,7 +73,7 @@ static int add_series(const json_t *doc, struct run_ref *x)
 	const json_t *values = json_object_get(doc, "values"), *v;
 	size_t i, k = x->n_kernels;
 
-	if (!kernel || !json_is_array(values) || !json_array_size(values) || k >= REFS)
+	if (!kernel || !json_is_array(values) || !json_array_size(values) || k >= KERNELS)
 		return 0;
 	x->kernel[k] = strdup(kernel);
 	x->ref[k] = malloc(json_array_size(values) * sizeof(double));
@@ -203,6 +206,7 @@ struct series {
 	struct side hist, head, base;
 	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
 	bool head_conf[MAX_HEAD_RUNS];  /* ... and whether that run was a confirmation */
+	size_t base_run[MAX_HEAD_RUNS]; /* which base commit run each base value is from */
 	bool in_head, tail_bimodal;
 	char *failed; /* the head cell failed: why */
 };
@@ -212,8 +216,15 @@ struct table {
 	struct series *s;
 	size_t n, cap;
 	const struct aw_detect_opts *detect;
-	char *kernel[REFS]; /* the reference kernels met, in slot order */
+	char *kernel[KERNELS]; /* the reference kernels met, in slot order */
 	size_t n_kernels;
+	int memchase; /* the slot of the memory walk, -1 until met */
+	/* each run's memory state: the memory walk's median beside its anchor cells (NAN:
+	 * none), by reading (history, base, head) and run */
+	double *memory[3];
+	size_t n_memory[3];
+	double anchor_mem[64]; /* while reading a run: the walk beside its anchors */
+	size_t n_anchor_mem;
 	const char *const *globs; /* only cells matching one of these (none: every cell) */
 	size_t n_globs;
 	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
@@ -221,7 +232,7 @@ struct table {
 	size_t run;
 	size_t ord;                /* the cell's position in its document */
 	const struct run_ref *ref; /* the run being read */
-	int slot[REFS];            /* its kernels' slots in the table */
+	int slot[KERNELS];         /* its kernels' slots in the table */
 	enum {
 		READ_HISTORY,
 		READ_HEAD,
@@ -254,6 +265,8 @@ static void table_release(struct table *t)
 	free(t->s);
 	for (size_t k = 0; k < t->n_kernels; k++)
 		free(t->kernel[k]);
+	for (int k = 0; k < 3; k++)
+		free(t->memory[k]);
 	aw_strmap_free(&t->index);
 	memset(t, 0, sizeof(*t));
 }
@@ -385,6 +398,8 @@ static int read_cell(const struct aw_cell *c, void *cls)
 		if (t->reading == READ_HEAD) {
 			s->head_run[at] = t->run;
 			s->head_conf[at] = t->ref->confirmation;
+		} else {
+			s->base_run[at] = t->run;
 		}
 	}
 	if (side_reserve(d, at))
@@ -395,6 +410,9 @@ static int read_cell(const struct aw_cell *c, void *cls)
 	for (size_t k = 0; t->ref && k < t->ref->n_kernels; k++)
 		if (t->slot[k] >= 0 && ord < t->ref->n_ref[k])
 			d->ref[t->slot[k]][at] = t->ref->ref[k][ord];
+	if (aw_cell_is_anchor(c) && t->memchase >= 0 && t->n_anchor_mem < 64 &&
+	    isfinite(d->ref[t->memchase][at]))
+		t->anchor_mem[t->n_anchor_mem++] = d->ref[t->memchase][at];
 	if (at + 1 > d->n)
 		d->n = at + 1;
 	if (t->reading == READ_HEAD)
@@ -409,7 +427,7 @@ static int read_cell(const struct aw_cell *c, void *cls)
  * REFS kernels, -1). Returns 0 or -ENOMEM. */
 static int map_kernels(struct table *t, const struct run_ref *r)
 {
-	for (size_t k = 0; k < REFS; k++) {
+	for (size_t k = 0; k < KERNELS; k++) {
 		size_t j = 0;
 
 		t->slot[k] = -1;
@@ -418,12 +436,14 @@ static int map_kernels(struct table *t, const struct run_ref *r)
 		while (j < t->n_kernels && strcmp(t->kernel[j], r->kernel[k]))
 			j++;
 		if (j == t->n_kernels) {
-			if (j >= REFS)
+			if (j >= KERNELS)
 				continue;
 			t->kernel[j] = strdup(r->kernel[k]);
 			if (!t->kernel[j])
 				return -ENOMEM;
 			t->n_kernels++;
+			if (aw_ref_lookup(r->kernel[k]) == AW_REF_MEMCHASE)
+				t->memchase = (int)j;
 		}
 		t->slot[k] = (int)j;
 	}
@@ -435,16 +455,47 @@ static int read_runs(struct store_conn *c, struct table *t, const struct run_lis
 	int rc = 0;
 
 	t->reading = reading;
+	free(t->memory[reading]);
+	t->memory[reading] = malloc((l->n ? l->n : 1) * sizeof(double));
+	t->n_memory[reading] = l->n;
+	if (!t->memory[reading])
+		return -ENOMEM;
 	for (size_t i = 0; !rc && i < l->n; i++) {
 		t->run = i;
 		t->ord = 0;
 		t->ref = &l->r[i];
+		t->n_anchor_mem = 0;
 		rc = map_kernels(t, t->ref);
 		if (!rc)
 			rc = store_run_cells(c, l->r[i].seq, read_cell, t);
+		t->memory[reading][i] = NAN;
+		if (t->n_anchor_mem) {
+			aw_sort_doubles(t->anchor_mem, t->n_anchor_mem);
+			t->memory[reading][i] =
+			    aw_quantile_sorted(t->anchor_mem, t->n_anchor_mem, 0.5);
+		}
 	}
 	t->ref = NULL;
 	return rc;
+}
+
+/* Every series' memory-state slot: its runs' memory states (read_runs()). */
+static void fill_memory(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct series *s = &t->s[i];
+
+		for (size_t r = 0; r < s->hist.n && r < t->n_memory[READ_HISTORY]; r++)
+			s->hist.ref[MEMORY][r] = t->memory[READ_HISTORY][r];
+		for (size_t h = 0; h < s->head.n; h++)
+			s->head.ref[MEMORY][h] = s->head_run[h] < t->n_memory[READ_HEAD]
+			                             ? t->memory[READ_HEAD][s->head_run[h]]
+			                             : NAN;
+		for (size_t b = 0; b < s->base.n; b++)
+			s->base.ref[MEMORY][b] = s->base_run[b] < t->n_memory[READ_BASE]
+			                             ? t->memory[READ_BASE][s->base_run[b]]
+			                             : NAN;
+	}
 }
 
 /* ---- verdicts ---- */
@@ -475,7 +526,8 @@ static enum aw_gate gate_for(const struct aw_thresholds *th, const struct aw_cel
  * p99_gate (warn by default: a VM's tails drift too far to gate a merge). */
 static bool p99_gates(const struct aw_analysis_opts *o, const struct aw_cell_verdict *c)
 {
-	return c->gate == AW_GATE_FAIL && (!o->thresholds || o->thresholds->p99_gate == AW_GATE_FAIL);
+	return c->gate == AW_GATE_FAIL &&
+	       (!o->thresholds || o->thresholds->p99_gate == AW_GATE_FAIL);
 }
 
 /* How bad a verdict is, for ranking: regressed first. */
@@ -553,10 +605,19 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 		return AW_VERDICT_NOISY;
 	if (o->confirm_runs > 1 && r->head_n < 1 + o->confirm_budget)
 		return AW_VERDICT_SUSPECT;
-	/* the budget is spent: a change whose estimate reaches the threshold, but that the runs
-	 * could not confirm, is inconclusive; one whose estimate stays under it is noise the runs
-	 * could not bound */
+	/* the budget is spent: bounded under the threshold (only faster than it could tell) is a
+	 * pass; a change whose estimate reaches the threshold, but that the runs could not
+	 * confirm, is inconclusive; one whose estimate stays under it is noise the runs could not
+	 * bound */
+	if (log1p(r->change_hi) < log1p(threshold))
+		return AW_VERDICT_UNCHANGED;
 	return log1p(r->change) >= log1p(threshold) ? AW_VERDICT_INCONCLUSIVE : AW_VERDICT_NOISY;
+}
+
+/* The name of reference slot q: a kernel's, or the memory state's. */
+static const char *slot_name(const struct table *t, int q)
+{
+	return q == MEMORY ? MEMORY_NAME : t->kernel[q];
 }
 
 /* The document's form of one metric (names of the table's kernels copied). */
@@ -586,8 +647,8 @@ static int to_metric(const struct aw_detect_result *r, enum aw_verdict verdict, 
 	m->n_levels = r->n_levels;
 	m->dominant = r->dominant;
 	m->decided_by = r->decided_by;
-	if ((r->reference >= 0 && aw_set_str(&m->reference, t->kernel[r->reference])) ||
-	    (r->level_ref >= 0 && aw_set_str(&m->level_by, t->kernel[r->level_ref])) ||
+	if ((r->reference >= 0 && aw_set_str(&m->reference, slot_name(t, r->reference))) ||
+	    (r->level_ref >= 0 && aw_set_str(&m->level_by, slot_name(t, r->level_ref))) ||
 	    (r->note[0] && aw_set_str(&m->note, r->note)))
 		return -ENOMEM;
 	return 0;
@@ -678,10 +739,15 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 		     * their confirmation tests them, and the cells one run cleared do not dilute
 		     * it */
 		    .family = o->confirm_runs > 1 && s->head.n >= o->confirm_runs};
+		/* only the kernels a cell cannot move itself (aw_ref_independent()), and the run's
+		 * memory state */
 		for (int q = 0; q < REFS; q++) {
-			in[i].history_ref[q] = hr[q];
-			in[i].head_ref[q] = xr[q];
-			in[i].base_ref[q] = br[q];
+			int k = (size_t)q < t->n_kernels ? aw_ref_lookup(t->kernel[q]) : -1;
+			bool use = q == MEMORY || (k >= 0 && aw_ref_independent((enum aw_ref)k));
+
+			in[i].history_ref[q] = use ? hr[q] : NULL;
+			in[i].head_ref[q] = use ? xr[q] : NULL;
+			in[i].base_ref[q] = use ? br[q] : NULL;
 		}
 	}
 	rc = aw_detect(in, 2 * n, &o->detect, out);
@@ -744,8 +810,8 @@ out:
 }
 
 /* fail when a cell of gate level fail regressed (confirmed), else inconclusive when one's
- * evidence stayed split, else unconfirmed when one is suspect, else pass; warn and off cells
- * never change it */
+ * evidence stayed split or its noise hides a change of its threshold, else unconfirmed when one
+ * is suspect, else pass; warn and off cells never change it */
 static enum aw_verdict host_status(const struct aw_host_verdict *v)
 {
 	enum aw_verdict st = AW_VERDICT_PASS;
@@ -755,7 +821,9 @@ static enum aw_verdict host_status(const struct aw_host_verdict *v)
 			continue;
 		if (v->cells[i].verdict == AW_VERDICT_REGRESSED)
 			return AW_VERDICT_FAIL;
-		if (v->cells[i].verdict == AW_VERDICT_INCONCLUSIVE)
+		/* a cell whose noise hides a change of its threshold cannot be vouched for */
+		if (v->cells[i].verdict == AW_VERDICT_INCONCLUSIVE ||
+		    v->cells[i].verdict == AW_VERDICT_NOISY)
 			st = AW_VERDICT_INCONCLUSIVE;
 		else if (v->cells[i].verdict == AW_VERDICT_SUSPECT && st == AW_VERDICT_PASS)
 			st = AW_VERDICT_UNCONFIRMED;
@@ -827,6 +895,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	                base = {.max = o->history, .firsts_only = true};
 	struct run_list ref = {.max = MAX_HEAD_RUNS};
 	struct table t = {.detect = &o->detect,
+	                  .memchase = -1,
 	                  .globs = o->globs,
 	                  .n_globs = o->n_globs < AW_ANALYSIS_MAX_GLOBS ? o->n_globs
 	                                                                : AW_ANALYSIS_MAX_GLOBS};
@@ -892,6 +961,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		rc = read_runs(c, &t, &head, READ_HEAD);
 	if (rc)
 		goto fail;
+	fill_memory(&t);
 	out->globs_matched = t.globs_matched;
 	rc = run_states(base_commit ? &ref : &base, &head, out);
 	if (!rc)

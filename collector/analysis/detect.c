@@ -18,12 +18,15 @@
  * half again as high). */
 #define COVER_Q          0.8
 #define COVER_TO_SIGMA   (1 / 1.2816)
-#define COVER_EFFICIENCY 0.4  /* of that estimate relative to the standard deviation */
-#define UNKNOWN_NOISE    0.01 /* assumed when nothing measures the noise */
-#define MAX_CP           32
-#define REF_MIN_RUNS     8 /* baseline runs a reference must be measured beside to be used */
-#define LEVEL_MIN_RUNS   2 /* runs of a latent level, at least */
-#define REF_LEVEL_RUNS   3 /* runs of each cluster of a reference that splits the levels */
+#define COVER_EFFICIENCY 0.4
+#ifndef TAIL_Q
+#define TAIL_Q 0.95
+#endif                      /* of that estimate relative to the standard deviation */
+#define UNKNOWN_NOISE  0.01 /* assumed when nothing measures the noise */
+#define MAX_CP         32
+#define REF_MIN_RUNS   8 /* baseline runs a reference must be measured beside to be used */
+#define LEVEL_MIN_RUNS 2 /* runs of a latent level, at least */
+#define REF_LEVEL_RUNS 3 /* runs of each cluster of a reference that splits the levels */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -64,6 +67,18 @@ static double spread_about(const double *v, size_t n, double centre, double *scr
 		scratch[i] = fabs(v[i] - centre);
 	aw_sort_doubles(scratch, n);
 	return 1.4826 * aw_quantile_sorted(scratch, n, 0.5);
+}
+
+/* The 90th percentile of |v - median(v)| over v[0..n): a spread that sees a minority of runs
+ * moving apart (a reference that leaves the cell one run in five), where the MAD does not. */
+static double tail_spread(const double *v, size_t n, double *scratch)
+{
+	double m = median_of(v, n, scratch);
+
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = fabs(v[i] - m);
+	aw_sort_doubles(scratch, n);
+	return aw_quantile_sorted(scratch, n, TAIL_Q);
 }
 
 /* The one-sided noises of deviations d[0..n) from their level (COVER_Q above): *up of a
@@ -264,10 +279,31 @@ out:
 	return rc;
 }
 
-/* The control variate: the reference in whose units the history's runs are steadiest, when
- * that cuts their spread by ref_gain or more and it was measured beside every head run too.
- * Returns the spread it leaves (the values' own when none does), with r->reference,
- * r->ref_slope (1: a ratio) and *centre set; adjust() applies it. */
+/* The control variate: the reference whose line through the history (log value on log
+ * reference, Theil-Sen) leaves its runs steadiest, measured by a spread that sees a minority of
+ * runs (tail_spread()), when that cuts their spread by ref_gain or more and it was measured
+ * beside every head run too. Returns the spread it leaves (the values' own when none does),
+ * with r->reference, r->ref_slope and *centre set; adjust() applies it. */
+/* Theil-Sen slope of y on x over the n pairs with both finite (the median of the pairwise
+ * slopes), clamped to [0, 1.5]; NAN when fewer than REF_MIN_RUNS pairs. */
+static double theil_sen(const double *y, const double *x, size_t n, double *scratch)
+{
+	size_t m = 0, pairs = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m += isfinite(x[i]);
+	if (m < REF_MIN_RUNS)
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (isfinite(x[i]) && isfinite(x[j]) && fabs(x[j] - x[i]) > 1e-9)
+				scratch[pairs++] = (y[j] - y[i]) / (x[j] - x[i]);
+	if (!pairs)
+		return NAN;
+	aw_sort_doubles(scratch, pairs);
+	return fmin(1.5, fmax(0, aw_quantile_sorted(scratch, pairs, 0.5)));
+}
+
 static double pick_reference(const struct aw_detect_opts *o, struct cell *c,
                              struct aw_detect_result *r, double *centre, double *a, double *b,
                              double *s)
@@ -280,7 +316,7 @@ static double pick_reference(const struct aw_detect_opts *o, struct cell *c,
 	r->reference = -1;
 	for (size_t i = 0; i < nall; i++)
 		b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
-	s0 = nall >= 3 ? spread_about(b, nall, median_of(b, nall, a), a) : NAN;
+	s0 = nall >= 3 ? tail_spread(b, nall, a) : NAN;
 	if (nall < REF_MIN_RUNS || !(s0 > 0))
 		return s0;
 	for (int q = 0; q < AW_DETECT_REFS; q++) {
@@ -299,15 +335,15 @@ static double pick_reference(const struct aw_detect_opts *o, struct cell *c,
 		if (!has || m < REF_MIN_RUNS)
 			continue;
 		xc = median_of(c->x[q], c->nb, a);
-		/* in units of the reference: a ratio, the slope one (a slope fitted to a history
-		 * whose reference barely moved is noise, and adjusting by it adds noise) */
-		bq = 1;
+		bq = theil_sen(b, s, nall, a);
+		if (!(bq > 0))
+			continue;
 		m = 0;
 		for (size_t i = 0; i < nall; i++)
 			if (isfinite(s[i]))
 				a[m++] = b[i] - bq * (s[i] - xc);
 		memcpy(s, a, m * sizeof(*a));
-		sq = spread_about(s, m, median_of(s, m, a), a);
+		sq = tail_spread(s, m, a);
 		if (sq < best) {
 			best = sq;
 			r->reference = q;
@@ -454,7 +490,7 @@ static double pick_level_reference(const struct aw_detect_opts *o, struct cell *
 				if (cluster_of(c->x[q][i], bq, k) == (int)j)
 					b[m++] = c->y[i];
 			cnt[j] = m;
-			ok = m >= REF_LEVEL_RUNS;
+			ok = m >= REF_LEVEL_RUNS && (double)m >= o->level_share * (double)c->nb;
 			if (!ok)
 				break;
 			med[j] = median_of(b, m, a);
@@ -702,7 +738,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 {
 	double thr = log1p(in->threshold), tq = aw_t_quantile(0.05, c->df);
 	size_t dom = r->dominant;
-	bool bounded = r->levels[dom].n_head > 0, covered = true;
+	bool bounded = true, judged = false;
 	int lvl = -1;
 
 	r->noise = c->up;
@@ -710,12 +746,13 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	for (size_t j = 0; j < r->n_levels; j++) {
 		const struct aw_level *l = &r->levels[j];
 
-		if (!(j == dom || l->share >= o->level_share))
+		if (!(j == dom || l->share >= o->level_share) || !l->n_head)
 			continue;
-		if (!l->n_head)
-			covered = false;
-		else if (l->verdict != AW_VERDICT_UNCHANGED)
+		judged = true;
+		if (l->verdict != AW_VERDICT_UNCHANGED)
 			bounded = false;
+		else if (lvl < 0 || l->n_head > r->levels[lvl].n_head)
+			lvl = (int)j; /* (the level judged on most runs tells the change) */
 	}
 	r->change_ns = c->raw_head - c->raw_base;
 	r->absolute = c->zero_base;
@@ -729,17 +766,24 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		lvl = c->down_level;
 		r->pvalue = c->p_down;
 		r->qvalue = q_down;
-	} else if (bounded && covered) {
+	} else if (judged && bounded) {
 		r->verdict = AW_VERDICT_UNCHANGED;
-		lvl = (int)dom;
-	} else if (r->levels[dom].n_head && fabs(r->change_ns) < o->min_abs_ns) {
+	} else if (judged && fabs(r->change_ns) < o->min_abs_ns) {
 		r->verdict = AW_VERDICT_UNCHANGED; /* whatever else, below resolution */
-		lvl = (int)dom;
 	} else {
 		r->verdict = AW_VERDICT_UNKNOWN;
-		lvl = r->levels[dom].n_head ? (int)dom : -1;
+	}
+	if (r->verdict == AW_VERDICT_UNCHANGED || r->verdict == AW_VERDICT_UNKNOWN) {
+		/* the level judged on most head runs tells the change */
+		lvl = -1;
+		for (size_t j = 0; j < r->n_levels; j++)
+			if (r->levels[j].n_head &&
+			    (lvl < 0 || r->levels[j].n_head > r->levels[lvl].n_head))
+				lvl = (int)j;
 	}
 	r->decided_by = r->verdict == AW_VERDICT_UNKNOWN ? -1 : lvl;
+	if (lvl < 0)
+		lvl = -1;
 	/* each level on its own, for the reader: "unchanged alone, +7% shared" */
 	for (size_t j = 0; j < r->n_levels; j++) {
 		struct aw_level *l = &r->levels[j];

@@ -26,8 +26,9 @@
 #include "changepoint.h"
 #include "verdict_doc.h" /* struct aw_level */
 
-/* The most reference kernels a run carries and a verdict weighs. */
-#define AW_DETECT_REFS 4
+/* The references a verdict weighs: the kernels beside each cell (4) and the run's memory
+ * state (the memory walk beside its anchor cells, aw_cell_is_anchor()). */
+#define AW_DETECT_REFS 5
 /* The most levels a cell's history is split into. */
 #define AW_DETECT_LEVELS AW_VERDICT_LEVELS
 
@@ -53,12 +54,12 @@ struct aw_detect_opts {
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
-#define AW_DETECT_OPTS_DEFAULT                                                              \
-	{                                                                                   \
-		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,         \
-		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02, \
-		.level_share = 0.2, .bimodal_gap = 1.25, .prior_df_max = 30,                \
-		.bimodal_ratio = 3, .cp = AW_CP_OPTS_DEFAULT                                \
+#define AW_DETECT_OPTS_DEFAULT                                                                   \
+	{                                                                                        \
+		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,              \
+		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02,   \
+		.level_share = 0.2, .bimodal_gap = 1.25, .prior_df_max = 30, .bimodal_ratio = 3, \
+		.cp = AW_CP_OPTS_DEFAULT                                                         \
 	}
 
 /* One cell and one metric (p50 or p99) on one host, in ns. `history` is every earlier run on
@@ -82,9 +83,9 @@ struct aw_detect_input {
 	const double *base;
 	const double *base_ref[AW_DETECT_REFS];
 	size_t n_base;
-	double threshold; /* relative, e.g. 0.05 */
-	int group;        /* cells of one group share a pooled noise; any int */
-	int family;       /* cells of one family share one false discovery correction */
+	double threshold;  /* relative, e.g. 0.05 */
+	int group;         /* cells of one group share a pooled noise; any int */
+	int family;        /* cells of one family share one false discovery correction */
 	bool tail_bimodal; /* some run's p99 >= bimodal_ratio * p50 (flag only) */
 };
 
@@ -96,24 +97,24 @@ struct aw_detect_result {
 	double head;             /* ns: the median of the head runs */
 	double change;           /* of the deciding level: head / base - 1 */
 	double change_lo, change_hi;
-	double change_ns;        /* head - baseline in ns, as measured (not adjusted) */
-	bool absolute;           /* the baseline is below resolution: the change is change_ns */
-	double noise;            /* relative run-to-run noise of the dominant level, moderated */
-	double pvalue, qvalue;   /* of the deciding test, before and after the correction */
-	size_t window_n;         /* baseline runs */
-	size_t head_n;           /* head runs */
-	size_t agree_n;          /* of a move: head runs that each could show it alone (their
-	                            change's bound reaches the threshold, the right way) */
-	int reference;           /* the input's ref[] index the values were adjusted by, or -1 */
-	double ref_slope;        /* d log(value) / d log(reference) */
-	double ref_gain;         /* share of the spread the reference removed */
-	int level_ref;           /* the ref[] index whose clusters are the levels, or -1 */
+	double change_ns;      /* head - baseline in ns, as measured (not adjusted) */
+	bool absolute;         /* the baseline is below resolution: the change is change_ns */
+	double noise;          /* relative run-to-run noise of the dominant level, moderated */
+	double pvalue, qvalue; /* of the deciding test, before and after the correction */
+	size_t window_n;       /* baseline runs */
+	size_t head_n;         /* head runs */
+	size_t agree_n;        /* of a move: head runs that each could show it alone (their
+	                          change's bound reaches the threshold, the right way) */
+	int reference;         /* the input's ref[] index the values were adjusted by, or -1 */
+	double ref_slope;      /* d log(value) / d log(reference) */
+	double ref_gain;       /* share of the spread the reference removed */
+	int level_ref;         /* the ref[] index whose clusters are the levels, or -1 */
 	struct aw_level levels[AW_DETECT_LEVELS];
 	size_t n_levels;
-	size_t dominant;         /* index of the dominant level */
-	int decided_by;          /* the level that decided, or -1 (undecided) */
-	bool bimodal;            /* the baseline runs split into two clusters (docs/detection.md) */
-	char note[200];          /* why, in a sentence, "" when nothing needs saying */
+	size_t dominant; /* index of the dominant level */
+	int decided_by;  /* the level that decided, or -1 (undecided) */
+	bool bimodal;    /* the baseline runs split into two clusters (docs/detection.md) */
+	char note[200];  /* why, in a sentence, "" when nothing needs saying */
 };
 
 /* Judges n cells of one host. Returns 0 or -ENOMEM; out[i] answers in[i]. */

@@ -35,23 +35,23 @@ struct aw_metric_verdict {
 	double baseline, head;   /* ns of the deciding level (adjusted to the reference) */
 	double change;           /* head / baseline - 1 */
 	double change_lo, change_hi;
-	double change_ns;  /* head - baseline, ns as measured */
-	bool absolute;     /* the baseline is below resolution: read change_ns, not change */
-	double noise;      /* relative run-to-run noise */
+	double change_ns; /* head - baseline, ns as measured */
+	bool absolute;    /* the baseline is below resolution: read change_ns, not change */
+	double noise;     /* relative run-to-run noise */
 	double pvalue, qvalue;
-	double threshold;  /* relative */
-	size_t window;     /* baseline runs */
-	size_t head_n;     /* head runs */
-	size_t agree_n;    /* of a regression: head runs that each show it */
-	bool bimodal;      /* two levels of 20% or more, or a bimodal tail within runs */
-	char *reference;   /* the reference kernel the values were adjusted by, or NULL */
+	double threshold; /* relative */
+	size_t window;    /* baseline runs */
+	size_t head_n;    /* head runs */
+	size_t agree_n;   /* of a regression: head runs that each show it */
+	bool bimodal;     /* two levels of 20% or more, or a bimodal tail within runs */
+	char *reference;  /* the reference kernel the values were adjusted by, or NULL */
 	double ref_slope, ref_gain;
-	char *level_by;    /* the reference kernel whose clusters are the levels, or NULL */
+	char *level_by; /* the reference kernel whose clusters are the levels, or NULL */
 	struct aw_level levels[AW_VERDICT_LEVELS];
 	size_t n_levels;
-	size_t dominant;      /* index of the level the host spends most of its runs in */
-	int decided_by;       /* the level that decided, -1 when none did */
-	char *note;           /* why, or NULL */
+	size_t dominant; /* index of the level the host spends most of its runs in */
+	int decided_by;  /* the level that decided, -1 when none did */
+	char *note;      /* why, or NULL */
 };
 
 /* One cell of one host. */
@@ -65,7 +65,7 @@ struct aw_cell_verdict {
 };
 
 /* The most reference kernels a run state lists. */
-#define AW_VERDICT_REFS 4
+#define AW_VERDICT_REFS 5
 
 /* One head run: each reference kernel beside its cells over its baseline median (1 = as
  * usual), and whether one of them moved beyond what the baseline's runs show. */
@@ -79,11 +79,12 @@ struct aw_run_state {
 /* A commit on one host. */
 struct aw_host_verdict {
 	char *host;
-	enum aw_verdict status; /* fail: a fail-level cell regressed (confirmed); else inconclusive:
-	                           one's evidence stayed split after its confirmation; else
-	                           unconfirmed: one is suspect; else pass; incomplete: no head run */
-	char *reason;           /* why incomplete, else NULL */
-	char **head_runs;       /* run ids of the commit on this host, newest first */
+	enum aw_verdict
+	    status;       /* fail: a fail-level cell regressed (confirmed); else inconclusive:
+	                     one's evidence stayed split after its confirmation; else
+	                     unconfirmed: one is suspect; else pass; incomplete: no head run */
+	char *reason;     /* why incomplete, else NULL */
+	char **head_runs; /* run ids of the commit on this host, newest first */
 	size_t n_head_runs;
 	struct aw_run_state *runs; /* one per head run, in head_runs order */
 	size_t n_runs;
