@@ -234,9 +234,9 @@ static bool is_uint_field(size_t offset)
 	       offset == F(batch_max) || offset == F(writers) || offset == F(pool_size) ||
 	       offset == F(detect_window) || offset == F(detect_history) ||
 	       offset == F(cp_min_segment) || offset == F(confirm_runs) ||
-	       offset == F(confirm_budget) ||
-	       offset == F(confirm_jobs) || offset == F(postingest_workers) ||
-	       offset == F(chart_queue_max) || offset == F(task_attempts);
+	       offset == F(confirm_budget) || offset == F(confirm_jobs) ||
+	       offset == F(postingest_workers) || offset == F(chart_queue_max) ||
+	       offset == F(task_attempts);
 }
 
 struct loader {
@@ -404,8 +404,9 @@ static int load_mapping(struct loader *l, struct aw_collector_config *c, const y
 				        kn->start_mark.line + 1, kn->start_mark.column + 1, path,
 				        renamed[i].now);
 			else
-				aw_warn("%s:%zu:%zu: '%s' is no longer used; it is ignored", l->name,
-				        kn->start_mark.line + 1, kn->start_mark.column + 1, path);
+				aw_warn("%s:%zu:%zu: '%s' is no longer used; it is ignored",
+				        l->name, kn->start_mark.line + 1, kn->start_mark.column + 1,
+				        path);
 			c->deprecated_keys++;
 		}
 	}
@@ -658,7 +659,8 @@ static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml
 
 			rc = scalar_of(l, vn, "p99_gate", &g);
 			if (!rc && aw_gate_parse(g, &t->p99_gate))
-				rc = at(l, vn, "'p99_gate' must be fail, warn or off, not '%.32s'", g);
+				rc = at(l, vn, "'p99_gate' must be fail, warn or off, not '%.32s'",
+				        g);
 		} else if (!strcmp(name, "rules")) {
 			yaml_node_item_t *item;
 			size_t i = 0;

@@ -207,7 +207,7 @@ struct series {
 	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
 	bool head_conf[MAX_HEAD_RUNS];  /* ... and whether that run was a confirmation */
 	size_t base_run[MAX_HEAD_RUNS]; /* which base commit run each base value is from */
-	bool in_head, tail_bimodal;
+	bool in_head;
 	char *failed; /* the head cell failed: why */
 };
 
@@ -417,9 +417,6 @@ static int read_cell(const struct aw_cell *c, void *cls)
 		d->n = at + 1;
 	if (t->reading == READ_HEAD)
 		s->in_head = true;
-	if (isfinite(c->p99) && isfinite(c->p50) && c->p50 > 0 &&
-	    c->p99 >= t->detect->bimodal_ratio * c->p50)
-		s->tail_bimodal = true;
 	return 0;
 }
 
@@ -732,7 +729,6 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 		    .base = compare ? bv : NULL,
 		    .n_base = nb,
 		    .threshold = threshold_for(o->thresholds, p99, s),
-		    .tail_bimodal = s->tail_bimodal,
 		    .group = 2 * s->kind + p99,
 		    /* the cells re-measured (as many head runs as a confirmation needs, where the
 		     * others have one) are a family of their own: the first run selected them,

@@ -75,7 +75,8 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 
 /* The verdict the gate reads: the one cached after the commit's last upload on `host` when it
  * was computed against o->baseline_ref from every run the commit has there now and no cell
- * globs are asked, else aw_analysis_host() computed now (*cached says which). Same contract. */
+ * globs are asked, else aw_analysis_host() computed now (*cached says which). Same contract;
+ * a cached verdict lists only the cells that are not unchanged (its counts cover all). */
 int aw_analysis_host_cached(struct store_conn *c, const struct aw_analysis_opts *o,
                             const char *project, const char *commit, const char *host,
                             struct aw_host_verdict *out, bool *cached, char **err);

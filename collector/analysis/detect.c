@@ -140,6 +140,34 @@ static double log_value(double v, double floor_ns)
 	return log(v > floor_ns ? v : floor_ns);
 }
 
+/* Keeps the change points that are steps: the runs after one (up to the next) sit outside the
+ * band the runs before it (since the last kept one) spanned, their 10th to 90th percentile.
+ * Runs back inside that band are a machine that alternates between levels returning to one of
+ * them, a split Welch's test finds in a bimodal history, which the levels judge instead.
+ * Returns how many are kept, in place. */
+static size_t steps_only(const double *y, size_t n, struct aw_changepoint *cps, size_t n_cps,
+                         double *scratch)
+{
+	size_t kept = 0, start = 0;
+
+	for (size_t j = 0; j < n_cps; j++) {
+		size_t at = cps[j].index, end = j + 1 < n_cps ? cps[j + 1].index : n,
+		       nb = at - start;
+		double lo, hi, mid;
+
+		memcpy(scratch, y + start, nb * sizeof(*y));
+		aw_sort_doubles(scratch, nb);
+		lo = aw_quantile_sorted(scratch, nb, 0.1);
+		hi = aw_quantile_sorted(scratch, nb, 0.9);
+		mid = median_of(y + at, end - at, scratch);
+		if (mid >= lo && mid <= hi)
+			continue;
+		cps[kept++] = cps[j];
+		start = at;
+	}
+	return kept;
+}
+
 /* The baseline runs (the window after the last change point, or the base commit's) and the
  * head's, as log values and log references; NULL output when n == 0. Returns 0 or -ENOMEM. */
 static int gather(const struct aw_detect_input *in, const struct aw_detect_opts *o,
@@ -173,6 +201,7 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 		int m = aw_changepoints(tmp, nh, &o->cp, cps, MAX_CP);
 
 		n_cps = m > 0 ? (size_t)m : 0;
+		n_cps = steps_only(tmp, nh, cps, n_cps, scratch);
 	}
 	if (!in->base) {
 		if (n_cps)
@@ -461,8 +490,9 @@ static int cluster_of(double v, const double *bounds, size_t n_levels)
 
 /* A reference whose own clusters split the cell's unadjusted values into levels that lie
  * level_gap noises apart: the machine's states. Returns the cell's spread within those levels
- * (INFINITY when no reference splits it), with r->level_ref and r->n_levels set; take_levels()
- * makes them the levels. */
+ * as pick_reference() measures the line's (tail_spread() of the runs' deviations from their
+ * level's median; INFINITY when no reference splits it), with r->level_ref and r->n_levels
+ * set; take_levels() makes them the levels. */
 static double pick_level_reference(const struct aw_detect_opts *o, struct cell *c,
                                    struct aw_detect_result *r, double *bounds, double *a, double *b,
                                    double *s)
@@ -473,7 +503,7 @@ static double pick_level_reference(const struct aw_detect_opts *o, struct cell *
 	r->level_ref = -1;
 	for (int q = 0; q < AW_DETECT_REFS; q++) {
 		double bq[AW_DETECT_LEVELS], med[AW_DETECT_LEVELS], pooled = 0, sep = 0;
-		size_t cnt[AW_DETECT_LEVELS] = {0}, k, dof = 0;
+		size_t k, dof = 0, n_dev = 0;
 		bool ok = true;
 
 		for (size_t i = 0; i < total && ok; i++)
@@ -489,11 +519,12 @@ static double pick_level_reference(const struct aw_detect_opts *o, struct cell *
 			for (size_t i = 0; i < c->nb; i++)
 				if (cluster_of(c->x[q][i], bq, k) == (int)j)
 					b[m++] = c->y[i];
-			cnt[j] = m;
 			ok = m >= REF_LEVEL_RUNS && (double)m >= o->level_share * (double)c->nb;
 			if (!ok)
 				break;
 			med[j] = median_of(b, m, a);
+			for (size_t i = 0; i < m; i++) /* (s is free once clusters() returned) */
+				s[n_dev++] = b[i] - med[j];
 			{
 				double sj = spread_about(b, m, med[j], a);
 
@@ -511,11 +542,10 @@ static double pick_level_reference(const struct aw_detect_opts *o, struct cell *
 		if (sep < o->level_gap * pooled || sep < o->level_gap_min || sep / pooled <= best)
 			continue;
 		best = sep / pooled;
-		spread = pooled;
+		spread = tail_spread(s, n_dev, a);
 		r->level_ref = q;
 		r->n_levels = k;
 		memcpy(bounds, bq, k * sizeof(*bq));
-		(void)cnt;
 	}
 	return spread;
 }
@@ -624,10 +654,11 @@ static int head_level(const struct cell *c, const struct aw_detect_result *r, si
 /* How unlikely the head runs of level j are to lie `by` (log; a negative one: below) or further
  * from their level as often as they do, were they runs like the history's: a binomial tail
  * over the history's own rate of such runs (one in n + 2 at least); 0 for a head of one run and
- * no re-measurement. A suspicion is confirmed by
- * the runs re-measured because of it, not by the run that raised it: when some head runs are
- * confirmations, only they count. Distribution-free, so that a tail that doubles in one run in
- * eight, or a level a subject visits now and then, confirms nothing by itself. */
+ * no re-measurement. A suspicion is confirmed by the runs re-measured because of it, not by
+ * the run that raised it: when some head runs are confirmations, only they count.
+ * Distribution-free, so that a tail that doubles in one run in eight, or a level a subject
+ * visits now and then, confirms nothing by itself: such a cell needs as many re-measurements
+ * as its tail's rate asks (four, for one run in eight among forty cells). */
 static double exceedance(const struct cell *c, size_t j, double by)
 {
 	size_t beyond = 0, k = 0, m = 0;
@@ -650,9 +681,39 @@ static double exceedance(const struct cell *c, size_t j, double by)
 	return !any && m < 2 ? 0 : binom_sf(k, m, ((double)beyond + 1) / ((double)c->n_res + 2));
 }
 
+/* The move of m head runs b[] of a level against its base runs: their median's distance d from
+ * the level's centre (log) and its standard errors up and down, the head's own spread counted
+ * once three runs can show it (a run alone gets screen_noise at least). a: scratch of m. */
+static void head_move(const struct aw_detect_opts *o, const struct cell *c, double centre,
+                      size_t n_base, double *b, size_t m, double *a, double *med, double *su,
+                      double *sd)
+{
+	double tu = c->up, td = c->down;
+
+	*med = median_of(b, m, a);
+	if (m == 1) { /* one run cannot show its own spread */
+		tu = fmax(tu, o->screen_noise);
+		td = fmax(td, o->screen_noise);
+	} else if (m >= 3) {
+		double hu, hd;
+
+		for (size_t i = 0; i < m; i++)
+			a[i] = b[i] - *med;
+		one_sided(a, m, &hu, &hd);
+		tu = fmax(tu, hu);
+		td = fmax(td, hd);
+	}
+	*su = sqrt(tu * tu / (double)m + c->up * c->up / (double)n_base);
+	*sd = sqrt(td * td / (double)m + c->down * c->down / (double)n_base);
+	(void)centre;
+}
+
 /* Phase 3: each level's change (its head runs against its base runs), and the candidates for
  * the false discovery correction: the levels that count (the dominant one, and every one the
- * host spends level_share of its runs in), Bonferroni over them. */
+ * host spends level_share of its runs in), Bonferroni over them. A level is unchanged when its
+ * change is bounded within the threshold both ways; once it was re-measured, by its
+ * re-measurements alone: the run that raised a suspicion was picked for being far off, and
+ * keeps no cell from clearing when the runs measured because of it agree with the history. */
 static void judge_levels(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                          struct cell *c, struct aw_detect_result *r, double *a, double *b)
 {
@@ -667,8 +728,8 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		counted += j == r->dominant || r->levels[j].share >= o->level_share;
 	for (size_t j = 0; j < r->n_levels; j++) {
 		struct aw_level *l = &r->levels[j];
-		double tu, td, su, sd, d, t;
-		size_t m = 0;
+		double su, sd, d, t, med, cu, cd;
+		size_t m = 0, mc = 0;
 
 		for (size_t i = 0; i < c->nh && i < 256; i++)
 			if (c->head_lev[i] == (int)j)
@@ -680,36 +741,31 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		l->head = l->change = l->change_lo = l->change_hi = l->pvalue = NAN;
 		if (!m)
 			continue;
-		c->head_med[j] = median_of(b, m, a);
-		tu = c->up;
-		td = c->down;
-		if (m == 1) { /* one run cannot show its own spread */
-			tu = fmax(tu, o->screen_noise);
-			td = fmax(td, o->screen_noise);
-		} else if (m >= 3) {
-			double hu, hd;
-
-			for (size_t i = 0; i < m; i++)
-				a[i] = b[i] - c->head_med[j];
-			one_sided(a, m, &hu, &hd);
-			tu = fmax(tu, hu);
-			td = fmax(td, hd);
-		}
-		su = sqrt(tu * tu / (double)m + c->up * c->up / (double)l->n_base);
-		sd = sqrt(td * td / (double)m + c->down * c->down / (double)l->n_base);
-		d = c->head_med[j] - c->centre[j];
+		head_move(o, c, c->centre[j], l->n_base, b, m, a, &med, &su, &sd);
+		c->head_med[j] = med;
+		d = med - c->centre[j];
 		t = d >= 0 ? (su > 0  ? d / su
 		              : d > 0 ? INFINITY
 		                      : 0)
 		           : (sd > 0 ? d / sd : -INFINITY);
-		l->head = exp(c->head_med[j]);
+		l->head = exp(med);
 		l->change = expm1(d);
 		l->change_lo = expm1(d - tq * sd);
 		l->change_hi = expm1(d + tq * su);
 		l->pvalue = aw_t_sf(d >= 0 ? t : -t, c->df);
-		/* bounded within the threshold both ways: a run far faster than the level is no
-		 * pass either (a faster machine state may hide a slower build) */
-		if (d + tq * su < thr && d - tq * sd > -thr)
+		/* bounded within the threshold both ways (a run far faster than the level is no
+		 * pass either: a faster machine state may hide a slower build), by the
+		 * re-measurements when there are some */
+		for (size_t i = 0; c->confirming && i < c->nh && i < 256; i++)
+			if (c->head_lev[i] == (int)j && c->confirming[i])
+				b[mc++] = c->y[c->nb + i];
+		if (mc) {
+			head_move(o, c, c->centre[j], l->n_base, b, mc, a, &med, &cu, &cd);
+			med -= c->centre[j];
+		} else {
+			med = d, cu = su, cd = sd;
+		}
+		if (med + tq * cu < thr && med - tq * cd > -thr)
 			l->verdict = AW_VERDICT_UNCHANGED;
 		if (!(j == r->dominant || l->share >= o->level_share))
 			continue;
@@ -742,7 +798,6 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	int lvl = -1;
 
 	r->noise = c->up;
-	r->bimodal = r->bimodal || in->tail_bimodal;
 	for (size_t j = 0; j < r->n_levels; j++) {
 		const struct aw_level *l = &r->levels[j];
 
@@ -896,8 +951,8 @@ static void estimate_prior(const double *s, const double *f, size_t k, double ma
 	*s0 = sqrt(exp(mean + aw_digamma(*d0 / 2) - log(*d0 / 2)));
 }
 
-/* Phase 2: each cell's noises moderated towards its group's, the slowdowns' (`down` false)
- * and the speed-ups' apart. */
+/* Phase 2: each cell's noises moderated towards its group's (raised, never lowered), the
+ * slowdowns' (`down` false) and the speed-ups' apart. */
 static void moderate(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *o,
                      struct cell *cells, bool down, double *s, double *f)
 {
@@ -928,7 +983,9 @@ static void moderate(const struct aw_detect_input *in, size_t n, const struct aw
 			fo = own > 0 ? c->f_cell : 0;
 			own = own > 0 ? own : 0;
 			if (isfinite(s0) && fo + d0 > 0) {
-				v = sqrt((fo * own * own + d0 * s0 * s0) / (fo + d0));
+				/* the group's noise can raise a cell's own, never lower it: a noisy
+				 * cell among steady ones is no steadier for it */
+				v = fmax(own, sqrt((fo * own * own + d0 * s0 * s0) / (fo + d0)));
 				c->df = fo + d0;
 			} else if (fo > 0) {
 				v = own;
@@ -980,7 +1037,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	int rc = -ENOMEM;
 
 	for (size_t i = 0; i < n; i++) {
-		size_t len = (in[i].base ? in[i].n_base : in[i].n_history) + in[i].n_head + 1;
+		/* (a compare reads the base's runs and the whole history) */
+		size_t len = (in[i].base ? in[i].n_base : 0) + in[i].n_history + in[i].n_head + 1;
 
 		if (len > longest)
 			longest = len;

@@ -50,16 +50,15 @@ struct aw_detect_opts {
 	double bimodal_gap;   /* the flag: two clusters of runs this far apart (default 1.25) */
 	double prior_df_max;  /* most weight the pooled noise of a cell's group may get, in degrees
 	                         of freedom (default 30) */
-	double bimodal_ratio; /* p99 >= ratio * p50 within a run flags a bimodal tail (3) */
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
-#define AW_DETECT_OPTS_DEFAULT                                                                   \
-	{                                                                                        \
-		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,              \
-		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02,   \
-		.level_share = 0.2, .bimodal_gap = 1.25, .prior_df_max = 30, .bimodal_ratio = 3, \
-		.cp = AW_CP_OPTS_DEFAULT                                                         \
+#define AW_DETECT_OPTS_DEFAULT                                                                 \
+	{                                                                                      \
+		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,            \
+		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02, \
+		.level_share = 0.2, .bimodal_gap = 1.25, .prior_df_max = 30,                   \
+		.cp = AW_CP_OPTS_DEFAULT                                                       \
 	}
 
 /* One cell and one metric (p50 or p99) on one host, in ns. `history` is every earlier run on
@@ -83,10 +82,9 @@ struct aw_detect_input {
 	const double *base;
 	const double *base_ref[AW_DETECT_REFS];
 	size_t n_base;
-	double threshold;  /* relative, e.g. 0.05 */
-	int group;         /* cells of one group share a pooled noise; any int */
-	int family;        /* cells of one family share one false discovery correction */
-	bool tail_bimodal; /* some run's p99 >= bimodal_ratio * p50 (flag only) */
+	double threshold; /* relative, e.g. 0.05 */
+	int group;        /* cells of one group share a pooled noise; any int */
+	int family;       /* cells of one family share one false discovery correction */
 };
 
 struct aw_detect_result {

@@ -52,12 +52,14 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 	if (most) {
 		size_t h = (size_t)(most - hv.runs);
 
-		out->disturbed.run_id = aw_arena_strdup(a, h < hv.n_head_runs ? hv.head_runs[h] : "");
+		out->disturbed.run_id =
+		    aw_arena_strdup(a, h < hv.n_head_runs ? hv.head_runs[h] : "");
 		out->disturbed.kernel = aw_arena_strdup(a, kernel);
 	}
 	for (size_t i = 0; i < hv.n_cells; i++) {
 		const struct aw_cell_verdict *cv = &hv.cells[i];
-		struct aw_verdict_cell *c = aw_arena_push(a, &out->cells, &out->n_cells, &cap, sizeof(*c));
+		struct aw_verdict_cell *c =
+		    aw_arena_push(a, &out->cells, &out->n_cells, &cap, sizeof(*c));
 
 		if (!c)
 			break;

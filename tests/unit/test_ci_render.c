@@ -246,7 +246,6 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_non_null(strstr(md, "regressed (gate: off)"));
 	free(md);
 
-
 	xml = render(&r, aw_ci_render_junit);
 	assert_non_null(strstr(xml, "failures=\"0\""));
 	assert_null(strstr(xml, "<failure"));

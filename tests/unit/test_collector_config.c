@@ -337,8 +337,9 @@ static double ratio_read(const char *yaml, size_t offset)
 	return v;
 }
 
-/* detection.confirm_runs, detection.suspect_p, detection.screen_noise and
- * detection.confirm_jobs: defaults, values, ranges */
+/* detection.confirm_runs, confirm_budget, level_share, screen_noise and confirm_jobs:
+ * defaults, values, ranges; detection.suspect_p, retired, still reads (a config of before
+ * loads) and counts as a deprecated key */
 static void test_confirm_keys(void **state)
 {
 	struct aw_collector_config c;
@@ -359,9 +360,25 @@ static void test_confirm_keys(void **state)
 	expect_error("detection:\n  confirm_jobs: 17\n",
 	             "collector.yaml:2:17: 'detection.confirm_jobs' must be between 0 and 16");
 	aw_config_defaults(&c);
-	assert_true(c.suspect_p == 0.20);
+	assert_int_equal(c.confirm_budget, 10);
+	assert_true(c.level_share == 0.20);
 	assert_true(c.screen_noise == 0.01);
-	assert_true(fabs(ratio_read("detection:\n  suspect_p: 1%\n", F(suspect_p)) - 0.01) < 1e-12);
+	assert_null(parse(&c, "detection:\n  confirm_budget: 4\n  level_share: 30%\n"));
+	assert_int_equal(c.confirm_budget, 4);
+	assert_true(fabs(c.level_share - 0.30) < 1e-12);
+	assert_int_equal(c.deprecated_keys, 0);
+	aw_config_release(&c);
+	expect_error("detection:\n  confirm_budget: 0\n",
+	             "collector.yaml:2:19: 'detection.confirm_budget' must be between 1 and 100");
+	expect_error("detection:\n  confirm_budget: many\n",
+	             "collector.yaml:2:19: 'detection.confirm_budget' must be a whole number, not "
+	             "'many'");
+	expect_error("detection:\n  level_share: 0.9\n",
+	             "collector.yaml:2:16: 'detection.level_share' must be a fraction in (0, 0.5] "
+	             "such as 5% or 0.05, not '0.9'");
+	assert_null(parse(&c, "detection:\n  suspect_p: 1%\n"));
+	assert_int_equal(c.deprecated_keys, 1);
+	aw_config_release(&c);
 	expect_error("detection:\n  suspect_p: 0.9\n",
 	             "collector.yaml:2:14: 'detection.suspect_p' must be a fraction in (0, 0.5] "
 	             "such as 5% or 0.05, not '0.9'");

@@ -412,7 +412,8 @@ static void test_pages(void **state)
 	                          .host = "grace",
 	                          .baseline_ref = "main",
 	                          .status = "fail",
-	                          .json = "{\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
+	                          .json = "{\"host\":\"grace\",\"status\":\"fail\","
+	                                  "\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
 	                                  "cpu=1\",\"verdict\":\"regressed\",\"p50\":{"
 	                                  "\"baseline\":5.0,\"head\":20.0}},{\"key\":\"op=stadd "
 	                                  "cpu=2\",\"verdict\":\"noisy\",\"p50\":{\"baseline\":"

@@ -37,8 +37,8 @@ enum aw_verdict {
 #define AW_VERDICT_CELL_LAST  AW_VERDICT_INCONCLUSIVE /* cells are CELL_FIRST ... CELL_LAST */
 
 /* The word of a verdict: "unknown", "pass", "fail", "incomplete", "unchanged", "regressed",
- * "improved", "noisy", "new", "missing", "suspect", "inconclusive", "unconfirmed"; "unknown" for a value
- * outside the enum. A static string. */
+ * "improved", "noisy", "new", "missing", "suspect", "inconclusive", "unconfirmed"; "unknown" for a
+ * value outside the enum. A static string. */
 const char *aw_verdict_name(enum aw_verdict v);
 
 /* The verdict a word names (the inverse of aw_verdict_name()); NULL and any other word are
