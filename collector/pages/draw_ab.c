@@ -127,7 +127,8 @@ int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err)
 	    .n_rounds = n_rounds,
 	    .pct = pct,
 	};
-	rc = draw_published(d, &id, aw_render_ab(d->gp, d->data_dir, &id, &chart, d->flags, err));
+	rc = draw_published(d, &id,
+	                    aw_chart_draw_ab(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:
 	draw_count_one(d, rc);
 	for (i = 0; names && i < 2 * n_cells; i++)

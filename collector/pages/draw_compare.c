@@ -203,7 +203,7 @@ int draw_compare_with(struct aw_draw *d, struct aw_arena *a, struct commit_host 
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_COMPARE, .commit = head->commit, .host = head->host, .base = base};
 
-	rc = aw_render_compare(d->gp, d->data_dir, &id, &chart, d->flags, err);
+	rc = aw_chart_draw_compare(d->gp, d->data_dir, &id, &chart, d->flags, err);
 	if (rc >= 0) {
 		int table_rc = write_table(d->data_dir, &id, a, &head->cells, &baseline, err);
 

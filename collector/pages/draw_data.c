@@ -281,7 +281,7 @@ const char *aw_cell_contention_name(const char *op, const char *reader, const ch
 
 void draw_count_one(struct aw_draw *d, int rc)
 {
-	if (rc == AW_RENDER_CACHED)
+	if (rc == AW_DRAW_CACHED)
 		d->cached++;
 	else if (rc == 0)
 		d->drawn++;
@@ -289,7 +289,7 @@ void draw_count_one(struct aw_draw *d, int rc)
 		d->failed++;
 }
 
-/* Counts a render outcome; failures keep the first message in *first_err. */
+/* Counts a draw outcome; failures keep the first message in *first_err. */
 int draw_count(struct aw_draw *d, int rc, char **err, char **first_err, int *first)
 {
 	draw_count_one(d, rc);
@@ -386,7 +386,7 @@ static int file_hash(const char *data_dir, const char *rel, bool sidecar, char *
 }
 
 /* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
- * AW_RENDER_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
+ * AW_DRAW_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
  * this collector's disk, but not for the others). Returns rc. */
 int draw_published(struct aw_draw *d, const struct aw_chart_id *id, int rc)
 {

@@ -105,7 +105,7 @@ int draw_percpu_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *
 	    .kind = AW_CHART_PERCPU, .commit = head->commit, .host = head->host};
 
 	rc = draw_published(d, &id,
-	                    aw_render_percpu(d->gp, d->data_dir, &id, &chart, d->flags, err));
+	                    aw_chart_draw_percpu(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:
 	aw_strmap_free(&op_index);
 	return rc;
@@ -201,8 +201,8 @@ int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct commit_ho
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_CONTENTION, .commit = head->commit, .host = head->host, .name = name};
 
-	return draw_published(d, &id,
-	                      aw_render_contention(d->gp, d->data_dir, &id, &chart, d->flags, err));
+	return draw_published(
+	    d, &id, aw_chart_draw_contention(d->gp, d->data_dir, &id, &chart, d->flags, err));
 }
 
 /* The names of the contention charts of a commit on a host. */
@@ -335,7 +335,7 @@ int draw_heatmap(struct aw_draw *d, struct aw_arena *a, const char *commit, char
 	const struct aw_chart_id id = {.kind = AW_CHART_HEATMAP, .commit = commit};
 
 	rc = draw_published(d, &id,
-	                    aw_render_heatmap(d->gp, d->data_dir, &id, &chart, d->flags, err));
+	                    aw_chart_draw_heatmap(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:
 	aw_strmap_free(&hosts);
 	aw_strmap_free(&rows);

@@ -122,7 +122,7 @@ void draw_count_one(struct aw_draw *d, int rc);
 int draw_count(struct aw_draw *d, int rc, char **err, char **first_err, int *first);
 
 /* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
- * AW_RENDER_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
+ * AW_DRAW_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
  * this collector's disk, but not for the others). Returns rc. */
 int draw_published(struct aw_draw *d, const struct aw_chart_id *id, int rc);
 

@@ -237,7 +237,8 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 	    .kind = AW_CHART_TREND, .host = t->host, .ref = t->ref, .name = group};
 
 	return draw_published(
-	    t->d, &id, aw_render_trend(t->d->gp, t->d->data_dir, &id, &chart, t->d->flags, err));
+	    t->d, &id,
+	    aw_chart_draw_trend(t->d->gp, t->d->data_dir, &id, &chart, t->d->flags, err));
 }
 
 /* Draws the trend of `only` (a group name) or, NULL, of every group. */
