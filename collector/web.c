@@ -1,4 +1,4 @@
-/* The HTML side of the collector: the report pages (built by pages.c from stored data and
+/* The HTML side of the collector: the report pages (built by pages.h from stored data and
  * cached verdicts, never drawing or judging on the request path), the chart files under the
  * data dir, and the site's icon. */
 #include <errno.h>
