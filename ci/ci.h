@@ -1,11 +1,11 @@
 /* atomwatch-ci, the CI side of atomwatch: the collector's gate (and compare) reply read into a
- * model, rendered as a console summary, Markdown (job summary, merge-request comment), JUnit
+ * model, formatted as a console summary, Markdown (job summary, merge-request comment), JUnit
  * XML and GitHub annotations; the requests CI makes (queue a job, wait for hosts, ask the gate);
  * and the command line. Everything but main() is in the aw_ci library.
  *
  * Conventions: int functions return 0 or a negative errno; `char **err`, when given, receives a
  * malloc'd lowercase message naming the subject (the caller frees it). Strings in the model come
- * from the network: every renderer escapes them for its format. */
+ * from the network: every format escapes them its own way. */
 #ifndef AW_CI_H
 #define AW_CI_H
 
@@ -116,26 +116,26 @@ int aw_ci_report_add_missing(struct aw_ci_report *r, const char *host, const cha
  * incomplete, the report says incomplete or it has no host at all; else 0. */
 enum aw_ci_exit aw_ci_exit_for(const struct aw_ci_report *r);
 
-/* ---- rendering; `base_url` (no trailing slash) makes the collector's paths absolute ---- */
+/* ---- formats; `base_url` (no trailing slash) makes the collector's paths absolute ---- */
 
 /* A console summary: the status line, every regressed metric, every warning (a regressed cell of
  * gate level warn) and every suspect (unconfirmed) cell, the report's address. */
-int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
+int aw_ci_format_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* Markdown for GitHub's job summary or a merge-request comment: regressions first with their
  * numbers (baseline, head, change, interval or p-value) and chart links, then a table of hosts,
  * then the other cells that are not unchanged. */
-int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
+int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* JUnit XML: a testsuite per host, a testcase per host x cell x metric (classname the host,
  * name "<cell key> [p50]"), a <failure> per regressed metric of gate level fail with its
  * numbers, a passing testcase with a <system-out> note for a warning or a suspect (unconfirmed)
  * metric, <skipped> for new and missing cells, an <error> testcase for a host without a run. */
-int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
+int aw_ci_format_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* GitHub Actions workflow commands: "::error title=...::..." per regressed metric and per host
  * without a run. */
-int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url,
+int aw_ci_format_annotations(const struct aw_ci_report *r, const char *base_url,
                              struct aw_buf *out);
 
 /* ---- escaping (exported for the tests); each appends to `out`, returns 0 or a buf error ---- */

@@ -419,9 +419,9 @@ void aw_api_metrics(struct aw_ctx *x)
 		c = NULL; /* the database's task counts are left out */
 	aw_postingest_gauges(x->col->postingest, x->col->charts, c, &g.postingest);
 	aw_buf_init(&out, 1u << 20);
-	if (aw_metrics_render(&out, &g)) {
+	if (aw_metrics_format(&out, &g)) {
 		aw_buf_release(&out);
-		aw_reply_error(x->req, 500, "internal", "", "cannot render the metrics");
+		aw_reply_error(x->req, 500, "internal", "", "cannot format the metrics");
 		return;
 	}
 	aw_httpd_reply(x->req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data, out.len);

@@ -1,4 +1,4 @@
-/* Server-rendered HTML pages (overview, host, commit, compare) built from plain data structs:
+/* The HTML pages (overview, host, commit, compare) built from plain data structs:
  * no JavaScript, one inline stylesheet allowed by its hash in the Content-Security-Policy, every
  * agent- or CI-provided value through aw_html_escape(), links through one URL builder. */
 #include "internal.h"

@@ -1,7 +1,7 @@
 /* atomwatch reports: the charts (drawn by gnuplot into SVG and PNG files under a data dir, each
- * redrawn only when its data changed) and the server-rendered HTML pages. Everything here takes
- * plain data structs, so the collector (served pages, render queue) and a static export call the
- * same functions; nothing here knows the database or HTTP.
+ * redrawn only when its data changed) and the HTML pages the server builds. Everything here takes
+ * plain data structs, so the collector (served pages, post-ingest workers) and a static export call
+ * the same functions; nothing here knows the database or HTTP.
  *
  * Conventions: int functions return 0 or a negative errno; `char **err`, when given, receives a
  * malloc'd lowercase message naming the subject (the caller frees it). Strings in the data
@@ -76,7 +76,7 @@ int aw_segment_encode(const char *s, char *out, size_t size);
  * -EINVAL for a string aw_segment_encode() cannot have produced, or -ENAMETOOLONG. */
 int aw_segment_decode(const char *seg, char *out, size_t size);
 
-/* ---- the gnuplot renderer ---- */
+/* ---- gnuplot ---- */
 
 /* One long-lived gnuplot process (started with posix_spawn, never through a shell) that draws
  * many charts; restarted when it dies or hangs. Not thread-safe: use one per worker thread. */
@@ -87,18 +87,18 @@ struct aw_gnuplot_opts {
 	unsigned timeout_ms; /* most time one chart may take; 0: 20000 */
 };
 
-/* Starts gnuplot (`opts` may be NULL for the defaults). Returns the renderer (free with
+/* Starts gnuplot (`opts` may be NULL for the defaults). Returns the handle (free with
  * aw_gnuplot_free()) or NULL with *err. */
 struct aw_gnuplot *aw_gnuplot_new(const struct aw_gnuplot_opts *opts, char **err);
 
-/* Ends gnuplot (EOF on its input, then SIGKILL after a second) and frees the renderer; sets
+/* Ends gnuplot (EOF on its input, then SIGKILL after a second) and frees the handle; sets
  * *gp to NULL. */
 void aw_gnuplot_free(struct aw_gnuplot **gp);
 
 /* The running gnuplot's process id (0 when none is running; tests kill it). */
 int aw_gnuplot_pid(const struct aw_gnuplot *gp);
 
-/* How many gnuplot processes this renderer has started. */
+/* How many gnuplot processes this handle has started. */
 unsigned aw_gnuplot_starts(const struct aw_gnuplot *gp);
 
 /* Whether PNGs come from the pngcairo terminal (else from libgd's png). */
@@ -189,38 +189,39 @@ struct aw_chart_ab {
 	const double *pct; /* n_series * n_rounds, row-major; NAN: no round */
 };
 
-/* Limits on the data of one chart, beyond which rendering fails with -E2BIG. */
+/* Limits on the data of one chart, beyond which drawing fails with -E2BIG. */
 #define AW_CHART_MAX_ITEMS  2048  /* items, rows, columns, ops, CPUs, c or d values */
 #define AW_CHART_MAX_POINTS 10000 /* trend points */
 #define AW_CHART_MAX_SERIES 64    /* trend series */
 
-/* ---- rendering ---- */
+/* ---- drawing ---- */
 
-#define AW_RENDER_FORCE 1u /* draw even when the cached chart's data is unchanged */
+#define AW_DRAW_FORCE 1u /* draw even when the cached chart's data is unchanged */
 
-/* The render functions draw the chart `id` (whose kind must match the function) from the data
- * into <data_dir>/<aw_chart_path(id)> as SVG and PNG, creating directories as needed. A chart
+/* The aw_chart_draw_*() functions draw the chart `id` (whose kind must match the function) from the
+ * data into <data_dir>/<aw_chart_path(id)> as SVG and PNG, creating directories as needed. A chart
  * with no value shows "no data". Each file appears atomically (written under a temp name in
  * its directory, renamed when gnuplot confirmed it). The hash of the chart's script (its data
  * and the style version) is kept in the .hash sidecar: when it matches and both files exist,
  * nothing is drawn.
- * Return: 0 drawn, 1 (AW_RENDER_CACHED) unchanged and skipped, or a negative errno with *err:
+ * Return: 0 drawn, 1 (AW_DRAW_CACHED) unchanged and skipped, or a negative errno with *err:
  * -EINVAL (bad id or data), -E2BIG (over a limit), -EIO (gnuplot reported an error),
  * -ETIMEDOUT, -EPIPE (gnuplot died; it is restarted on the next call), or a file error. */
-#define AW_RENDER_CACHED 1
+#define AW_DRAW_CACHED 1
 
-int aw_render_compare(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                      const struct aw_chart_compare *c, unsigned flags, char **err);
-int aw_render_trend(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                    const struct aw_chart_trend *t, unsigned flags, char **err);
-int aw_render_heatmap(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                      const struct aw_chart_heatmap *h, unsigned flags, char **err);
-int aw_render_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                     const struct aw_chart_percpu *p, unsigned flags, char **err);
-int aw_render_contention(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                         const struct aw_chart_contention *c, unsigned flags, char **err);
-int aw_render_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                 const struct aw_chart_ab *c, unsigned flags, char **err);
+int aw_chart_draw_compare(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                          const struct aw_chart_compare *c, unsigned flags, char **err);
+int aw_chart_draw_trend(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                        const struct aw_chart_trend *t, unsigned flags, char **err);
+int aw_chart_draw_heatmap(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                          const struct aw_chart_heatmap *h, unsigned flags, char **err);
+int aw_chart_draw_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                         const struct aw_chart_percpu *p, unsigned flags, char **err);
+int aw_chart_draw_contention(struct aw_gnuplot *gp, const char *data_dir,
+                             const struct aw_chart_id *id, const struct aw_chart_contention *c,
+                             unsigned flags, char **err);
+int aw_chart_draw_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                     const struct aw_chart_ab *c, unsigned flags, char **err);
 
 /* ---- HTML pages ---- */
 

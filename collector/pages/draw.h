@@ -38,7 +38,7 @@ struct aw_draw {
 	const char *data_dir;  /* charts go to <data_dir>/charts/... */
 	const struct aw_analysis_opts *analysis;
 	const char *project; /* NULL: runs of any project */
-	unsigned flags;      /* AW_RENDER_FORCE or 0 */
+	unsigned flags;      /* AW_DRAW_FORCE or 0 */
 	/* where each chart drawn is stored for every collector (its data_dir must be data_dir);
 	 * NULL: the files stay in data_dir only (a static export) */
 	struct aw_chart_cache *publish;
@@ -51,7 +51,7 @@ struct aw_draw {
 /* Draws the chart `id` from the stored data (a compare chart with its table, see
  * aw_chart_table_rel()) and counts the outcome in d (a compare chart's base is
  * a commit when runs of that commit exist on the host, else a ref whose newest earlier runs are the
- * baseline). Returns 0 (drawn), AW_RENDER_CACHED (unchanged), -ENOENT (no run to draw it from),
+ * baseline). Returns 0 (drawn), AW_DRAW_CACHED (unchanged), -ENOENT (no run to draw it from),
  * -ENOSYS (no gnuplot), or another negative errno with *err. */
 int aw_draw_chart(struct aw_draw *d, const struct aw_chart_id *id, char **err);
 

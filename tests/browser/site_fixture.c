@@ -68,7 +68,7 @@ static void die(const char *what, int rc, char *err)
 	exit(1);
 }
 
-static void check_render(int rc, char *err)
+static void check_drawn(int rc, char *err)
 {
 	if (rc < 0)
 		die("cannot draw a chart", rc, err);
@@ -127,7 +127,7 @@ static void draw_commit_charts(size_t k)
 	const struct aw_chart_heatmap hm = {"p50 across hosts", ops,     N_OPS,
 	                                    host_names,         N_HOSTS, heat};
 	const struct aw_chart_id hm_id = {.kind = AW_CHART_HEATMAP, .commit = commits[k]};
-	check_render(aw_render_heatmap(gp, out_dir, &hm_id, &hm, 0, &err), err);
+	check_drawn(aw_chart_draw_heatmap(gp, out_dir, &hm_id, &hm, 0, &err), err);
 
 	for (size_t h = 0; h < N_HOSTS; h++) {
 		struct aw_chart_compare_item items[N_OPS];
@@ -150,7 +150,7 @@ static void draw_commit_charts(size_t k)
 			                               .commit = commits[k],
 			                               .host = host_names[h],
 			                               .base = base ? commits[k - 1] : "main"};
-			check_render(aw_render_compare(gp, out_dir, &id, &c, 0, &err), err);
+			check_drawn(aw_chart_draw_compare(gp, out_dir, &id, &c, 0, &err), err);
 		}
 
 		for (size_t op = 0; op < N_OPS; op++)
@@ -160,7 +160,7 @@ static void draw_commit_charts(size_t k)
 		const struct aw_chart_percpu p = {host_names[h], ops, N_OPS, cpus, N_CPUS, percpu};
 		const struct aw_chart_id p_id = {
 		    .kind = AW_CHART_PERCPU, .commit = commits[k], .host = host_names[h]};
-		check_render(aw_render_percpu(gp, out_dir, &p_id, &p, 0, &err), err);
+		check_drawn(aw_chart_draw_percpu(gp, out_dir, &p_id, &p, 0, &err), err);
 
 		if (!isfinite(base_ns[h][1]))
 			continue;
@@ -172,7 +172,7 @@ static void draw_commit_charts(size_t k)
 		                                  .commit = commits[k],
 		                                  .host = host_names[h],
 		                                  .name = "llsc"};
-		check_render(aw_render_contention(gp, out_dir, &cd_id, &cd, 0, &err), err);
+		check_drawn(aw_chart_draw_contention(gp, out_dir, &cd_id, &cd, 0, &err), err);
 	}
 }
 
@@ -220,7 +220,7 @@ static void draw_trends(size_t h)
 		                               .host = host_names[h],
 		                               .ref = "main",
 		                               .name = group_names[g]};
-		check_render(aw_render_trend(gp, out_dir, &id, &t, 0, &err), err);
+		check_drawn(aw_chart_draw_trend(gp, out_dir, &id, &t, 0, &err), err);
 	}
 }
 

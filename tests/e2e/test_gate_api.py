@@ -148,7 +148,7 @@ def test_gate_fails_on_the_regression():
         h.wait_for_chart(S.col.port, link)
     g = gate("project=linux&commit=%s&baseline_ref=release&hosts=grace" % HEAD).json()
     check("charts" not in host_of(g, "grace"),
-          "no link to a pair the renderer never draws (a ref it is not configured with)")
+          "no link to a pair the post-ingest workers never draw (a ref it is not configured with)")
 
 
 def test_gate_all_cells_and_default_hosts():
@@ -243,7 +243,7 @@ def test_gate_cells_globs():
 def test_changepoints_endpoint():
     # each upload's post-ingest task recomputes its history's change points: once none is
     # left, the list is that of the whole history
-    h.wait_for_renders(S.col.port)
+    h.wait_for_postingest(S.col.port)
     r = S.col.request("GET", "/api/v1/changepoints?host=%s&ref=main" % STEP_HOST)
     eq(r.status, 200, r)
     eq((r.json()["host"], r.json()["ref"]), (STEP_HOST, "main"))

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The reports served by a real collector, against SQLite or a real PostgreSQL: charts drawn
-by the render workers after uploads (polled, with a bound), the HTML pages with their security
+by the post-ingest workers after uploads (polled, with a bound), the HTML pages with their security
 headers and tables, chart files with the right types, refused paths and names (traversal,
 sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text, and the
 `render` and `export` commands (every link of the export resolves to a file).
@@ -291,7 +291,7 @@ def test_charts_off_keeps_verdicts():
     db = h.Database(S.backend, S.pg)
     col = h.Collector(db.url, config=rh.ONE_RUN_DECIDES + "postingest:\n  charts: off\n").start()
     site = rh.load(col, n_hosts=2, n_commits=3, cells=CELLS, tag=0xc4a27, hostile=False)
-    h.wait_for_renders(col.port)
+    h.wait_for_postingest(col.port)
     eq(db.count("verdicts"), 2 * 3, "a verdict per commit and host")
     newest = site.commits[-1]
     text = check_html(col.request("GET", "/commits/" + newest), "charts off")
@@ -327,7 +327,7 @@ def test_disturbed_run_shown():
     for k in range(8):
         upload(k, 1.0)
     head = upload(8, 1.5)
-    h.wait_for_renders(col.port)
+    h.wait_for_postingest(col.port)
     sha = head["commit"]
     text = check_html(col.request("GET", "/commits/" + sha), "disturbed commit")
     sec = section(text, host)
@@ -353,7 +353,7 @@ def test_disturbed_run_shown():
 def test_shutdown():
     eq(S.col.stop(signal.SIGTERM), 0, "exit status")
     check("stopped" in S.col.logs(), S.col.logs())
-    check("render queue full" not in S.col.logs(), "no task was dropped")
+    check("chart queue full" not in S.col.logs(), "no task was dropped")
 
 
 def main():

@@ -36,7 +36,7 @@ static const struct aw_page_commit_summary commits[] = {
 
 static const struct aw_page_overview overview = {hosts, 3, commits, 2, "2026-11-29T10:01:00Z"};
 
-static char *render_overview(const struct aw_links *links)
+static char *overview_html(const struct aw_links *links)
 {
 	struct aw_buf b;
 
@@ -105,7 +105,7 @@ static void base64(const unsigned char *in, size_t len, char *out)
 static void test_overview_served(void **state)
 {
 	const struct aw_links links = {AW_LINKS_SERVED, ""};
-	char *html = render_overview(&links);
+	char *html = overview_html(&links);
 
 	(void)state;
 	assert_safe_page(html);
@@ -134,7 +134,7 @@ static void test_overview_served(void **state)
 
 	/* under a prefix */
 	const struct aw_links prefixed = {AW_LINKS_SERVED, "/aw"};
-	html = render_overview(&prefixed);
+	html = overview_html(&prefixed);
 	assert_contains(html, "<a href=\"/aw/hosts/graviton4\">");
 	assert_contains(html, "<a href=\"/aw/\">atomwatch</a>");
 	assert_contains(html,
@@ -145,7 +145,7 @@ static void test_overview_served(void **state)
 static void test_overview_export(void **state)
 {
 	const struct aw_links links = {AW_LINKS_EXPORT, "/ignored"};
-	char *html = render_overview(&links);
+	char *html = overview_html(&links);
 
 	(void)state;
 	assert_safe_page(html);
@@ -162,7 +162,7 @@ static void test_overview_export(void **state)
 static void test_csp_matches_style(void **state)
 {
 	const struct aw_links links = {AW_LINKS_SERVED, ""};
-	char *html = render_overview(&links);
+	char *html = overview_html(&links);
 	const char *start = strstr(html, "<style>"), *end = strstr(html, "</style>");
 	unsigned char digest[32];
 	char b64[64], want[128];

@@ -1,6 +1,6 @@
 /* atomwatch-ci without a network: gate and compare replies (tests/fixtures/gate) read into the
  * model, replies of the wrong shape refused naming the field, the exit status of each report,
- * and the Markdown, JUnit, console and GitHub renderings, with hostile host names and cell keys
+ * and the Markdown, JUnit, console and GitHub formats, with hostile host names and cell keys
  * escaped for each format. */
 #include <errno.h>
 #include <math.h>
@@ -42,9 +42,9 @@ static void load(const char *name, bool compare, struct aw_ci_report *r)
 	free(text);
 }
 
-typedef int (*render_fn)(const struct aw_ci_report *, const char *, struct aw_buf *);
+typedef int (*format_fn)(const struct aw_ci_report *, const char *, struct aw_buf *);
 
-static char *render(const struct aw_ci_report *r, render_fn fn)
+static char *formatted(const struct aw_ci_report *r, format_fn fn)
 {
 	struct aw_buf b;
 
@@ -202,7 +202,7 @@ static void test_parse_errors(void **state)
 }
 
 /* Gate levels and confirmation: a warn or off cell's regression never fails, a suspect makes
- * the gate unconfirmed (exit 0, or 1 with --strict), and every rendering lists them apart from
+ * the gate unconfirmed (exit 0, or 1 with --strict), and every format lists them apart from
  * the regressions. */
 static void test_unconfirmed_and_warnings(void **state)
 {
@@ -220,7 +220,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_int_equal(r.hosts[0].cells[2].gate, AW_GATE_OFF);
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
 
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(strstr(text, "atomwatch gate: unconfirmed: commit c1d2e3f4a5b6"));
 	assert_non_null(strstr(text, "no regression on 1 host"));
 	assert_non_null(strstr(text, "  suspect    x86-ci  subject=libpcpu op=inc cpu=0 [p50]"));
@@ -233,7 +233,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	                       "(reference mulchain-v1 x1.118, beyond"));
 	free(text);
 
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: unconfirmed"));
 	assert_null(strstr(md, "### Regressions"));
 	assert_non_null(strstr(md, "### Unconfirmed"));
@@ -246,7 +246,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_non_null(strstr(md, "regressed (gate: off)"));
 	free(md);
 
-	xml = render(&r, aw_ci_render_junit);
+	xml = formatted(&r, aw_ci_format_junit);
 	assert_non_null(strstr(xml, "failures=\"0\""));
 	assert_null(strstr(xml, "<failure"));
 	assert_non_null(strstr(xml, "<system-out>unconfirmed: "));
@@ -255,7 +255,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_non_null(strstr(xml, "<property name=\"status\" value=\"unconfirmed\"/>"));
 	free(xml);
 
-	gh = render(&r, aw_ci_render_annotations);
+	gh = formatted(&r, aw_ci_format_annotations);
 	assert_null(strstr(gh, "::error"));
 	assert_int_equal(count(gh, "::warning"), 2);
 	free(gh);
@@ -266,7 +266,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	r.status = AW_VERDICT_PASS;
 	r.hosts[0].status = AW_VERDICT_PASS;
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: unconfirmed"));
 	free(md);
 	r.strict = false;
@@ -288,7 +288,7 @@ static void test_markdown(void **state)
 
 	(void)state;
 	load("fail.json", false, &r);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: FAIL"));
 	reg = strstr(md, "### Regressions");
 	hosts = strstr(md, "### Hosts");
@@ -319,7 +319,7 @@ static void test_markdown(void **state)
 	aw_ci_report_release(&r);
 
 	load("pass.json", false, &r);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: pass"));
 	assert_non_null(strstr(md, " against main: no regression on 1 host. [Full report]("));
 	assert_null(strstr(md, "### Regressions"));
@@ -327,7 +327,7 @@ static void test_markdown(void **state)
 	aw_ci_report_release(&r);
 
 	load("incomplete.json", false, &r);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: INCOMPLETE"));
 	assert_non_null(strstr(md, "| graviton4-a | incomplete: no run of b7c8d9e0f1a2 on "
 	                           "graviton4-a | 0 |"));
@@ -342,7 +342,7 @@ static void test_junit(void **state)
 
 	(void)state;
 	load("fail.json", false, &r);
-	x = render(&r, aw_ci_render_junit);
+	x = formatted(&r, aw_ci_format_junit);
 	assert_true(!strncmp(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites", 50));
 	/* 5 cells x 2 metrics on x86-ci, nothing listed for the reference host */
 	assert_non_null(strstr(x, "<testsuites name=\"atomwatch gate\" tests=\"10\" failures=\"2\" "
@@ -365,7 +365,7 @@ static void test_junit(void **state)
 	aw_ci_report_release(&r);
 
 	load("incomplete.json", false, &r);
-	x = render(&r, aw_ci_render_junit);
+	x = formatted(&r, aw_ci_format_junit);
 	assert_non_null(strstr(x, "<testcase classname=\"graviton4-a\" name=\"run of "
 	                          "b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80\" time=\"0\">\n      "
 	                          "<error type=\"incomplete\" message=\"no run of b7c8d9e0f1a2 on "
@@ -384,7 +384,7 @@ static void test_hostile(void **state)
 	(void)state;
 	load("hostile.json", false, &r);
 
-	x = render(&r, aw_ci_render_junit);
+	x = formatted(&r, aw_ci_format_junit);
 	assert_null(strstr(x, "evil<host>"));
 	assert_null(strstr(x, "]]>"));
 	assert_null(strstr(x, "<script>"));
@@ -409,7 +409,7 @@ static void test_hostile(void **state)
 		assert_true(p[1] == '?' || p[1] == '/' || (p[1] >= 'a' && p[1] <= 'z'));
 	free(x);
 
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_null(strstr(md, "<host>"));
 	assert_null(strstr(md, "<script>"));
 	assert_null(strstr(md, "<b>"));
@@ -440,7 +440,7 @@ static void test_hostile(void **state)
 	}
 	free(md);
 
-	gh = render(&r, aw_ci_render_annotations);
+	gh = formatted(&r, aw_ci_format_annotations);
 	assert_int_equal(count(gh, "\n"), 2); /* one regression, one host without a run */
 	assert_int_equal(count(gh, "::error title="), 2);
 	assert_non_null(strstr(gh, "::error title=atomwatch%3A evil<host>&\"]]>|`x`%0A @team #1 "));
@@ -448,7 +448,7 @@ static void test_hostile(void **state)
 	assert_non_null(strstr(gh, "did not report::gone&<away>: no run \"yet\" <>&%0D%0A::x\n"));
 	free(gh);
 
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_null(strstr(text, "\x07"));
 	assert_non_null(strstr(text, "evil<host>&\"]]>|`x`??@team #1"));
 	free(text);
@@ -467,7 +467,7 @@ static void test_compare_and_text(void **state)
 	assert_string_equal(r.baseline, "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678");
 	assert_null(r.report);
 	assert_false(r.hosts[0].cells[0].p99.present);
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(strstr(text,
 	                       "atomwatch compare: fail: commit b7c8d9e0f1a2 of libpcpu against "
 	                       "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678: 1 regressed metric on "
@@ -480,7 +480,7 @@ static void test_compare_and_text(void **state)
 	aw_ci_report_release(&r);
 
 	load("fail.json", false, &r);
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(
 	    strstr(text, "report: " BASE "/commits/b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80\n"));
 	free(text);
@@ -489,7 +489,7 @@ static void test_compare_and_text(void **state)
 
 /* A baseline below resolution is told as an absolute change, never a percentage: plain incq at
  * 0 ns (the collector sends no relative change then) or at 0.037 ns (it sends +63954%) hardened
- * into lock xadd reads "below resolution -> 24.9 ns" in every rendering, its interval in ns; a
+ * into lock xadd reads "below resolution -> 24.9 ns" in every format, its interval in ns; a
  * metric the collector judged in ns (`absolute`: a contended cell flipping through the
  * resolution) has its change in ns too. */
 static void test_from_below_resolution(void **state)
@@ -515,7 +515,7 @@ static void test_from_below_resolution(void **state)
 	assert_int_equal(aw_ci_report_parse(reply, strlen(reply), false, &r, &err), 0);
 	assert_true(r.hosts[0].cells[2].p50.absolute);
 	assert_true(fabs(r.hosts[0].cells[2].p50.change_ns - 2.1) < 1e-9);
-	text = render(&r, aw_ci_render_markdown);
+	text = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(
 	    strstr(text, "| 0.000 ns | 24.9 ns | **below resolution -&gt; 24.9 ns** |"));
 	assert_non_null(strstr(text, "| 0.037 ns | 23.7 ns | **below resolution -&gt; 23.7 ns** | "
@@ -524,12 +524,12 @@ static void test_from_below_resolution(void **state)
 	assert_null(strstr(text, "%;"));
 	assert_null(strstr(text, "63954"));
 	free(text);
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(strstr(text, "0.000 ns -> 24.9 ns  below resolution -> 24.9 ns  ("));
 	assert_non_null(strstr(text, "0.037 ns -> 23.7 ns  below resolution -> 23.7 ns  (95% "
 	                             "interval +23.3 ns to +24 ns;"));
 	free(text);
-	text = render(&r, aw_ci_render_junit);
+	text = formatted(&r, aw_ci_format_junit);
 	assert_non_null(strstr(text, "change: below resolution -&gt; 24.9 ns"));
 	assert_non_null(strstr(text, "regressed: 0.037 ns -&gt; 23.7 ns (below resolution -&gt; "
 	                             "23.7 ns)"));
@@ -538,7 +538,7 @@ static void test_from_below_resolution(void **state)
 	assert_null(strstr(text, "n/a"));
 	assert_null(strstr(text, "63954"));
 	free(text);
-	text = render(&r, aw_ci_render_annotations);
+	text = formatted(&r, aw_ci_format_annotations);
 	assert_non_null(strstr(text, "from 0.037 ns to 23.7 ns (below resolution -> 23.7 ns; "));
 	free(text);
 	aw_ci_report_release(&r);

@@ -622,7 +622,7 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
 
 static char suspect_label[] = "  suspect    ", warning_label[] = "  warning    ";
 
-int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	size_t metrics, failed, incomplete, n;
@@ -759,7 +759,7 @@ static void md_count(struct sink *s, long n)
 		putf(s, " | %ld", n);
 }
 
-int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	size_t metrics, failed, incomplete, n, others = 0;
@@ -1064,7 +1064,7 @@ static void junit_host(struct sink *s, const struct aw_ci_report *r, const struc
 	put(s, "  </testsuite>\n");
 }
 
-int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	size_t tests = 0, failures = 0, errors = 0, skipped = 0;
@@ -1133,7 +1133,7 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 	aw_buf_release(&tmp);
 }
 
-int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_annotations(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	struct gh_ctx err = {base_url, "::error title=", "regressed"};
