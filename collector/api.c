@@ -584,10 +584,29 @@ static int query_globs(struct aw_ctx *x, const char **globs, struct aw_analysis_
 	return 0;
 }
 
+/* How much a host's status weighs in the gate's: fail, then inconclusive (a cell whose
+ * evidence stayed split, or whose noise hides its threshold), incomplete (a host without a
+ * run), unconfirmed (suspects still being re-measured), pass. */
+static int status_rank(enum aw_verdict s)
+{
+	switch (s) {
+	case AW_VERDICT_FAIL:
+		return 4;
+	case AW_VERDICT_INCONCLUSIVE:
+		return 3;
+	case AW_VERDICT_INCOMPLETE:
+		return 2;
+	case AW_VERDICT_UNCONFIRMED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
- * overall status: fail when a host regressed, else incomplete when one has no run, else
- * unconfirmed when one has suspects only, else pass. A `cells` glob that matched no cell of the
- * head on any host that ran it is a 400 naming it: a typo must not pass a gate by judging nothing.
+ * overall status: the weightiest of the hosts' (status_rank()). A `cells` glob that matched no cell
+ * of the head on any host that ran it is a 400 naming it: a typo must not pass a gate by judging
+ * nothing.
  */
 static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, const char *project,
                         const char *head, const char *base, const struct host_set *hosts,
@@ -604,21 +623,28 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 
 	for (size_t i = 0; !rc && i < hosts->n; i++) {
 		struct aw_host_verdict v;
+		bool cached = false;
 		json_t *j;
 
-		rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
+		/* the verdict stored after the commit's last upload, when it is the one asked for
+		 * (it lists the cells that are not unchanged) */
+		if (!base && !all)
+			rc = aw_analysis_host_cached(c, o, project, head, hosts->name[i], &v,
+			                             &cached, &err);
+		else
+			rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
 		if (rc)
 			break;
 		matched |= v.globs_matched;
 		judged = judged || v.n_head_runs;
-		if (v.status == AW_VERDICT_FAIL)
-			overall = AW_VERDICT_FAIL;
-		else if (v.status == AW_VERDICT_INCOMPLETE && overall != AW_VERDICT_FAIL)
-			overall = AW_VERDICT_INCOMPLETE;
-		else if (v.status == AW_VERDICT_UNCONFIRMED && overall == AW_VERDICT_PASS)
-			overall = AW_VERDICT_UNCONFIRMED;
+		if (status_rank(v.status) > status_rank(overall))
+			overall = v.status;
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
+		if (j && json_object_set_new(j, "cached", json_boolean(cached))) {
+			json_decref(j);
+			j = NULL;
+		}
 		if (!j || json_array_append_new(list, j) ||
 		    host_chart_links(x, j, hosts->name[i], head, base, o->baseline_ref))
 			rc = -ENOMEM;
