@@ -43,7 +43,8 @@ static const char usage_text[] =
     "        return once every host has reported a run of the commit\n"
     "  gate --project P --commit SHA [--baseline-ref main] [--hosts a,b] [--wait 30m]\n"
     "       [--cells GLOB]... [--strict] [--junit FILE] [--markdown FILE]\n"
-    "        wait (with --wait), then ask the gate: pass, fail, incomplete or unconfirmed\n"
+    "        wait (with --wait), then ask the gate: pass, fail, inconclusive, incomplete or\n"
+    "        unconfirmed\n"
     "  compare --project P --base SHA --head SHA [--host NAME] [--cells GLOB]... [--strict]\n"
     "       [--junit FILE] [--markdown FILE]\n"
     "        compare two commits host by host, with the gate's exit statuses\n"
@@ -60,13 +61,20 @@ static const char usage_text[] =
     "  --quiet           no progress lines\n"
     "  --help, --version\n"
     "\n"
-    "With GITHUB_ACTIONS=true, regressions are also printed as ::error annotations; with\n"
-    "GITHUB_STEP_SUMMARY set, the Markdown summary is appended to that file.\n"
+    "With GITHUB_ACTIONS=true, regressions and inconclusive cells are also printed as ::error\n"
+    "annotations; with GITHUB_STEP_SUMMARY set, the Markdown summary is appended to that file.\n"
     "\n"
-    "Exit status: 0 pass or unconfirmed (wait: every host reported; trigger: queued), 1 a\n"
-    "regression (with --strict also unconfirmed),\n"
-    "2 incomplete (a host never reported; wait: timed out), 3 usage or infrastructure error\n"
-    "(collector unreachable, 5xx, a bad reply, a file not written).\n";
+    "Exit status:\n"
+    "  0  pass or unconfirmed (wait: every host reported; trigger: queued)\n"
+    "  1  a regression of a cell of gate level fail (with --strict also unconfirmed)\n"
+    "  2  incomplete: a host never reported (wait: timed out)\n"
+    "  3  usage or infrastructure error (collector unreachable, 5xx, a bad reply, a file not\n"
+    "     written)\n"
+    "  4  inconclusive: a cell of gate level fail the gate cannot vouch for (its evidence\n"
+    "     stayed split after the re-measurements, or its noise hides a change of its\n"
+    "     threshold); the gate neither passes nor fails it\n"
+    "When several apply: a regression (1), then inconclusive (4), then incomplete (2), then\n"
+    "unconfirmed with --strict (1), else 0.\n";
 
 enum {
 	O_COLLECTOR = 256,

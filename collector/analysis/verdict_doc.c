@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -472,4 +473,42 @@ const struct aw_run_state *aw_host_verdict_most_disturbed(const struct aw_host_v
 		}
 	}
 	return best;
+}
+
+const struct aw_metric_verdict *aw_cell_verdict_deciding(const struct aw_cell_verdict *c)
+{
+	if (c->p99.verdict == c->verdict && c->p50.verdict != c->verdict)
+		return &c->p99;
+	return &c->p50;
+}
+
+const char *aw_metric_verdict_levels_text(const struct aw_metric_verdict *m, char *buf, size_t size)
+{
+	size_t used;
+
+	if (!size)
+		return NULL;
+	buf[0] = '\0';
+	if (m->n_levels < 2)
+		return NULL;
+	used = (size_t)snprintf(buf, size, "levels%s%s:", m->level_by ? " by " : "",
+	                        m->level_by ? m->level_by : "");
+	for (size_t j = 0; j < m->n_levels && j < AW_VERDICT_LEVELS && used < size; j++) {
+		const struct aw_level *l = &m->levels[j];
+		char share[16] = "", change[32] = "";
+		const char *word = aw_verdict_name(l->verdict);
+
+		if (isfinite(l->share))
+			snprintf(share, sizeof(share), " (%.0f%%)", 100 * l->share);
+		if (isfinite(l->change))
+			snprintf(change, sizeof(change), " %+.1f%%", 100 * l->change);
+		else if (!l->n_head)
+			word = "no head run";
+		if (isfinite(l->change) && l->verdict == AW_VERDICT_UNKNOWN)
+			word = "undecided";
+		used += (size_t)snprintf(buf + used, size - used, "%s L%zu%s%s %s%s", j ? "," : "",
+		                         j + 1, share, change, word,
+		                         (int)j == m->decided_by ? " (deciding)" : "");
+	}
+	return buf;
 }

@@ -117,4 +117,15 @@ int aw_host_verdict_parse(const json_t *doc, struct aw_host_verdict *out, char *
 const struct aw_run_state *aw_host_verdict_most_disturbed(const struct aw_host_verdict *v,
                                                           const char **kernel, double *ratio);
 
+/* The metric that gave a cell its verdict: p50, unless only p99 carries it. Never NULL. */
+const struct aw_metric_verdict *aw_cell_verdict_deciding(const struct aw_cell_verdict *c);
+
+/* The line that tells a metric's levels apart, for people, e.g.
+ *   "levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 (40%) +7.1% regressed (deciding)"
+ * (per level: its share of the baseline's runs, its change, its verdict: "no head run" without
+ * one, "undecided" when it decided nothing). Writes it into buf (cut to `size`) and returns
+ * buf; returns NULL, buf then being "", when the metric has fewer than two levels. */
+const char *aw_metric_verdict_levels_text(const struct aw_metric_verdict *m, char *buf,
+                                          size_t size);
+
 #endif

@@ -117,6 +117,8 @@ static void test_exit_status(void **state)
 	    {"pass.json", false, AW_CI_EXIT_PASS},
 	    {"fail.json", false, AW_CI_EXIT_REGRESSION},
 	    {"incomplete.json", false, AW_CI_EXIT_INCOMPLETE},
+	    {"inconclusive.json", false, AW_CI_EXIT_INCONCLUSIVE},
+	    {"unconfirmed.json", false, AW_CI_EXIT_PASS},
 	    {"hostile.json", false, AW_CI_EXIT_REGRESSION},
 	    {"compare.json", true, AW_CI_EXIT_REGRESSION},
 	};
@@ -179,6 +181,14 @@ static void test_parse_errors(void **state)
 	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
 	     "\"hosts\":[{\"host\":7,\"status\":\"pass\"}]}",
 	     "'hosts[0].host' is not a string"},
+	    /* a host status word this client does not know: never read as a pass */
+	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":"
+	     "\"inconclusive\",\"hosts\":[{\"host\":\"a\",\"status\":\"undecidable\"}]}",
+	     "'hosts[0].status' is none of pass, fail, incomplete, unconfirmed, inconclusive"},
+	    /* what the verdict document's parser refuses, named under the host */
+	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
+	     "\"hosts\":[{\"host\":\"a\",\"status\":\"pass\",\"head_runs\":[7]}]}",
+	     "bad reply from the collector: in 'hosts[0]': head_runs[0] is not a string"},
 	    {"{\"project\":\"p\",\"project\":\"q\"}", "not JSON"},
 	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
 	     "\"hosts\":[{\"host\":\"a\",\"status\":\"pass\",\"cells\":[{\"key\":\"k\",\"verdict\":"
@@ -280,6 +290,157 @@ static void test_unconfirmed_and_warnings(void **state)
 	aw_ci_report_release(&r);
 }
 
+/* Inconclusive: a cell of gate level fail whose evidence stayed split after the confirmation
+ * budget, or whose noise hides a change of its threshold on a host the collector called
+ * inconclusive. The gate neither passes nor fails (exit 4, after a regression, before
+ * incomplete); every format lists the cells right after the regressions, with the line that
+ * tells the deciding metric's levels apart. */
+static void test_inconclusive(void **state)
+{
+	struct aw_ci_report r;
+	const struct aw_ci_cell *c;
+	char *text, *md, *xml, *gh;
+	const char *p;
+
+	(void)state;
+	load("inconclusive.json", false, &r);
+	assert_int_equal(r.status, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(r.hosts[0].status, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(r.hosts[0].counts[AW_VERDICT_INCONCLUSIVE], 2);
+	assert_int_equal(r.hosts[0].doc.confirm_budget, 3);
+	c = &r.hosts[0].cells[0];
+	assert_int_equal(c->verdict, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(c->p50.verdict, AW_VERDICT_INCONCLUSIVE);
+	/* the verdict document's parser read the same cell: head runs, levels, reference */
+	assert_non_null(c->doc);
+	assert_int_equal(c->doc->n_head, 4);
+	assert_non_null(c->p50.doc);
+	assert_int_equal(c->p50.doc->n_levels, 2);
+	assert_string_equal(c->p50.doc->level_by, "mulblock-v1");
+	assert_string_equal(c->p50.doc->reference, "mulblock-v1");
+	assert_int_equal(c->p50.doc->decided_by, -1);
+	assert_int_equal(c->p99.doc->n_levels, 0);
+	assert_int_equal(r.hosts[0].cells[1].verdict, AW_VERDICT_NOISY);
+	assert_int_equal(r.hosts[0].cells[2].gate, AW_GATE_WARN);
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCONCLUSIVE);
+
+	text = formatted(&r, aw_ci_format_text);
+	assert_non_null(strstr(text, "atomwatch gate: inconclusive: commit d4e5f6a7b8c9 of libpcpu "
+	                             "against main: no regression on 2 hosts, 2 inconclusive "
+	                             "metrics\n"));
+	assert_non_null(
+	    strstr(text, "  inconclusive x86-ci  subject=libpcpu op=inc cpu=0 [p50]  1.02 ns "
+	                 "-> 1.10 ns  +7.8%  (95% interval +1.0% to +15.0%; p = 0.03; q = "
+	                 "0.09; 10 baseline runs; threshold 5%; unchanged alone, +7% shared)\n"
+	                 "             levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 "
+	                 "(40%) +7.1% undecided\n"));
+	assert_non_null(strstr(text, "  inconclusive x86-ci  op=lock_xadd cpu=0 [p50]  5.81 ns -> "
+	                             "6.10 ns  +5.0%"));
+	assert_non_null(strstr(text, "  (2 inconclusive metrics: the re-measurements left the "
+	                             "evidence split"));
+	/* the warn cell is no reason to withhold the gate */
+	assert_null(strstr(text, "inconclusive x86-ci  op=lock_inc"));
+	assert_true(strstr(text, "  inconclusive x86-ci") < strstr(text, "report: "));
+	free(text);
+
+	md = formatted(&r, aw_ci_format_markdown);
+	assert_non_null(strstr(md, "## atomwatch gate: INCONCLUSIVE\n"));
+	assert_non_null(strstr(md, ": no regression on 2 hosts, **2 inconclusive metrics**."));
+	assert_null(strstr(md, "### Regressions"));
+	p = strstr(md, "### Inconclusive\n");
+	assert_non_null(p);
+	assert_true(p < strstr(md, "### Hosts"));
+	assert_non_null(strstr(p, "| host | cell | metric | verdict | change [95% bounds] | "
+	                          "threshold | head runs | note | charts |\n"));
+	assert_non_null(strstr(
+	    p,
+	    "| x86-ci | subject=libpcpu op=inc cpu=0 | p50 | inconclusive | **+7.8%** [+1.0%, "
+	    "+15.0%] | 5% | 4 (budget: 3 re-measurements) | unchanged alone, +7% "
+	    "shared<br>levels by mulblock-v1: L1 \\(60%\\) +0.3% unchanged, L2 \\(40%\\) +7.1% "
+	    "undecided | [chart](" BASE "/charts/commits/d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d/"
+	    "hosts/x86-ci/compare-main.svg) · [report](" BASE
+	    "/commits/d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d) |\n"));
+	assert_non_null(strstr(p, "| x86-ci | op=lock\\_xadd cpu=0 | p50 | noisy | **+5.0%** "
+	                          "[-8.0%, +19.0%] | 5% | 4 (budget: 3 re-measurements) | the runs "
+	                          "cannot bound the change within 5% |"));
+	assert_int_equal(count(p, "| x86-ci | "), 2 + 1 + 1); /* 2 listed, hosts, others */
+	assert_non_null(
+	    strstr(md, "| x86-ci | inconclusive | 4 | 10 | 0 | 2 | 0 | 1 | 0 | 0 | 2 |"));
+	assert_non_null(strstr(md, "| graviton4-a | pass | 1 | 10 | 0 | 0 | 0 | 0 | 0 | 0 | 5 |"));
+	/* the warn cell among the others */
+	assert_non_null(strstr(md, "| x86-ci | op=lock\\_inc cpu=0 contender=1 c=100 d=100 | "
+	                           "inconclusive | p50 |"));
+	free(md);
+
+	xml = formatted(&r, aw_ci_format_junit);
+	assert_non_null(
+	    strstr(xml, "<testsuites name=\"atomwatch gate\" tests=\"4\" failures=\"2\""));
+	assert_int_equal(count(xml, "<failure "), 2);
+	assert_non_null(strstr(xml,
+	                       "name=\"subject=libpcpu op=inc cpu=0 [p50]\" time=\"0\">\n      "
+	                       "<failure type=\"inconclusive\" message=\"p50 inconclusive: "
+	                       "1.02 ns -&gt; 1.10 ns (+7.8%)\">x86-ci: subject=libpcpu op=inc "
+	                       "cpu=0 [p50] cannot be vouched for against main: "));
+	assert_non_null(strstr(xml, "change: +7.8% [+1.0%, +15.0%]\nthreshold: 5%\nhead runs: 4\n"
+	                            "confirmation budget: 3 re-measurements\nnote: unchanged "
+	                            "alone, +7% shared\nlevels by mulblock-v1: L1 (60%) +0.3% "
+	                            "unchanged, L2 (40%) +7.1% undecided\nchart: " BASE));
+	assert_non_null(strstr(xml, "<failure type=\"inconclusive\" message=\"p50 noisy: 5.81 ns "
+	                            "-&gt; 6.10 ns (+5.0%)\">"));
+	assert_non_null(strstr(xml, "<property name=\"status\" value=\"inconclusive\"/>"));
+	/* the p99 of the inconclusive cell and the warn cell pass */
+	assert_non_null(strstr(xml, "name=\"subject=libpcpu op=inc cpu=0 [p99]\" time=\"0\">"
+	                            "</testcase>"));
+	assert_non_null(strstr(xml, "<system-out>inconclusive: 4.00 ns -&gt; 4.60 ns (+15.0%)"));
+	free(xml);
+
+	gh = formatted(&r, aw_ci_format_annotations);
+	assert_int_equal(count(gh, "::error title="), 2);
+	assert_null(strstr(gh, "::warning"));
+	assert_non_null(strstr(gh, "::error title=atomwatch%3A x86-ci subject=libpcpu op=inc cpu=0 "
+	                           "[p50] +7.8%25::x86-ci: subject=libpcpu op=inc cpu=0 [p50] is "
+	                           "inconclusive: the re-measurements left its evidence split"));
+	assert_non_null(strstr(gh, "levels by mulblock-v1: L1 (60%25) +0.3%25 unchanged"));
+	assert_non_null(strstr(gh, "op=lock_xadd cpu=0 [p50] is noisy: "));
+	free(gh);
+
+	/* precedence: a regression on another host (1) over inconclusive (4), inconclusive over
+	 * a host without a run (2) */
+	assert_int_equal(aw_ci_report_add_missing(&r, "epyc-1", "not in the reply"), 0);
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCONCLUSIVE);
+	text = formatted(&r, aw_ci_format_text);
+	assert_non_null(strstr(text, "atomwatch gate: inconclusive: "));
+	free(text);
+	r.hosts[1].status = AW_VERDICT_FAIL;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	md = formatted(&r, aw_ci_format_markdown);
+	assert_non_null(strstr(md, "## atomwatch gate: FAIL\n"));
+	assert_non_null(strstr(md, "### Inconclusive\n")); /* still listed */
+	free(md);
+	r.hosts[1].status = AW_VERDICT_PASS;
+	/* an inconclusive cell of level fail under a host said to pass still withholds it */
+	r.status = AW_VERDICT_PASS;
+	r.hosts[0].status = AW_VERDICT_PASS;
+	r.hosts[2].status = AW_VERDICT_PASS;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCONCLUSIVE);
+	/* a noisy cell weighs through its host's status alone (an older collector's noisy
+	 * passed), the warn cell never */
+	r.hosts[0].cells[0].verdict = AW_VERDICT_UNCHANGED;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
+	text = formatted(&r, aw_ci_format_text);
+	assert_null(strstr(text, "  inconclusive "));
+	free(text);
+	/* incomplete (2) before unconfirmed with --strict (1) */
+	r.strict = true;
+	r.hosts[0].status = AW_VERDICT_UNCONFIRMED;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	r.hosts[2].status = AW_VERDICT_INCOMPLETE;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCOMPLETE);
+	r.strict = false;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCOMPLETE);
+	aw_ci_report_release(&r);
+}
+
 static void test_markdown(void **state)
 {
 	struct aw_ci_report r;
@@ -308,8 +469,9 @@ static void test_markdown(void **state)
 	    strstr(md, "| x86-ci | subject=libpcpu op=inc cpu=0 | p99 | 1.40 ns | 21.7 ns"));
 	assert_int_equal(count(md, "subject=libpcpu op=inc cpu=0 | p"), 2);
 	/* hosts table, other cells, charts */
-	assert_non_null(strstr(md, "| x86-ci | fail | 1 | 4 | 1 | 0 | 1 | 1 | 1 | 1 |"));
-	assert_non_null(strstr(md, "| neoverse-v2-ref | pass | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 5 |"));
+	assert_non_null(strstr(md, "| x86-ci | fail | 1 | 4 | 1 | 0 | 0 | 1 | 1 | 1 | 1 |"));
+	assert_non_null(
+	    strstr(md, "| neoverse-v2-ref | pass | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 5 |"));
 	assert_non_null(strstr(
 	    md, "| x86-ci | op=lock\\_xadd cpu=0 | noisy | p50 | 5.81 ns | 6.40 ns | +10.2% | the "
 	        "baseline is bimodal |"));
@@ -622,6 +784,7 @@ int main(void)
 	    cmocka_unit_test(test_exit_status),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_unconfirmed_and_warnings),
+	    cmocka_unit_test(test_inconclusive),
 	    cmocka_unit_test(test_markdown),
 	    cmocka_unit_test(test_junit),
 	    cmocka_unit_test(test_hostile),
