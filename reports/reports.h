@@ -263,8 +263,10 @@ const char *aw_html_csp(void);
 const char *aw_html_favicon(size_t *len);
 
 /* What a page says about a host, a commit, a run or a cell is an enum aw_verdict (aw/verdict.h):
- * cells use the regression analysis' words (unchanged ... missing), hosts and commits the
- * gate's (pass, fail, incomplete), and AW_VERDICT_UNKNOWN (0) what is not decided yet. */
+ * cells use the regression analysis' words (unchanged ... missing, suspect, inconclusive), hosts
+ * and commits the gate's (pass, fail, inconclusive, incomplete, unconfirmed), and
+ * AW_VERDICT_UNKNOWN (0) what is not decided yet. The commit and host pages list the cells that
+ * need a look (regressed, inconclusive, unvouched) at the top. */
 
 struct aw_kv {
 	const char *key, *value;
@@ -331,17 +333,28 @@ struct aw_page_host {
 	const struct aw_page_run *runs; /* newest first */
 	size_t n_runs;
 	const char *generated_at;
+	/* the cells of the newest verdict (of commit `attention_commit`) that regressed, are
+	 * inconclusive or unvouched: listed at the top */
+	const char *attention_commit;
+	const struct aw_page_cell_row *attention;
+	size_t n_attention;
 };
 
 struct aw_page_cell_row {
 	const char *cell;          /* the cell key, e.g. "op=stadd cpu=0" */
 	double base_p50, head_p50; /* NAN: none */
 	enum aw_verdict verdict;
-	double head_gross; /* a duty cell's gross ns per iteration (op and duty: head_p50 plus
-	                      the duty's own time); NAN for other cells. A table with one shows
-	                      the column (result-schema.md, "Duty cells on an out-of-order core") */
-	bool absolute;     /* the verdict judged the p50 in ns: its change is shown in ns, as a
-	                      change from a baseline below resolution is (aw_change_text()) */
+	double head_gross;  /* a duty cell's gross ns per iteration (op and duty: head_p50 plus
+	                       the duty's own time); NAN for other cells. A table with one shows
+	                       the column (result-schema.md, "Duty cells on an out-of-order core") */
+	bool absolute;      /* the verdict judged the p50 in ns: its change is shown in ns, as a
+	                       change from a baseline below resolution is (aw_change_text()) */
+	const char *note;   /* the sentence behind the verdict, or NULL */
+	const char *levels; /* the line that tells the deciding metric's levels apart, e.g.
+	                       "levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 (40%) +7.1%
+	                       regressed", or NULL: shown under the row with the note */
+	bool unvouched;     /* a noisy cell of gate level fail on a host the gate could not vouch
+	                       for (inconclusive): listed beside the inconclusive cells */
 };
 
 /* A head run whose reference kernels moved beyond what the host's history shows: the one that

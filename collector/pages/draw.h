@@ -118,14 +118,21 @@ int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err);
 struct aw_verdict_cell {
 	const char *key;
 	enum aw_verdict verdict;
+	enum aw_gate gate;
 	double base_p50, head_p50; /* NAN when absent */
 	bool absolute;             /* the p50 was judged in ns (at or through the resolution) */
+	/* of the metric that gave the cell its verdict (aw_cell_verdict_deciding()): */
+	const char *note;   /* the sentence behind it, or NULL */
+	size_t n_levels;    /* the levels its history is split into (0 or 1: none) */
+	const char *levels; /* with two or more, the line that tells them apart
+	                       (aw_metric_verdict_levels_text()), else NULL */
 };
 
 /* A stored verdict (store_verdict_list()) read back from its JSON, its words through
  * aw_verdict_parse() (aw/verdict.h). */
 struct aw_verdict_view {
-	enum aw_verdict status;        /* pass, fail, incomplete or unknown */
+	enum aw_verdict status;        /* a host status (pass, fail, inconclusive, unconfirmed,
+	                                  incomplete) or unknown */
 	const char *baseline_ref;      /* may be NULL */
 	long baseline_runs;            /* -1 when unknown */
 	struct aw_verdict_cell *cells; /* the cells the JSON lists */

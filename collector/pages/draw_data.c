@@ -49,16 +49,23 @@ int aw_verdict_view_parse(struct aw_arena *a, const struct store_verdict *v,
 	}
 	for (size_t i = 0; i < hv.n_cells; i++) {
 		const struct aw_cell_verdict *cv = &hv.cells[i];
+		const struct aw_metric_verdict *m = aw_cell_verdict_deciding(cv);
 		struct aw_verdict_cell *c =
 		    aw_arena_push(a, &out->cells, &out->n_cells, &cap, sizeof(*c));
+		char levels[512];
 
 		if (!c)
 			break;
 		c->key = aw_arena_strdup(a, cv->key);
 		c->verdict = cv->verdict;
+		c->gate = cv->gate;
 		c->base_p50 = cv->p50.baseline;
 		c->head_p50 = cv->p50.head;
 		c->absolute = cv->p50.absolute;
+		c->note = aw_arena_strdup(a, m->note);
+		c->n_levels = m->n_levels;
+		if (aw_metric_verdict_levels_text(m, levels, sizeof(levels)))
+			c->levels = aw_arena_strdup(a, levels);
 	}
 	aw_host_verdict_release(&hv);
 	return a->rc;

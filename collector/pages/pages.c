@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +66,9 @@ const char *site_fmt(struct aw_arena *a, const char *format, ...)
  * pass (as /api/v1/gate aggregates). */
 enum aw_verdict site_worst(enum aw_verdict a, enum aw_verdict b)
 {
-	static const enum aw_verdict order[] = {AW_VERDICT_FAIL, AW_VERDICT_INCOMPLETE,
-	                                        AW_VERDICT_UNCONFIRMED, AW_VERDICT_PASS};
+	static const enum aw_verdict order[] = {AW_VERDICT_FAIL, AW_VERDICT_INCONCLUSIVE,
+	                                        AW_VERDICT_INCOMPLETE, AW_VERDICT_UNCONFIRMED,
+	                                        AW_VERDICT_PASS};
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
 		if (a == order[i] || b == order[i])
@@ -296,6 +298,23 @@ int site_on_fingerprint(const struct store_fingerprint *f, void *cls)
 }
 
 /* ---- cached verdicts ---- */
+
+void site_cell_row(const struct aw_verdict_view *v, const struct aw_verdict_cell *c,
+                   struct aw_page_cell_row *r)
+{
+	*r = (struct aw_page_cell_row){
+	    .cell = c->key,
+	    .base_p50 = c->base_p50,
+	    .head_p50 = c->head_p50,
+	    .verdict = c->verdict,
+	    .head_gross = NAN,
+	    .absolute = c->absolute,
+	    .note = c->note,
+	    .levels = c->levels,
+	    .unvouched = c->verdict == AW_VERDICT_NOISY && c->gate == AW_GATE_FAIL &&
+	                 v->status == AW_VERDICT_INCONCLUSIVE,
+	};
+}
 
 static int on_verdict(const struct store_verdict *sv, void *cls)
 {

@@ -203,14 +203,15 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 		}
 		if (v && !aw_strmap_get(verdict_index, r->cell, &pos)) {
 			const struct aw_verdict_cell *c = &v->cells[pos];
+			double shown = r->head_p50;
 
-			r->verdict = c->verdict;
-			r->base_p50 = c->base_p50;
-			r->absolute = c->absolute;
-			if (isfinite(c->head_p50))
-				r->head_p50 = c->head_p50; /* the median over the commit's runs */
+			site_cell_row(v, c, r);
+			r->cell = head->v[i].key;
+			if (!isfinite(c->head_p50))
+				r->head_p50 = shown; /* else the median over the commit's runs */
 		} else if (v && (v->status == AW_VERDICT_PASS || v->status == AW_VERDICT_FAIL ||
-		                 v->status == AW_VERDICT_UNCONFIRMED)) {
+		                 v->status == AW_VERDICT_UNCONFIRMED ||
+		                 v->status == AW_VERDICT_INCONCLUSIVE)) {
 			r->verdict =
 			    AW_VERDICT_UNCHANGED; /* the verdict lists changed cells only */
 		}
@@ -225,9 +226,11 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 		if (c->verdict != AW_VERDICT_MISSING)
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
-		if (r)
-			*r = (struct aw_page_cell_row){c->key,     c->base_p50, NAN,
-			                               c->verdict, NAN,         c->absolute};
+		if (r) {
+			site_cell_row(v, c, r);
+			r->head_p50 = NAN;
+			r->head_gross = NAN;
+		}
 	}
 	out->rows = rows;
 	out->n_rows = n;

@@ -13,6 +13,38 @@
 
 /* ---- "/hosts/{name}" ---- */
 
+/* The cells of the host's newest verdict (of `commit`) that need a look: regressed,
+ * inconclusive and unvouched ones, in the verdict's order (regressed first). */
+static int host_attention(const struct aw_site *s, struct aw_arena *a, const char *host,
+                          const char *commit, struct aw_page_host *p)
+{
+	struct verdicts latest = {0};
+	const struct aw_verdict_view *v;
+	struct aw_page_cell_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	rc = site_read_verdicts(s->conn, a, host, commit, true, 1, &latest);
+	v = rc ? NULL : site_verdict_of(&latest, commit);
+	for (size_t i = 0; v && i < v->n_cells; i++) {
+		struct aw_page_cell_row row, *r;
+
+		site_cell_row(v, &v->cells[i], &row);
+		if (row.verdict != AW_VERDICT_REGRESSED && row.verdict != AW_VERDICT_INCONCLUSIVE &&
+		    !row.unvouched)
+			continue;
+		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
+		if (!r)
+			break;
+		*r = row;
+	}
+	site_verdicts_release(&latest);
+	p->attention_commit = commit;
+	p->attention = rows;
+	p->n_attention = n;
+	return rc ? rc : a->rc;
+}
+
 /* Trend, per-CPU and contention charts of a host: trends of each shown ref, the others of the
  * host's newest run. */
 static int host_charts(const struct aw_site *s, struct aw_arena *a, const char *host,
@@ -132,6 +164,8 @@ int aw_site_host(const struct aw_site *s, const char *host, struct aw_buf *out)
 	p.runs = page_runs;
 	p.n_runs = runs.n;
 	rc = runs.n ? host_charts(s, &a, host, &runs, &p) : 0;
+	if (!rc && verdicts.n)
+		rc = host_attention(s, &a, host, verdicts.v[0].name, &p);
 	if (!rc)
 		rc = a.rc;
 	if (!rc) {

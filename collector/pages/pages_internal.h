@@ -24,8 +24,8 @@ struct aw_chart_ref site_chart_ref(const struct aw_site *s, struct aw_chart_id i
 const char *site_fmt(struct aw_arena *a, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The gate's word for a commit over its hosts: fail beats incomplete beats unconfirmed beats
- * pass (as /api/v1/gate aggregates). */
+/* The gate's word for a commit over its hosts: fail beats inconclusive beats incomplete beats
+ * unconfirmed beats pass (as /api/v1/gate aggregates). */
 enum aw_verdict site_worst(enum aw_verdict a, enum aw_verdict b);
 
 /* ---- runs ---- */
@@ -85,6 +85,12 @@ int site_read_verdicts(struct store_conn *c, struct aw_arena *a, const char *hos
                        const char *commit, bool parse, unsigned limit, struct verdicts *out);
 /* The verdict of commit (or host) `name`, NULL when none was read. */
 const struct aw_verdict_view *site_verdict_of(const struct verdicts *l, const char *name);
+
+/* A page's row of verdict cell `c` of `v` (strings borrowed from the view): its numbers, its
+ * note and levels, and whether it is unvouched (noisy, of gate level fail, on a host the gate
+ * could not vouch for). No duty time: head_gross NAN. */
+void site_cell_row(const struct aw_verdict_view *v, const struct aw_verdict_cell *c,
+                   struct aw_page_cell_row *r);
 void site_verdicts_release(struct verdicts *l);
 
 #endif

@@ -330,7 +330,10 @@ static void write_host(const struct aw_links *links, struct aw_buf *b, size_t h)
 	                               contended ? 1 : 0,
 	                               runs,
 	                               N_COMMITS,
-	                               "2026-11-29T09:31:00Z"};
+	                               "2026-11-29T09:31:00Z",
+	                               NULL,
+	                               NULL,
+	                               0};
 
 	aw_buf_reset(b);
 	if (aw_html_host(b, links, &p))
@@ -384,6 +387,9 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 			                              : regressed(h, op, k) ? AW_VERDICT_REGRESSED
 			                                                    : AW_VERDICT_UNCHANGED,
 			                              op == N_OPS - 1 ? head + DUTY_NS : NAN,
+			                              false,
+			                              NULL,
+			                              NULL,
 			                              false};
 		}
 		results[h] = (struct aw_page_host_result){
