@@ -341,8 +341,10 @@ out:
 }
 
 /* fail when a cell of gate level fail regressed (confirmed), else inconclusive when one's
- * evidence stayed split or its noise hides a change of its threshold, else unconfirmed when one
- * is suspect, else pass; warn and off cells never change it */
+ * evidence stayed split (its change reaches the threshold, unconfirmed), else unconfirmed when
+ * one is suspect, else pass; warn and off cells never change it. A noisy cell (its change
+ * under the threshold, its bound beyond it: the cell's own noise, not this commit) is listed
+ * and changes no status. */
 static enum aw_verdict host_status(const struct aw_host_verdict *v)
 {
 	enum aw_verdict st = AW_VERDICT_PASS;
@@ -352,9 +354,7 @@ static enum aw_verdict host_status(const struct aw_host_verdict *v)
 			continue;
 		if (v->cells[i].verdict == AW_VERDICT_REGRESSED)
 			return AW_VERDICT_FAIL;
-		/* a cell whose noise hides a change of its threshold cannot be vouched for */
-		if (v->cells[i].verdict == AW_VERDICT_INCONCLUSIVE ||
-		    v->cells[i].verdict == AW_VERDICT_NOISY)
+		if (v->cells[i].verdict == AW_VERDICT_INCONCLUSIVE)
 			st = AW_VERDICT_INCONCLUSIVE;
 		else if (v->cells[i].verdict == AW_VERDICT_SUSPECT && st == AW_VERDICT_PASS)
 			st = AW_VERDICT_UNCONFIRMED;

@@ -274,8 +274,8 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 /* Phase 3: each level's change (its head runs against its base runs), and the candidates for
  * the false discovery correction: the levels that count (the dominant one, and every one the
  * host spends level_share of its runs in), Bonferroni over them. A level is unchanged when its
- * change is bounded within the threshold both ways; once it was re-measured, by its
- * re-measurements alone: the run that raised a suspicion was picked for being far off, and
+ * change is bounded within the threshold both ways; once it was re-measured twice or more, by
+ * its re-measurements alone: the run that raised a suspicion was picked for being far off, and
  * keeps no cell from clearing when the runs measured because of it agree with the history. */
 static void judge_levels(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                          struct cell *c, struct aw_detect_result *r, double *a, double *b)
@@ -318,11 +318,12 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		l->pvalue = aw_t_sf(d >= 0 ? t : -t, c->df);
 		/* bounded within the threshold both ways (a run far faster than the level is no
 		 * pass either: a faster machine state may hide a slower build), by the
-		 * re-measurements when there are some */
+		 * re-measurements once there are two or more (one alone cannot outweigh the
+		 * run that raised the suspicion) */
 		for (size_t i = 0; c->confirming && i < c->nh && i < 256; i++)
 			if (c->head_lev[i] == (int)j && c->confirming[i])
 				b[mc++] = c->y[c->nb + i];
-		if (mc) {
+		if (mc >= 2) {
 			head_move(o, c, c->centre[j], l->n_base, b, mc, a, &med, &cu, &cd);
 			med -= c->centre[j];
 		} else {
@@ -441,6 +442,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->head = c->raw_head;
 		r->change = r->head / r->baseline - 1;
 	}
+	if (r->absolute) /* the values were floored at min_abs_ns: say what was measured */
+		r->baseline = c->raw_base;
 }
 
 /* The sentence behind a verdict. */
