@@ -249,16 +249,32 @@ static json_t *suspect_keys(const struct aw_host_verdict *v)
 	return keys;
 }
 
+/* The keys of the run's first AW_ANCHORS anchor cells (what a confirmation re-measures beside
+ * the suspects, so that it carries the run's memory state), or NULL on allocation failure. */
+static json_t *anchor_keys(const struct aw_result *r)
+{
+	const char *keys[AW_ANCHORS];
+	size_t n = aw_result_anchors(r, keys, AW_ANCHORS);
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < n; i++)
+		if (json_array_append_new(list, json_string(keys[i]))) {
+			json_decref(list);
+			return NULL;
+		}
+	return list;
+}
+
 /* GET /api/v1/runs/{id}/suspects: the verdict of the run's commit on the run's host, computed
- * now, and the suspect cells that a confirmation should re-measure. An agent token asks only
- * for runs of its own host. */
+ * now, the suspect cells that a confirmation should re-measure and the run's anchor cells to
+ * re-measure beside them. An agent token asks only for runs of its own host. */
 void aw_api_run_suspects(struct aw_ctx *x)
 {
 	struct aw_host_verdict v = {0};
 	struct aw_result *r = NULL;
 	struct store_conn *c;
 	const char *host;
-	json_t *keys;
+	json_t *keys, *anchors;
 	char *err = NULL;
 	int rc;
 
@@ -300,13 +316,22 @@ void aw_api_run_suspects(struct aw_ctx *x)
 		goto out;
 	}
 	keys = suspect_keys(&v);
+	anchors = anchor_keys(r);
+	if (!keys || !anchors) {
+		json_decref(keys);
+		json_decref(anchors);
+		keys = anchors = NULL;
+	}
 	aw_reply_json(x->req, 200,
-	              keys ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "run_id",
-	                               r->run_id, "project", r->project, "commit", r->commit,
-	                               "host", host, "status", aw_verdict_name(v.status),
-	                               "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
-	                               (json_int_t)x->col->analysis.confirm_runs, "suspects", keys)
-	                   : NULL);
+	              !keys
+	                  ? NULL
+	                  : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}",
+	                              "run_id", r->run_id, "project", r->project, "commit",
+	                              r->commit, "host", host, "status", aw_verdict_name(v.status),
+	                              "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
+	                              (json_int_t)x->col->analysis.confirm_runs, "confirm_budget",
+	                              (json_int_t)x->col->analysis.confirm_budget, "suspects", keys,
+	                              "anchors", anchors));
 	aw_host_verdict_release(&v);
 out:
 	aw_result_free(&r);

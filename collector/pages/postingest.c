@@ -47,7 +47,8 @@ static int find_first_run(const struct store_run *run, void *cls)
 /* After the verdict `v` of (project, commit) on a daemon host: when it has fail-level
  * suspects, no run of the commit is a confirmation or asked to confirm itself, and no
  * confirmation job of its newest first run exists, queue one for that host only: re-measure
- * those cells o->confirm_jobs times. Returns 0 or a store error (logged by the caller). */
+ * those cells (with the run's anchor cells) up to o->confirm_jobs times. Returns 0 or a store
+ * error (logged by the caller). */
 static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opts *o,
                               const char *project, const char *commit, const char *host,
                               const char *ref, const struct aw_host_verdict *v)
@@ -57,8 +58,9 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	struct store_job_spec spec = {0};
 	struct first_run first = {0};
 	struct aw_result *r = NULL;
-	json_t *cells = NULL, *job = NULL;
-	const char *subject = NULL;
+	json_t *cells = NULL, *anchors = NULL, *job = NULL;
+	const char *subject = NULL, *anchor[AW_ANCHORS];
+	size_t n_anchors;
 	char *text = NULL;
 	int64_t id;
 	uint64_t samples = 0;
@@ -94,9 +96,19 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	}
 	if (rc || !json_array_size(cells))
 		goto out;
+	n_anchors = aw_result_anchors(r, anchor, AW_ANCHORS);
+	anchors = json_array();
+	for (size_t i = 0; !rc && anchors && i < n_anchors; i++)
+		if (json_array_append_new(anchors, json_string(anchor[i])))
+			rc = -ENOMEM;
+	if (rc || !anchors) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	subject = json_string_value(json_object_get(json_object_get(r->meta, "subject"), "name"));
-	job = json_pack("{s:s, s:O, s:I, s:I}", "of", first.run_id, "cells", cells, "runs",
-	                (json_int_t)o->confirm_jobs, "samples", (json_int_t)samples);
+	job =
+	    json_pack("{s:s, s:O, s:O, s:I, s:I}", "of", first.run_id, "cells", cells, "anchors",
+	              anchors, "runs", (json_int_t)o->confirm_jobs, "samples", (json_int_t)samples);
 	text = job ? json_dumps(job, JSON_COMPACT) : NULL;
 	if (!text) {
 		rc = -ENOMEM;
@@ -122,6 +134,7 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 out:
 	free(text);
 	json_decref(job);
+	json_decref(anchors);
 	json_decref(cells);
 	aw_result_free(&r);
 	return rc;
