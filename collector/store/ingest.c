@@ -272,7 +272,15 @@ static const struct stmt_def sql_commit_upsert = {
            "THEN excluded.first_started_us ELSE commits.first_started_us END, "
            "order_us = COALESCE(commits.commit_time_us, excluded.commit_time_us, "
            "CASE WHEN excluded.first_started_us < commits.first_started_us "
-           "THEN excluded.first_started_us ELSE commits.first_started_us END) RETURNING id"};
+           "THEN excluded.first_started_us ELSE commits.first_started_us END) "
+           "RETURNING id, order_us"};
+
+/* A commit's order moved (a run brought its commit_time, or an earlier start): its runs
+ * stored before follow it, in the transaction that moved it. */
+static const struct stmt_def sql_commit_reorder = {
+    .id = S_COMMIT_REORDER,
+    .what = "reorder a commit's runs",
+    .sql = "UPDATE runs SET order_us = ?2 WHERE commit_id = ?1 AND order_us <> ?2"};
 
 static const struct stmt_def sql_run_add = {
     .id = S_RUN_ADD,
@@ -280,9 +288,9 @@ static const struct stmt_def sql_run_add = {
     .sql = "INSERT INTO runs (run_id, project_id, host_id, fingerprint_id, commit_id, ref, "
            "commit_time, trigger, started_at, started_us, finished_at, matrix_name, "
            "matrix_version, matrix_hash, matrix_profile, meta, n_cells, content_hash, "
-           "received_at, reference, confirmation_of, confirm) VALUES (?1, ?2, ?3, ?4, "
-           "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-           "?21, ?22) RETURNING seq"};
+           "received_at, reference, confirmation_of, confirm, order_us) VALUES (?1, ?2, ?3, "
+           "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+           "?21, ?22, ?23) RETURNING seq"};
 
 static int put_one(struct store_conn *c, struct store_put *it)
 {
@@ -292,6 +300,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	const char *model = aw_host_field(r->host, "cpu_model");
 	const char *platform = aw_host_field(r->host, "platform_hash");
 	int64_t project, host_id, fp, commit_id = AW_NONE, started_us = 0, ct_us = AW_NONE;
+	int64_t order_us;
 	struct store_stmt *s;
 	char *meta = NULL, *reference = NULL;
 	int rc;
@@ -363,6 +372,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	aw_time_parse(r->started_at, &started_us);
 	if (r->commit_time)
 		aw_time_parse(r->commit_time, &ct_us);
+	order_us = started_us; /* a run without a commit is placed by its own start */
 	if (r->commit) {
 		rc = rows_get(c, &sql_commit_upsert, &s);
 		if (rc)
@@ -372,7 +382,25 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		b_text(s, 3, r->commit_time);
 		b_opt(s, 4, ct_us);
 		b_i64(s, 5, started_us);
-		rc = rows_run_id(s, &commit_id);
+		rc = step(s);
+		if (rc == STORE_ROW) {
+			commit_id = c_i64(s, 0);
+			order_us = c_i64(s, 1);
+			/* finish, so that RETURNING completes */
+			while ((rc = step(s)) == STORE_ROW)
+				;
+		} else if (rc == STORE_DONE) {
+			rc = -EIO; /* RETURNING always has a row */
+		}
+		reset(s);
+		if (rc)
+			return rc;
+		rc = rows_get(c, &sql_commit_reorder, &s);
+		if (rc)
+			return rc;
+		b_i64(s, 1, commit_id);
+		b_i64(s, 2, order_us);
+		rc = rows_run_later(s);
 		if (rc)
 			return rc;
 	}
@@ -421,6 +449,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	b_text(s, 20, reference);
 	b_text(s, 21, r->confirmation_of);
 	b_opt(s, 22, r->confirm > 0 ? r->confirm : AW_NONE);
+	b_i64(s, 23, order_us);
 	rc = rows_run_id(s, &it->seq);
 	free(meta);
 	free(reference);

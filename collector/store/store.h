@@ -96,9 +96,12 @@ void store_note_write_ok(void);
 /* ---- schema ---- */
 
 /* Applies every migration newer than the database's version, each in its own transaction, and
- * records it in schema_migrations. Several processes may call this at once. Sets *from and *to
- * (either may be NULL) to the version before and after. Returns 0 or a negative errno with
- * *err. */
+ * records it in schema_migrations. A migration that rewrites many rows (8: every run's
+ * order_us) does it first in passes of a few thousand rows, each committed by itself, and is
+ * recorded only once its script ran after the last pass: a process killed half-way leaves the
+ * version where it was, and the next call goes on with the rows still to do. Several processes
+ * may call this at once. Sets *from and *to (either may be NULL) to the version before and
+ * after. Returns 0 or a negative errno with *err. */
 int store_migrate(struct store_conn *c, int *from, int *to, char **err);
 
 /* The newest schema version this build knows. */
@@ -106,6 +109,15 @@ int store_schema_version(void);
 
 /* A cheap round trip proving the connection works. */
 int store_ping(struct store_conn *c);
+
+/* For tests of the query plans: while a hook is set on `c`, each statement is explained before
+ * it runs, with the parameters it runs with (SQLite: EXPLAIN QUERY PLAN, one line per row of
+ * it; PostgreSQL: EXPLAIN), and `cb` gets what the statement does (its `what`, e.g. "read a
+ * ref's history"), its text and the plan, valid during the call. A plan that cannot be had is
+ * handed over as NULL. It costs a statement more each time: never in service. NULL clears
+ * it. */
+typedef void (*store_plan_cb)(const char *what, const char *sql, const char *plan, void *cls);
+void store_set_plan_hook(struct store_conn *c, store_plan_cb cb, void *cls);
 
 /* ---- ingest ---- */
 
