@@ -238,14 +238,15 @@ const char *const store_sqlite_migrations[] = {
      * (order_us: its commit's commits.order_us, kept equal by ingest when a later run moves
      * the commit; its own started_us without a commit), NULL until migration 8 fills it in
      * batches (runs_order_todo: what is left). An index for each filter combination the lists
-     * use, the task queue's claim order, and the aggregates that retention keeps of the runs
-     * it thins: per host, ref, cell and day or week (by started_at), the count, min, median
-     * and max of the p50s. */
+     * use, the task queue's claim order, runs by start (retention finds the oldest), and the
+     * aggregates that retention keeps of the runs it thins: per host, ref, cell and day or
+     * week (by started_at), the count, min, median and max of the p50s. */
     "ALTER TABLE runs ADD COLUMN order_us INTEGER;"
     "CREATE INDEX runs_order_todo ON runs (seq) WHERE order_us IS NULL;"
     "DROP INDEX runs_commit;"
     "CREATE INDEX runs_commit ON runs (commit_id, host_id, seq);"
     "CREATE INDEX runs_commit_seq ON runs (commit_id, seq);"
+    "CREATE INDEX runs_started ON runs (started_us);"
     "CREATE INDEX verdicts_commit ON verdicts (commit_sha, order_us);"
     "CREATE INDEX verdicts_host_project ON verdicts (host, project, order_us);"
     "CREATE INDEX verdicts_project ON verdicts (project, order_us);"
@@ -505,6 +506,7 @@ const char *const store_pg_migrations[] = {
     "DROP INDEX runs_commit;"
     "CREATE INDEX runs_commit ON runs (commit_id, host_id, seq);"
     "CREATE INDEX runs_commit_seq ON runs (commit_id, seq);"
+    "CREATE INDEX runs_started ON runs (started_us);"
     "CREATE INDEX verdicts_commit ON verdicts (commit_sha, order_us);"
     "CREATE INDEX verdicts_host_project ON verdicts (host, project, order_us);"
     "CREATE INDEX verdicts_project ON verdicts (project, order_us);"
