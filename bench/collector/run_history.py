@@ -15,7 +15,8 @@ each further run (the fit per run).
               verdict, change points, charts, the host's trend charts): the
               atomwatch_postingest_tasks gauge back at 0
   cpu         the collector's CPU time over that upload and its post-ingest work (its gnuplot
-              children apart, as gnuplot_cpu)
+              children apart, as gnuplot_cpu; PostgreSQL's server processes as db_cpu, all of
+              them, the other collectors' idle polls included)
   rss         the collector's VmRSS after everything above
 
 Then, with --throughput COUNT (default 20,000; 0: skip), COUNT uploads from 16 clients (16
@@ -45,9 +46,10 @@ import harness as h  # noqa: E402
 HOST = "bench-host-0"          # the host ingest_bench fill stores
 T0 = 1704067200                # its first commit's time (2024-01-01), then an hour each
 CELL = "op=stadd cpu=0"        # the series read
-FIGURES = ("gate", "series", "overview", "commit", "charts", "cpu", "gnuplot_cpu", "rss")
+FIGURES = ("gate", "series", "overview", "commit", "charts", "cpu", "db_cpu", "gnuplot_cpu",
+           "rss")
 UNITS = {"gate": "ms", "series": "ms", "overview": "ms", "commit": "ms", "charts": "s",
-         "cpu": "ms", "gnuplot_cpu": "ms", "rss": "MiB"}
+         "cpu": "ms", "db_cpu": "ms", "gnuplot_cpu": "ms", "rss": "MiB"}
 
 
 def machine():
@@ -98,8 +100,15 @@ def make_doc(cells, commit, when, ref="main", seed=1):
     return d
 
 
+def proc_cpu(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def children_cpu(pid):
-    """CPU seconds of the live children of pid (the collector's gnuplots)."""
+    """CPU seconds of the live children of pid (the collector's gnuplots, the postmaster's
+    backends)."""
     total = 0.0
     try:
         kids = []
@@ -107,12 +116,22 @@ def children_cpu(pid):
             with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
                 kids += [int(x) for x in f.read().split()]
         for kid in kids:
-            with open("/proc/%d/stat" % kid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            try:
+                total += proc_cpu(kid)
+            except OSError:
+                pass  # gone meanwhile
     except OSError:
         pass
     return total
+
+
+def db_cpu(s):
+    """The PostgreSQL server's CPU seconds, its backends' included; 0 for SQLite (in the
+    collector's own)."""
+    if s.backend != "postgres":
+        return 0.0
+    pid = s.db.pg.pid()
+    return proc_cpu(pid) + children_cpu(pid)
 
 
 class Setup:
@@ -163,12 +182,13 @@ def measure_uploads(setups, rounds):
     for _ in range(rounds):
         for s in setups:
             s.settle()
-            cpu0, kid0 = s.col.cpu_seconds(), children_cpu(s.col.proc.pid)
+            cpu0, kid0, db0 = s.col.cpu_seconds(), children_cpu(s.col.proc.pid), db_cpu(s)
             t = time.perf_counter()
             s.heads.append(s.upload())
             s.settle()
             s.samples["charts"].append(time.perf_counter() - t)
             s.samples["cpu"].append((s.col.cpu_seconds() - cpu0) * 1000)
+            s.samples["db_cpu"].append((db_cpu(s) - db0) * 1000)
             s.samples["gnuplot_cpu"].append((children_cpu(s.col.proc.pid) - kid0) * 1000)
 
 
