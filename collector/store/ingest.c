@@ -258,22 +258,26 @@ static const struct stmt_def sql_host_set_fp = {
     .what = "update a host",
     .sql = "UPDATE hosts SET fingerprint_id = ?2 WHERE id = ?1"};
 
-/* order_us: the commit's own time, else the earliest start of its runs */
+/* order_us: the commit's own time, else the earliest start of its runs; prev_order_us what it
+ * was before this statement (every right-hand side of SET reads the row as it was), so that
+ * the commit's runs are moved only when it moved */
 static const struct stmt_def sql_commit_upsert = {
     .id = S_COMMIT_UPSERT,
     .what = "store a commit",
     .sql = "INSERT INTO commits (project_id, sha, commit_time, commit_time_us, first_started_us, "
-           "order_us) VALUES (?1, ?2, ?3, CAST(?4 AS BIGINT), CAST(?5 AS BIGINT), "
+           "order_us, prev_order_us) VALUES (?1, ?2, ?3, CAST(?4 AS BIGINT), "
+           "CAST(?5 AS BIGINT), COALESCE(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT)), "
            "COALESCE(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT))) "
            "ON CONFLICT (project_id, sha) DO UPDATE SET "
            "commit_time = COALESCE(commits.commit_time, excluded.commit_time), "
            "commit_time_us = COALESCE(commits.commit_time_us, excluded.commit_time_us), "
            "first_started_us = CASE WHEN excluded.first_started_us < commits.first_started_us "
            "THEN excluded.first_started_us ELSE commits.first_started_us END, "
+           "prev_order_us = commits.order_us, "
            "order_us = COALESCE(commits.commit_time_us, excluded.commit_time_us, "
            "CASE WHEN excluded.first_started_us < commits.first_started_us "
            "THEN excluded.first_started_us ELSE commits.first_started_us END) "
-           "RETURNING id, order_us"};
+           "RETURNING id, order_us, prev_order_us"};
 
 /* A commit's order moved (a run brought its commit_time, or an earlier start): its runs
  * stored before follow it, in the transaction that moved it. */
@@ -301,6 +305,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	const char *platform = aw_host_field(r->host, "platform_hash");
 	int64_t project, host_id, fp, commit_id = AW_NONE, started_us = 0, ct_us = AW_NONE;
 	int64_t order_us;
+	bool moved = false;
 	struct store_stmt *s;
 	char *meta = NULL, *reference = NULL;
 	int rc;
@@ -386,6 +391,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		if (rc == STORE_ROW) {
 			commit_id = c_i64(s, 0);
 			order_us = c_i64(s, 1);
+			moved = c_i64(s, 2) != order_us;
 			/* finish, so that RETURNING completes */
 			while ((rc = step(s)) == STORE_ROW)
 				;
@@ -395,14 +401,16 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		reset(s);
 		if (rc)
 			return rc;
-		rc = rows_get(c, &sql_commit_reorder, &s);
+		rc = moved ? rows_get(c, &sql_commit_reorder, &s) : 0;
 		if (rc)
 			return rc;
-		b_i64(s, 1, commit_id);
-		b_i64(s, 2, order_us);
-		rc = rows_run_later(s);
-		if (rc)
-			return rc;
+		if (moved) {
+			b_i64(s, 1, commit_id);
+			b_i64(s, 2, order_us);
+			rc = rows_run_later(s);
+			if (rc)
+				return rc;
+		}
 	}
 
 	if (r->meta) {

@@ -242,6 +242,9 @@ const char *const store_sqlite_migrations[] = {
      * aggregates that retention keeps of the runs it thins: per host, ref, cell and day or
      * week (by started_at), the count, min, median and max of the p50s. */
     "ALTER TABLE runs ADD COLUMN order_us INTEGER;"
+    /* the commit's order before the latest run moved it: ingest moves the commit's earlier
+     * runs only when it changed */
+    "ALTER TABLE commits ADD COLUMN prev_order_us INTEGER;"
     "CREATE INDEX runs_order_todo ON runs (seq) WHERE order_us IS NULL;"
     "DROP INDEX runs_commit;"
     "CREATE INDEX runs_commit ON runs (commit_id, host_id, seq);"
@@ -502,6 +505,7 @@ const char *const store_pg_migrations[] = {
     "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
     /* 7: a history read in bounded time (see SQLite's above) */
     "ALTER TABLE runs ADD COLUMN order_us BIGINT;"
+    "ALTER TABLE commits ADD COLUMN prev_order_us BIGINT;"
     "CREATE INDEX runs_order_todo ON runs (seq) WHERE order_us IS NULL;"
     "DROP INDEX runs_commit;"
     "CREATE INDEX runs_commit ON runs (commit_id, host_id, seq);"
