@@ -398,8 +398,10 @@ static int mode_stages(const char *db, unsigned long count, int cells)
 /* ---- fill: a long history of one host, straight through the store ---- */
 
 #define FILL_BATCH  100                       /* runs per transaction */
-#define FILL_T0_US  INT64_C(1704067200000000) /* 2024-01-01T00:00:00Z */
+#define FILL_T0_US  INT64_C(1704067200000000) /* 2024-01-01T00:00:00Z, unless told */
 #define FILL_STEP_S 3600                      /* an hour between commits */
+
+static int64_t fill_t0_us = FILL_T0_US;
 
 /* Every value of r's cells from base's, times a factor near 1 (each cell its own). */
 static void jiggle(struct aw_result *r, const struct aw_result *base, unsigned *seed)
@@ -423,7 +425,7 @@ static void jiggle(struct aw_result *r, const struct aw_result *base, unsigned *
 
 static void fill_time(unsigned long i, char *out)
 {
-	struct timespec ts = {.tv_sec = (time_t)(FILL_T0_US / 1000000) + (time_t)i * FILL_STEP_S};
+	struct timespec ts = {.tv_sec = (time_t)(fill_t0_us / 1000000) + (time_t)i * FILL_STEP_S};
 
 	aw_time_format(&ts, out);
 }
@@ -486,7 +488,7 @@ static int fill_verdicts(struct store_conn *c, unsigned long runs, const char *h
 		                           .json = text,
 		                           .computed_at = now,
 		                           .order_us =
-		                               FILL_T0_US + (int64_t)i * FILL_STEP_S * 1000000};
+		                               fill_t0_us + (int64_t)i * FILL_STEP_S * 1000000};
 
 		fill_commit(i, commit);
 		rc = store_verdict_put(c, &sv);
@@ -506,7 +508,8 @@ static int fill_verdicts(struct store_conn *c, unsigned long runs, const char *h
 	return rc;
 }
 
-/* `runs` runs of one host on main, a commit each an hour apart (commit_time set), with every
+/* `runs` runs of one host on main, a commit each an hour apart from fill_t0_us on (commit_time
+ * set), with every
  * commit's verdict cached and no post-ingest task left: what a collector holds after that many
  * uploads, made in seconds. PostgreSQL's tables are analysed after, as autovacuum would. */
 static int mode_fill(const char *db, unsigned long runs, int cells)
@@ -585,7 +588,7 @@ int main(int argc, char **argv)
 	                    "[fixed|fresh]]]\n"
 	                    "       ingest_bench raw DB_URL COUNT [CELLS [full|normal]]\n"
 	                    "       ingest_bench stages SQLITE_URL COUNT [CELLS]\n"
-	                    "       ingest_bench fill DB_URL RUNS [CELLS]\n";
+	                    "       ingest_bench fill DB_URL RUNS [CELLS [FIRST_EPOCH_S]]\n";
 	int rc;
 
 	if (argc >= 6 && !strcmp(argv[1], "load")) {
@@ -604,9 +607,12 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "stages"))
 		return mode_stages(argv[2], arg_count(argv[3]),
 		                   argc > 4 ? (int)arg_count(argv[4]) : 300);
-	if (argc >= 4 && !strcmp(argv[1], "fill"))
+	if (argc >= 4 && !strcmp(argv[1], "fill")) {
+		if (argc > 5)
+			fill_t0_us = (int64_t)arg_count(argv[5]) * 1000000;
 		return mode_fill(argv[2], arg_count(argv[3]),
 		                 argc > 4 ? (int)arg_count(argv[4]) : 30);
+	}
 	fputs(usage, stderr);
 	return 2;
 }

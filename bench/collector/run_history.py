@@ -24,8 +24,12 @@ hosts, a new commit each upload) into an empty database through the collector wi
 default post-ingest workers, timed until every verdict is cached and until no task is left
 (given up after --throughput-timeout seconds, with what was done by then).
 
+With --retention-days D, the largest N again, an hour apart up to now, then a collector with
+retention.raw_days D: the database's bytes before, in use after its passes, after a VACUUM.
+
 usage: run_history.py [--build-dir DIR] [--runs 100,1000,5000,20000] [--setups sqlite:30,...]
                       [--reps 15] [--uploads 5] [--throughput N] [--throughput-timeout S]
+                      [--throughput-config YAML] [--no-history] [--retention-days D]
                       [--quick] [--json FILE]"""
 
 import argparse
@@ -243,7 +247,8 @@ def table(name, setups):
 
 def throughput(args, backend, cells, pg, count):
     db = h.Database(backend, pg)
-    col = h.Collector(db.url).start()
+    col = h.Collector(db.url, config=args.throughput_config.replace("\\n", "\n")
+                      if args.throughput_config else None).start()
     token = col.token("admin")
     t0 = time.perf_counter()
     out = subprocess.Popen([bench_bin(args.build_dir), "load",
@@ -282,6 +287,60 @@ def throughput(args, backend, cells, pg, count):
     return res
 
 
+def db_bytes(db, vacuum=False):
+    """(bytes in use, bytes on disk) of the database; vacuumed first when asked (SQLite's
+    VACUUM, PostgreSQL's VACUUM FULL: what the space is once handed back)."""
+    if db.backend == "sqlite":
+        con = sqlite3.connect(db.path, timeout=60)
+        try:
+            if vacuum:
+                con.execute("VACUUM")
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            size, pages, free = (con.execute("PRAGMA %s" % k).fetchone()[0]
+                                 for k in ("page_size", "page_count", "freelist_count"))
+        finally:
+            con.close()
+        return size * (pages - free), os.path.getsize(db.path)
+    if vacuum:
+        db.pg.psql("VACUUM FULL", db.name)
+    size = int(db.pg.psql("SELECT pg_database_size(current_database())", db.name))
+    return size, size
+
+
+def retention(args, backend, cells, pg, n, days):
+    """n runs an hour apart up to now, then a collector with retention.raw_days = days:
+    the database's size before and after its passes (it thins all but the last `days` days)."""
+    db = h.Database(backend, pg)
+    first = int(time.time()) - n * 3600
+    out = subprocess.run([bench_bin(args.build_dir), "fill", db.url, str(n), str(cells),
+                          str(first)], stdout=subprocess.PIPE, text=True, timeout=7200)
+    if out.returncode != 0:
+        raise SystemExit("fill failed:\n" + out.stdout)
+    before, disk_before = db_bytes(db)
+    col = h.Collector(db.url, config="retention:\n  raw_days: %d\n" % days).start()
+    t = time.perf_counter()
+    last = None
+    while True:
+        runs = db.count("runs")
+        if runs == last and h.postingest_gauges(col.port)["tasks"] == 0:
+            break
+        last = runs
+        time.sleep(2)
+    took = time.perf_counter() - t - 2
+    aggregates = db.count("aggregates")
+    rss = col.rss_kib() / 1024
+    col.stop()
+    after, disk_after = db_bytes(db)
+    vacuumed, _ = db_bytes(db, vacuum=True)
+    res = {"runs_before": n, "runs_after": runs, "aggregates": aggregates, "raw_days": days,
+           "seconds": round(took, 1), "bytes_before": before, "bytes_in_use_after": after,
+           "bytes_on_disk_after": disk_after, "bytes_after_vacuum": vacuumed,
+           "bytes_per_run_before": round(before / n), "rss_mib": round(rss, 1)}
+    print("retention %s, %d cells, %d runs, raw_days %d: %s" % (backend, cells, n, days, res),
+          flush=True)
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default=os.environ.get("AW_BUILD_DIR", h.BUILD_DIR))
@@ -292,6 +351,14 @@ def main():
     ap.add_argument("--uploads", type=int, default=5, help="timed uploads per N")
     ap.add_argument("--throughput", type=int, default=20000)
     ap.add_argument("--throughput-timeout", type=float, default=1800)
+    ap.add_argument("--throughput-config",
+                    help="the collector's configuration for the uploads, e.g. "
+                         "'postingest:\\n  charts: false\\n' (verdicts alone)")
+    ap.add_argument("--no-history", action="store_true",
+                    help="only the uploads (--throughput), no N series")
+    ap.add_argument("--retention-days", type=int, default=0,
+                    help="and the largest N filled up to now, then thinned by a collector with "
+                         "retention.raw_days of this: the database before and after")
     ap.add_argument("--quick", action="store_true", help="N = 100, 1,000; few repetitions")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -308,17 +375,21 @@ def main():
         cells = int(cells)
         if backend == "postgres" and pg is None:
             pg = h.Postgres().start()
-        t = time.perf_counter()
-        setups = [Setup(args, backend, cells, n, pg) for n in ns]
-        print("%s %d cells: filled %s in %.0f s" % (backend, cells, ns,
-                                                     time.perf_counter() - t), flush=True)
-        measure_uploads(setups, args.uploads)
-        measure_reads(setups, args.reps)
-        res = table("%s, %d cells" % (backend, cells), setups)
-        res["samples"] = {s.n: s.samples for s in setups}
-        res["loadavg_after"] = os.getloadavg()
-        for s in setups:
-            s.col.stop()
+        res = {}
+        if not args.no_history:
+            t = time.perf_counter()
+            setups = [Setup(args, backend, cells, n, pg) for n in ns]
+            print("%s %d cells: filled %s in %.0f s" % (backend, cells, ns,
+                                                         time.perf_counter() - t), flush=True)
+            measure_uploads(setups, args.uploads)
+            measure_reads(setups, args.reps)
+            res = table("%s, %d cells" % (backend, cells), setups)
+            res["samples"] = {s.n: s.samples for s in setups}
+            res["loadavg_after"] = os.getloadavg()
+            for s in setups:
+                s.col.stop()
+        if args.retention_days:
+            res["retention"] = retention(args, backend, cells, pg, ns[-1], args.retention_days)
         if args.throughput:
             res["throughput"] = throughput(args, backend, cells, pg, args.throughput)
         results["setups"][setup] = res
