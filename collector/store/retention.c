@@ -179,7 +179,8 @@ static int put_aggregates(struct store_conn *c, struct thinning *t, int64_t host
 {
 	int rc = 0;
 
-	qsort(t->s, t->n, sizeof(*t->s), sample_cmp);
+	if (t->n) /* (qsort's array may not be NULL, even empty) */
+		qsort(t->s, t->n, sizeof(*t->s), sample_cmp);
 	for (size_t i = 0; !rc && i < t->n;) {
 		size_t end = i, k = 0;
 
@@ -261,7 +262,7 @@ static int thin_week(struct store_conn *c, const struct store_retention *r, int6
 		b_i64(s, 1, t->runs[i].seq);
 		rc = rows_each_row(s, sample_row, t);
 	}
-	if (!rc)
+	if (!rc && t->n_runs)
 		rc = put_aggregates(c, t, host_id, ref, week, out);
 	for (size_t i = 0; !rc && i < t->n_runs; i++) {
 		rc = rows_get(c, &sql_drop_meas, &s);
@@ -489,7 +490,8 @@ int store_series_periods(struct store_conn *c, const struct store_series_query *
 		rc = store_series(c, &kept, kept_point, &p);
 	if (rc)
 		goto out;
-	qsort(p.v, p.n, sizeof(*p.v), period_cmp);
+	if (p.n)
+		qsort(p.v, p.n, sizeof(*p.v), period_cmp);
 	first = p.n > q->limit ? p.n - q->limit : 0;
 	for (size_t i = first; !rc && i < p.n; i++) {
 		struct period *e = &p.v[i];
