@@ -22,6 +22,8 @@
 #define TASK_TRENDS "trends" /* the host's trend charts on a ref, after its runs' tasks */
 #define TASK_AB     "ab"     /* an A/B document's chart; its ab_id is the task's ref */
 #define MESSAGE_MAX 512      /* of the last error kept with a failed task */
+/* work of one retention task; more waits for the next, behind the uploads' tasks */
+#define RETENTION_BUDGET_US (INT64_C(20) * 1000000)
 
 /* ---- the work of one task ---- */
 
@@ -396,6 +398,30 @@ static void run_chart(struct worker *w, struct store_conn *conn, const struct ch
 	free(err);
 }
 
+/* A pass of retention, RETENTION_BUDGET_US of work at most. Returns 0 or the store's
+ * failure. */
+static int retention(struct aw_postingest *p, struct store_conn *conn)
+{
+	struct store_retention_stats st;
+	struct timespec now;
+	int rc;
+
+	if (!p->o.retention)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rc = store_retention_run(conn, p->o.retention,
+	                         (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000,
+	                         RETENTION_BUDGET_US, &st);
+	if (!rc && st.runs)
+		aw_info("retention: %" PRId64 " runs older than %u days thinned into %" PRId64
+		        " aggregates%s",
+		        st.runs, p->o.retention->raw_days, st.aggregates,
+		        st.more ? "; more next time" : "");
+	if (!rc && st.more)
+		rc = store_task_enqueue(conn, AW_TASK_RETENTION, "", NULL, "", "");
+	return rc;
+}
+
 /* Runs a claimed task and tells the store how it went: done, or failed when a step that a
  * retry may fix (the database) failed. */
 static void run_task(struct worker *w, struct store_conn *conn, const struct task *t)
@@ -421,6 +447,8 @@ static void run_task(struct worker *w, struct store_conn *conn, const struct tas
 	} else if (!strcmp(t->kind, TASK_AB)) {
 		if (w->gp)
 			rc = aw_draw_ab(&d, t->ref, &err);
+	} else if (!strcmp(t->kind, AW_TASK_RETENTION)) {
+		d.store_rc = retention(p, conn);
 	} else {
 		aw_warn("postingest: task %" PRId64 " of unknown kind '%.32s' dropped", t->id,
 		        t->kind);
