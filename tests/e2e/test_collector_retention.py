@@ -59,7 +59,7 @@ def test_thinned(backend):
         values[i] = doc["cells"][0]["p50"]
         r = col.request("POST", "/api/v1/results", doc, token=agent)
         eq(r.status, 201, r)
-    h.wait_for_renders(col.port, timeout=120)
+    h.wait_for_postingest(col.port, timeout=120)
     before = series(col, "day").json()["points"]
     eq(len(before), RUNS // 2, "a day of two runs each other day")
     check(all(p["count"] == 2 and p["thinned"] == 0 for p in before), before[:2])
@@ -74,7 +74,7 @@ def test_thinned(backend):
     while db.count("runs") > 10:
         check(time.time() < deadline, "runs left: %d" % db.count("runs"))
         time.sleep(0.1)
-    h.wait_for_renders(col.port, timeout=60)
+    h.wait_for_postingest(col.port, timeout=60)
     eq(db.count("runs"), 10)
     check("retention: 30 runs older than 30 days thinned into" in col.logs(), col.logs())
     eq(db.count("verdicts"), verdicts, "verdicts kept")
@@ -104,7 +104,7 @@ def test_thinned(backend):
     # a second pass finds nothing more to thin
     eq(col.stop(), 0)
     col = h.Collector(db.url, config=CONFIG + RETENTION).start()
-    h.wait_for_renders(col.port, timeout=60)
+    h.wait_for_postingest(col.port, timeout=60)
     eq(db.count("runs"), 10)
     eq(col.stop(), 0)
 
