@@ -249,16 +249,32 @@ static json_t *suspect_keys(const struct aw_host_verdict *v)
 	return keys;
 }
 
+/* The keys of the run's first AW_ANCHORS anchor cells (what a confirmation re-measures beside
+ * the suspects, so that it carries the run's memory state), or NULL on allocation failure. */
+static json_t *anchor_keys(const struct aw_result *r)
+{
+	const char *keys[AW_ANCHORS];
+	size_t n = aw_result_anchors(r, keys, AW_ANCHORS);
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < n; i++)
+		if (json_array_append_new(list, json_string(keys[i]))) {
+			json_decref(list);
+			return NULL;
+		}
+	return list;
+}
+
 /* GET /api/v1/runs/{id}/suspects: the verdict of the run's commit on the run's host, computed
- * now, and the suspect cells that a confirmation should re-measure. An agent token asks only
- * for runs of its own host. */
+ * now, the suspect cells that a confirmation should re-measure and the run's anchor cells to
+ * re-measure beside them. An agent token asks only for runs of its own host. */
 void aw_api_run_suspects(struct aw_ctx *x)
 {
 	struct aw_host_verdict v = {0};
 	struct aw_result *r = NULL;
 	struct store_conn *c;
 	const char *host;
-	json_t *keys;
+	json_t *keys, *anchors;
 	char *err = NULL;
 	int rc;
 
@@ -300,13 +316,22 @@ void aw_api_run_suspects(struct aw_ctx *x)
 		goto out;
 	}
 	keys = suspect_keys(&v);
+	anchors = anchor_keys(r);
+	if (!keys || !anchors) {
+		json_decref(keys);
+		json_decref(anchors);
+		keys = anchors = NULL;
+	}
 	aw_reply_json(x->req, 200,
-	              keys ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "run_id",
-	                               r->run_id, "project", r->project, "commit", r->commit,
-	                               "host", host, "status", aw_verdict_name(v.status),
-	                               "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
-	                               (json_int_t)x->col->analysis.confirm_runs, "suspects", keys)
-	                   : NULL);
+	              !keys
+	                  ? NULL
+	                  : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}",
+	                              "run_id", r->run_id, "project", r->project, "commit",
+	                              r->commit, "host", host, "status", aw_verdict_name(v.status),
+	                              "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
+	                              (json_int_t)x->col->analysis.confirm_runs, "confirm_budget",
+	                              (json_int_t)x->col->analysis.confirm_budget, "suspects", keys,
+	                              "anchors", anchors));
 	aw_host_verdict_release(&v);
 out:
 	aw_result_free(&r);
@@ -327,10 +352,25 @@ static int on_point(const struct store_point *p, void *cls)
 	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
 }
 
+static int on_period(const struct store_aggregate *a, void *cls)
+{
+	char start[AW_TIME_LEN];
+	json_t *o;
+
+	time_us(a->start_us, start);
+	o = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f}", "start", start, "count",
+	              (json_int_t)a->count, "thinned", (json_int_t)a->stored, "min", a->min,
+	              "median", a->median, "max", a->max);
+	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
+}
+
 void aw_api_series(struct aw_ctx *x)
 {
 	struct store_series_query q = {0};
 	const char *metric = aw_httpd_query(x->req, "metric");
+	const char *downsample = aw_httpd_query(x->req, "downsample");
+	enum store_period period = STORE_PERIOD_DAY;
+	json_t *reply;
 	json_t *points = json_array();
 	struct store_conn *c;
 	int rc;
@@ -359,17 +399,36 @@ void aw_api_series(struct aw_ctx *x)
 		               "ci_lo, ci_hi, baseline_ns");
 		goto out;
 	}
+	if (downsample && strcmp(downsample, "day") && strcmp(downsample, "week")) {
+		aw_reply_error(x->req, 400, "invalid", "downsample",
+		               "'downsample' must be day or week, not '%.32s'", downsample);
+		goto out;
+	}
+	if (downsample && q.metric != STORE_METRIC_P50) {
+		aw_reply_error(
+		    x->req, 400, "invalid", "metric",
+		    "a series per day or week is of the p50 only (what retention keeps)");
+		goto out;
+	}
+	if (downsample && !strcmp(downsample, "week"))
+		period = STORE_PERIOD_WEEK;
 	rc = points ? aw_ctx_conn(x, &c) : -ENOMEM;
 	if (!rc)
-		rc = store_series(c, &q, on_point, points);
+		rc = downsample ? store_series_periods(c, &q, period, on_period, points)
+		                : store_series(c, &q, on_point, points);
 	if (rc) {
 		aw_reply_store_error(x->req, rc);
 		goto out;
 	}
-	aw_reply_json(x->req, 200,
-	              json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "host", q.host, "cell",
-	                        q.cell_key, "metric", store_metric_name(q.metric), "ref", q.ref,
-	                        "project", aw_json_str(q.project), "points", points));
+	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "host", q.host, "cell", q.cell_key,
+	                  "metric", store_metric_name(q.metric), "ref", q.ref, "project",
+	                  aw_json_str(q.project), "points", points);
+	if (reply && downsample &&
+	    json_object_set_new(reply, "downsample", json_string(downsample))) {
+		json_decref(reply);
+		reply = NULL;
+	}
+	aw_reply_json(x->req, 200, reply);
 	return;
 out:
 	json_decref(points);

@@ -31,6 +31,16 @@ bool aw_cell_is_anchor(const struct aw_cell *c)
 	       (c->c == AW_NONE || c->c == 0) && c->d == 0;
 }
 
+size_t aw_result_anchors(const struct aw_result *r, const char **keys, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_cells && n < max; i++)
+		if (r->cells[i].status == AW_CELL_OK && aw_cell_is_anchor(&r->cells[i]))
+			keys[n++] = r->cells[i].key;
+	return n;
+}
+
 int aw_ref_lookup(const char *name)
 {
 	for (int k = 0; k < AW_REF_COUNT; k++)

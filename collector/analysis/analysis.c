@@ -3,7 +3,7 @@
  * the cells up by key, hand p50 and p99 of every cell to aw_detect() as one family, turn what
  * it could not decide into suspects (re-measure) or, once the confirmation budget is spent,
  * inconclusive cells, and rank the answers. */
-#include "analysis.h"
+#include "analysis_internal.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -18,16 +18,6 @@
 #include "aw/util.h"
 #include "stattest.h"
 
-#define MAX_HEAD_RUNS 16
-#define MAX_CELLS     65536
-#define MAX_CP        32
-#define REFS          AW_DETECT_REFS
-#define KERNELS       (REFS - 1) /* slots of kernels; the last is the run's memory state */
-#define MEMORY        (REFS - 1)
-#define MEMORY_NAME   "memory" /* how verdicts name that slot */
-#define DISTURB_MIN   0.03     /* a head run's reference this far from usual (log) ... */
-#define DISTURB_K     4        /* ... and this many of its history's spreads is disturbed */
-
 void aw_analysis_opts_default(struct aw_analysis_opts *o)
 {
 	const struct aw_detect_opts d = AW_DETECT_OPTS_DEFAULT;
@@ -40,461 +30,6 @@ void aw_analysis_opts_default(struct aw_analysis_opts *o)
 	o->confirm_runs = 2;
 	o->confirm_budget = 10;
 }
-
-/* ---- reading runs ---- */
-
-/* The reference kernels of one run: each kernel's ns beside each cell, in document order. */
-struct run_ref {
-	int64_t seq;
-	int64_t order_us;
-	char *run_id, *commit, *matrix_hash, *platform_hash;
-	char *kernel[KERNELS];
-	double *ref[KERNELS]; /* NAN: none beside that cell */
-	size_t n_ref[KERNELS], n_kernels;
-	bool confirmation; /* re-measures another run's suspects */
-};
-
-static void run_ref_release(struct run_ref *x)
-{
-	free(x->run_id);
-	free(x->commit);
-	free(x->matrix_hash);
-	free(x->platform_hash);
-	for (size_t k = 0; k < x->n_kernels; k++) {
-		free(x->kernel[k]);
-		free(x->ref[k]);
-	}
-}
-
-/* One stored series {kernel, unit, values} into the run's next kernel slot. */
-static int add_series(const json_t *doc, struct run_ref *x)
-{
-	const char *kernel = json_string_value(json_object_get(doc, "kernel"));
-	const json_t *values = json_object_get(doc, "values"), *v;
-	size_t i, k = x->n_kernels;
-
-	if (!kernel || !json_is_array(values) || !json_array_size(values) || k >= KERNELS)
-		return 0;
-	x->kernel[k] = strdup(kernel);
-	x->ref[k] = malloc(json_array_size(values) * sizeof(double));
-	if (!x->kernel[k] || !x->ref[k]) {
-		free(x->kernel[k]);
-		free(x->ref[k]);
-		return -ENOMEM;
-	}
-	json_array_foreach (values, i, v) {
-		double d = json_is_number(v) ? json_number_value(v) : NAN;
-
-		x->ref[k][i] = d > 0 ? d : NAN;
-	}
-	x->n_ref[k] = json_array_size(values);
-	x->n_kernels++;
-	return 0;
-}
-
-/* The stored references of a run (aw_result_reference_to_json()): one series {kernel, unit,
- * values}, with the family of kernels in its "references" when the run has one. What does
- * not parse is no series (the run is judged without it). */
-static int parse_references(const char *text, struct run_ref *x)
-{
-	json_t *doc, *one;
-	size_t i;
-	int rc = 0;
-
-	if (!text)
-		return 0;
-	doc = json_loads(text, 0, NULL);
-	/* {kernel, unit, values} (mulchain-v1's, as before the family), with the whole family
-	 * in "references" since there is one */
-	if (json_is_array(json_object_get(doc, "references"))) {
-		json_array_foreach (json_object_get(doc, "references"), i, one)
-			if (!rc)
-				rc = add_series(one, x);
-	} else if (json_is_object(doc)) {
-		rc = add_series(doc, x);
-	}
-	json_decref(doc);
-	return rc;
-}
-
-struct run_list {
-	struct run_ref *r;
-	size_t n, cap, max;
-	const char *skip_commit; /* leave out runs of this commit (the head's own) */
-	bool firsts_only;        /* leave out confirmation runs (a history: they re-measure a
-	                            commit's suspects, and are no further runs of its matrix) */
-};
-
-static int collect_run(const struct store_run *run, void *cls)
-{
-	struct run_list *l = cls;
-	struct run_ref *x;
-
-	if (l->skip_commit && run->commit && !strcmp(run->commit, l->skip_commit))
-		return 0;
-	if (l->firsts_only && run->confirmation_of)
-		return 0;
-	if (l->n >= l->max)
-		return 0;
-	if (aw_array_reserve(&l->r, l->n, &l->cap, sizeof(*l->r), 16))
-		return -ENOMEM;
-	x = &l->r[l->n];
-	memset(x, 0, sizeof(*x));
-	x->seq = run->seq;
-	x->order_us = run->order_us;
-	x->confirmation = run->confirmation_of != NULL;
-	if (aw_set_str(&x->run_id, run->run_id) || aw_set_str(&x->commit, run->commit) ||
-	    aw_set_str(&x->matrix_hash, run->matrix_hash) ||
-	    aw_set_str(&x->platform_hash, run->platform_hash) ||
-	    parse_references(run->reference, x)) {
-		run_ref_release(x);
-		return -ENOMEM;
-	}
-	l->n++;
-	return 0;
-}
-
-static void run_list_release(struct run_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		run_ref_release(&l->r[i]);
-	free(l->r);
-	memset(l, 0, sizeof(*l));
-}
-
-/* Keeps the runs measured like `like` (same matrix hash and platform), reversing them into
- * oldest-first order. */
-static void keep_comparable(struct run_list *l, const struct run_ref *like)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < l->n; i++) {
-		struct run_ref *x = &l->r[i];
-		bool same = like &&
-		            (!like->matrix_hash || !x->matrix_hash ||
-		             !strcmp(like->matrix_hash, x->matrix_hash)) &&
-		            (!like->platform_hash || !x->platform_hash ||
-		             !strcmp(like->platform_hash, x->platform_hash));
-
-		if (same || !like)
-			l->r[k++] = *x;
-		else
-			run_ref_release(x);
-	}
-	l->n = k;
-	for (size_t i = 0; i < k / 2; i++) {
-		struct run_ref t = l->r[i];
-
-		l->r[i] = l->r[k - 1 - i];
-		l->r[k - 1 - i] = t;
-	}
-}
-
-/* One side of a cell (the baseline's runs, the head's, a base commit's): p50, p99, the runs'
- * own standard error of the median, and each reference kernel beside it, per run. */
-struct side {
-	double *p50, *p99, *se, *ref[REFS];
-	size_t n, cap;
-};
-
-/* One cell across the runs read. */
-struct series {
-	char *key, *op, *reader, *subject;
-	int cpu;
-	int kind;       /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
-	bool warn_only; /* contended or with duty: its default gate level is warn */
-	struct side hist, head, base;
-	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
-	bool head_conf[MAX_HEAD_RUNS];  /* ... and whether that run was a confirmation */
-	size_t base_run[MAX_HEAD_RUNS]; /* which base commit run each base value is from */
-	bool in_head;
-	char *failed; /* the head cell failed: why */
-};
-
-struct table {
-	struct aw_strmap *index; /* key -> position */
-	struct series *s;
-	size_t n, cap;
-	const struct aw_detect_opts *detect;
-	char *kernel[KERNELS]; /* the reference kernels met, in slot order */
-	size_t n_kernels;
-	int memchase; /* the slot of the memory walk, -1 until met */
-	/* each run's memory state: the memory walk's median beside its anchor cells (NAN:
-	 * none), by reading (history, base, head) and run */
-	double *memory[3];
-	size_t n_memory[3];
-	double anchor_mem[64]; /* while reading a run: the walk beside its anchors */
-	size_t n_anchor_mem;
-	const char *const *globs; /* only cells matching one of these (none: every cell) */
-	size_t n_globs;
-	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
-	/* while reading one run */
-	size_t run;
-	size_t ord;                /* the cell's position in its document */
-	const struct run_ref *ref; /* the run being read */
-	int slot[KERNELS];         /* its kernels' slots in the table */
-	enum {
-		READ_HISTORY,
-		READ_HEAD,
-		READ_BASE
-	} reading;
-};
-
-static void side_release(struct side *d)
-{
-	free(d->p50);
-	memset(d, 0, sizeof(*d));
-}
-
-static void series_release(struct series *s)
-{
-	free(s->key);
-	free(s->op);
-	free(s->reader);
-	free(s->subject);
-	side_release(&s->hist);
-	side_release(&s->head);
-	side_release(&s->base);
-	free(s->failed);
-}
-
-static void table_release(struct table *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		series_release(&t->s[i]);
-	free(t->s);
-	for (size_t k = 0; k < t->n_kernels; k++)
-		free(t->kernel[k]);
-	for (int k = 0; k < 3; k++)
-		free(t->memory[k]);
-	aw_strmap_free(&t->index);
-	memset(t, 0, sizeof(*t));
-}
-
-/* Room for run `run` in a side (runs read in order; values of runs that lack the cell NAN).
- * Returns 0 or -ENOMEM. */
-static int side_reserve(struct side *d, size_t run)
-{
-	size_t cap = d->cap ? d->cap : 16;
-	double *m;
-
-	if (run < d->cap)
-		return 0;
-	while (cap <= run)
-		cap *= 2;
-	m = malloc(cap * (3 + REFS) * sizeof(double));
-	if (!m)
-		return -ENOMEM;
-	for (size_t i = 0; i < cap * (3 + REFS); i++)
-		m[i] = NAN;
-	for (int k = 0; k < 3 + REFS; k++) {
-		double *old = k == 0 ? d->p50 : k == 1 ? d->p99 : k == 2 ? d->se : d->ref[k - 3];
-
-		if (old)
-			memcpy(m + (size_t)k * cap, old, d->cap * sizeof(double));
-	}
-	free(d->p50);
-	d->p50 = m;
-	d->p99 = m + cap;
-	d->se = m + 2 * cap;
-	for (int k = 0; k < REFS; k++)
-		d->ref[k] = m + (size_t)(3 + k) * cap;
-	d->cap = cap;
-	return 0;
-}
-
-static int cell_kind(const struct aw_cell *c)
-{
-	if (c->kernel)
-		return 4;
-	if (c->subject)
-		return 3;
-	if (c->c != AW_NONE && c->c > 0)
-		return 2;
-	if (c->reader)
-		return 1;
-	return 0;
-}
-
-static struct series *series_for(struct table *t, const struct aw_cell *c, int *rc)
-{
-	struct series *s;
-	int64_t at;
-
-	*rc = 0;
-	if (!aw_strmap_get(t->index, c->key, &at))
-		return &t->s[at];
-	if (aw_array_reserve(&t->s, t->n, &t->cap, sizeof(*t->s), 256)) {
-		*rc = -ENOMEM;
-		return NULL;
-	}
-	s = &t->s[t->n];
-	memset(s, 0, sizeof(*s));
-	s->cpu = c->cpu;
-	s->kind = cell_kind(c);
-	s->warn_only = (c->c != AW_NONE && c->c > 0) || c->contender_cpu != AW_NONE || c->d > 0;
-	if (aw_set_str(&s->key, c->key) || aw_set_str(&s->op, c->op) ||
-	    aw_set_str(&s->reader, c->reader) || aw_set_str(&s->subject, c->subject) ||
-	    aw_strmap_put(t->index, c->key, (int64_t)t->n)) {
-		series_release(s);
-		*rc = -ENOMEM;
-		return NULL;
-	}
-	t->n++;
-	return s;
-}
-
-/* The run's own standard error of its median, from its 95% interval. */
-static double se_of(const struct aw_cell *c)
-{
-	if (isnan(c->ci_lo) || isnan(c->ci_hi))
-		return NAN;
-	return (c->ci_hi - c->ci_lo) / (2 * 1.96);
-}
-
-/* Whether the cell is one of those asked for (every cell without globs); marks the globs that
- * matched a cell of a head run. */
-static bool wanted(struct table *t, const char *key)
-{
-	bool any = !t->n_globs;
-
-	for (size_t i = 0; i < t->n_globs; i++) {
-		if (fnmatch(t->globs[i], key ? key : "", 0))
-			continue;
-		any = true;
-		if (t->reading == READ_HEAD)
-			t->globs_matched |= UINT64_C(1) << i;
-	}
-	return any;
-}
-
-static int read_cell(const struct aw_cell *c, void *cls)
-{
-	struct table *t = cls;
-	struct series *s;
-	struct side *d;
-	size_t ord = t->ord++, at;
-	int rc;
-
-	if (c->status == AW_CELL_SKIPPED || !wanted(t, c->key))
-		return 0;
-	if (c->status == AW_CELL_FAILED && t->reading != READ_HEAD)
-		return 0;
-	s = series_for(t, c, &rc);
-	if (!s)
-		return rc;
-	if (c->status == AW_CELL_FAILED) {
-		if (!s->failed && aw_set_str(&s->failed, c->reason ? c->reason : "failed"))
-			return -ENOMEM;
-		return 0;
-	}
-	d = t->reading == READ_HEAD ? &s->head : t->reading == READ_BASE ? &s->base : &s->hist;
-	if (t->reading == READ_HISTORY) {
-		at = t->run;
-	} else {
-		if (d->n >= MAX_HEAD_RUNS)
-			return 0;
-		at = d->n;
-		if (t->reading == READ_HEAD) {
-			s->head_run[at] = t->run;
-			s->head_conf[at] = t->ref->confirmation;
-		} else {
-			s->base_run[at] = t->run;
-		}
-	}
-	if (side_reserve(d, at))
-		return -ENOMEM;
-	d->p50[at] = c->p50;
-	d->p99[at] = c->p99;
-	d->se[at] = se_of(c);
-	for (size_t k = 0; t->ref && k < t->ref->n_kernels; k++)
-		if (t->slot[k] >= 0 && ord < t->ref->n_ref[k])
-			d->ref[t->slot[k]][at] = t->ref->ref[k][ord];
-	if (aw_cell_is_anchor(c) && t->memchase >= 0 && t->n_anchor_mem < 64 &&
-	    isfinite(d->ref[t->memchase][at]))
-		t->anchor_mem[t->n_anchor_mem++] = d->ref[t->memchase][at];
-	if (at + 1 > d->n)
-		d->n = at + 1;
-	if (t->reading == READ_HEAD)
-		s->in_head = true;
-	return 0;
-}
-
-/* The table's slot of each of the run's kernels (a kernel met first gets the next one; beyond
- * REFS kernels, -1). Returns 0 or -ENOMEM. */
-static int map_kernels(struct table *t, const struct run_ref *r)
-{
-	for (size_t k = 0; k < KERNELS; k++) {
-		size_t j = 0;
-
-		t->slot[k] = -1;
-		if (k >= r->n_kernels)
-			continue;
-		while (j < t->n_kernels && strcmp(t->kernel[j], r->kernel[k]))
-			j++;
-		if (j == t->n_kernels) {
-			if (j >= KERNELS)
-				continue;
-			t->kernel[j] = strdup(r->kernel[k]);
-			if (!t->kernel[j])
-				return -ENOMEM;
-			t->n_kernels++;
-			if (aw_ref_lookup(r->kernel[k]) == AW_REF_MEMCHASE)
-				t->memchase = (int)j;
-		}
-		t->slot[k] = (int)j;
-	}
-	return 0;
-}
-
-static int read_runs(struct store_conn *c, struct table *t, const struct run_list *l, int reading)
-{
-	int rc = 0;
-
-	t->reading = reading;
-	free(t->memory[reading]);
-	t->memory[reading] = malloc((l->n ? l->n : 1) * sizeof(double));
-	t->n_memory[reading] = l->n;
-	if (!t->memory[reading])
-		return -ENOMEM;
-	for (size_t i = 0; !rc && i < l->n; i++) {
-		t->run = i;
-		t->ord = 0;
-		t->ref = &l->r[i];
-		t->n_anchor_mem = 0;
-		rc = map_kernels(t, t->ref);
-		if (!rc)
-			rc = store_run_cells(c, l->r[i].seq, read_cell, t);
-		t->memory[reading][i] = NAN;
-		if (t->n_anchor_mem) {
-			aw_sort_doubles(t->anchor_mem, t->n_anchor_mem);
-			t->memory[reading][i] =
-			    aw_quantile_sorted(t->anchor_mem, t->n_anchor_mem, 0.5);
-		}
-	}
-	t->ref = NULL;
-	return rc;
-}
-
-/* Every series' memory-state slot: its runs' memory states (read_runs()). */
-static void fill_memory(struct table *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		struct series *s = &t->s[i];
-
-		for (size_t r = 0; r < s->hist.n && r < t->n_memory[READ_HISTORY]; r++)
-			s->hist.ref[MEMORY][r] = t->memory[READ_HISTORY][r];
-		for (size_t h = 0; h < s->head.n; h++)
-			s->head.ref[MEMORY][h] = s->head_run[h] < t->n_memory[READ_HEAD]
-			                             ? t->memory[READ_HEAD][s->head_run[h]]
-			                             : NAN;
-		for (size_t b = 0; b < s->base.n; b++)
-			s->base.ref[MEMORY][b] = s->base_run[b] < t->n_memory[READ_BASE]
-			                             ? t->memory[READ_BASE][s->base_run[b]]
-			                             : NAN;
-	}
-}
-
 /* ---- verdicts ---- */
 
 static double threshold_for(const struct aw_thresholds *th, int p99, const struct series *s)
@@ -806,8 +341,10 @@ out:
 }
 
 /* fail when a cell of gate level fail regressed (confirmed), else inconclusive when one's
- * evidence stayed split or its noise hides a change of its threshold, else unconfirmed when one
- * is suspect, else pass; warn and off cells never change it */
+ * evidence stayed split (its change reaches the threshold, unconfirmed), else unconfirmed when
+ * one is suspect, else pass; warn and off cells never change it. A noisy cell (its change
+ * under the threshold, its bound beyond it: the cell's own noise, not this commit) is listed
+ * and changes no status. */
 static enum aw_verdict host_status(const struct aw_host_verdict *v)
 {
 	enum aw_verdict st = AW_VERDICT_PASS;
@@ -817,9 +354,7 @@ static enum aw_verdict host_status(const struct aw_host_verdict *v)
 			continue;
 		if (v->cells[i].verdict == AW_VERDICT_REGRESSED)
 			return AW_VERDICT_FAIL;
-		/* a cell whose noise hides a change of its threshold cannot be vouched for */
-		if (v->cells[i].verdict == AW_VERDICT_INCONCLUSIVE ||
-		    v->cells[i].verdict == AW_VERDICT_NOISY)
+		if (v->cells[i].verdict == AW_VERDICT_INCONCLUSIVE)
 			st = AW_VERDICT_INCONCLUSIVE;
 		else if (v->cells[i].verdict == AW_VERDICT_SUSPECT && st == AW_VERDICT_PASS)
 			st = AW_VERDICT_UNCONFIRMED;
@@ -905,7 +440,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = store_list_runs(c, &f, collect_run, &head);
+	rc = store_list_runs(c, &f, analysis_collect_run, &head);
 	if (rc)
 		goto fail;
 	if (!head.n) {
@@ -930,34 +465,34 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		                              .commit = base_commit,
 		                              .limit = MAX_HEAD_RUNS};
 
-		rc = store_list_runs(c, &bf, collect_run, &ref);
+		rc = store_list_runs(c, &bf, analysis_collect_run, &ref);
 		if (rc)
 			goto fail;
-		keep_comparable(&ref, &head.r[0]);
+		analysis_keep_comparable(&ref, &head.r[0]);
 	}
 	/* strictly earlier commits on the baseline ref; (order, 0) leaves out every run of the
 	 * head's own position, and skip_commit the head's runs wherever they are. With a base
 	 * commit the history only measures the noise. */
 	base.skip_commit = commit;
 	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, 0, o->history,
-	                       collect_run, &base);
+	                       analysis_collect_run, &base);
 	if (rc)
 		goto fail;
-	keep_comparable(&base, &head.r[0]);
+	analysis_keep_comparable(&base, &head.r[0]);
 	out->n_baseline_runs = base_commit ? ref.n : base.n;
 	t.index = aw_strmap_new(MAX_CELLS);
 	if (!t.index) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = read_runs(c, &t, &base, READ_HISTORY);
+	rc = analysis_read_runs(c, &t, &base, READ_HISTORY);
 	if (!rc)
-		rc = read_runs(c, &t, &ref, READ_BASE);
+		rc = analysis_read_runs(c, &t, &ref, READ_BASE);
 	if (!rc)
-		rc = read_runs(c, &t, &head, READ_HEAD);
+		rc = analysis_read_runs(c, &t, &head, READ_HEAD);
 	if (rc)
 		goto fail;
-	fill_memory(&t);
+	analysis_fill_memory(&t);
 	out->globs_matched = t.globs_matched;
 	rc = run_states(base_commit ? &ref : &base, &head, out);
 	if (!rc)
@@ -973,10 +508,10 @@ out:
 		aw_errorf(err, rc, "out of memory judging %s on %s", commit, host);
 	if (rc)
 		aw_host_verdict_release(out);
-	table_release(&t);
-	run_list_release(&head);
-	run_list_release(&base);
-	run_list_release(&ref);
+	analysis_table_release(&t);
+	analysis_run_list_release(&head);
+	analysis_run_list_release(&base);
+	analysis_run_list_release(&ref);
 	return rc;
 }
 
@@ -1074,11 +609,11 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 	int rc;
 
 	aw_time_now(now);
-	rc = store_ref_history(c, project, host, ref, INT64_MAX, INT64_MAX, o->history, collect_run,
-	                       &runs);
+	rc = store_ref_history(c, project, host, ref, INT64_MAX, INT64_MAX, o->history,
+	                       analysis_collect_run, &runs);
 	if (rc)
 		goto fail;
-	keep_comparable(&runs, runs.n ? &runs.r[0] : NULL);
+	analysis_keep_comparable(&runs, runs.n ? &runs.r[0] : NULL);
 	if (runs.n < 2 * o->detect.cp.min_segment)
 		goto store; /* too short for any change: clear what was there */
 	t.index = aw_strmap_new(MAX_CELLS);
@@ -1088,7 +623,7 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = read_runs(c, &t, &runs, READ_HISTORY);
+	rc = analysis_read_runs(c, &t, &runs, READ_HISTORY);
 	if (rc)
 		goto fail;
 	for (size_t i = 0; !rc && i < t.n; i++) {
@@ -1146,8 +681,8 @@ out:
 	free(set.p);
 	free(x);
 	free(at);
-	table_release(&t);
-	run_list_release(&runs);
+	analysis_table_release(&t);
+	analysis_run_list_release(&runs);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /* Regression verdicts by one model: references, levels, a noise floor; see detect.h and
  * docs/detection.md ("The model"). */
-#include "detect.h"
+#include "detect_internal.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -11,22 +11,6 @@
 
 #include "aw/stats.h"
 #include "stattest.h"
-
-/* The noise of a set of runs is the spread that covers four runs in five about their level:
- * the 80th percentile of the absolute deviations over 1.2816, sigma for normal data, wider
- * than the MAD's for the heavy tails a VM's runs have (a p99 a few runs in ten of which are
- * half again as high). */
-#define COVER_Q          0.8
-#define COVER_TO_SIGMA   (1 / 1.2816)
-#define COVER_EFFICIENCY 0.4
-#ifndef TAIL_Q
-#define TAIL_Q 0.95
-#endif                      /* of that estimate relative to the standard deviation */
-#define UNKNOWN_NOISE  0.01 /* assumed when nothing measures the noise */
-#define MAX_CP         32
-#define REF_MIN_RUNS   8 /* baseline runs a reference must be measured beside to be used */
-#define LEVEL_MIN_RUNS 2 /* runs of a latent level, at least */
-#define REF_LEVEL_RUNS 3 /* runs of each cluster of a reference that splits the levels */
 
 double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const char *op,
                         const char *reader, const char *key, double fallback)
@@ -45,51 +29,6 @@ double aw_threshold_for(const struct aw_threshold_rule *rules, size_t n, const c
 	return fallback;
 }
 
-/* ---- small statistics ---- */
-
-/* Median of v[0..n) (copied into scratch). NAN when n == 0. */
-static double median_of(const double *v, size_t n, double *scratch)
-{
-	if (!n)
-		return NAN;
-	memcpy(scratch, v, n * sizeof(*v));
-	aw_sort_doubles(scratch, n);
-	return aw_quantile_sorted(scratch, n, 0.5);
-}
-
-/* The spread of v[0..n) about `centre`: 1.4826 x the MAD, for clustering and slopes; NAN for
- * n < 2. */
-static double spread_about(const double *v, size_t n, double centre, double *scratch)
-{
-	if (n < 2)
-		return NAN;
-	for (size_t i = 0; i < n; i++)
-		scratch[i] = fabs(v[i] - centre);
-	aw_sort_doubles(scratch, n);
-	return 1.4826 * aw_quantile_sorted(scratch, n, 0.5);
-}
-
-/* The 90th percentile of |v - median(v)| over v[0..n): a spread that sees a minority of runs
- * moving apart (a reference that leaves the cell one run in five), where the MAD does not. */
-static double tail_spread(const double *v, size_t n, double *scratch)
-{
-	double m = median_of(v, n, scratch);
-
-	for (size_t i = 0; i < n; i++)
-		scratch[i] = fabs(v[i] - m);
-	aw_sort_doubles(scratch, n);
-	return aw_quantile_sorted(scratch, n, TAIL_Q);
-}
-
-/* The one-sided noises of deviations d[0..n) from their level (COVER_Q above): *up of a
- * slowdown, *down of a speed-up. Sorts d. */
-static void one_sided(double *d, size_t n, double *up, double *down)
-{
-	aw_sort_doubles(d, n);
-	*up = COVER_TO_SIGMA * fmax(0, aw_quantile_sorted(d, n, COVER_Q));
-	*down = COVER_TO_SIGMA * fmax(0, -aw_quantile_sorted(d, n, 1 - COVER_Q));
-}
-
 /* P(X >= k) for X ~ Binomial(m, e). */
 static double binom_sf(size_t k, size_t m, double e)
 {
@@ -101,39 +40,6 @@ static double binom_sf(size_t k, size_t m, double e)
 		           (double)(m - x) * log1p(-e));
 	return k == 0 ? 1 : fmin(1, sum);
 }
-
-/* ---- one metric of one cell ---- */
-
-struct cell {
-	double *y;                   /* log values: the baseline's, then the head's */
-	double *x[AW_DETECT_REFS];   /* log reference values, likewise (NAN: none) */
-	size_t nb, nh;               /* baseline and head runs (y[nb .. nb + nh) the head) */
-	double raw_base, raw_head;   /* ns medians as measured */
-	bool zero_base;              /* every baseline run below resolution */
-	int level_of[256];           /* level of each baseline run */
-	double s_own;                /* the runs' own precision (median se / value), NAN unknown */
-	double s_up, s_down, f_cell; /* own one-sided noises about the levels, their degrees of
-	                                freedom */
-	double up, down, df;         /* moderated: `noise` of a slowdown and of a speed-up */
-	double p_up, p_down;         /* candidates for the correction (1: none) */
-	double up_size, down_size;   /* of the deciding test, log */
-	int up_level, down_level;    /* the level behind each, -1 the share test */
-	size_t head_level_n[AW_DETECT_LEVELS];
-	double head_med[AW_DETECT_LEVELS];
-	double centre[AW_DETECT_LEVELS];
-	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
-	int head_lev[256];                   /* the level of each head run */
-	/* the history before the baseline: its runs' values and references, and the segment
-	 * (between change points) each lies in; they measure the noise, not the centre */
-	double *ey, *ex[AW_DETECT_REFS];
-	int *eseg;
-	size_t ne;
-	double *res; /* the history's deviations from their levels (find_levels()) */
-	size_t n_res;
-	bool *confirming; /* head runs that re-measured the cell (NULL: each counts) */
-};
-
-#define MAX_BASE 256 /* baseline runs judged at most (window and base commits) */
 
 static double log_value(double v, double floor_ns)
 {
@@ -159,7 +65,7 @@ static size_t steps_only(const double *y, size_t n, struct aw_changepoint *cps, 
 		aw_sort_doubles(scratch, nb);
 		lo = aw_quantile_sorted(scratch, nb, 0.1);
 		hi = aw_quantile_sorted(scratch, nb, 0.9);
-		mid = median_of(y + at, end - at, scratch);
+		mid = detect_median(y + at, end - at, scratch);
 		if (mid >= lo && mid <= hi)
 			continue;
 		cps[kept++] = cps[j];
@@ -277,7 +183,7 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 	/* as measured, in ns */
 	for (size_t i = 0; i < c->nb; i++)
 		tmp[i] = bv[at[from + i]];
-	c->raw_base = median_of(tmp, c->nb, scratch);
+	c->raw_base = detect_median(tmp, c->nb, scratch);
 	c->zero_base = c->nb > 0;
 	for (size_t i = 0; i < c->nb; i++)
 		c->zero_base = c->zero_base && tmp[i] < o->min_abs_ns;
@@ -285,7 +191,7 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 	for (size_t j = 0; j < in->n_head; j++)
 		if (isfinite(in->head[j]) && in->head[j] >= 0)
 			tmp[k++] = in->head[j];
-	c->raw_head = median_of(tmp, k, scratch);
+	c->raw_head = detect_median(tmp, k, scratch);
 	/* the runs' own precision: a floor for the noise */
 	c->s_own = NAN;
 	if (in->history_se || (in->base && in->head_se)) {
@@ -296,7 +202,7 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 			if (isfinite(se[i]) && se[i] >= 0 && in->history[i] > 0)
 				tmp[m++] = se[i] / in->history[i];
 		if (m)
-			c->s_own = median_of(tmp, m, scratch);
+			c->s_own = detect_median(tmp, m, scratch);
 	}
 	r->window_n = c->nb;
 	r->head_n = c->nh;
@@ -306,349 +212,6 @@ out:
 	free(at);
 	free(hat);
 	return rc;
-}
-
-/* The control variate: the reference whose line through the history (log value on log
- * reference, Theil-Sen) leaves its runs steadiest, measured by a spread that sees a minority of
- * runs (tail_spread()), when that cuts their spread by ref_gain or more and it was measured
- * beside every head run too. Returns the spread it leaves (the values' own when none does),
- * with r->reference, r->ref_slope and *centre set; adjust() applies it. */
-/* Theil-Sen slope of y on x over the n pairs with both finite (the median of the pairwise
- * slopes), clamped to [0, 1.5]; NAN when fewer than REF_MIN_RUNS pairs. */
-static double theil_sen(const double *y, const double *x, size_t n, double *scratch)
-{
-	size_t m = 0, pairs = 0;
-
-	for (size_t i = 0; i < n; i++)
-		m += isfinite(x[i]);
-	if (m < REF_MIN_RUNS)
-		return NAN;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i + 1; j < n; j++)
-			if (isfinite(x[i]) && isfinite(x[j]) && fabs(x[j] - x[i]) > 1e-9)
-				scratch[pairs++] = (y[j] - y[i]) / (x[j] - x[i]);
-	if (!pairs)
-		return NAN;
-	aw_sort_doubles(scratch, pairs);
-	return fmin(1.5, fmax(0, aw_quantile_sorted(scratch, pairs, 0.5)));
-}
-
-static double pick_reference(const struct aw_detect_opts *o, struct cell *c,
-                             struct aw_detect_result *r, double *centre, double *a, double *b,
-                             double *s)
-{
-	double s0, best = INFINITY, slope = NAN;
-	size_t total = c->nb + c->nh, nall = c->ne + c->nb;
-
-	/* the slope and the spread it leaves are the whole history's (the baseline alone may
-	 * have run at one clock the head did not) */
-	r->reference = -1;
-	for (size_t i = 0; i < nall; i++)
-		b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
-	s0 = nall >= 3 ? tail_spread(b, nall, a) : NAN;
-	if (nall < REF_MIN_RUNS || !(s0 > 0))
-		return s0;
-	for (int q = 0; q < AW_DETECT_REFS; q++) {
-		double bq, xc, sq;
-		size_t m = 0;
-		bool has = true;
-
-		for (size_t i = c->nb; i < total; i++)
-			has = has && isfinite(c->x[q][i]);
-		for (size_t i = 0; i < nall; i++) {
-			s[i] = i < c->ne ? c->ex[q][i] : c->x[q][i - c->ne];
-			m += isfinite(s[i]);
-		}
-		for (size_t i = 0; i < c->nb; i++)
-			has = has && isfinite(c->x[q][i]);
-		if (!has || m < REF_MIN_RUNS)
-			continue;
-		xc = median_of(c->x[q], c->nb, a);
-		bq = theil_sen(b, s, nall, a);
-		if (!(bq > 0))
-			continue;
-		m = 0;
-		for (size_t i = 0; i < nall; i++)
-			if (isfinite(s[i]))
-				a[m++] = b[i] - bq * (s[i] - xc);
-		memcpy(s, a, m * sizeof(*a));
-		sq = tail_spread(s, m, a);
-		if (sq < best) {
-			best = sq;
-			r->reference = q;
-			slope = bq;
-			*centre = xc;
-		}
-		for (size_t i = 0; i < nall; i++) /* (b was kept) */
-			b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
-	}
-	if (r->reference < 0 || !(best <= (1 - o->ref_gain) * s0)) {
-		r->reference = -1;
-		return s0;
-	}
-	r->ref_slope = slope;
-	r->ref_gain = 1 - best / s0;
-	return best;
-}
-
-/* Applies the control variate pick_reference() chose to every value, baseline and head, each
- * run's reference clamped to the range the history's runs show: a run is adjusted by no more
- * than the history showed the reference moving (one reading of 8 batches can stray where the
- * cell did not). */
-static void adjust(struct cell *c, const struct aw_detect_result *r, double centre)
-{
-	double lo = INFINITY, hi = -INFINITY;
-	int q = r->reference;
-
-	if (q < 0)
-		return;
-	for (size_t i = 0; i < c->nb; i++)
-		if (isfinite(c->x[q][i])) {
-			lo = fmin(lo, c->x[q][i]);
-			hi = fmax(hi, c->x[q][i]);
-		}
-	for (size_t i = 0; i < c->ne; i++)
-		if (isfinite(c->ex[q][i])) {
-			lo = fmin(lo, c->ex[q][i]);
-			hi = fmax(hi, c->ex[q][i]);
-		}
-	for (size_t i = 0; i < c->nb + c->nh; i++)
-		c->y[i] -= r->ref_slope * (fmin(hi, fmax(lo, c->x[q][i])) - centre);
-	/* (an earlier run without that reference measures the noise as it is) */
-	for (size_t i = 0; i < c->ne; i++)
-		if (isfinite(c->ex[q][i]))
-			c->ey[i] -= r->ref_slope * (c->ex[q][i] - centre);
-}
-
-/* Splits sorted[lo, hi) at its widest gap when the two sides' centres lie level_gap noises
- * apart (and the gap itself half that) with LEVEL_MIN_RUNS on each side; recursively. Writes
- * the first index of each level after the first into cuts. */
-static void split_levels(const double *sorted, size_t lo, size_t hi, double floor_noise,
-                         const struct aw_detect_opts *o, size_t min_runs, size_t *cuts,
-                         size_t *n_cuts, double *scratch)
-{
-	size_t at = 0;
-	double gap = 0, s, sl, sr, cl, cr;
-
-	if (hi - lo < 2 * min_runs || *n_cuts + 1 >= AW_DETECT_LEVELS)
-		return;
-	for (size_t i = lo + min_runs; i + min_runs <= hi; i++)
-		if (sorted[i] - sorted[i - 1] > gap) {
-			gap = sorted[i] - sorted[i - 1];
-			at = i;
-		}
-	if (!at)
-		return;
-	cl = aw_quantile_sorted(sorted + lo, at - lo, 0.5);
-	cr = aw_quantile_sorted(sorted + at, hi - at, 0.5);
-	sl = spread_about(sorted + lo, at - lo, cl, scratch);
-	sr = spread_about(sorted + at, hi - at, cr, scratch);
-	s = sqrt((sl * sl * (double)(at - lo - 1) + sr * sr * (double)(hi - at - 1)) /
-	         (double)(hi - lo - 2));
-	if (!(s >= floor_noise))
-		s = floor_noise;
-	if (cr - cl < o->level_gap * s || cr - cl < o->level_gap_min || gap < o->level_gap / 2 * s)
-		return;
-	cuts[(*n_cuts)++] = at;
-	split_levels(sorted, lo, at, floor_noise, o, min_runs, cuts, n_cuts, scratch);
-	split_levels(sorted, at, hi, floor_noise, o, min_runs, cuts, n_cuts, scratch);
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Clusters of v[0..n) (copied and sorted into `sorted`): returns how many, with the upper
- * bound of each but the last in bounds[] (a value v is in cluster j when it is above
- * bounds[j - 1] and at most bounds[j]). */
-static size_t clusters(const double *v, size_t n, double floor_noise,
-                       const struct aw_detect_opts *o, double *sorted, double *scratch,
-                       double *bounds, size_t min_runs)
-{
-	size_t cuts[AW_DETECT_LEVELS], n_cuts = 0;
-
-	memcpy(sorted, v, n * sizeof(*v));
-	aw_sort_doubles(sorted, n);
-	split_levels(sorted, 0, n, floor_noise, o, min_runs, cuts, &n_cuts, scratch);
-	qsort(cuts, n_cuts, sizeof(*cuts), cmp_size);
-	for (size_t j = 0; j < n_cuts; j++)
-		bounds[j] = (sorted[cuts[j] - 1] + sorted[cuts[j]]) / 2;
-	return n_cuts + 1;
-}
-
-static int cluster_of(double v, const double *bounds, size_t n_levels)
-{
-	size_t j = 0;
-
-	while (j + 1 < n_levels && v > bounds[j])
-		j++;
-	return (int)j;
-}
-
-/* A reference whose own clusters split the cell's unadjusted values into levels that lie
- * level_gap noises apart: the machine's states. Returns the cell's spread within those levels
- * as pick_reference() measures the line's (tail_spread() of the runs' deviations from their
- * level's median; INFINITY when no reference splits it), with r->level_ref and r->n_levels
- * set; take_levels() makes them the levels. */
-static double pick_level_reference(const struct aw_detect_opts *o, struct cell *c,
-                                   struct aw_detect_result *r, double *bounds, double *a, double *b,
-                                   double *s)
-{
-	double best = 0, spread = INFINITY;
-	size_t total = c->nb + c->nh;
-
-	r->level_ref = -1;
-	for (int q = 0; q < AW_DETECT_REFS; q++) {
-		double bq[AW_DETECT_LEVELS], med[AW_DETECT_LEVELS], pooled = 0, sep = 0;
-		size_t k, dof = 0, n_dev = 0;
-		bool ok = true;
-
-		for (size_t i = 0; i < total && ok; i++)
-			ok = isfinite(c->x[q][i]);
-		if (!ok || c->nb < 2 * REF_LEVEL_RUNS)
-			continue;
-		k = clusters(c->x[q], c->nb, 1e-4, o, a, s, bq, REF_LEVEL_RUNS);
-		if (k < 2)
-			continue;
-		for (size_t j = 0; j < k && ok; j++) {
-			size_t m = 0;
-
-			for (size_t i = 0; i < c->nb; i++)
-				if (cluster_of(c->x[q][i], bq, k) == (int)j)
-					b[m++] = c->y[i];
-			ok = m >= REF_LEVEL_RUNS && (double)m >= o->level_share * (double)c->nb;
-			if (!ok)
-				break;
-			med[j] = median_of(b, m, a);
-			for (size_t i = 0; i < m; i++) /* (s is free once clusters() returned) */
-				s[n_dev++] = b[i] - med[j];
-			{
-				double sj = spread_about(b, m, med[j], a);
-
-				pooled += sj * sj * (double)(m - 1);
-				dof += m - 1;
-			}
-		}
-		if (!ok || !dof)
-			continue;
-		pooled = sqrt(pooled / (double)dof);
-		if (!(pooled >= o->noise_floor))
-			pooled = o->noise_floor;
-		for (size_t j = 1; j < k; j++)
-			sep = fmax(sep, fabs(med[j] - med[j - 1]));
-		if (sep < o->level_gap * pooled || sep < o->level_gap_min || sep / pooled <= best)
-			continue;
-		best = sep / pooled;
-		spread = tail_spread(s, n_dev, a);
-		r->level_ref = q;
-		r->n_levels = k;
-		memcpy(bounds, bq, k * sizeof(*bq));
-	}
-	return spread;
-}
-
-/* Makes the level reference's clusters the levels (each baseline run's, each one's centre). */
-static void take_levels(struct cell *c, const struct aw_detect_result *r, const double *bounds,
-                        double *a, double *b)
-{
-	for (size_t i = 0; i < c->nb; i++)
-		c->level_of[i] = cluster_of(c->x[r->level_ref][i], bounds, r->n_levels);
-	for (size_t j = 0; j < r->n_levels; j++) {
-		size_t m = 0;
-
-		for (size_t i = 0; i < c->nb; i++)
-			if (c->level_of[i] == (int)j)
-				b[m++] = c->x[r->level_ref][i];
-		c->ref_centre[j] = median_of(b, m, a);
-	}
-}
-
-/* The levels of the baseline: the level reference's clusters (take_levels() placed each run),
- * else one. Fills each level's share, centre and count and the dominant level; the cell's own
- * noise about its levels, with the runs before the baseline about the median of their own
- * segment (the noise is the whole history's, the centre the baseline's); and the bimodal flag
- * (the baseline splits into two clusters of 3 runs or more, bimodal_gap apart). */
-static void find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
-                        double *a, double *b, double *s)
-{
-	double floor_noise = fmax(o->noise_floor, isfinite(c->s_own) ? c->s_own : 0);
-	size_t dof = 0, segs = 0, i = 0;
-
-	if (r->level_ref < 0) {
-		r->n_levels = 1;
-		for (size_t k = 0; k < c->nb; k++)
-			c->level_of[k] = 0;
-	}
-	r->dominant = 0;
-	for (size_t j = 0; j < r->n_levels; j++) {
-		struct aw_level *l = &r->levels[j];
-		size_t m = 0;
-
-		for (size_t k = 0; k < c->nb; k++)
-			if (c->level_of[k] == (int)j)
-				b[m++] = c->y[k];
-		l->n_base = m;
-		l->share = (double)m / (double)c->nb;
-		c->centre[j] = median_of(b, m, a);
-		for (size_t k = 0; k < m; k++)
-			s[dof++] = b[k] - c->centre[j];
-		if (m > r->levels[r->dominant].n_base)
-			r->dominant = j;
-	}
-	while (i < c->ne) {
-		size_t j = i, m = 0;
-		double centre;
-
-		while (j < c->ne && c->eseg[j] == c->eseg[i])
-			b[m++] = c->ey[j++];
-		centre = median_of(b, m, a);
-		for (size_t q = i; q < j && m >= 3; q++)
-			s[dof++] = c->ey[q] - centre;
-		segs += m >= 3;
-		i = j;
-	}
-	c->s_up = c->s_down = NAN;
-	c->f_cell = 0;
-	c->res = malloc((dof ? dof : 1) * sizeof(double));
-	if (c->res) {
-		memcpy(c->res, s, dof * sizeof(double));
-		c->n_res = dof;
-	}
-	if (dof >= 3) {
-		one_sided(s, dof, &c->s_up, &c->s_down);
-		c->f_cell = COVER_EFFICIENCY * (double)(dof - r->n_levels - segs);
-		if (!(c->f_cell > 0.5))
-			c->f_cell = 0.5;
-	}
-	/* the flag a reader sees: two clusters in the baseline runs, however they were judged */
-	{
-		double bounds[AW_DETECT_LEVELS];
-		struct aw_detect_opts flag = *o;
-
-		flag.level_gap_min = log(o->bimodal_gap);
-		r->bimodal = clusters(c->y, c->nb, floor_noise, &flag, a, s, bounds, 3) > 1;
-	}
-}
-
-/* The level of head run i (index into y): the level reference's cluster nearest its value of
- * that reference, else the one level. */
-static int head_level(const struct cell *c, const struct aw_detect_result *r, size_t i)
-{
-	double x, d = INFINITY;
-	int best = 0;
-
-	if (r->level_ref < 0)
-		return 0;
-	x = c->x[r->level_ref][i];
-	for (size_t j = 0; j < r->n_levels; j++)
-		if (fabs(x - c->ref_centre[j]) < d) {
-			d = fabs(x - c->ref_centre[j]);
-			best = (int)j;
-		}
-	return best;
 }
 
 /* How unlikely the head runs of level j are to lie `by` (log; a negative one: below) or further
@@ -690,7 +253,7 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 {
 	double tu = c->up, td = c->down;
 
-	*med = median_of(b, m, a);
+	*med = detect_median(b, m, a);
 	if (m == 1) { /* one run cannot show its own spread */
 		tu = fmax(tu, o->screen_noise);
 		td = fmax(td, o->screen_noise);
@@ -699,7 +262,7 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 
 		for (size_t i = 0; i < m; i++)
 			a[i] = b[i] - *med;
-		one_sided(a, m, &hu, &hd);
+		detect_one_sided(a, m, &hu, &hd);
 		tu = fmax(tu, hu);
 		td = fmax(td, hd);
 	}
@@ -711,8 +274,8 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 /* Phase 3: each level's change (its head runs against its base runs), and the candidates for
  * the false discovery correction: the levels that count (the dominant one, and every one the
  * host spends level_share of its runs in), Bonferroni over them. A level is unchanged when its
- * change is bounded within the threshold both ways; once it was re-measured, by its
- * re-measurements alone: the run that raised a suspicion was picked for being far off, and
+ * change is bounded within the threshold both ways; once it was re-measured twice or more, by
+ * its re-measurements alone: the run that raised a suspicion was picked for being far off, and
  * keeps no cell from clearing when the runs measured because of it agree with the history. */
 static void judge_levels(const struct aw_detect_input *in, const struct aw_detect_opts *o,
                          struct cell *c, struct aw_detect_result *r, double *a, double *b)
@@ -723,7 +286,7 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	c->p_up = c->p_down = 1;
 	c->up_level = c->down_level = -1;
 	for (size_t i = 0; i < c->nh && i < 256; i++)
-		c->head_lev[i] = head_level(c, r, c->nb + i);
+		c->head_lev[i] = detect_head_level(c, r, c->nb + i);
 	for (size_t j = 0; j < r->n_levels; j++)
 		counted += j == r->dominant || r->levels[j].share >= o->level_share;
 	for (size_t j = 0; j < r->n_levels; j++) {
@@ -755,11 +318,12 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		l->pvalue = aw_t_sf(d >= 0 ? t : -t, c->df);
 		/* bounded within the threshold both ways (a run far faster than the level is no
 		 * pass either: a faster machine state may hide a slower build), by the
-		 * re-measurements when there are some */
+		 * re-measurements once there are two or more (one alone cannot outweigh the
+		 * run that raised the suspicion) */
 		for (size_t i = 0; c->confirming && i < c->nh && i < 256; i++)
 			if (c->head_lev[i] == (int)j && c->confirming[i])
 				b[mc++] = c->y[c->nb + i];
-		if (mc) {
+		if (mc >= 2) {
 			head_move(o, c, c->centre[j], l->n_base, b, mc, a, &med, &cu, &cd);
 			med -= c->centre[j];
 		} else {
@@ -878,6 +442,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->head = c->raw_head;
 		r->change = r->head / r->baseline - 1;
 	}
+	if (r->absolute) /* the values were floored at min_abs_ns: say what was measured */
+		r->baseline = c->raw_base;
 }
 
 /* The sentence behind a verdict. */
@@ -1070,8 +636,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		}
 		{
 			double bounds[AW_DETECT_LEVELS], centre = 0;
-			double by_levels = pick_level_reference(&o, c, r, bounds, a, b, s);
-			double by_line = pick_reference(&o, c, r, &centre, a, b, s);
+			double by_levels = detect_pick_level_reference(&o, c, r, bounds, a, b, s);
+			double by_line = detect_pick_reference(&o, c, r, &centre, a, b, s);
 
 			/* the machine's states when they explain the cell clearly better than a
 			 * line through the reference does (a core alone or sharing its ports moves
@@ -1083,12 +649,12 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 			if (r->level_ref >= 0) {
 				r->reference = -1;
 				r->ref_slope = r->ref_gain = NAN;
-				take_levels(c, r, bounds, a, b);
+				detect_take_levels(c, r, bounds, a, b);
 			} else {
-				adjust(c, r, centre);
+				detect_adjust(c, r, centre);
 			}
 		}
-		find_levels(&o, c, r, a, b, s);
+		detect_find_levels(&o, c, r, a, b, s);
 	}
 	moderate(in, n, &o, cells, false, qa, qb);
 	moderate(in, n, &o, cells, true, qa, qb);

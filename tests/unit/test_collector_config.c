@@ -396,6 +396,68 @@ static void test_confirm_keys(void **state)
 	             "(0, 0.5] such as 1% or 0.01, not '60%'");
 }
 
+/* retention: off by default; on with raw_days, keeping detection.history or the trend window's
+ * 100 runs, whichever is more, unless keep_runs says; a window of 0, or fewer runs kept than
+ * detection reads (whichever section comes first), refused where the key is. */
+static void test_retention_keys(void **state)
+{
+	struct aw_collector_config c;
+
+	(void)state;
+	aw_config_defaults(&c);
+	assert_int_equal(c.retention_raw_days, 0);
+	assert_int_equal(c.retention_interval_ms, 3600000);
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_keep_runs, 0);
+	aw_config_release(&c);
+	assert_null(parse(&c, "retention:\n  raw_days: 90\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_raw_days, 90);
+	assert_int_equal(c.retention_keep_runs, 100);
+	aw_config_release(&c);
+	assert_null(parse(&c, "retention:\n  raw_days: 30\ndetection:\n  history: 250\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_keep_runs, 250);
+	aw_config_release(&c);
+	assert_null(parse(&c, "retention:\n  raw_days: 7\n  keep_runs: 40\n  interval: 6h\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_keep_runs, 40);
+	assert_int_equal(c.retention_interval_ms, 6 * 3600000);
+	aw_config_release(&c);
+	expect_error(
+	    "retention:\n  raw_days: 0\n",
+	    "collector.yaml:2:13: 'retention.raw_days' is 0, a window that keeps no run: "
+	    "give the days every run is kept (1 or more), or leave 'retention' out to keep "
+	    "them all");
+	expect_error("retention:\n  raw_days: 30\n  keep_runs: 20\n",
+	             "collector.yaml:3:14: 'retention.keep_runs' (20) is shorter than "
+	             "'detection.history' (40): the verdicts' baseline and the change points read "
+	             "that many runs of each host and ref");
+	expect_error("retention:\n  raw_days: 30\n  keep_runs: 50\ndetection:\n  history: 60\n",
+	             "collector.yaml:3:14: 'retention.keep_runs' (50) is shorter than "
+	             "'detection.history' (60): the verdicts' baseline and the change points read "
+	             "that many runs of each host and ref");
+	expect_error("detection:\n  window: 80\n  history: 60\nretention:\n  raw_days: 30\n"
+	             "  keep_runs: 70\n",
+	             "collector.yaml:6:14: 'retention.keep_runs' (70) is shorter than "
+	             "'detection.window' (80): the verdicts' baseline and the change points read "
+	             "that many runs of each host and ref");
+	expect_error("retention:\n  keep_runs: 200\n",
+	             "collector.yaml:2:14: 'retention.keep_runs' needs 'retention.raw_days', which "
+	             "turns retention on");
+	expect_error(
+	    "retention:\n  raw_days: 30\n  interval: 0s\n",
+	    "collector.yaml:3:13: 'retention.interval' must be between 60000 and 604800000 "
+	    "ms");
+	expect_error("retention:\n  raw_days: a year\n",
+	             "collector.yaml:2:13: 'retention.raw_days' must be a whole number, not 'a "
+	             "year'");
+	expect_error("retention:\n  raw_days: 36501\n",
+	             "collector.yaml:2:13: 'retention.raw_days' must be between 0 and 36500");
+	expect_error("retention:\n  raw_weeks: 3\n",
+	             "collector.yaml:2:3: unknown key 'retention.raw_weeks'");
+}
+
 /* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
  * postingest values are the defaults it says they are. */
 static void test_shipped_file(void **state)
@@ -442,6 +504,7 @@ int main(void)
 	    cmocka_unit_test(test_render_keys),
 	    cmocka_unit_test(test_postingest_keys),
 	    cmocka_unit_test(test_confirm_keys),
+	    cmocka_unit_test(test_retention_keys),
 	    cmocka_unit_test(test_shipped_file),
 	};
 

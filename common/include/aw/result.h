@@ -132,6 +132,10 @@ struct aw_result {
 /* The most confirmation runs one first run asks for ("confirm"). */
 #define AW_RESULT_MAX_CONFIRM 16
 
+/* The keys of r's first `max` measured anchor cells (aw_cell_is_anchor(), status ok), in the
+ * run's order, into keys[] (borrowed from r: valid while r is). Returns how many. */
+size_t aw_result_anchors(const struct aw_result *r, const char **keys, size_t max);
+
 /* Where and why a document was rejected: code (e.g. "type", "range", "required"), a JSON path
  * such as "cells[3].p50" ("" for the whole document) and a human message. */
 struct aw_verr {
