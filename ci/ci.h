@@ -29,8 +29,9 @@ enum aw_ci_exit {
 	AW_CI_EXIT_INCOMPLETE = 2,   /* a host never reported (wait: timed out) */
 	AW_CI_EXIT_ERROR = 3,        /* usage, or the collector unreachable, 5xx, a bad reply */
 	AW_CI_EXIT_INCONCLUSIVE = 4, /* a cell of gate level fail the gate cannot vouch for: its
-	                                evidence stayed split after the confirmation budget, or its
-	                                noise hides a change of its threshold */
+	                                change reaches its threshold, its evidence stayed split
+	                                after the confirmation budget (a noisy cell, its change
+	                                under the threshold, is not) */
 };
 
 /* Statuses (report, host) and verdicts (cell, metric) are the collector's words, read with

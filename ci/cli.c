@@ -70,9 +70,9 @@ static const char usage_text[] =
     "  2  incomplete: a host never reported (wait: timed out)\n"
     "  3  usage or infrastructure error (collector unreachable, 5xx, a bad reply, a file not\n"
     "     written)\n"
-    "  4  inconclusive: a cell of gate level fail the gate cannot vouch for (its evidence\n"
-    "     stayed split after the re-measurements, or its noise hides a change of its\n"
-    "     threshold); the gate neither passes nor fails it\n"
+    "  4  inconclusive: a cell of gate level fail the gate cannot vouch for (its change\n"
+    "     reaches its threshold, its evidence stayed split after the re-measurements); the\n"
+    "     gate neither passes nor fails it\n"
     "When several apply: a regression (1), then inconclusive (4), then incomplete (2), then\n"
     "unconfirmed with --strict (1), else 0.\n";
 

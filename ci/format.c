@@ -385,11 +385,11 @@ static const char *short_commit(char *buf, size_t size, const char *commit)
 }
 
 /* What a cell is in the summaries: a regression (fails the gate), an inconclusive cell (one of
- * gate level fail the gate cannot vouch for: inconclusive, or noisy on a host the collector
- * called inconclusive, its noise hiding a change of its threshold; exit 4), a suspect (a
- * fail-level cell regressed in too few head runs: unconfirmed), a warning (a regressed or
- * suspect cell of gate level warn: listed, never fails), or none of them (an off cell is shown
- * with the others). */
+ * gate level fail the gate cannot vouch for: its change reaches its threshold, its
+ * re-measurements left the evidence split; exit 4), a suspect (a fail-level cell regressed in
+ * too few head runs: unconfirmed), a warning (a regressed or suspect cell of gate level warn:
+ * listed, never fails), or none of them (an off cell is shown with the others; so is a noisy
+ * one, its change under its threshold: the cell's own noise, not the commit). */
 enum listing {
 	L_NONE,
 	L_REGRESSION,
@@ -398,7 +398,7 @@ enum listing {
 	L_INCONCLUSIVE,
 };
 
-static enum listing listing_of(const struct aw_ci_host *h, const struct aw_ci_cell *c)
+static enum listing listing_of(const struct aw_ci_cell *c)
 {
 	if (c->gate == AW_GATE_OFF)
 		return L_NONE;
@@ -406,21 +406,18 @@ static enum listing listing_of(const struct aw_ci_host *h, const struct aw_ci_ce
 		return c->gate == AW_GATE_FAIL ? L_REGRESSION : L_WARNING;
 	if (c->verdict == AW_VERDICT_SUSPECT)
 		return c->gate == AW_GATE_FAIL ? L_SUSPECT : L_WARNING;
-	if (c->gate == AW_GATE_FAIL &&
-	    (c->verdict == AW_VERDICT_INCONCLUSIVE ||
-	     (c->verdict == AW_VERDICT_NOISY && h->status == AW_VERDICT_INCONCLUSIVE)))
+	if (c->gate == AW_GATE_FAIL && c->verdict == AW_VERDICT_INCONCLUSIVE)
 		return L_INCONCLUSIVE;
 	return L_NONE;
 }
 
 /* Whether a metric's own verdict is the one its cell is listed for (`want`). */
-static bool metric_listed(const struct aw_ci_cell *c, const struct aw_ci_metric *m,
-                          enum listing want)
+static bool metric_listed(const struct aw_ci_metric *m, enum listing want)
 {
 	if (!m->present)
 		return false;
 	if (want == L_INCONCLUSIVE)
-		return m->verdict == AW_VERDICT_INCONCLUSIVE || m->verdict == c->verdict;
+		return m->verdict == AW_VERDICT_INCONCLUSIVE;
 	return m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT;
 }
 
@@ -434,10 +431,9 @@ static size_t count_listed(const struct aw_ci_report *r, enum listing want)
 
 		for (size_t j = 0; j < h->n_cells; j++) {
 			const struct aw_ci_cell *c = &h->cells[j];
-			size_t k =
-			    metric_listed(c, &c->p50, want) + metric_listed(c, &c->p99, want);
+			size_t k = metric_listed(&c->p50, want) + metric_listed(&c->p99, want);
 
-			if (listing_of(h, c) == want)
+			if (listing_of(c) == want)
 				n += k ? k : 1;
 		}
 	}
@@ -456,7 +452,7 @@ static void tally(const struct aw_ci_report *r, size_t *metrics, size_t *failed_
 		for (size_t j = 0; j < h->n_cells; j++) {
 			const struct aw_ci_cell *c = &h->cells[j];
 
-			if (listing_of(h, c) != L_REGRESSION)
+			if (listing_of(c) != L_REGRESSION)
 				continue;
 			if (c->p50.present && c->p50.verdict == AW_VERDICT_REGRESSED)
 				(*metrics)++;
@@ -523,14 +519,14 @@ static size_t each_listed(struct sink *s, const struct aw_ci_report *r, enum lis
 			const struct aw_ci_cell *c = &h->cells[j];
 			bool any = false;
 
-			if (listing_of(h, c) != want)
+			if (listing_of(c) != want)
 				continue;
-			if (metric_listed(c, &c->p50, want)) {
+			if (metric_listed(&c->p50, want)) {
 				if (n++ < max)
 					fn(s, r, h, c, "p50", &c->p50, cls);
 				any = true;
 			}
-			if (metric_listed(c, &c->p99, want)) {
+			if (metric_listed(&c->p99, want)) {
 				if (n++ < max)
 					fn(s, r, h, c, "p99", &c->p99, cls);
 				any = true;
@@ -695,12 +691,11 @@ int aw_ci_format_text(const struct aw_ci_report *r, const char *base_url, struct
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more inconclusive\n", n - TEXT_MAX_ROWS);
 	if (n)
-		putf(
-		    &s,
-		    "  (%zu inconclusive metric%s: the re-measurements left the evidence split, or "
-		    "the noise hides a change of the threshold; the gate neither passes nor fails "
-		    "%s: an interleaved A/B run, atomwatch-ci trigger --ab, decides)\n",
-		    n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+		putf(&s,
+		     "  (%zu inconclusive metric%s: the change reaches the threshold, the "
+		     "re-measurements left the evidence split; the gate neither passes nor fails "
+		     "%s: an interleaved A/B run, atomwatch-ci trigger --ab, decides)\n",
+		     n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
 	n = each_listed(&s, r, L_SUSPECT, TEXT_MAX_ROWS, text_regression, suspect_label);
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more suspects\n", n - TEXT_MAX_ROWS);
@@ -945,8 +940,8 @@ int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, st
 	if (count_listed(r, L_INCONCLUSIVE)) {
 		put(&s,
 		    "### Inconclusive\n\nThe gate can neither pass nor fail these cells of gate "
-		    "level fail (exit status 4): the re-measurements left their evidence split, or "
-		    "their noise hides a change of their threshold. An interleaved A/B run "
+		    "level fail (exit status 4): their change reaches their threshold, and the "
+		    "re-measurements left their evidence split. An interleaved A/B run "
 		    "(`atomwatch-ci trigger --ab`) decides.\n\n");
 		put(&s,
 		    "| host | cell | metric | verdict | change [95% bounds] | threshold | head runs "
@@ -992,7 +987,7 @@ int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, st
 		put_md_links(&s, "", h->charts, h->n_charts, base_url);
 		put(&s, " |\n");
 		for (size_t j = 0; j < h->n_cells; j++)
-			if (listing_of(h, &h->cells[j]) == L_NONE &&
+			if (listing_of(&h->cells[j]) == L_NONE &&
 			    h->cells[j].verdict != AW_VERDICT_UNCHANGED)
 				others++;
 	}
@@ -1027,8 +1022,7 @@ int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, st
 				const struct aw_ci_metric *m = verdict_metric(c);
 				char a[32], b[32], d[64], lv[512];
 
-				if (listing_of(h, c) != L_NONE ||
-				    c->verdict == AW_VERDICT_UNCHANGED)
+				if (listing_of(c) != L_NONE || c->verdict == AW_VERDICT_UNCHANGED)
 					continue;
 				rows++;
 				put(&s, "| ");
@@ -1065,10 +1059,9 @@ int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, st
 
 /* Whether a testcase (metric `m`, NULL for a cell without metric objects) is an inconclusive
  * failure. */
-static bool junit_inconclusive(const struct aw_ci_host *h, const struct aw_ci_cell *c,
-                               const struct aw_ci_metric *m)
+static bool junit_inconclusive(const struct aw_ci_cell *c, const struct aw_ci_metric *m)
 {
-	return listing_of(h, c) == L_INCONCLUSIVE && (!m || metric_listed(c, m, L_INCONCLUSIVE));
+	return listing_of(c) == L_INCONCLUSIVE && (!m || metric_listed(m, L_INCONCLUSIVE));
 }
 
 static void junit_metric(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
@@ -1076,8 +1069,8 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
                          const struct aw_ci_metric *m, const char *base_url)
 {
 	enum aw_verdict v = m ? m->verdict : c->verdict;
-	enum listing l = listing_of(h, c);
-	bool inconclusive = junit_inconclusive(h, c, m);
+	enum listing l = listing_of(c);
+	bool inconclusive = junit_inconclusive(c, m);
 	bool listed = !inconclusive && (v == AW_VERDICT_REGRESSED || v == AW_VERDICT_SUSPECT);
 	char a[32], b[32], d[64], bounds[80], lv[512];
 
@@ -1102,8 +1095,8 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put_xml(s, c->key);
 		putf(s, " [%s] cannot be vouched for against ", metric);
 		put_xml(s, r->baseline);
-		put(s, ": the re-measurements left its evidence split, or its noise hides a change "
-		       "of its threshold; the gate neither passes nor fails it (exit status 4)\n");
+		put(s, ": its change reaches its threshold, the re-measurements left its evidence "
+		       "split; the gate neither passes nor fails it (exit status 4)\n");
 		if (m) {
 			putf(s, "change: %s %s\n", fmt_change_gt(d, sizeof(d), m),
 			     fmt_bounds(bounds, sizeof(bounds), m));
@@ -1226,15 +1219,13 @@ static void junit_counts(const struct aw_ci_host *h, size_t *tests, size_t *fail
 				continue;
 			any = true;
 			(*tests)++;
-			*failures +=
-			    (v == AW_VERDICT_REGRESSED && listing_of(h, c) == L_REGRESSION) ||
-			    junit_inconclusive(h, c, ms[k]);
+			*failures += (v == AW_VERDICT_REGRESSED && listing_of(c) == L_REGRESSION) ||
+			             junit_inconclusive(c, ms[k]);
 			*skipped += v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING;
 		}
 		if (!any) {
 			(*tests)++;
-			*failures +=
-			    listing_of(h, c) == L_REGRESSION || junit_inconclusive(h, c, NULL);
+			*failures += listing_of(c) == L_REGRESSION || junit_inconclusive(c, NULL);
 			*skipped +=
 			    c->verdict == AW_VERDICT_NEW || c->verdict == AW_VERDICT_MISSING;
 		}
@@ -1315,18 +1306,8 @@ int aw_ci_format_junit(const struct aw_ci_report *r, const char *base_url, struc
 struct gh_ctx {
 	const char *base_url;
 	const char *command; /* "::error title=" */
-	const char *what;    /* "regressed"; NULL: the metric's own verdict, explained */
+	const char *what;    /* "regressed"; NULL: the cell's own verdict word in the title */
 };
-
-/* What an inconclusive (or, on an inconclusive host, noisy) metric is, for an annotation. */
-static const char *gh_unvouched(const struct aw_ci_cell *c, const struct aw_ci_metric *m)
-{
-	if ((m ? m->verdict : c->verdict) == AW_VERDICT_NOISY)
-		return "is noisy: its runs cannot bound the change within the threshold, so the "
-		       "gate cannot vouch for it";
-	return "is inconclusive: the re-measurements left its evidence split, so the gate "
-	       "cannot vouch for it";
-}
 
 static void gh_regression(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
                           const struct aw_ci_cell *c, const char *metric,
@@ -1346,7 +1327,10 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 	put_gh(s, tmp.data, true);
 	put(s, "::");
 	aw_buf_reset(&tmp);
-	putf(&t, "%s: %s [%s] %s", h->name, c->key, metric, g->what ? g->what : gh_unvouched(c, m));
+	putf(&t, "%s: %s [%s] %s", h->name, c->key, metric,
+	     g->what ? g->what
+	             : "is inconclusive: its change reaches its threshold, the re-measurements "
+	               "left its evidence split, so the gate cannot vouch for it");
 	if (m) {
 		putf(&t, " from %s to %s (%s; ", fmt_ns(a, sizeof(a), m->baseline),
 		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));

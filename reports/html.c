@@ -556,7 +556,7 @@ static int look_rank(const struct aw_page_cell_row *r)
 {
 	if (r->verdict == AW_VERDICT_REGRESSED)
 		return 1;
-	if (r->verdict == AW_VERDICT_INCONCLUSIVE || r->unvouched)
+	if (r->verdict == AW_VERDICT_INCONCLUSIVE)
 		return 2;
 	return 0;
 }
@@ -579,8 +579,8 @@ static void levels_row(struct page *pg, const struct aw_page_cell_row *r, unsign
 static void look_head(struct page *pg, bool with_host)
 {
 	raw(pg, "<p>Regressed cells fail the gate; the gate can neither pass nor fail an "
-	        "inconclusive one (its evidence stayed split after the re-measurements, or its "
-	        "noise hides a change of its threshold).</p>\n<table class=\"look\"><thead><tr>");
+	        "inconclusive one (its change reaches its threshold, its evidence stayed split "
+	        "after the re-measurements).</p>\n<table class=\"look\"><thead><tr>");
 	raw(pg, with_host ? "<th>Host</th>" : "");
 	raw(pg, "<th>Cell</th><th>Baseline p50 (ns)</th><th>Head p50 (ns)</th><th>Change</th>"
 	        "<th>Verdict</th></tr></thead><tbody>\n");

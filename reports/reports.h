@@ -266,7 +266,7 @@ const char *aw_html_favicon(size_t *len);
  * cells use the regression analysis' words (unchanged ... missing, suspect, inconclusive), hosts
  * and commits the gate's (pass, fail, inconclusive, incomplete, unconfirmed), and
  * AW_VERDICT_UNKNOWN (0) what is not decided yet. The commit and host pages list the cells that
- * need a look (regressed, inconclusive, unvouched) at the top. */
+ * need a look (regressed, inconclusive) at the top. */
 
 struct aw_kv {
 	const char *key, *value;
@@ -334,7 +334,7 @@ struct aw_page_host {
 	size_t n_runs;
 	const char *generated_at;
 	/* the cells of the newest verdict (of commit `attention_commit`) that regressed, are
-	 * inconclusive or unvouched: listed at the top */
+	 * inconclusive: listed at the top */
 	const char *attention_commit;
 	const struct aw_page_cell_row *attention;
 	size_t n_attention;
@@ -353,8 +353,6 @@ struct aw_page_cell_row {
 	const char *levels; /* the line that tells the deciding metric's levels apart, e.g.
 	                       "levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 (40%) +7.1%
 	                       regressed", or NULL: shown under the row with the note */
-	bool unvouched;     /* a noisy cell of gate level fail on a host the gate could not vouch
-	                       for (inconclusive): listed beside the inconclusive cells */
 };
 
 /* A head run whose reference kernels moved beyond what the host's history shows: the one that

@@ -299,8 +299,7 @@ int site_on_fingerprint(const struct store_fingerprint *f, void *cls)
 
 /* ---- cached verdicts ---- */
 
-void site_cell_row(const struct aw_verdict_view *v, const struct aw_verdict_cell *c,
-                   struct aw_page_cell_row *r)
+void site_cell_row(const struct aw_verdict_cell *c, struct aw_page_cell_row *r)
 {
 	*r = (struct aw_page_cell_row){
 	    .cell = c->key,
@@ -311,8 +310,6 @@ void site_cell_row(const struct aw_verdict_view *v, const struct aw_verdict_cell
 	    .absolute = c->absolute,
 	    .note = c->note,
 	    .levels = c->levels,
-	    .unvouched = c->verdict == AW_VERDICT_NOISY && c->gate == AW_GATE_FAIL &&
-	                 v->status == AW_VERDICT_INCONCLUSIVE,
 	};
 }
 

@@ -205,7 +205,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			const struct aw_verdict_cell *c = &v->cells[pos];
 			double shown = r->head_p50;
 
-			site_cell_row(v, c, r);
+			site_cell_row(c, r);
 			r->cell = head->v[i].key;
 			if (!isfinite(c->head_p50))
 				r->head_p50 = shown; /* else the median over the commit's runs */
@@ -227,7 +227,7 @@ static int host_rows(struct aw_arena *a, const struct cells *head, const struct 
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
 		if (r) {
-			site_cell_row(v, c, r);
+			site_cell_row(c, r);
 			r->head_p50 = NAN;
 			r->head_gross = NAN;
 		}

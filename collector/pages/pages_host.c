@@ -13,8 +13,8 @@
 
 /* ---- "/hosts/{name}" ---- */
 
-/* The cells of the host's newest verdict (of `commit`) that need a look: regressed,
- * inconclusive and unvouched ones, in the verdict's order (regressed first). */
+/* The cells of the host's newest verdict (of `commit`) that need a look: regressed and
+ * inconclusive ones, in the verdict's order (regressed first). */
 static int host_attention(const struct aw_site *s, struct aw_arena *a, const char *host,
                           const char *commit, struct aw_page_host *p)
 {
@@ -29,9 +29,8 @@ static int host_attention(const struct aw_site *s, struct aw_arena *a, const cha
 	for (size_t i = 0; v && i < v->n_cells; i++) {
 		struct aw_page_cell_row row, *r;
 
-		site_cell_row(v, &v->cells[i], &row);
-		if (row.verdict != AW_VERDICT_REGRESSED && row.verdict != AW_VERDICT_INCONCLUSIVE &&
-		    !row.unvouched)
+		site_cell_row(&v->cells[i], &row);
+		if (row.verdict != AW_VERDICT_REGRESSED && row.verdict != AW_VERDICT_INCONCLUSIVE)
 			continue;
 		r = aw_arena_push(a, &rows, &n, &cap, sizeof(*r));
 		if (!r)

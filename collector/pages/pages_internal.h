@@ -86,11 +86,9 @@ int site_read_verdicts(struct store_conn *c, struct aw_arena *a, const char *hos
 /* The verdict of commit (or host) `name`, NULL when none was read. */
 const struct aw_verdict_view *site_verdict_of(const struct verdicts *l, const char *name);
 
-/* A page's row of verdict cell `c` of `v` (strings borrowed from the view): its numbers, its
- * note and levels, and whether it is unvouched (noisy, of gate level fail, on a host the gate
- * could not vouch for). No duty time: head_gross NAN. */
-void site_cell_row(const struct aw_verdict_view *v, const struct aw_verdict_cell *c,
-                   struct aw_page_cell_row *r);
+/* A page's row of verdict cell `c` (strings borrowed from its view): its numbers, its note and
+ * levels. No duty time: head_gross NAN. */
+void site_cell_row(const struct aw_verdict_cell *c, struct aw_page_cell_row *r);
 void site_verdicts_release(struct verdicts *l);
 
 #endif

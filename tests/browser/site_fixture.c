@@ -389,8 +389,7 @@ static void write_commit(const struct aw_links *links, struct aw_buf *b, size_t 
 			                              op == N_OPS - 1 ? head + DUTY_NS : NAN,
 			                              false,
 			                              NULL,
-			                              NULL,
-			                              false};
+			                              NULL};
 		}
 		results[h] = (struct aw_page_host_result){
 		    host_names[h],
