@@ -78,6 +78,9 @@ struct tally {
  * passed. */
 struct shape_tally {
 	size_t heads, caught, loud, silent;
+	/* the heads whose local shift (local_shift()) reached the cell's threshold: the slowdowns
+	 * a user is owed a catch of, whatever the variant's shift over the whole recording */
+	size_t real, real_caught, real_silent;
 };
 
 enum method {
@@ -396,6 +399,7 @@ struct verdict_of {
 	size_t n_keys;
 	char *shape[MAX_SHAPES]; /* the subject cells' keys, in order met */
 	enum aw_verdict shape_v[MAX_SHAPES];
+	double shape_thr[MAX_SHAPES]; /* their p50 thresholds */
 	size_t n_shapes;
 };
 
@@ -433,6 +437,7 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 
 		if (is_subject(cv) && out->n_shapes < MAX_SHAPES) {
 			out->shape[out->n_shapes] = strdup(cv->key);
+			out->shape_thr[out->n_shapes] = cv->p50.threshold;
 			out->shape_v[out->n_shapes++] = cv->verdict;
 		}
 		if (verbose &&
@@ -460,6 +465,55 @@ static enum aw_verdict shape_verdict(const struct verdict_of *v, const char *key
 		if (!strcmp(v->shape[i], key))
 			return v->shape_v[i];
 	return AW_VERDICT_UNKNOWN;
+}
+
+/* The p50 of cell `key` in a run (NAN when it has none). */
+static double p50_of(const json_t *doc, const char *key)
+{
+	size_t i;
+	json_t *cell;
+
+	json_array_foreach (json_object_get(doc, "cells"), i, cell)
+		if (!strcmp(json_string_value(json_object_get(cell, "key")), key))
+			return json_is_number(json_object_get(cell, "p50"))
+			           ? json_number_value(json_object_get(cell, "p50"))
+			           : NAN;
+	return NAN;
+}
+
+static double median_of(double *v, size_t n)
+{
+	aw_sort_doubles(v, n);
+	return n ? aw_quantile_sorted(v, n, 0.5) : NAN;
+}
+
+#define LOCAL_RUNS 20 /* runs of each side in a head's local shift */
+
+/* The shift a head really had, measured without the model: the median p50 of cell `key` over
+ * the head and the next runs of its variant (LOCAL_RUNS / 2 in all) against that of the
+ * LOCAL_RUNS base runs nearest to it in measuring order, either side. The variant's shift over
+ * the whole recording misleads where the effect of a change depends on the machine's level of
+ * the moment; this is the change the head's own hour had. NAN when either side is short. */
+static double local_shift(const struct recording *rec, size_t at, const char *key)
+{
+	double h[LOCAL_RUNS], b[LOCAL_RUNS], x;
+	size_t nh = 0, nb = 0;
+
+	for (size_t j = at; j < rec->n && nh < LOCAL_RUNS / 2; j++)
+		if (!strcmp(rec->variant[j], rec->variant[at]) &&
+		    !isnan(x = p50_of(rec->docs[j], key)))
+			h[nh++] = x;
+	for (size_t d = 1; d < rec->n && nb < LOCAL_RUNS; d++) {
+		if (at >= d && !strcmp(rec->variant[at - d], "base") &&
+		    !isnan(x = p50_of(rec->docs[at - d], key)))
+			b[nb++] = x;
+		if (nb < LOCAL_RUNS && at + d < rec->n && !strcmp(rec->variant[at + d], "base") &&
+		    !isnan(x = p50_of(rec->docs[at + d], key)))
+			b[nb++] = x;
+	}
+	if (nh < 3 || nb < 3)
+		return NAN;
+	return median_of(h, nh) / median_of(b, nb) - 1;
 }
 
 /* The next `n` runs of `variant` from confirm_after runs after position `at` on, continuing
@@ -493,7 +547,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	char label[128], commit[41], ref[64], head_id[AW_UUID_LEN + 1];
 	struct verdict_of now, single;
 	struct aw_analysis_opts one;
-	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0};
+	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0}, real[MAX_SHAPES] = {0};
 	size_t next[MAX_CONFIRM], k, used = 0;
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
@@ -532,6 +586,14 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	if (verbose && aa && now.fail)
 		fprintf(stderr, "  => A/A head %zu: the gate fails after confirmation\n", at);
 	simple_methods(rec, at, NULL, flags, subj);
+	for (size_t s = 0; !aa && s < n_shapes; s++) {
+		double thr = 0.05; /* (the default, for a shape the verdict lacks) */
+
+		for (size_t i = 0; i < now.n_shapes; i++)
+			if (!strcmp(now.shape[i], shapes[s]))
+				thr = now.shape_thr[i];
+		real[s] = local_shift(rec, at, shapes[s]) >= thr;
+	}
 	for (size_t s = 0; s < n_shapes; s++) {
 		bool plain[M_COUNT] = {0};
 
@@ -550,6 +612,11 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 			st[m][s].caught += caught;
 			st[m][s].loud += !caught && loud;
 			st[m][s].silent += !caught && !loud;
+			if (real[s]) {
+				st[m][s].real++;
+				st[m][s].real_caught += caught;
+				st[m][s].real_silent += !caught && !loud;
+			}
 		}
 	}
 	(void)subj;
@@ -774,9 +841,14 @@ static void replay(const char *path, const char *tmp)
 			for (int m = M_SINGLE; m < M_COUNT; m++)
 				printf("; %s %zu", method_names[m], st[k][m][sh].caught);
 			printf("\n");
-			printf("tally ab %s %s %s %s %.4f %zu %zu %zu %zu\n", path, load_kind,
-			       shapes[sh], variants[k], shift, x->caught, x->loud, x->silent,
-			       x->heads);
+			printf(
+			    "           of them %zu with a local shift at their threshold or more: "
+			    "caught %zu (%5.1f%%), silent %zu (%4.1f%%)\n",
+			    x->real, x->real_caught, pct(x->real_caught, x->real), x->real_silent,
+			    pct(x->real_silent, x->real));
+			printf("tally ab %s %s %s %s %.4f %zu %zu %zu %zu %zu %zu %zu\n", path,
+			       load_kind, shapes[sh], variants[k], shift, x->caught, x->loud,
+			       x->silent, x->heads, x->real, x->real_caught, x->real_silent);
 		}
 	}
 	fflush(stdout);
@@ -798,6 +870,7 @@ static void replay(const char *path, const char *tmp)
 int main(int argc, char **argv)
 {
 	static struct aw_thresholds th;
+	struct aw_analysis_opts defaults;
 	const char *th_path = AW_SOURCE_DIR "/configs/thresholds.yaml";
 	char tmp[] = "/tmp/aw-replay-XXXXXX", *err = NULL, cmd[64];
 	int i = 1;
@@ -863,13 +936,14 @@ int main(int argc, char **argv)
 	thresholds = &th;
 	if (!mkdtemp(tmp))
 		die("cannot make a temporary directory", strerror(errno));
+	aw_analysis_opts_default(&defaults);
 	printf(
 	    "Recordings replayed through the collector's store and analysis (default thresholds, "
 	    "window %u); a head is a commit judged against %s (at least %d), and followed by at "
 	    "least N runs of its variant (its confirmations, from %lu runs after it on; N = %u).\n"
 	    "A/A false = commits of an unchanged subject whose gate fails; "
 	    "plusK = heads of a really slower subject whose subject cell fails the gate.\n",
-	    10u,
+	    (unsigned)defaults.detect.window,
 	    spaced_seed ? "40 base runs drawn at random away from it (--spaced)"
 	                : "the base runs measured before it",
 	    MIN_HISTORY, confirm_after, confirm_n);

@@ -82,7 +82,7 @@ struct table {
 	 * none), by reading (history, base, head) and run */
 	double *memory[3];
 	size_t n_memory[3];
-	double anchor_mem[64]; /* while reading a run: the walk beside its anchors */
+	double anchor_mem[AW_ANCHORS]; /* while reading a run: the walk beside its first anchors */
 	size_t n_anchor_mem;
 	const char *const *globs; /* only cells matching one of these (none: every cell) */
 	size_t n_globs;

@@ -278,6 +278,18 @@ static int read_cell(const struct aw_cell *c, void *cls)
 	size_t ord = t->ord++, at;
 	int rc;
 
+	/* The run's memory state is the memory walk beside its first AW_ANCHORS anchor cells, in
+	 * the run's order, whichever cells are asked for: the very cells a confirmation
+	 * re-measures beside its suspects (aw_result_anchors()), so that a confirmation's state is
+	 * measured as its head's was. (Over all of a full run's anchors, a confirmation's state,
+	 * from three, sat apart from its head's by as much as the walk varies along a run, and
+	 * the hash shape's +10% heads read +4% once the reference had corrected them.) */
+	if (c->status == AW_CELL_OK && aw_cell_is_anchor(c) && t->memchase >= 0 &&
+	    t->n_anchor_mem < AW_ANCHORS)
+		for (size_t k = 0; t->ref && k < t->ref->n_kernels && k < KERNELS; k++)
+			if (t->slot[k] == t->memchase && ord < t->ref->n_ref[k] &&
+			    isfinite(t->ref->ref[k][ord]))
+				t->anchor_mem[t->n_anchor_mem++] = t->ref->ref[k][ord];
 	if (c->status == AW_CELL_SKIPPED || !wanted(t, c->key))
 		return 0;
 	if (c->status == AW_CELL_FAILED && t->reading != READ_HEAD)
@@ -312,9 +324,6 @@ static int read_cell(const struct aw_cell *c, void *cls)
 	for (size_t k = 0; t->ref && k < t->ref->n_kernels; k++)
 		if (t->slot[k] >= 0 && ord < t->ref->n_ref[k])
 			d->ref[t->slot[k]][at] = t->ref->ref[k][ord];
-	if (aw_cell_is_anchor(c) && t->memchase >= 0 && t->n_anchor_mem < 64 &&
-	    isfinite(d->ref[t->memchase][at]))
-		t->anchor_mem[t->n_anchor_mem++] = d->ref[t->memchase][at];
 	if (at + 1 > d->n)
 		d->n = at + 1;
 	if (t->reading == READ_HEAD)
