@@ -66,7 +66,12 @@ struct recording {
 };
 
 struct tally {
-	size_t commits, gates, loud;    /* A/A: commits, failed gates, unconfirmed/inconclusive */
+	size_t commits, gates, loud; /* A/A: commits, failed gates, unconfirmed/inconclusive */
+	/* the confirmation's cost per head with suspects: the cells it re-measured, its anchors
+	 * with them, over the suspect cells of the first run (the time of a cell being about the
+	 * same, the time it took over theirs); each head's ratio, for the median */
+	double cost[4096];
+	size_t n_cost;
 	size_t suspects;                /* heads with any fail-level suspect */
 	size_t confirm_runs;            /* re-measurement runs, over all heads with suspects */
 	size_t confirm_cells;           /* cells re-measured, over all heads */
@@ -225,6 +230,13 @@ static bool anchor_key(const json_t *cell, size_t *seen)
 	return true;
 }
 
+/* The A/A heads whose subject cell of each shape regressed after confirmation (caught: a false
+ * gate of that shape), or stayed suspect or inconclusive (loud), of one recording. */
+static struct shape_tally aa_shape[MAX_SHAPES];
+
+/* The anchor cells the last put() kept beside the suspects. */
+static size_t last_anchors;
+
 /* The document of the head being re-measured (its times are its confirmations'). */
 static const json_t *head_doc;
 
@@ -267,6 +279,7 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 			json_array_append(vals[k],
 			                  json_array_get(json_object_get(series[k], "values"), i));
 	}
+	last_anchors = anchors;
 	json_object_set_new(d, "cells", cells);
 	for (size_t k = 0; k < n_series; k++)
 		json_object_set_new(series[k], "values", vals[k]);
@@ -548,7 +561,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	struct verdict_of now, single;
 	struct aw_analysis_opts one;
 	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0}, real[MAX_SHAPES] = {0};
-	size_t next[MAX_CONFIRM], k, used = 0;
+	size_t next[MAX_CONFIRM], k, used = 0, first_keys, remeasured = 0;
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
 	commit_of(label, commit);
@@ -569,17 +582,21 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 		t[M_CONFIRM].suspects++;
 	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
 	k = next_of(rec, at, rec->variant[at], next, confirm_n);
+	first_keys = now.n_keys;
 	while (now.n_keys && used < k) {
 		char stage[32];
 
 		put(c, rec->docs[next[used]], commit, ref, now.keys, now.n_keys, head_id);
 		t[M_CONFIRM].confirm_cells += now.n_keys;
+		remeasured += now.n_keys + last_anchors;
 		used++;
 		snprintf(stage, sizeof(stage), "re-measurement %zu", used);
 		verdict_release(&now);
 		judge(c, o, project, commit, host, stage, &now);
 	}
 	t[M_CONFIRM].confirm_runs += used;
+	if (used && first_keys && t[M_CONFIRM].n_cost < 4096)
+		t[M_CONFIRM].cost[t[M_CONFIRM].n_cost++] = (double)remeasured / (double)first_keys;
 	if (used || now.n_keys)
 		t[M_CONFIRM].rounds[used]++;
 	flags[M_CONFIRM] = now.fail;
@@ -593,6 +610,13 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 			if (!strcmp(now.shape[i], shapes[s]))
 				thr = now.shape_thr[i];
 		real[s] = local_shift(rec, at, shapes[s]) >= thr;
+	}
+	for (size_t s = 0; aa && s < n_shapes; s++) {
+		enum aw_verdict v = shape_verdict(&now, shapes[s]);
+
+		aa_shape[s].heads++;
+		aa_shape[s].caught += v == AW_VERDICT_REGRESSED;
+		aa_shape[s].loud += v == AW_VERDICT_SUSPECT || v == AW_VERDICT_INCONCLUSIVE;
 	}
 	for (size_t s = 0; s < n_shapes; s++) {
 		bool plain[M_COUNT] = {0};
@@ -720,7 +744,8 @@ static void replay(const char *path, const char *tmp)
 	struct store *s = NULL;
 	struct store_conn *c = NULL;
 	struct aw_analysis_opts o;
-	struct tally aa[M_COUNT] = {{0}}, ab[3][M_COUNT] = {{{0}}};
+	static struct tally aa[M_COUNT],
+	    ab[3][M_COUNT]; /* (each with its costs: not on the stack) */
 	static struct shape_tally st[3][M_COUNT][MAX_SHAPES];
 	size_t next[MAX_CONFIRM], need = confirm_n < 3 ? confirm_n : 3, cum = 0, median = 0, with;
 	static const char *const variants[3] = {"plus2", "plus5", "plus10"};
@@ -730,6 +755,9 @@ static void replay(const char *path, const char *tmp)
 	json_t *cell;
 
 	memset(st, 0, sizeof(st));
+	memset(aa, 0, sizeof(aa));
+	memset(ab, 0, sizeof(ab));
+	memset(aa_shape, 0, sizeof(aa_shape));
 	load(&rec, path);
 	snprintf(url, sizeof(url), "sqlite:%s/replay-%d.db", tmp, (int)getpid());
 	unlink(url + 7);
@@ -825,8 +853,25 @@ static void replay(const char *path, const char *tmp)
 	    aa[M_CONFIRM].commits
 	        ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
 	        : 0.0);
+	aw_sort_doubles(aa[M_CONFIRM].cost, aa[M_CONFIRM].n_cost);
+	printf("confirmation cost: the cells re-measured (their anchors with them) over the first "
+	       "run's suspect cells, median %.1fx over %zu A/A heads with suspects\n",
+	       aa[M_CONFIRM].n_cost
+	           ? aw_quantile_sorted(aa[M_CONFIRM].cost, aa[M_CONFIRM].n_cost, 0.5)
+	           : 0.0,
+	       aa[M_CONFIRM].n_cost);
+	printf("A/A per shape (its subject cell regressed after confirmation; suspect or "
+	       "inconclusive):");
+	for (size_t sh = 0; sh < n_shapes; sh++)
+		printf(" %s %zu/%zu (%zu)",
+		       strstr(shapes[sh], "op=") ? strstr(shapes[sh], "op=") + 3 : shapes[sh],
+		       aa_shape[sh].caught, aa_shape[sh].heads, aa_shape[sh].loud);
+	printf("\n");
 	printf("tally aa %s %s %zu %zu %zu\n", path, load_kind, aa[M_CONFIRM].gates,
 	       aa[M_CONFIRM].loud, aa[M_CONFIRM].commits);
+	for (size_t sh = 0; sh < n_shapes; sh++)
+		printf("tally aashape %s %s %s %zu %zu %zu\n", path, load_kind, shapes[sh],
+		       aa_shape[sh].caught, aa_shape[sh].loud, aa_shape[sh].heads);
 	for (size_t sh = 0; sh < n_shapes; sh++) {
 		printf("%s\n", shapes[sh]);
 		for (int k = 0; k < 3; k++) {

@@ -110,9 +110,11 @@ static int cmp_cells(const void *a, const void *b)
 }
 
 /* The verdict of a metric once confirmation is weighed: a move shown by fewer head runs than
- * confirm_runs is suspect; an undecided metric is suspect while its budget lasts, then
- * inconclusive when its estimate reaches the threshold; one whose estimate stays under it and
- * that even the whole budget could not bound is noisy (at once, when its noise says so). */
+ * confirm_runs (runs measured in a memory state the baseline never saw do not count) is
+ * suspect, and inconclusive once the budget is spent if such runs are why; an undecided metric is
+ * suspect while its budget lasts, then inconclusive when its estimate reaches the threshold; one
+ * whose estimate stays under it and that even the whole budget could not bound is noisy (at once,
+ * when its noise says so). */
 static enum aw_verdict confirmed(const struct aw_detect_result *r, double threshold,
                                  const struct aw_analysis_opts *o)
 {
@@ -122,9 +124,13 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	switch (r->verdict) {
 	case AW_VERDICT_REGRESSED:
 	case AW_VERDICT_IMPROVED:
-		return r->agree_n >= need || r->head_n >= 1 + o->confirm_budget
-		           ? r->verdict
-		           : AW_VERDICT_SUSPECT;
+		if (r->agree_n >= need)
+			return r->verdict;
+		if (r->head_n < 1 + o->confirm_budget)
+			return AW_VERDICT_SUSPECT;
+		/* the budget is spent: a move that only runs in a memory state the baseline
+		 * never saw showed cannot be vouched for either way */
+		return r->unseen_n ? AW_VERDICT_INCONCLUSIVE : r->verdict;
 	case AW_VERDICT_UNKNOWN:
 		break;
 	default:

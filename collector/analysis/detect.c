@@ -352,9 +352,9 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	}
 }
 
-/* Phase 5: the verdict from the corrected p-values. */
+/* Phase 5: the verdict from the corrected p-values. a: scratch of the baseline's length. */
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o, struct cell *c,
-                   struct aw_detect_result *r, double q_up, double q_down)
+                   struct aw_detect_result *r, double q_up, double q_down, double *a)
 {
 	double thr = log1p(in->threshold), tq = aw_t_quantile(0.05, c->df);
 	size_t dom = r->dominant;
@@ -414,6 +414,36 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		else if (l->pvalue <= o->fdr && l->change < 0 && log1p(l->change_lo) <= -thr)
 			l->verdict = AW_VERDICT_IMPROVED;
 	}
+	/* the head runs measured in a memory state far from the baseline's usual one (its
+	 * median, by state_margin): a cell that
+	 * leans on memory (a hash table's lookups) moves with it whatever the code did, and
+	 * nothing in the baseline says by how much, so such runs confirm no move (the
+	 * analysis keeps the cell a suspect, then inconclusive) */
+	r->unseen_n = 0;
+	r->unseen_by = NAN;
+	{
+		double top = NAN;
+		const double *x = c->x[AW_DETECT_MEMORY];
+		size_t m = 0;
+
+		for (size_t i = 0; i < c->nb; i++)
+			if (isfinite(x[i]))
+				a[m++] = x[i];
+		if (m >= 3) {
+			aw_sort_doubles(a, m);
+			top = aw_quantile_sorted(a, m, 0.5);
+		}
+		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++) {
+			double by = x[c->nb + i] - top;
+
+			c->unseen[i] = isfinite(by) && by > log(o->state_margin);
+			if (c->unseen[i]) {
+				r->unseen_n++;
+				if (!(exp(by) <= r->unseen_by))
+					r->unseen_by = exp(by);
+			}
+		}
+	}
 	/* the head runs that could each show the move alone */
 	r->agree_n = 0;
 	if (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) {
@@ -424,7 +454,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		for (size_t i = 0; i < c->nh && i < 256; i++) {
 			double d = c->y[c->nb + i] - c->centre[lvl];
 
-			if (c->head_lev[i] == lvl && sign * d > 0 && sign * d + tq * one >= thr)
+			if (c->head_lev[i] == lvl && !c->unseen[i] && sign * d > 0 &&
+			    sign * d + tq * one >= thr)
 				r->agree_n++;
 		}
 	}
@@ -453,6 +484,14 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	const struct aw_level *dom = &r->levels[r->dominant];
 
 	r->note[0] = 0;
+	if ((r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) &&
+	    r->unseen_n) {
+		snprintf(r->note, sizeof(r->note),
+		         "%zu of %zu head runs measured in a memory state %.1fx the baseline's "
+		         "slowest: they confirm no move",
+		         r->unseen_n, r->head_n, r->unseen_by);
+		return;
+	}
 	if (r->n_levels > 1 && r->decided_by >= 0 &&
 	    (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED)) {
 		snprintf(r->note, sizeof(r->note),
@@ -677,7 +716,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 			out[i].noise = cells[i].up;
 			continue;
 		}
-		decide(&in[i], &o, &cells[i], &out[i], qu[i], qd[i]);
+		decide(&in[i], &o, &cells[i], &out[i], qu[i], qd[i], a);
 		explain(&in[i], &o, &out[i]);
 	}
 	rc = 0;

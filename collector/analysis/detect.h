@@ -29,6 +29,8 @@
 /* The references a verdict weighs: the kernels beside each cell (4) and the run's memory
  * state (the memory walk beside its anchor cells, aw_cell_is_anchor()). */
 #define AW_DETECT_REFS 5
+/* The slot of the run's memory state among them. */
+#define AW_DETECT_MEMORY (AW_DETECT_REFS - 1)
 /* The most levels a cell's history is split into. */
 #define AW_DETECT_LEVELS AW_VERDICT_LEVELS
 
@@ -48,17 +50,20 @@ struct aw_detect_opts {
 	double level_share;   /* a level this share of the history or more must not regress, and
 	                         its runs must be judged (default 0.2) */
 	double bimodal_gap;   /* the flag: two clusters of runs this far apart (default 1.25) */
+	double state_margin;  /* a head run whose memory state is this many times the
+	                         baseline's usual one (its median) was measured in a state the
+	                         baseline cannot judge: it confirms no move (default 1.5) */
 	double prior_df_max;  /* most weight the pooled noise of a cell's group may get, in degrees
 	                         of freedom (default 30) */
 	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
-#define AW_DETECT_OPTS_DEFAULT                                                                 \
-	{                                                                                      \
-		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,            \
-		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02, \
-		.level_share = 0.2, .bimodal_gap = 1.25, .prior_df_max = 30,                   \
-		.cp = AW_CP_OPTS_DEFAULT                                                       \
+#define AW_DETECT_OPTS_DEFAULT                                                                    \
+	{                                                                                         \
+		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,               \
+		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02,    \
+		.level_share = 0.2, .bimodal_gap = 1.25, .state_margin = 1.5, .prior_df_max = 30, \
+		.cp = AW_CP_OPTS_DEFAULT                                                          \
 	}
 
 /* One cell and one metric (p50 or p99) on one host, in ns. `history` is every earlier run on
@@ -102,7 +107,11 @@ struct aw_detect_result {
 	size_t window_n;       /* baseline runs */
 	size_t head_n;         /* head runs */
 	size_t agree_n;        /* of a move: head runs that each could show it alone (their
-	                          change's bound reaches the threshold, the right way) */
+	                          change's bound reaches the threshold, the right way), measured
+	                          in a memory state the baseline saw */
+	size_t unseen_n;       /* head runs measured in a memory state beyond the baseline's
+	                          (state_margin): they confirm no move */
+	double unseen_by;      /* the largest such state over the baseline's median (or NAN) */
 	int reference;         /* the input's ref[] index the values were adjusted by, or -1 */
 	double ref_slope;      /* d log(value) / d log(reference) */
 	double ref_gain;       /* share of the spread the reference removed */

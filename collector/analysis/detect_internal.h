@@ -44,6 +44,8 @@ struct cell {
 	double centre[AW_DETECT_LEVELS];
 	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
 	int head_lev[256];                   /* the level of each head run */
+	bool unseen[256];                    /* head run i's memory state was beyond the
+	                                        baseline's (opts.state_margin) */
 	/* the history before the baseline: its runs' values and references, and the segment
 	 * (between change points) each lies in; they measure the noise, not the centre */
 	double *ey, *ex[AW_DETECT_REFS];
