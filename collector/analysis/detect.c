@@ -214,21 +214,22 @@ out:
 	return rc;
 }
 
-/* How unlikely the head runs of level j are to lie `by` (log; a negative one: below) or further
- * from their level as often as they do, were they runs like the history's: a binomial tail
- * over the history's own rate of such runs (one in n + 2 at least); 0 for a head of one run and
- * no re-measurement. A suspicion is confirmed by the runs re-measured because of it, not by
- * the run that raised it: when some head runs are confirmations, only they count.
- * Distribution-free, so that a tail that doubles in one run in eight, or a level a subject
- * visits now and then, confirms nothing by itself: such a cell needs as many re-measurements
- * as its tail's rate asks (four, for one run in eight among forty cells). */
+/* How unlikely the head runs of level j are to lie as far from their level as they do, were
+ * they runs like the history's: the binomial tail of those at least as far as the nearest of
+ * them less one noise (and `by` at least, log; a negative one: below) at the history's own rate of
+ * runs that far (one in n + 2 at least); 0 for a head of one run and no re-measurement. A suspicion
+ * is confirmed by the runs re-measured because of it, not by the run that raised it: when some head
+ * runs are confirmations, only they count. Distribution-free, so that a tail that doubles in one
+ * run in eight, or a level a subject visits now and then, confirms nothing by itself (such a cell
+ * needs as many re-measurements as its tail's rate asks: four, for one run in eight among forty
+ * cells), while runs that all sit far beyond anything the history did are as unlikely as they look.
+ */
 static double exceedance(const struct cell *c, size_t j, double by)
 {
 	size_t beyond = 0, k = 0, m = 0;
+	double near = by > 0 ? INFINITY : -INFINITY;
 	bool any = false;
 
-	for (size_t i = 0; i < c->n_res; i++)
-		beyond += by > 0 ? c->res[i] >= by : c->res[i] <= by;
 	for (size_t i = 0; c->confirming && i < c->nh && i < 256; i++)
 		any = any || (c->head_lev[i] == (int)j && c->confirming[i]);
 	for (size_t i = 0; i < c->nh && i < 256; i++) {
@@ -237,11 +238,26 @@ static double exceedance(const struct cell *c, size_t j, double by)
 		if (c->head_lev[i] != (int)j || (any && !c->confirming[i]))
 			continue;
 		m++;
-		k += by > 0 ? d >= by : d <= by;
+		near = by > 0 ? fmin(near, d) : fmax(near, d);
 	}
 	/* (one run alone: the parametric test decides, as when one run is all a project
 	 * measures) */
-	return !any && m < 2 ? 0 : binom_sf(k, m, ((double)beyond + 1) / ((double)c->n_res + 2));
+	if (!any && m < 2)
+		return 0;
+	/* (less one noise: a run a hair beyond the history's furthest is no rarer than it) */
+	near = by > 0 ? near - c->up : near + c->down;
+	if (m && (by > 0 ? near > by : near < by))
+		by = near;
+	for (size_t i = 0; i < c->n_res; i++)
+		beyond += by > 0 ? c->res[i] >= by : c->res[i] <= by;
+	for (size_t i = 0; i < c->nh && i < 256; i++) {
+		double d = c->y[c->nb + i] - c->centre[j];
+
+		if (c->head_lev[i] != (int)j || (any && !c->confirming[i]))
+			continue;
+		k += by > 0 ? d >= by : d <= by;
+	}
+	return binom_sf(k, m, ((double)beyond + 1) / ((double)c->n_res + 2));
 }
 
 /* The move of m head runs b[] of a level against its base runs: their median's distance d from

@@ -1,19 +1,19 @@
 /* Regression verdicts for one host's cells, by one model (docs/detection.md, "The model"):
  *
- * A cell's runs are compared in log space. The baseline's runs (since the last change point)
- * are first made comparable by the reference kernel that tracks the cell best in this history,
- * used only when it cuts the cell's spread by a quarter or more (a control variate). The
- * adjusted values fall into levels (clusters split at gaps several times their noise), or into
- * the clusters of a reference kernel that splits the cell's history cleanly (the machine's own
- * states, e.g. a core alone or sharing its ports); each level has a share of the history, a
- * centre and a noise. Each head run is put in a level (by that reference, else in a minority
- * level whose band it lies in, else in the dominant one) and each level's change is its head
- * runs against its base runs. A metric is unchanged once head runs sit in the dominant level
- * and every level the host spends a real share of its time in is bounded below the threshold;
- * regressed when such a level's change is significant (false discovery rate over the host's
- * cells) and reaches the threshold, or when the head's runs left the dominant level for a
- * slower one more often than its share allows; anything else is undecided, which the analysis
- * turns into a suspect (re-measure) or, once the confirmation budget is spent, inconclusive.
+ * A cell's runs are compared in log space. The baseline is its runs since the last step of its
+ * history (a change point the runs after do not come back from); the runs before measure the
+ * noise. The runs are first made comparable by the reference that tracks the cell best in
+ * this history (a kernel nothing under test moves, or the run's memory state), used only when
+ * it cuts the cell's spread by a quarter or more (a control variate), or they fall into the
+ * levels of a reference whose clusters the cell follows (the machine's own states, e.g. a core
+ * alone or sharing its ports): each level has a share of the history, a centre and a noise,
+ * and each head run is judged against the baseline runs of its level. A metric is regressed
+ * when a level the host spends a real share of its time in is significantly slower (false
+ * discovery rate over the host's cells) and its bound reaches the threshold; unchanged once
+ * every level with head runs is bounded within the threshold both ways; anything else is
+ * undecided, which the analysis turns into a suspect (re-measure) or, once the confirmation
+ * budget is spent, inconclusive or noisy. Head runs measured in a memory state far from the
+ * baseline's confirm no move.
  *
  * Pure computation: no database, no I/O. */
 #ifndef AW_DETECT_H
