@@ -1064,6 +1064,22 @@ static bool junit_inconclusive(const struct aw_ci_cell *c, const struct aw_ci_me
 	return listing_of(c) == L_INCONCLUSIVE && (!m || metric_listed(m, L_INCONCLUSIVE));
 }
 
+/* The end of a JUnit <failure>: the host's chart and the report, then the testcase's close. */
+static void junit_failure_end(struct sink *s, const char *base_url, const struct aw_ci_host *h,
+                              const struct aw_ci_report *r)
+{
+	if (host_chart(h)) {
+		put(s, "chart: ");
+		if (put_href(s, base_url, host_chart(h), put_xml_plain))
+			put(s, "\n");
+	}
+	if (r->report) {
+		put(s, "report: ");
+		put_href(s, base_url, r->report, put_xml_plain);
+	}
+	put(s, "</failure>\n    </testcase>\n");
+}
+
 static void junit_metric(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
                          const struct aw_ci_cell *c, const char *metric,
                          const struct aw_ci_metric *m, const char *base_url)
@@ -1117,16 +1133,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 			put_xml(s, lv);
 			put(s, "\n");
 		}
-		if (host_chart(h)) {
-			put(s, "chart: ");
-			if (put_href(s, base_url, host_chart(h), put_xml_plain))
-				put(s, "\n");
-		}
-		if (r->report) {
-			put(s, "report: ");
-			put_href(s, base_url, r->report, put_xml_plain);
-		}
-		put(s, "</failure>\n    </testcase>\n");
+		junit_failure_end(s, base_url, h, r);
 	} else if (listed && l != L_REGRESSION) {
 		/* a warning, a suspect or an off cell: a passing testcase that says why */
 		put(s, "\n      <system-out>");
@@ -1165,16 +1172,7 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 			put_evidence(s, m, true, put_xml_plain);
 			put(s, "\n");
 		}
-		if (host_chart(h)) {
-			put(s, "chart: ");
-			if (put_href(s, base_url, host_chart(h), put_xml_plain))
-				put(s, "\n");
-		}
-		if (r->report) {
-			put(s, "report: ");
-			put_href(s, base_url, r->report, put_xml_plain);
-		}
-		put(s, "</failure>\n    </testcase>\n");
+		junit_failure_end(s, base_url, h, r);
 	} else if (v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING) {
 		put(s, "\n      <skipped message=\"");
 		put(s, v == AW_VERDICT_NEW ? "new: no baseline for this cell"

@@ -73,7 +73,7 @@ int aw_gate_parse(const char *name, enum aw_gate *out);
  * the op: 0.037 ns to 23.7 ns is "+64000%", a number that says nothing. So a metric whose
  * baseline is below AW_RESOLUTION_NS (0 included: the runner could not tell the op from the
  * empty loop, `below_resolution` in the result document) is told as an absolute change, and so
- * is one the analysis judged in ns (the verdict's `absolute`, docs/detection.md step 9).
+ * is one the analysis judged in ns (the verdict's `absolute`, docs/detection.md part 7).
  * AW_RESOLUTION_NS is the analysis' min_abs_ns: half a cycle at 5 GHz. */
 #define AW_RESOLUTION_NS 0.1
 
