@@ -172,7 +172,7 @@ class Setup:
         return sha
 
     def settle(self, timeout=600):
-        h.wait_for_renders(self.col.port, timeout)
+        h.wait_for_postingest(self.col.port, timeout)
 
     def get(self, path):
         t = time.perf_counter()
