@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,16 +291,68 @@ void aw_strv_free(char **v)
 	free(v);
 }
 
-int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size_t *n, char **err)
+void aw_suspects_release(struct aw_suspects *s)
+{
+	aw_strv_free(s->keys);
+	aw_strv_free(s->anchors);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The strings of JSON array `list` (others skipped) into a new NULL-terminated *out and *n.
+ * Returns 0 or -ENOMEM. */
+static int string_list(const json_t *list, char ***out, size_t *n)
+{
+	*n = 0;
+	*out = calloc(json_array_size(list) + 1, sizeof(char *));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const char *k = json_string_value(json_array_get(list, i));
+
+		if (!k)
+			continue;
+		(*out)[*n] = strdup(k);
+		if (!(*out)[*n])
+			return -ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
+int aw_suspects_from_json(const json_t *doc, const char *run_id, struct aw_suspects *out,
+                          char **err)
+{
+	const json_t *keys = json_object_get(doc, "suspects");
+	const json_t *anchors = json_object_get(doc, "anchors");
+	json_int_t budget = json_integer_value(json_object_get(doc, "confirm_budget"));
+	const char *status = json_string_value(json_object_get(doc, "status"));
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_array(keys) || (anchors && !json_is_array(anchors)))
+		return aw_errorf(err, -EPROTO, "the collector's suspects of run %s are unreadable",
+		                 run_id);
+	out->has_anchors = anchors != NULL;
+	snprintf(out->status, sizeof(out->status), "%s", status ? status : "");
+	out->confirm_budget = budget > 0 && budget <= UINT_MAX ? (unsigned)budget : 0;
+	rc = string_list(keys, &out->keys, &out->n_keys);
+	if (!rc)
+		rc = string_list(anchors, &out->anchors, &out->n_anchors);
+	if (rc) {
+		aw_suspects_release(out);
+		return aw_errorf(err, rc, "out of memory");
+	}
+	return 0;
+}
+
+int aw_agent_suspects(struct aw_agent *a, const char *run_id, struct aw_suspects *out, char **err)
 {
 	struct aw_http_client_reply rep;
-	const json_t *list;
 	json_t *doc = NULL;
 	char path[96];
 	int rc = 0;
 
-	*keys = NULL;
-	*n = 0;
+	memset(out, 0, sizeof(*out));
 	snprintf(path, sizeof(path), "/api/v1/runs/%s/suspects", run_id);
 	aw_http_client_reply_init(&rep);
 	if (aw_upload_get(a->http, path, &a->policy, &rep) == AW_UPLOAD_DEFERRED) {
@@ -324,41 +377,45 @@ int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size
 		goto out;
 	}
 	doc = json_loadb(rep.body.data ? rep.body.data : "", rep.body.len, 0, NULL);
-	list = json_object_get(doc, "suspects");
-	if (!json_is_array(list)) {
-		rc = aw_errorf(err, -EPROTO, "the collector's suspects of run %s are unreadable",
-		               run_id);
-		goto out;
-	}
-	*keys = calloc(json_array_size(list) + 1, sizeof(char *));
-	if (!*keys) {
-		rc = aw_errorf(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < json_array_size(list); i++) {
-		const char *k = json_string_value(json_array_get(list, i));
-
-		if (!k)
-			continue;
-		(*keys)[*n] = strdup(k);
-		if (!(*keys)[*n]) {
-			rc = aw_errorf(err, -ENOMEM, "out of memory");
-			goto out;
-		}
-		(*n)++;
-	}
+	rc = aw_suspects_from_json(doc, run_id, out, err);
 out:
-	if (rc) {
-		aw_strv_free(*keys);
-		*keys = NULL;
-		*n = 0;
-	}
 	json_decref(doc);
 	aw_http_client_reply_release(&rep);
 	return rc;
 }
 
-/* The batches the first run measured per cell: the most any of its measured cells took. */
+const char *aw_confirm_stop_name(enum aw_confirm_stop s)
+{
+	switch (s) {
+	case AW_CONFIRM_GO_ON:
+		break;
+	case AW_CONFIRM_NO_SUSPECT:
+		return "no suspect left";
+	case AW_CONFIRM_MAX_RUNS:
+		return "the most re-measurements made";
+	case AW_CONFIRM_BUDGET:
+		return "time budget spent";
+	case AW_CONFIRM_DEFERRED:
+		return "upload deferred to the spool";
+	case AW_CONFIRM_UNMEASURABLE:
+		return "the suspects are kernel or refscale cells, not re-measured";
+	}
+	return "not stopped";
+}
+
+enum aw_confirm_stop aw_confirm_check(const struct aw_confirm_opts *o, size_t n_suspects,
+                                      unsigned made, double measured_s)
+{
+	if (!n_suspects)
+		return AW_CONFIRM_NO_SUSPECT;
+	if (made >= o->max_runs)
+		return AW_CONFIRM_MAX_RUNS;
+	if (made && !(measured_s < o->budget_s))
+		return AW_CONFIRM_BUDGET;
+	return AW_CONFIRM_GO_ON;
+}
+
+/* The batches the first run measured per cell: the most any of cells keys[n] took there. */
 static uint32_t first_samples(const struct aw_result *first, const char *const *keys, size_t n)
 {
 	uint64_t most = 0;
@@ -373,39 +430,98 @@ static uint32_t first_samples(const struct aw_result *first, const char *const *
 	return most > UINT32_MAX ? UINT32_MAX : (uint32_t)most;
 }
 
+/* The cells of one confirmation run: keys[n_keys], then each of anchors[n_anchors] that is not
+ * among them. Returns a new array (the strings borrowed; free() it) with *n, or NULL. */
+static const char **confirmation_keys(char *const *keys, size_t n_keys, char *const *anchors,
+                                      size_t n_anchors, size_t *n)
+{
+	const char **out = calloc(n_keys + n_anchors + 1, sizeof(*out));
+
+	*n = 0;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n_keys; i++)
+		out[(*n)++] = keys[i];
+	for (size_t i = 0; i < n_anchors; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < *n && !seen; k++)
+			seen = !strcmp(out[k], anchors[i]);
+		if (!seen)
+			out[(*n)++] = anchors[i];
+	}
+	return out;
+}
+
+/* Whether run `res` measured one of the cells keys[n]. */
+static bool measured_one_of(const struct aw_result *res, char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < res->n_cells; i++)
+		for (size_t k = 0; k < n; k++)
+			if (!strcmp(res->cells[i].key, keys[k]))
+				return true;
+	return false;
+}
+
 int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
-                       const char *const *keys, size_t n, uint32_t first_samples, unsigned confirm,
-                       char *last_id, size_t *deferred, char **err)
+                       const struct aw_suspects *start, const struct aw_confirm_opts *o,
+                       struct aw_confirm_report *rep, char **err)
 {
 	struct aw_agent_run again = *run;
+	struct aw_suspects now = {0}; /* the collector's latest answer, once asked again */
+	const struct aw_suspects *cur = start;
 	struct aw_runner *own = NULL;
+	const char **keys = NULL;
 	int rc = 0;
 
-	*deferred = 0;
-	if (!n)
-		return 0; /* no keys would mean every cell */
-	again.keys = keys;
-	again.n_keys = n;
-	again.samples = aw_confirm_samples(first_samples, confirm);
+	memset(rep, 0, sizeof(*rep));
+	snprintf(rep->status, sizeof(rep->status), "%s", start->status);
+	again.samples = o->samples;
 	again.confirmation_of = first_id;
 	again.confirm = 0;
-	aw_info("run %s: %zu suspect cell%s, re-measuring %s %u times (%" PRIu32 " batches each)",
-	        first_id, n, n == 1 ? "" : "s", n == 1 ? "it" : "them", confirm, again.samples);
-	for (unsigned i = 0; !rc && i < confirm; i++) {
+	if (start->n_keys)
+		aw_info(
+		    "run %s: %zu suspect cell%s, re-measuring %s with %zu anchor cell%s, at most "
+		    "%u times or %.0f s (%" PRIu32 " batches each)",
+		    first_id, start->n_keys, start->n_keys == 1 ? "" : "s",
+		    start->n_keys == 1 ? "it" : "them", start->n_anchors,
+		    start->n_anchors == 1 ? "" : "s", o->max_runs, o->budget_s, o->samples);
+	for (;;) {
 		struct aw_result *res = NULL;
 		enum aw_upload_outcome outcome;
+		uint64_t t0;
+		size_t n;
 
+		rep->stop = aw_confirm_check(o, cur->n_keys, rep->runs, rep->measured_s);
+		if (rep->stop != AW_CONFIRM_GO_ON)
+			break;
+		if (a->stop && *a->stop) {
+			rc = -EINTR;
+			break;
+		}
+		free(keys);
+		keys =
+		    confirmation_keys(cur->keys, cur->n_keys, start->anchors, start->n_anchors, &n);
+		if (!keys) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			break;
+		}
+		again.keys = keys;
+		again.n_keys = n;
 		/* one runner for all of them: calibrated once, the subject built once */
+		t0 = aw_monotonic_ns();
 		rc = again.reuse ? aw_agent_measure(a, &again, &res, err)
 		                 : aw_agent_measure_keep(a, &again, &res, &own, err);
+		rep->measured_s += (double)(aw_monotonic_ns() - t0) / 1e9;
 		if (rc)
 			break;
 		if (own)
 			again.reuse = own;
-		if (!res->n_cells) {
+		if (!measured_one_of(res, cur->keys, cur->n_keys)) {
 			aw_warn("run %s: its suspects are kernel or refscale cells, which a "
 			        "confirmation does not re-measure",
 			        first_id);
+			rep->stop = AW_CONFIRM_UNMEASURABLE;
 			aw_result_free(&res);
 			break;
 		}
@@ -413,37 +529,85 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 		if (!rc && outcome == AW_UPLOAD_REJECTED)
 			rc = aw_errorf(err, -EINVAL, "the collector refused confirmation run %s",
 			               res->run_id);
-		if (!rc) {
-			*deferred += outcome == AW_UPLOAD_DEFERRED;
-			if (last_id)
-				memcpy(last_id, res->run_id, AW_UUID_LEN + 1);
-			aw_info("confirmation %u of %u of run %s: run %s", i + 1, confirm, first_id,
-			        res->run_id);
+		if (rc) {
+			aw_result_free(&res);
+			break;
 		}
+		rep->runs++;
+		rep->cells += res->n_cells;
+		memcpy(rep->last_id, res->run_id, AW_UUID_LEN + 1);
+		aw_info("confirmation %u of run %s: run %s (%zu cell%s)", rep->runs, first_id,
+		        res->run_id, res->n_cells, res->n_cells == 1 ? "" : "s");
 		aw_result_free(&res);
+		if (outcome == AW_UPLOAD_DEFERRED) {
+			/* the collector has not seen it: it cannot say what is still suspect */
+			rep->deferred = true;
+			rep->stop = AW_CONFIRM_DEFERRED;
+			break;
+		}
+		aw_suspects_release(&now);
+		rc = aw_agent_suspects(a, first_id, &now, err);
+		if (rc)
+			break;
+		cur = &now;
+		snprintf(rep->status, sizeof(rep->status), "%s", now.status);
 	}
+	if (!rc)
+		aw_info("run %s: %u re-measurement%s, %zu cell%s, %.2f s measuring; the collector "
+		        "says '%s'; stopped: %s",
+		        first_id, rep->runs, rep->runs == 1 ? "" : "s", rep->cells,
+		        rep->cells == 1 ? "" : "s", rep->measured_s,
+		        rep->status[0] ? rep->status : "unknown", aw_confirm_stop_name(rep->stop));
+	free(keys);
+	aw_suspects_release(&now);
 	aw_runner_free(&own);
 	return rc;
 }
 
 int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
-                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err)
+                     const struct aw_result *first, const struct aw_confirm_opts *o,
+                     struct aw_confirm_report *rep, char **err)
 {
-	char **keys = NULL;
+	struct aw_confirm_opts opts = *o;
+	struct aw_suspects s;
+	const char **keys = NULL;
 	size_t n = 0;
 	int rc;
 
-	*deferred = 0;
-	rc = aw_agent_suspects(a, first->run_id, &keys, &n, err);
+	memset(rep, 0, sizeof(*rep));
+	rc = aw_agent_suspects(a, first->run_id, &s, err);
 	if (rc)
 		return rc;
-	if (!n)
+	if (!s.has_anchors) {
+		/* an older collector: the first run's own anchors */
+		const char *anchor[AW_ANCHORS];
+		size_t k = aw_result_anchors(first, anchor, AW_ANCHORS);
+
+		aw_strv_free(s.anchors);
+		s.n_anchors = 0;
+		s.anchors = calloc(k + 1, sizeof(char *));
+		for (size_t i = 0; s.anchors && i < k; i++)
+			if ((s.anchors[s.n_anchors] = strdup(anchor[i])))
+				s.n_anchors++;
+		if (!s.anchors || s.n_anchors < k) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if (!opts.samples) {
+		keys = confirmation_keys(s.keys, s.n_keys, s.anchors, s.n_anchors, &n);
+		if (!keys) {
+			rc = aw_errorf(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		opts.samples = first_samples(first, keys, n);
+	}
+	if (!s.n_keys)
 		aw_info("run %s: no suspect cell, nothing to confirm", first->run_id);
-	else
-		rc = aw_agent_remeasure(a, run, first->run_id, (const char *const *)keys, n,
-		                        first_samples(first, (const char *const *)keys, n), confirm,
-		                        NULL, deferred, err);
-	aw_strv_free(keys);
+	rc = aw_agent_remeasure(a, run, first->run_id, &s, &opts, rep, err);
+out:
+	free(keys);
+	aw_suspects_release(&s);
 	return rc;
 }
 

@@ -53,7 +53,7 @@ struct aw_agent_run {
 	size_t n_keys;
 	uint32_t samples;
 	const char *confirmation_of;
-	unsigned confirm;        /* a first run: the confirmations this agent measures after it */
+	unsigned confirm; /* a first run: the most confirmations this agent measures after it */
 	struct aw_runner *reuse; /* measure with this runner (borrowed, kept from an earlier run of
 	                            the same commit: no calibration, no subject build again);
 	                            NULL: a runner of its own */
@@ -68,30 +68,95 @@ struct aw_agent_run {
 /* The batches of each confirmation run when `confirm` runs re-measure the suspects of a run of
  * `samples` batches per cell: about 2 * samples / confirm (the confirm runs together cost
  * about twice the first measurement of those cells), at most samples, at least
- * AW_RUNNER_MIN_SAMPLES. */
+ * AW_RUNNER_MIN_SAMPLES. What bench/runner/confirm.c measures; the adaptive confirmation
+ * below gives each confirmation run the first run's batches instead. */
 uint32_t aw_confirm_samples(uint32_t samples, unsigned confirm);
 
-/* The keys of the suspect cells of run `run_id` (GET /api/v1/runs/{id}/suspects: the verdict
- * of its commit on its host), retried like uploads. Returns 0 with *keys (a NULL-terminated
- * array; free with aw_strv_free()) and *n, or a negative errno with *err. */
-int aw_agent_suspects(struct aw_agent *a, const char *run_id, char ***keys, size_t *n, char **err);
 void aw_strv_free(char **v);
 
-/* Re-measures cells keys[n] of run `first_id` (of `run`, measured with `first_samples`
- * batches per cell) `confirm` times as confirmation runs (see aw_agent_confirm()), with
- * run->reuse when set, else with one runner made for all of them (the subject built once);
- * last_id (may be NULL) receives the last run's id. Returns 0 or a negative errno with
- * *err. */
-int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
-                       const char *const *keys, size_t n, uint32_t first_samples, unsigned confirm,
-                       char *last_id, size_t *deferred, char **err);
+/* The collector's answer on a run (GET /api/v1/runs/{id}/suspects): the verdict of its commit
+ * on its host, now. Release with aw_suspects_release(). */
+struct aw_suspects {
+	char **keys; /* the suspect cells to re-measure, n_keys of them (NULL-terminated) */
+	size_t n_keys;
+	char **anchors; /* the run's anchor cells to re-measure beside them (NULL-terminated) */
+	size_t n_anchors;
+	bool has_anchors;        /* the reply named them (an older collector does not) */
+	char status[32];         /* the host's status: unconfirmed, fail, pass, ...; "" unknown */
+	unsigned confirm_budget; /* the re-measurements a suspect may get; 0: not said */
+};
 
-/* Re-measures the suspect cells of `first` (a run of `run` just uploaded) `confirm` times, each
- * a run of its own marked as a confirmation of it, spooled and uploaded like any run; nothing
- * when it has no suspect. *deferred counts the confirmations left in the spool. Returns 0, or
- * a negative errno with *err (-EINTR when stopped). */
+/* Reads a suspects reply. Returns 0 with *out (release it), or -EPROTO (an unreadable reply)
+ * or -ENOMEM with *err naming run_id; *out is then empty. */
+int aw_suspects_from_json(const json_t *doc, const char *run_id, struct aw_suspects *out,
+                          char **err);
+void aw_suspects_release(struct aw_suspects *s);
+
+/* Asks the collector for the suspects of run `run_id`, retried like uploads. Returns 0 with
+ * *out (release it), or a negative errno with *err; *out is then empty. */
+int aw_agent_suspects(struct aw_agent *a, const char *run_id, struct aw_suspects *out, char **err);
+
+/* The time budget of a confirmation (--confirm-budget-s): the default and the most. */
+#define AW_CONFIRM_DEFAULT_BUDGET_S 120
+#define AW_CONFIRM_MAX_BUDGET_S     86400
+
+struct aw_confirm_opts {
+	unsigned max_runs; /* at most this many confirmation runs, 1..AW_RESULT_MAX_CONFIRM */
+	double budget_s;   /* seconds of measuring them in all (> 0): no further one once spent */
+	uint32_t samples;  /* batches per cell: the first run's (0: the runner's default) */
+};
+
+/* Why a confirmation stopped (AW_CONFIRM_GO_ON: it did not). */
+enum aw_confirm_stop {
+	AW_CONFIRM_GO_ON = 0,
+	AW_CONFIRM_NO_SUSPECT, /* the collector has no suspect left */
+	AW_CONFIRM_MAX_RUNS,   /* max_runs confirmation runs made */
+	AW_CONFIRM_BUDGET,     /* budget_s spent measuring */
+	AW_CONFIRM_DEFERRED,   /* the last upload waits in the spool: the collector cannot judge */
+	AW_CONFIRM_UNMEASURABLE, /* the suspects are kernel or refscale cells */
+};
+
+/* Words for the summary: "no suspect left", ... */
+const char *aw_confirm_stop_name(enum aw_confirm_stop s);
+
+/* Whether the next confirmation run is due, with n_suspects suspect cells after `made` runs
+ * that took measured_s seconds of measuring: AW_CONFIRM_GO_ON, or why not. The first run is
+ * due whenever there is a suspect, whatever the budget. */
+enum aw_confirm_stop aw_confirm_check(const struct aw_confirm_opts *o, size_t n_suspects,
+                                      unsigned made, double measured_s);
+
+/* What a confirmation did. */
+struct aw_confirm_report {
+	unsigned runs;                 /* confirmation runs measured and stored (or spooled) */
+	size_t cells;                  /* the cells they measured, in all */
+	double measured_s;             /* seconds spent measuring them */
+	char status[32];               /* the collector's status after the last ("" unknown) */
+	enum aw_confirm_stop stop;     /* why it stopped */
+	char last_id[AW_UUID_LEN + 1]; /* the last confirmation run's id; "" none */
+	bool deferred;                 /* the last one waits in the spool */
+};
+
+/* The adaptive confirmation of run `first_id` (a run of `run`): while `start`'s suspects (then
+ * the collector's) last and aw_confirm_check() says so, measures one confirmation run of the
+ * suspect cells and of start's anchors (each once), with o->samples batches per cell, marked
+ * confirmation_of first_id, spools and uploads it, then asks the collector for the suspects
+ * again (not after an upload left in the spool: the confirmation stops there). Measures with
+ * run->reuse when set, else with one runner made for all of them (the subject built once: its
+ * build counts as measuring time). `start` is borrowed. Logs a summary line at the end.
+ * Returns 0 with *rep, or a negative errno with *err (-EINTR when stopped; a confirmation run
+ * the collector refused, or a suspects question it could not answer, is an error); *rep says
+ * what was done up to then. */
+int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
+                       const struct aw_suspects *start, const struct aw_confirm_opts *o,
+                       struct aw_confirm_report *rep, char **err);
+
+/* Confirms `first` (a run of `run` just stored) adaptively: asks the collector for its
+ * suspects and anchors (the first run's own anchors when an older collector names none) and
+ * runs aw_agent_remeasure() with them, with the first run's batches per cell when o->samples
+ * is 0; nothing is measured when it has no suspect. Returns as aw_agent_remeasure(). */
 int aw_agent_confirm(struct aw_agent *a, const struct aw_agent_run *run,
-                     const struct aw_result *first, unsigned confirm, size_t *deferred, char **err);
+                     const struct aw_result *first, const struct aw_confirm_opts *o,
+                     struct aw_confirm_report *rep, char **err);
 
 /* Measures one run: the matrix through the runner, then the subject's cells (after building
  * it), then the refscale cells when configured. Returns 0 with *out (caller frees), or a

@@ -54,14 +54,17 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  run --project P --commit SHA --ref REF [--subject NAME] [--profile NAME] [--confirm N]\n"
-    "      [--quiet]\n"
+    "      [--confirm-budget-s S] [--quiet]\n"
     "        fingerprint this host, measure the matrix (and the subject's library, and the\n"
     "        kernel's refscale readers when configured), keep the result in the spool, upload\n"
     "        it; the run id is printed on stdout. --commit kernel files the run under the\n"
     "        running kernel's commit (the -g<sha> of uname -r or /proc/version). --confirm N:\n"
-    "        then ask the collector for the run's suspect cells and re-measure only those, N\n"
-    "        times (each with about 2/N of the batches), each a run marked as a confirmation\n"
-    "        of the first, so that the gate can tell a regression from one unlucky run\n"
+    "        then ask the collector for the run's suspect cells and re-measure those (with a\n"
+    "        few anchor cells), each time a run marked as a confirmation of the first with\n"
+    "        the first run's batches, asking again after each, until the collector has no\n"
+    "        suspect left, N re-measurements (1 to 16) were made or --confirm-budget-s\n"
+    "        seconds (default 120) were spent measuring them, so that the gate can tell a\n"
+    "        regression from one unlucky run\n"
     "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--aa] [--cpus LIST]\n"
     "      [--rounds N] [--layouts N] [--budget-s S] [--profile NAME] [--quiet]\n"
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
@@ -137,6 +140,7 @@ enum {
 	O_CELLS,
 	O_BUDGET,
 	O_FORMAT,
+	O_CONFIRM_BUDGET_S,
 };
 
 static const struct option longopts[] = {
@@ -168,6 +172,7 @@ static const struct option longopts[] = {
     {"cells", required_argument, NULL, O_CELLS},
     {"budget", required_argument, NULL, O_BUDGET},
     {"format", required_argument, NULL, O_FORMAT},
+    {"confirm-budget-s", required_argument, NULL, O_CONFIRM_BUDGET_S},
     {NULL, 0, NULL, 0},
 };
 
@@ -184,7 +189,8 @@ struct args {
 	double budget_s;
 	json_t *labels;
 	bool quiet, upload, config_given, aa;
-	unsigned confirm; /* --confirm N; 0: none */
+	unsigned confirm;        /* --confirm N; 0: none */
+	double confirm_budget_s; /* --confirm-budget-s S; 0: not given */
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -243,6 +249,7 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_FORMAT:
 		return !strcmp(cmd, "bisect");
 	case O_CONFIRM:
+	case O_CONFIRM_BUDGET_S:
 		return !strcmp(cmd, "run");
 	case O_BASE:
 	case O_HEAD:
@@ -364,6 +371,22 @@ static int parse_args(int argc, char **argv, struct args *a)
 				    "of the suspect cells, 1 to %d",
 				    optarg, AW_RESULT_MAX_CONFIRM);
 			a->confirm = (unsigned)n;
+			break;
+		}
+		case O_CONFIRM_BUDGET_S: {
+			char *end = NULL;
+			double v;
+
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(v > 0) ||
+			    v > AW_CONFIRM_MAX_BUDGET_S)
+				return usage_error(
+				    "bad --confirm-budget-s '%s': the seconds of "
+				    "measuring the confirmations may take in all, more "
+				    "than 0 and at most %d",
+				    optarg, AW_CONFIRM_MAX_BUDGET_S);
+			a->confirm_budget_s = v;
 			break;
 		}
 		case O_BASE:
@@ -521,6 +544,8 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 
 	if (!a->project || !a->commit || !a->ref)
 		return usage_error("run needs --project, --commit and --ref");
+	if (a->confirm_budget_s > 0 && !a->confirm)
+		return usage_error("--confirm-budget-s goes with --confirm N");
 	if (!strcmp(a->commit, AW_KERNEL_COMMIT)) {
 		/* before the config and the spool: a kernel that names no commit measures nothing
 		 */
@@ -570,15 +595,22 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	fflush(stdout);
 	status = exit_for(outcome);
 	if (a->confirm && outcome == AW_UPLOAD_STORED) {
-		size_t deferred = 0;
+		struct aw_confirm_opts co = {.max_runs = a->confirm,
+		                             .budget_s = a->confirm_budget_s > 0
+		                                             ? a->confirm_budget_s
+		                                             : AW_CONFIRM_DEFAULT_BUDGET_S};
+		struct aw_confirm_report rep;
 
 		/* only once the first run is stored can the collector say what is suspect */
 		run.reuse = kept;
-		rc = aw_agent_confirm(&agent, &run, res, a->confirm, &deferred, &err);
-		if (rc) {
+		rc = aw_agent_confirm(&agent, &run, res, &co, &rep, &err);
+		if (rc == -EINTR) {
+			aw_error("interrupted during the confirmation");
+			status = AW_EXIT_FAILURE;
+		} else if (rc) {
 			aw_error("%s", err);
 			status = AW_EXIT_FAILURE;
-		} else if (deferred) {
+		} else if (rep.deferred) {
 			status = AW_EXIT_SPOOLED;
 		}
 	} else if (a->confirm) {

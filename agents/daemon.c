@@ -167,34 +167,76 @@ static int run_and_submit(struct aw_agent *a, struct state *st, const struct aw_
 
 #define CONFIRM_CELLS_MAX 4096
 
-/* A confirmation job (the collector's, for this daemon host's run with suspects): re-measure
- * its cells its number of runs. Returns 0 with the last run's id, or a negative errno with *err
- * (-EPROTO: a job the agent cannot read). */
+/* The strings of the job's JSON array `list` (at most `max`, each a cell key) into a new
+ * NULL-terminated *out and *n. Returns 0, -EPROTO (not such an array) or -ENOMEM. */
+static int job_keys(const json_t *list, size_t max, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!json_is_array(list) || json_array_size(list) > max)
+		return -EPROTO;
+	*out = calloc(json_array_size(list) + 1, sizeof(char *));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const char *k = json_string_value(json_array_get(list, i));
+
+		if (!k)
+			return -EPROTO;
+		(*out)[*n] = strdup(k);
+		if (!(*out)[(*n)++])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A confirmation job (the collector's, for this daemon host's run with suspects): the adaptive
+ * confirmation of aw_agent_remeasure(), starting with the job's cells and anchors, at most its
+ * number of runs, with its batches per cell and the default time budget. A job without anchors
+ * (from an older collector) takes them from the collector's suspects answer. Returns 0 with
+ * *rep, or a negative errno with *err (-EPROTO: a job the agent cannot read). */
 static int run_confirmation(struct aw_agent *a, const struct aw_agent_run *run,
-                            const json_t *confirm, char *run_id, size_t *deferred, char **err)
+                            const json_t *confirm, struct aw_confirm_report *rep, char **err)
 {
 	const char *of = json_string_value(json_object_get(confirm, "of"));
-	const json_t *cells = json_object_get(confirm, "cells");
+	const json_t *anchors = json_object_get(confirm, "anchors");
 	json_int_t runs = json_integer_value(json_object_get(confirm, "runs"));
 	json_int_t samples = json_integer_value(json_object_get(confirm, "samples"));
-	const char **keys = NULL;
-	size_t n = 0;
+	struct aw_confirm_opts o = {.budget_s = AW_CONFIRM_DEFAULT_BUDGET_S};
+	struct aw_suspects start = {0}, asked = {0};
 	int rc;
 
-	if (!aw_valid_uuid(of) || !json_is_array(cells) || !json_array_size(cells) ||
-	    json_array_size(cells) > CONFIRM_CELLS_MAX || runs < 1 ||
-	    runs > AW_RESULT_MAX_CONFIRM || samples < 0 || samples > UINT32_MAX)
+	memset(rep, 0, sizeof(*rep));
+	if (!aw_valid_uuid(of) || runs < 1 || runs > AW_RESULT_MAX_CONFIRM || samples < 0 ||
+	    samples > UINT32_MAX)
 		return aw_errorf(err, -EPROTO, "the agent could not read this confirmation job");
-	keys = calloc(json_array_size(cells), sizeof(*keys));
-	if (!keys)
-		return aw_errorf(err, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < json_array_size(cells); i++)
-		if (json_string_value(json_array_get(cells, i)))
-			keys[n++] = json_string_value(json_array_get(cells, i));
-	rc = n ? aw_agent_remeasure(a, run, of, keys, n, (uint32_t)samples, (unsigned)runs, run_id,
-	                            deferred, err)
-	       : aw_errorf(err, -EPROTO, "the agent could not read this confirmation job");
-	free(keys);
+	o.max_runs = (unsigned)runs;
+	o.samples = (uint32_t)samples;
+	rc = job_keys(json_object_get(confirm, "cells"), CONFIRM_CELLS_MAX, &start.keys,
+	              &start.n_keys);
+	if (!rc && anchors)
+		rc = job_keys(anchors, CONFIRM_CELLS_MAX, &start.anchors, &start.n_anchors);
+	if (!rc && !start.n_keys)
+		rc = -EPROTO;
+	if (rc) {
+		rc = aw_errorf(err, rc,
+		               rc == -ENOMEM ? "out of memory"
+		                             : "the agent could not read this "
+		                               "confirmation job");
+		goto out;
+	}
+	if (!anchors) {
+		rc = aw_agent_suspects(a, of, &asked, err);
+		if (rc)
+			goto out;
+		start.anchors = asked.anchors;
+		start.n_anchors = asked.n_anchors;
+		asked.anchors = NULL;
+	}
+	rc = aw_agent_remeasure(a, run, of, &start, &o, rep, err);
+out:
+	aw_suspects_release(&asked);
+	aw_suspects_release(&start);
 	return rc;
 }
 
@@ -383,7 +425,7 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	                           .ref = ref,
 	                           .subject = subject,
 	                           .trigger = AW_TRIGGER_CI};
-	char run_id[AW_UUID_LEN + 1] = "", names[400], msg[MESSAGE_MAX + 1];
+	char run_id[AW_UUID_LEN + 1] = "", names[400], msg[MESSAGE_MAX + 1], summary[200] = "";
 	enum aw_upload_outcome outcome;
 	json_t *meta = NULL;
 	char *err = NULL;
@@ -426,11 +468,15 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 	meta = json_pack("{s:I}", "job", id);
 	run.meta = meta;
 	if (json_is_object(json_object_get(job, "confirm"))) {
-		size_t deferred = 0;
+		struct aw_confirm_report rep;
 
-		rc = run_confirmation(a, &run, json_object_get(job, "confirm"), run_id, &deferred,
-		                      &err);
-		outcome = deferred ? AW_UPLOAD_DEFERRED : AW_UPLOAD_STORED;
+		rc = run_confirmation(a, &run, json_object_get(job, "confirm"), &rep, &err);
+		memcpy(run_id, rep.last_id, sizeof(run_id));
+		outcome = rep.deferred ? AW_UPLOAD_DEFERRED : AW_UPLOAD_STORED;
+		snprintf(summary, sizeof(summary),
+		         "%u confirmation run%s; the collector says '%s'; stopped: %s", rep.runs,
+		         rep.runs == 1 ? "" : "s", rep.status[0] ? rep.status : "unknown",
+		         aw_confirm_stop_name(rep.stop));
 		malloc_trim(0);
 	} else {
 		rc = run_and_submit(a, st, &run, &outcome, run_id, &err);
@@ -443,8 +489,7 @@ static void run_job(struct aw_agent *a, struct state *st, const json_t *job)
 		aw_error("job %lld: %s", (long long)id, err);
 		report(a, id, "failed", NULL, err, true);
 	} else if (outcome == AW_UPLOAD_STORED) {
-		report(a, id, "done", run_id[0] ? run_id : NULL,
-		       run_id[0] ? NULL : "nothing this agent can re-measure", true);
+		report(a, id, "done", run_id[0] ? run_id : NULL, summary[0] ? summary : NULL, true);
 	} else if (outcome == AW_UPLOAD_DEFERRED) {
 		report(a, id, "done", run_id,
 		       "measured; the upload is pending in the agent's spool", true);

@@ -1,11 +1,11 @@
 /* atomwatch-ci, the CI side of atomwatch: the collector's gate (and compare) reply read into a
- * model, rendered as a console summary, Markdown (job summary, merge-request comment), JUnit
+ * model, formatted as a console summary, Markdown (job summary, merge-request comment), JUnit
  * XML and GitHub annotations; the requests CI makes (queue a job, wait for hosts, ask the gate);
  * and the command line. Everything but main() is in the aw_ci library.
  *
  * Conventions: int functions return 0 or a negative errno; `char **err`, when given, receives a
  * malloc'd lowercase message naming the subject (the caller frees it). Strings in the model come
- * from the network: every renderer escapes them for its format. */
+ * from the network: every format escapes them its own way. */
 #ifndef AW_CI_H
 #define AW_CI_H
 
@@ -16,15 +16,22 @@
 
 #include "aw/buf.h"
 #include "aw/verdict.h"
+#include "verdict_doc.h"
 
 #define AW_CI_PROG "atomwatch-ci"
 
-/* Exit statuses of `gate` (and `compare`); `wait` uses 0, 2 and 3, `trigger` 0 and 3. */
+/* Exit statuses of `gate` (and `compare`); `wait` uses 0, 2 and 3, `trigger` 0 and 3. When
+ * several apply, the first of regression, inconclusive, incomplete, unconfirmed with --strict
+ * (1) wins; pass is 0. */
 enum aw_ci_exit {
-	AW_CI_EXIT_PASS = 0,
-	AW_CI_EXIT_REGRESSION = 1,
-	AW_CI_EXIT_INCOMPLETE = 2, /* a host never reported (wait: timed out) */
-	AW_CI_EXIT_ERROR = 3,      /* usage, or the collector unreachable, 5xx, a bad reply */
+	AW_CI_EXIT_PASS = 0,         /* also unconfirmed without --strict */
+	AW_CI_EXIT_REGRESSION = 1,   /* also unconfirmed with --strict */
+	AW_CI_EXIT_INCOMPLETE = 2,   /* a host never reported (wait: timed out) */
+	AW_CI_EXIT_ERROR = 3,        /* usage, or the collector unreachable, 5xx, a bad reply */
+	AW_CI_EXIT_INCONCLUSIVE = 4, /* a cell of gate level fail the gate cannot vouch for: its
+	                                change reaches its threshold, its evidence stayed split
+	                                after the confirmation budget (a noisy cell, its change
+	                                under the threshold, is not) */
 };
 
 /* Statuses (report, host) and verdicts (cell, metric) are the collector's words, read with
@@ -45,6 +52,9 @@ struct aw_ci_metric {
 	double change_ns; /* head - baseline in ns, NAN when the reply gave none */
 	bool bimodal;
 	char *note; /* or NULL */
+	/* the same metric as the verdict document's parser read it (levels, level_by,
+	 * decided_by, head_n), in the host's `doc`; NULL when the reply had none */
+	const struct aw_metric_verdict *doc;
 };
 
 struct aw_ci_cell {
@@ -56,6 +66,8 @@ struct aw_ci_cell {
 	char *verdict_name;      /* as the collector spelled it */
 	enum aw_gate gate;       /* "gate" (fail when absent: a collector before gate levels) */
 	struct aw_ci_metric p50, p99;
+	const struct aw_cell_verdict *doc; /* the same cell in the host's `doc` (its head runs),
+	                                      or NULL */
 };
 
 /* A link the collector gave (a chart or a page): a path below the collector, or a URL. */
@@ -66,7 +78,7 @@ struct aw_ci_link {
 
 struct aw_ci_host {
 	char *name;
-	enum aw_verdict status; /* pass, fail, incomplete or unconfirmed */
+	enum aw_verdict status; /* pass, fail, incomplete, unconfirmed or inconclusive */
 	char *reason;           /* why incomplete, or NULL */
 	size_t n_head_runs;
 	long baseline_runs;            /* -1 when absent */
@@ -75,11 +87,15 @@ struct aw_ci_host {
 	size_t n_cells;
 	struct aw_ci_link *charts; /* the host's "charts" object, in its order */
 	size_t n_charts;
-	/* a head run the collector found disturbed (its run factors beyond their history's
-	 * spread): the most disturbed one's common mode and reference kernel over their usual
-	 * values (NAN: unknown); disturbed_run NULL when none was */
-	char *disturbed_run;
-	double disturbed_common, disturbed_reference, disturbed_tails;
+	/* a head run the collector found disturbed (a reference kernel beside its cells beyond
+	 * what the history shows): the most disturbed one, the kernel that moved most and its
+	 * ratio over its usual ns (NAN: unknown); disturbed_run NULL when none was */
+	char *disturbed_run, *disturbed_kernel;
+	double disturbed_ratio;
+	/* the host as the verdict document's one parser (verdict_doc.h) reads it: what this
+	 * model does not copy (levels, notes, head runs, confirm_budget); zeroed for a host
+	 * the reply did not name */
+	struct aw_host_verdict doc;
 };
 
 struct aw_ci_report {
@@ -87,7 +103,7 @@ struct aw_ci_report {
 	char *project;             /* or NULL (compare) */
 	char *commit;              /* the commit judged (compare: head) */
 	char *baseline;            /* the baseline ref (compare: the base commit) */
-	enum aw_verdict status;    /* pass, fail, incomplete or unconfirmed */
+	enum aw_verdict status;    /* pass, fail, incomplete, unconfirmed or inconclusive */
 	bool strict;               /* unconfirmed fails (--strict) */
 	char *report;              /* the commit's page, e.g. "/commits/<sha>", or NULL */
 	struct aw_ci_link *charts; /* top-level "charts", e.g. the cross-host heat map */
@@ -98,8 +114,10 @@ struct aw_ci_report {
 
 /* Reads a gate reply {"project","commit","baseline_ref","status","hosts":[...],"report"} or,
  * with `compare`, a compare reply {"project","base","head","status","hosts":[...]}; each host as
- * collector/analysis.h's aw_host_verdict_json() writes it, with an optional "charts" object of
- * name -> path. Unknown fields are ignored. Returns 0 (release `out` with
+ * verdict_doc.h's aw_host_verdict_json() writes it, with an optional "charts" object of
+ * name -> path. Each host is checked field by field here (the errors name the field), then read
+ * by the verdict document's own parser, aw_host_verdict_parse(), into its `doc` for the fields
+ * this model does not copy. Unknown fields are ignored. Returns 0 (release `out` with
  * aw_ci_report_release()), -EINVAL with *err naming the field for a reply of another shape, or
  * -ENOMEM. */
 int aw_ci_report_parse(const char *text, size_t len, bool compare, struct aw_ci_report *out,
@@ -110,32 +128,40 @@ void aw_ci_report_release(struct aw_ci_report *r);
  * is never silently dropped. Returns 0 or -ENOMEM. */
 int aw_ci_report_add_missing(struct aw_ci_report *r, const char *host, const char *reason);
 
-/* The exit status for a report: 1 when the report or any host failed or any cell of gate level
- * fail regressed (a regressed cell of level warn or off never fails), or, with r->strict, when
- * the report or a host is unconfirmed or a fail-level cell is suspect; else 2 when any host is
- * incomplete, the report says incomplete or it has no host at all; else 0. */
+/* The exit status for a report, the first that applies:
+ *   1 the report or any host failed, or a cell of gate level fail regressed (a regressed cell
+ *     of level warn or off never fails);
+ *   4 the report or a host is inconclusive, or a cell of gate level fail is;
+ *   2 a host is incomplete, the report says incomplete, or it has no host at all;
+ *   1 with r->strict: the report or a host is unconfirmed, or a fail-level cell is suspect;
+ *   0 otherwise. */
 enum aw_ci_exit aw_ci_exit_for(const struct aw_ci_report *r);
 
-/* ---- rendering; `base_url` (no trailing slash) makes the collector's paths absolute ---- */
+/* ---- formats; `base_url` (no trailing slash) makes the collector's paths absolute ---- */
 
-/* A console summary: the status line, every regressed metric, every warning (a regressed cell of
- * gate level warn) and every suspect (unconfirmed) cell, the report's address. */
-int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
+/* A console summary: the status line, every regressed metric, every inconclusive one (a cell of
+ * gate level fail the gate cannot vouch for), every suspect (unconfirmed) cell, every warning
+ * (a regressed cell of gate level warn), the report's address. A metric with levels has the
+ * line that tells them apart under it. */
+int aw_ci_format_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* Markdown for GitHub's job summary or a merge-request comment: regressions first with their
- * numbers (baseline, head, change, interval or p-value) and chart links, then a table of hosts,
- * then the other cells that are not unchanged. */
-int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
+ * numbers (baseline, head, change, interval or p-value) and chart links, then the inconclusive
+ * cells (change and bounds, threshold, head runs, note), the unconfirmed ones and the warnings,
+ * then a table of hosts, then the other cells that are not unchanged. */
+int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
 /* JUnit XML: a testsuite per host, a testcase per host x cell x metric (classname the host,
  * name "<cell key> [p50]"), a <failure> per regressed metric of gate level fail with its
- * numbers, a passing testcase with a <system-out> note for a warning or a suspect (unconfirmed)
- * metric, <skipped> for new and missing cells, an <error> testcase for a host without a run. */
-int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
+ * numbers, a <failure type="inconclusive"> per inconclusive metric of a fail-level cell, a
+ * passing testcase with a <system-out> note for a warning or a suspect (unconfirmed) metric,
+ * <skipped> for new and missing cells, an <error> testcase for a host without a run. */
+int aw_ci_format_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out);
 
-/* GitHub Actions workflow commands: "::error title=...::..." per regressed metric and per host
- * without a run. */
-int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url,
+/* GitHub Actions workflow commands: "::error title=...::..." per regressed metric, per
+ * inconclusive metric of a fail-level cell and per host without a run; "::warning" per suspect
+ * and per warning. */
+int aw_ci_format_annotations(const struct aw_ci_report *r, const char *base_url,
                              struct aw_buf *out);
 
 /* ---- escaping (exported for the tests); each appends to `out`, returns 0 or a buf error ---- */

@@ -1,7 +1,7 @@
 /* The atomwatch-ci command line: trigger, wait, gate and compare. It checks the arguments (a
  * usage error is one line and exit status 3), reads the token from the environment or a file
  * (never from the command line), talks to the collector through client.c and writes the
- * summaries render.c produces. */
+ * summaries format.c produces. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -43,7 +43,8 @@ static const char usage_text[] =
     "        return once every host has reported a run of the commit\n"
     "  gate --project P --commit SHA [--baseline-ref main] [--hosts a,b] [--wait 30m]\n"
     "       [--cells GLOB]... [--strict] [--junit FILE] [--markdown FILE]\n"
-    "        wait (with --wait), then ask the gate: pass, fail, incomplete or unconfirmed\n"
+    "        wait (with --wait), then ask the gate: pass, fail, inconclusive, incomplete or\n"
+    "        unconfirmed\n"
     "  compare --project P --base SHA --head SHA [--host NAME] [--cells GLOB]... [--strict]\n"
     "       [--junit FILE] [--markdown FILE]\n"
     "        compare two commits host by host, with the gate's exit statuses\n"
@@ -60,13 +61,20 @@ static const char usage_text[] =
     "  --quiet           no progress lines\n"
     "  --help, --version\n"
     "\n"
-    "With GITHUB_ACTIONS=true, regressions are also printed as ::error annotations; with\n"
-    "GITHUB_STEP_SUMMARY set, the Markdown summary is appended to that file.\n"
+    "With GITHUB_ACTIONS=true, regressions and inconclusive cells are also printed as ::error\n"
+    "annotations; with GITHUB_STEP_SUMMARY set, the Markdown summary is appended to that file.\n"
     "\n"
-    "Exit status: 0 pass or unconfirmed (wait: every host reported; trigger: queued), 1 a\n"
-    "regression (with --strict also unconfirmed),\n"
-    "2 incomplete (a host never reported; wait: timed out), 3 usage or infrastructure error\n"
-    "(collector unreachable, 5xx, a bad reply, a file not written).\n";
+    "Exit status:\n"
+    "  0  pass or unconfirmed (wait: every host reported; trigger: queued)\n"
+    "  1  a regression of a cell of gate level fail (with --strict also unconfirmed)\n"
+    "  2  incomplete: a host never reported (wait: timed out)\n"
+    "  3  usage or infrastructure error (collector unreachable, 5xx, a bad reply, a file not\n"
+    "     written)\n"
+    "  4  inconclusive: a cell of gate level fail the gate cannot vouch for (its change\n"
+    "     reaches its threshold, its evidence stayed split after the re-measurements); the\n"
+    "     gate neither passes nor fails it\n"
+    "When several apply: a regression (1), then inconclusive (4), then incomplete (2), then\n"
+    "unconfirmed with --strict (1), else 0.\n";
 
 enum {
 	O_COLLECTOR = 256,
@@ -676,9 +684,9 @@ static int append_file(const char *path, const char *data, size_t len)
 	return rc;
 }
 
-/* Renders with fn into a fresh buffer and writes it to `path` atomically. Returns 0 or -1. */
-static int write_rendered(const struct aw_ci_report *r, const char *base_url, const char *path,
-                          int (*fn)(const struct aw_ci_report *, const char *, struct aw_buf *))
+/* Formats with fn into a fresh buffer and writes it to `path` atomically. Returns 0 or -1. */
+static int write_formatted(const struct aw_ci_report *r, const char *base_url, const char *path,
+                           int (*fn)(const struct aw_ci_report *, const char *, struct aw_buf *))
 {
 	struct aw_buf b;
 	char *err = NULL;
@@ -687,7 +695,7 @@ static int write_rendered(const struct aw_ci_report *r, const char *base_url, co
 	aw_buf_init(&b, OUTPUT_LIMIT);
 	rc = fn(r, base_url, &b);
 	if (rc)
-		aw_error("cannot render '%s': %s", path, strerror(-rc));
+		aw_error("cannot format '%s': %s", path, strerror(-rc));
 	else if ((rc = aw_write_file_atomic(path, b.data ? b.data : "", b.len, &err)))
 		aw_error("%s", err);
 	free(err);
@@ -703,21 +711,21 @@ static int present(struct args *a, struct aw_ci_report *r)
 	struct aw_buf b;
 
 	aw_buf_init(&b, OUTPUT_LIMIT);
-	if (!aw_ci_render_text(r, a->collector, &b))
+	if (!aw_ci_format_text(r, a->collector, &b))
 		fwrite(b.data, 1, b.len, stdout);
 	if (gha && !strcmp(gha, "true")) {
 		aw_buf_reset(&b);
-		if (!aw_ci_render_annotations(r, a->collector, &b))
+		if (!aw_ci_format_annotations(r, a->collector, &b))
 			fwrite(b.data, 1, b.len, stdout);
 	}
 	fflush(stdout);
-	if (a->junit && write_rendered(r, a->collector, a->junit, aw_ci_render_junit))
+	if (a->junit && write_formatted(r, a->collector, a->junit, aw_ci_format_junit))
 		failed = 1;
-	if (a->markdown && write_rendered(r, a->collector, a->markdown, aw_ci_render_markdown))
+	if (a->markdown && write_formatted(r, a->collector, a->markdown, aw_ci_format_markdown))
 		failed = 1;
 	if (summary && *summary) {
 		aw_buf_reset(&b);
-		if (aw_ci_render_markdown(r, a->collector, &b) ||
+		if (aw_ci_format_markdown(r, a->collector, &b) ||
 		    append_file(summary, b.data ? b.data : "", b.len))
 			failed = 1;
 	}

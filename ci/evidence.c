@@ -127,6 +127,8 @@ static const char *exit_word(enum aw_ci_exit e)
 		return "fail";
 	case AW_CI_EXIT_INCOMPLETE:
 		return "incomplete";
+	case AW_CI_EXIT_INCONCLUSIVE:
+		return "inconclusive";
 	default:
 		return "error";
 	}

@@ -9,6 +9,7 @@
 
 #include "aw/util.h"
 #include "ci.h"
+#include "verdict_doc.h"
 
 #define PATH_MAX_LEN 96
 
@@ -72,7 +73,7 @@ static int parse_status(const json_t *obj, const char *path, enum aw_verdict *ou
 	*out = aw_verdict_parse(json_string_value(v));
 	if (aw_verdict_is_status(*out))
 		return 0;
-	return bad(err, where, "is none of pass, fail, incomplete, unconfirmed");
+	return bad(err, where, "is none of pass, fail, incomplete, unconfirmed, inconclusive");
 }
 
 /* "charts": {name: href, ...}; entries that are not strings are skipped. */
@@ -190,19 +191,44 @@ static int parse_cell(const json_t *obj, struct aw_ci_cell *c, const char *path,
 	return 0;
 }
 
-/* The host's most disturbed head run (aw_verdict_most_disturbed()); a reply without it (an
- * older collector) has none. Returns 0 or -ENOMEM. */
-static int parse_disturbed(const json_t *obj, struct aw_ci_host *h)
+/* The host read by the verdict document's one parser into h->doc, once the fields this file
+ * checks passed: the levels, notes and head runs of its cells, its confirmation budget, its
+ * most disturbed head run. The cells are the same array in the same order; each of h->cells
+ * is linked to its twin. Returns 0, -EINVAL with *err (the parser's message under `path`) or
+ * -ENOMEM. */
+static int parse_doc(const json_t *obj, struct aw_ci_host *h, const char *path, char **err)
 {
-	struct aw_disturbance d;
+	const struct aw_run_state *r;
+	const char *kernel = NULL;
+	char *msg = NULL;
+	int rc;
 
-	aw_verdict_most_disturbed(obj, &d);
-	h->disturbed_common = d.common;
-	h->disturbed_reference = d.reference;
-	h->disturbed_tails = d.tails;
-	free(h->disturbed_run);
-	h->disturbed_run = d.run_id ? strdup(d.run_id) : NULL;
-	return d.run_id && !h->disturbed_run ? -ENOMEM : 0;
+	h->disturbed_ratio = NAN;
+	rc = aw_host_verdict_parse(obj, &h->doc, &msg);
+	if (rc == -EINVAL) /* path ends with '.' */
+		rc = aw_errorf(err, rc, "bad reply from the collector: in '%.*s': %s",
+		               (int)(strlen(path) > 1 ? strlen(path) - 1 : 0), path,
+		               msg ? msg : "no host verdict");
+	free(msg);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < h->n_cells && i < h->doc.n_cells; i++) {
+		struct aw_ci_cell *c = &h->cells[i];
+
+		if (!c->key || !h->doc.cells[i].key || strcmp(c->key, h->doc.cells[i].key))
+			continue;
+		c->doc = &h->doc.cells[i];
+		c->p50.doc = c->p50.present ? &c->doc->p50 : NULL;
+		c->p99.doc = c->p99.present ? &c->doc->p99 : NULL;
+	}
+	r = aw_host_verdict_most_disturbed(&h->doc, &kernel, &h->disturbed_ratio);
+	if (r && r - h->doc.runs < (long)h->doc.n_head_runs) {
+		h->disturbed_run = strdup(h->doc.head_runs[r - h->doc.runs]);
+		h->disturbed_kernel = strdup(kernel);
+		if (!h->disturbed_run || !h->disturbed_kernel)
+			rc = -ENOMEM;
+	}
+	return rc;
 }
 
 static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path, char **err)
@@ -228,8 +254,6 @@ static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path,
 	v = json_object_get(obj, "baseline_runs");
 	if (json_is_integer(v))
 		h->baseline_runs = (long)json_integer_value(v);
-	if ((rc = parse_disturbed(obj, h)))
-		return rc;
 	counts = json_object_get(obj, "counts");
 	if (json_is_object(counts)) {
 		for (i = AW_VERDICT_CELL_FIRST; i <= AW_VERDICT_CELL_LAST; i++) {
@@ -239,7 +263,7 @@ static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path,
 	}
 	cells = json_object_get(obj, "cells");
 	if (!cells || json_is_null(cells))
-		return 0;
+		return parse_doc(obj, h, path, err);
 	if (!json_is_array(cells)) {
 		snprintf(where, sizeof(where), "%.48scells", path);
 		return bad(err, where, "is not an array");
@@ -254,7 +278,7 @@ static int parse_host(const json_t *obj, struct aw_ci_host *h, const char *path,
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return parse_doc(obj, h, path, err);
 }
 
 int aw_ci_report_parse(const char *text, size_t len, bool compare, struct aw_ci_report *out,
@@ -338,6 +362,8 @@ void aw_ci_report_release(struct aw_ci_report *r)
 		free(h->name);
 		free(h->reason);
 		free(h->disturbed_run);
+		free(h->disturbed_kernel);
+		aw_host_verdict_release(&h->doc);
 		for (size_t j = 0; h->cells && j < h->n_cells; j++)
 			cell_release(&h->cells[j]);
 		free(h->cells);
@@ -379,30 +405,46 @@ int aw_ci_report_add_missing(struct aw_ci_report *r, const char *host, const cha
 	return 0;
 }
 
+/* What a status word weighs in the exit status (ci.h: regression, inconclusive, incomplete,
+ * unconfirmed with --strict). */
+struct weights {
+	bool regression, inconclusive, incomplete, unconfirmed;
+};
+
+static void weigh(struct weights *w, enum aw_verdict status)
+{
+	w->regression = w->regression || status == AW_VERDICT_FAIL;
+	w->inconclusive = w->inconclusive || status == AW_VERDICT_INCONCLUSIVE;
+	w->incomplete = w->incomplete || status == AW_VERDICT_INCOMPLETE;
+	w->unconfirmed = w->unconfirmed || status == AW_VERDICT_UNCONFIRMED;
+}
+
 enum aw_ci_exit aw_ci_exit_for(const struct aw_ci_report *r)
 {
-	bool incomplete = r->status == AW_VERDICT_INCOMPLETE || !r->n_hosts;
+	struct weights w = {.incomplete = !r->n_hosts};
 
-	if (r->status == AW_VERDICT_FAIL || (r->strict && r->status == AW_VERDICT_UNCONFIRMED))
-		return AW_CI_EXIT_REGRESSION;
+	weigh(&w, r->status);
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
 
-		if (h->status == AW_VERDICT_FAIL ||
-		    (r->strict && h->status == AW_VERDICT_UNCONFIRMED))
-			return AW_CI_EXIT_REGRESSION;
-		/* a regressed cell of level fail under a host said to pass: the gate errs on the
-		 * safe side */
+		weigh(&w, h->status);
+		/* a cell of level fail under a host said to pass counts as its word says: the
+		 * gate errs on the safe side */
 		for (size_t j = 0; j < h->n_cells; j++) {
 			const struct aw_ci_cell *c = &h->cells[j];
 
-			if (c->gate == AW_GATE_FAIL &&
-			    (c->verdict == AW_VERDICT_REGRESSED ||
-			     (r->strict && c->verdict == AW_VERDICT_SUSPECT)))
-				return AW_CI_EXIT_REGRESSION;
+			if (c->gate != AW_GATE_FAIL)
+				continue;
+			w.regression = w.regression || c->verdict == AW_VERDICT_REGRESSED;
+			w.inconclusive = w.inconclusive || c->verdict == AW_VERDICT_INCONCLUSIVE;
+			w.unconfirmed = w.unconfirmed || c->verdict == AW_VERDICT_SUSPECT;
 		}
-		if (h->status == AW_VERDICT_INCOMPLETE)
-			incomplete = true;
 	}
-	return incomplete ? AW_CI_EXIT_INCOMPLETE : AW_CI_EXIT_PASS;
+	if (w.regression)
+		return AW_CI_EXIT_REGRESSION;
+	if (w.inconclusive)
+		return AW_CI_EXIT_INCONCLUSIVE;
+	if (w.incomplete)
+		return AW_CI_EXIT_INCOMPLETE;
+	return r->strict && w.unconfirmed ? AW_CI_EXIT_REGRESSION : AW_CI_EXIT_PASS;
 }

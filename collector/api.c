@@ -249,16 +249,32 @@ static json_t *suspect_keys(const struct aw_host_verdict *v)
 	return keys;
 }
 
+/* The keys of the run's first AW_ANCHORS anchor cells (what a confirmation re-measures beside
+ * the suspects, so that it carries the run's memory state), or NULL on allocation failure. */
+static json_t *anchor_keys(const struct aw_result *r)
+{
+	const char *keys[AW_ANCHORS];
+	size_t n = aw_result_anchors(r, keys, AW_ANCHORS);
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < n; i++)
+		if (json_array_append_new(list, json_string(keys[i]))) {
+			json_decref(list);
+			return NULL;
+		}
+	return list;
+}
+
 /* GET /api/v1/runs/{id}/suspects: the verdict of the run's commit on the run's host, computed
- * now, and the suspect cells that a confirmation should re-measure. An agent token asks only
- * for runs of its own host. */
+ * now, the suspect cells that a confirmation should re-measure and the run's anchor cells to
+ * re-measure beside them. An agent token asks only for runs of its own host. */
 void aw_api_run_suspects(struct aw_ctx *x)
 {
 	struct aw_host_verdict v = {0};
 	struct aw_result *r = NULL;
 	struct store_conn *c;
 	const char *host;
-	json_t *keys;
+	json_t *keys, *anchors;
 	char *err = NULL;
 	int rc;
 
@@ -300,13 +316,22 @@ void aw_api_run_suspects(struct aw_ctx *x)
 		goto out;
 	}
 	keys = suspect_keys(&v);
+	anchors = anchor_keys(r);
+	if (!keys || !anchors) {
+		json_decref(keys);
+		json_decref(anchors);
+		keys = anchors = NULL;
+	}
 	aw_reply_json(x->req, 200,
-	              keys ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "run_id",
-	                               r->run_id, "project", r->project, "commit", r->commit,
-	                               "host", host, "status", aw_verdict_name(v.status),
-	                               "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
-	                               (json_int_t)x->col->analysis.confirm_runs, "suspects", keys)
-	                   : NULL);
+	              !keys
+	                  ? NULL
+	                  : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}",
+	                              "run_id", r->run_id, "project", r->project, "commit",
+	                              r->commit, "host", host, "status", aw_verdict_name(v.status),
+	                              "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
+	                              (json_int_t)x->col->analysis.confirm_runs, "confirm_budget",
+	                              (json_int_t)x->col->analysis.confirm_budget, "suspects", keys,
+	                              "anchors", anchors));
 	aw_host_verdict_release(&v);
 out:
 	aw_result_free(&r);
@@ -327,10 +352,25 @@ static int on_point(const struct store_point *p, void *cls)
 	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
 }
 
+static int on_period(const struct store_aggregate *a, void *cls)
+{
+	char start[AW_TIME_LEN];
+	json_t *o;
+
+	time_us(a->start_us, start);
+	o = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f}", "start", start, "count",
+	              (json_int_t)a->count, "thinned", (json_int_t)a->stored, "min", a->min,
+	              "median", a->median, "max", a->max);
+	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
+}
+
 void aw_api_series(struct aw_ctx *x)
 {
 	struct store_series_query q = {0};
 	const char *metric = aw_httpd_query(x->req, "metric");
+	const char *downsample = aw_httpd_query(x->req, "downsample");
+	enum store_period period = STORE_PERIOD_DAY;
+	json_t *reply;
 	json_t *points = json_array();
 	struct store_conn *c;
 	int rc;
@@ -359,17 +399,36 @@ void aw_api_series(struct aw_ctx *x)
 		               "ci_lo, ci_hi, baseline_ns");
 		goto out;
 	}
+	if (downsample && strcmp(downsample, "day") && strcmp(downsample, "week")) {
+		aw_reply_error(x->req, 400, "invalid", "downsample",
+		               "'downsample' must be day or week, not '%.32s'", downsample);
+		goto out;
+	}
+	if (downsample && q.metric != STORE_METRIC_P50) {
+		aw_reply_error(
+		    x->req, 400, "invalid", "metric",
+		    "a series per day or week is of the p50 only (what retention keeps)");
+		goto out;
+	}
+	if (downsample && !strcmp(downsample, "week"))
+		period = STORE_PERIOD_WEEK;
 	rc = points ? aw_ctx_conn(x, &c) : -ENOMEM;
 	if (!rc)
-		rc = store_series(c, &q, on_point, points);
+		rc = downsample ? store_series_periods(c, &q, period, on_period, points)
+		                : store_series(c, &q, on_point, points);
 	if (rc) {
 		aw_reply_store_error(x->req, rc);
 		goto out;
 	}
-	aw_reply_json(x->req, 200,
-	              json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "host", q.host, "cell",
-	                        q.cell_key, "metric", store_metric_name(q.metric), "ref", q.ref,
-	                        "project", aw_json_str(q.project), "points", points));
+	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "host", q.host, "cell", q.cell_key,
+	                  "metric", store_metric_name(q.metric), "ref", q.ref, "project",
+	                  aw_json_str(q.project), "points", points);
+	if (reply && downsample &&
+	    json_object_set_new(reply, "downsample", json_string(downsample))) {
+		json_decref(reply);
+		reply = NULL;
+	}
+	aw_reply_json(x->req, 200, reply);
 	return;
 out:
 	json_decref(points);
@@ -419,9 +478,9 @@ void aw_api_metrics(struct aw_ctx *x)
 		c = NULL; /* the database's task counts are left out */
 	aw_postingest_gauges(x->col->postingest, x->col->charts, c, &g.postingest);
 	aw_buf_init(&out, 1u << 20);
-	if (aw_metrics_render(&out, &g)) {
+	if (aw_metrics_format(&out, &g)) {
 		aw_buf_release(&out);
-		aw_reply_error(x->req, 500, "internal", "", "cannot render the metrics");
+		aw_reply_error(x->req, 500, "internal", "", "cannot format the metrics");
 		return;
 	}
 	aw_httpd_reply(x->req, 200, "text/plain; version=0.0.4; charset=utf-8", out.data, out.len);
@@ -584,10 +643,29 @@ static int query_globs(struct aw_ctx *x, const char **globs, struct aw_analysis_
 	return 0;
 }
 
+/* How much a host's status weighs in the gate's: fail, then inconclusive (a cell whose
+ * evidence stayed split, or whose noise hides its threshold), incomplete (a host without a
+ * run), unconfirmed (suspects still being re-measured), pass. */
+static int status_rank(enum aw_verdict s)
+{
+	switch (s) {
+	case AW_VERDICT_FAIL:
+		return 4;
+	case AW_VERDICT_INCONCLUSIVE:
+		return 3;
+	case AW_VERDICT_INCOMPLETE:
+		return 2;
+	case AW_VERDICT_UNCONFIRMED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Judges `head` on every host (against `base`, or the baseline ref) and replies with the
- * overall status: fail when a host regressed, else incomplete when one has no run, else
- * unconfirmed when one has suspects only, else pass. A `cells` glob that matched no cell of the
- * head on any host that ran it is a 400 naming it: a typo must not pass a gate by judging nothing.
+ * overall status: the weightiest of the hosts' (status_rank()). A `cells` glob that matched no cell
+ * of the head on any host that ran it is a 400 naming it: a typo must not pass a gate by judging
+ * nothing.
  */
 static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, const char *project,
                         const char *head, const char *base, const struct host_set *hosts,
@@ -604,21 +682,28 @@ static void judge_hosts(struct aw_ctx *x, const struct aw_analysis_opts *o, cons
 
 	for (size_t i = 0; !rc && i < hosts->n; i++) {
 		struct aw_host_verdict v;
+		bool cached = false;
 		json_t *j;
 
-		rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
+		/* the verdict stored after the commit's last upload, when it is the one asked for
+		 * (it lists the cells that are not unchanged) */
+		if (!base && !all)
+			rc = aw_analysis_host_cached(c, o, project, head, hosts->name[i], &v,
+			                             &cached, &err);
+		else
+			rc = aw_analysis_host(c, o, project, head, base, hosts->name[i], &v, &err);
 		if (rc)
 			break;
 		matched |= v.globs_matched;
 		judged = judged || v.n_head_runs;
-		if (v.status == AW_VERDICT_FAIL)
-			overall = AW_VERDICT_FAIL;
-		else if (v.status == AW_VERDICT_INCOMPLETE && overall != AW_VERDICT_FAIL)
-			overall = AW_VERDICT_INCOMPLETE;
-		else if (v.status == AW_VERDICT_UNCONFIRMED && overall == AW_VERDICT_PASS)
-			overall = AW_VERDICT_UNCONFIRMED;
+		if (status_rank(v.status) > status_rank(overall))
+			overall = v.status;
 		j = aw_host_verdict_json(&v, all);
 		aw_host_verdict_release(&v);
+		if (j && json_object_set_new(j, "cached", json_boolean(cached))) {
+			json_decref(j);
+			j = NULL;
+		}
 		if (!j || json_array_append_new(list, j) ||
 		    host_chart_links(x, j, hosts->name[i], head, base, o->baseline_ref))
 			rc = -ENOMEM;

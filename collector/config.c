@@ -45,13 +45,15 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->jobs_reclaim_ms = 600000;
 	c->jobs_default_ttl_ms = 24 * 3600000u;
 	c->jobs_max_ttl_ms = 7 * 24 * 3600000u;
-	c->detect_window = 10;
+	c->detect_window = 30;
 	c->detect_history = 40;
 	c->detect_fdr = 0.05;
 	c->ab_threshold = 0.005;
 	c->cp_min_segment = 3;
 	c->confirm_runs = 2;
 	c->suspect_p = 0.20;
+	c->confirm_budget = 10;
+	c->level_share = 0.20;
 	c->screen_noise = 0.01;
 	c->confirm_jobs = 3;
 	c->postingest_workers = 2;
@@ -62,6 +64,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->task_poll_ms = 500;
 	c->task_attempts = 5;
 	c->chart_cache_bytes = UINT64_C(1) << 30;
+	c->retention_interval_ms = 3600000;
 }
 
 void aw_config_release(struct aw_collector_config *c)
@@ -82,6 +85,10 @@ int aw_config_finish(struct aw_collector_config *c)
 		return -ENOMEM;
 	if (!c->db && !(c->db = aw_asprintf("sqlite:%s/atomwatch.db", c->data_dir)))
 		return -ENOMEM;
+	if (c->retention_raw_days && !c->retention_keep_runs)
+		c->retention_keep_runs = c->detect_history > AW_RETENTION_KEEP_MIN
+		                             ? c->detect_history
+		                             : AW_RETENTION_KEEP_MIN;
 	return 0;
 }
 
@@ -187,7 +194,9 @@ static const struct key keys[] = {
     {"detection", "min_segment", K_UINT, F(cp_min_segment), 2, 1000},
     {"detection", "thresholds", K_STRING, F(thresholds_file), 0, 0},
     {"detection", "confirm_runs", K_UINT, F(confirm_runs), 1, 16},
-    {"detection", "suspect_p", K_RATIO, F(suspect_p), 0, 0},
+    {"detection", "suspect_p", K_RATIO, F(suspect_p), 0, 0}, /* retired: read, ignored */
+    {"detection", "confirm_budget", K_UINT, F(confirm_budget), 1, 100},
+    {"detection", "level_share", K_RATIO, F(level_share), 0, 0},
     {"detection", "screen_noise", K_RATIO_ZERO, F(screen_noise), 0, 0},
     {"detection", "confirm_jobs", K_UINT, F(confirm_jobs), 0, 16},
     {"detection", "ab_threshold", K_RATIO, F(ab_threshold), 0, 0},
@@ -200,6 +209,10 @@ static const struct key keys[] = {
     {"postingest", "poll", K_DURATION, F(task_poll_ms), 10, 60000},
     {"postingest", "attempts", K_UINT, F(task_attempts), 1, 100},
     {"postingest", "chart_cache", K_SIZE, F(chart_cache_bytes), 1u << 20, UINT64_C(1) << 44},
+    /* 0 is refused below, with a word on why (the range admits it to get there) */
+    {"retention", "raw_days", K_UINT, F(retention_raw_days), 0, 36500},
+    {"retention", "keep_runs", K_UINT, F(retention_keep_runs), 0, 1000000},
+    {"retention", "interval", K_DURATION, F(retention_interval_ms), 60000, UINT64_C(604800000)},
     /* the names of earlier releases, when the workers were the "render workers" */
     {"render", "workers", K_UINT, F(postingest_workers), 0, 64},
     {"render", "queue", K_UINT, F(chart_queue_max), 1, 1000000},
@@ -215,10 +228,12 @@ static const struct {
     {"render.queue", "postingest.queue"},
     {"render.gnuplot", "postingest.gnuplot"},
     {"render.timeout", "postingest.timeout"},
+    /* (no longer used: the model's confirmation decides what is re-measured) */
+    {"detection.suspect_p", NULL},
 };
 
-static const char *const sections[] = {"http",      "auth", "ingest",     "store",
-                                       "detection", "jobs", "postingest", "render"};
+static const char *const sections[] = {"http", "auth",       "ingest", "store",    "detection",
+                                       "jobs", "postingest", "render", "retention"};
 
 /* Fields stored as unsigned int rather than uint64_t. */
 static bool is_uint_field(size_t offset)
@@ -228,14 +243,18 @@ static bool is_uint_field(size_t offset)
 	       offset == F(batch_max) || offset == F(writers) || offset == F(pool_size) ||
 	       offset == F(detect_window) || offset == F(detect_history) ||
 	       offset == F(cp_min_segment) || offset == F(confirm_runs) ||
-	       offset == F(confirm_jobs) || offset == F(postingest_workers) ||
-	       offset == F(chart_queue_max) || offset == F(task_attempts);
+	       offset == F(confirm_budget) || offset == F(confirm_jobs) ||
+	       offset == F(postingest_workers) || offset == F(chart_queue_max) ||
+	       offset == F(task_attempts) || offset == F(retention_raw_days) ||
+	       offset == F(retention_keep_runs);
 }
 
 struct loader {
 	yaml_document_t *doc;
 	const char *name;
 	char **err;
+	/* the nodes of the keys checked against others once the whole file is read */
+	const yaml_node_t *raw_days, *keep_runs, *interval, *history, *window;
 };
 
 static int at(struct loader *l, const yaml_node_t *n, const char *fmt, ...)
@@ -345,6 +364,51 @@ static int set_value(struct loader *l, struct aw_collector_config *c, const stru
 	return 0;
 }
 
+/* Keeps the node of a key that check_retention() weighs against others. */
+static void remember(struct loader *l, const struct key *k, const yaml_node_t *v)
+{
+	if (k->offset == F(retention_raw_days))
+		l->raw_days = v;
+	else if (k->offset == F(retention_keep_runs))
+		l->keep_runs = v;
+	else if (k->offset == F(retention_interval_ms))
+		l->interval = v;
+	else if (k->offset == F(detect_history))
+		l->history = v;
+	else if (k->offset == F(detect_window))
+		l->window = v;
+}
+
+/* Retention against itself and what detection reads, once the whole file is read (the sections
+ * may come in any order). A retention that would thin runs the verdicts' baseline or the change
+ * points still read is refused, and so is a window of 0. */
+static int check_retention(struct loader *l, const struct aw_collector_config *c)
+{
+	unsigned needed =
+	    c->detect_history > c->detect_window ? c->detect_history : c->detect_window;
+	const char *what = c->detect_history >= c->detect_window ? "history" : "window";
+
+	if (!l->raw_days && (l->keep_runs || l->interval))
+		return at(l, l->keep_runs ? l->keep_runs : l->interval,
+		          "'retention.%s' needs 'retention.raw_days', which turns retention on",
+		          l->keep_runs ? "keep_runs" : "interval");
+	if (!l->raw_days)
+		return 0;
+	if (!c->retention_raw_days)
+		return at(
+		    l, l->raw_days,
+		    "'retention.raw_days' is 0, a window that keeps no run: give the days "
+		    "every run is kept (1 or more), or leave 'retention' out to keep them all");
+	if (l->keep_runs && c->retention_keep_runs < needed)
+		return at(
+		    l, l->keep_runs,
+		    "'retention.keep_runs' (%u) is shorter than 'detection.%s' (%u): the "
+		    "verdicts' baseline and the change points read that many runs of each host "
+		    "and ref",
+		    c->retention_keep_runs, what, needed);
+	return 0;
+}
+
 static int load_mapping(struct loader *l, struct aw_collector_config *c, const yaml_node_t *map,
                         const char *section)
 {
@@ -389,12 +453,18 @@ static int load_mapping(struct loader *l, struct aw_collector_config *c, const y
 		rc = set_value(l, c, &keys[i], vn, path);
 		if (rc)
 			return rc;
+		remember(l, &keys[i], vn);
 		for (i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++) {
 			if (strcmp(path, renamed[i].old))
 				continue;
-			aw_warn("%s:%zu:%zu: '%s' is deprecated; use '%s'", l->name,
-			        kn->start_mark.line + 1, kn->start_mark.column + 1, path,
-			        renamed[i].now);
+			if (renamed[i].now)
+				aw_warn("%s:%zu:%zu: '%s' is deprecated; use '%s'", l->name,
+				        kn->start_mark.line + 1, kn->start_mark.column + 1, path,
+				        renamed[i].now);
+			else
+				aw_warn("%s:%zu:%zu: '%s' is no longer used; it is ignored",
+				        l->name, kn->start_mark.line + 1, kn->start_mark.column + 1,
+				        path);
 			c->deprecated_keys++;
 		}
 	}
@@ -450,7 +520,9 @@ static int with_file(const char *path, char **err,
 
 static int config_root(struct loader *l, const yaml_node_t *root, void *cls)
 {
-	return load_mapping(l, cls, root, NULL);
+	int rc = load_mapping(l, cls, root, NULL);
+
+	return rc ? rc : check_retention(l, cls);
 }
 
 int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len, const char *name,
@@ -507,7 +579,8 @@ void aw_thresholds_release(struct aw_thresholds *t)
 	}
 	memset(t, 0, sizeof(*t));
 	t->p50 = 0.05;
-	t->p99 = 0.10;
+	t->p99 = 0.25;
+	t->p99_gate = AW_GATE_WARN;
 }
 
 static int scalar_of(struct loader *l, const yaml_node_t *v, const char *what, const char **out)
@@ -641,6 +714,13 @@ static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml
 			rc = ratio_of(l, vn, "p50", &t->p50);
 		} else if (!strcmp(name, "p99")) {
 			rc = ratio_of(l, vn, "p99", &t->p99);
+		} else if (!strcmp(name, "p99_gate")) {
+			const char *g = NULL;
+
+			rc = scalar_of(l, vn, "p99_gate", &g);
+			if (!rc && aw_gate_parse(g, &t->p99_gate))
+				rc = at(l, vn, "'p99_gate' must be fail, warn or off, not '%.32s'",
+				        g);
 		} else if (!strcmp(name, "rules")) {
 			yaml_node_item_t *item;
 			size_t i = 0;
@@ -651,7 +731,7 @@ static int load_thresholds(struct loader *l, struct aw_thresholds *t, const yaml
 			     !rc && item < vn->data.sequence.items.top; item++)
 				rc = load_rule(l, t, yaml_document_get_node(l->doc, *item), ++i);
 		} else {
-			rc = at(l, kn, "unknown key '%.48s' (p50, p99, rules)", name);
+			rc = at(l, kn, "unknown key '%.48s' (p50, p99, p99_gate, rules)", name);
 		}
 		if (rc)
 			return rc;

@@ -9,6 +9,10 @@
 
 #include "aw/log.h"
 
+/* The fewest runs of each host and ref that retention keeps by default, whatever their age:
+ * the trend charts' window (AW_TREND_POINTS of draw.h). */
+#define AW_RETENTION_KEEP_MIN 100
+
 struct aw_collector_config {
 	char *listen;   /* "HOST:PORT" */
 	char *db;       /* database URL; NULL: sqlite:<data_dir>/atomwatch.db */
@@ -50,14 +54,17 @@ struct aw_collector_config {
 
 	/* detection */
 	char *baseline_ref;      /* the ref the gate compares against ("main") */
-	unsigned detect_window;  /* baseline runs (10) */
+	unsigned detect_window;  /* baseline runs since the last change point, at most (30) */
 	unsigned detect_history; /* earlier runs read: excursions, change points (40) */
 	double detect_fdr;       /* Benjamini-Hochberg level (0.05) */
 	unsigned cp_min_segment; /* fewest runs on each side of a change point (3) */
 	char *thresholds_file;   /* configs/thresholds.yaml; NULL: 5% (p50) and 10% (p99) */
 	unsigned confirm_runs;   /* head runs of a cell a regression needs; fewer: suspect (2) */
-	double suspect_p;        /* first-run p under which a slowdown is suspect (0.20) */
-	double screen_noise;     /* least noise the first run's screen assumes (0.01) */
+	double suspect_p;        /* retired: read and ignored, with a warning */
+	double screen_noise;     /* least noise one head run is judged with (0.01) */
+	unsigned confirm_budget; /* re-measurements an undecided cell may get (10) */
+	double level_share;      /* a level this share of a history or more must not regress
+	                            (0.2) */
 	unsigned confirm_jobs;   /* re-measurements queued for a daemon host's suspects (3);
 	                            0: none */
 	double ab_threshold;     /* smallest change an A/B document reports (0.005), before the
@@ -76,6 +83,14 @@ struct aw_collector_config {
 	unsigned task_attempts;      /* claims of a task before it is given up */
 	uint64_t chart_cache_bytes;  /* chart files kept in the data dir */
 
+	/* retention (off unless retention.raw_days is set): raw runs for raw_days, and the newest
+	 * keep_runs of each host and ref whatever their age; older runs thinned to daily and
+	 * weekly aggregates (store.h, store_retention_run()) by a task queued every interval */
+	unsigned retention_raw_days;  /* 0: keep every run */
+	unsigned retention_keep_runs; /* 0: the larger of detection.history and the trend
+	                               * window (100) */
+	uint64_t retention_interval_ms;
+
 	unsigned deprecated_keys; /* keys read under a deprecated name (each warned about once) */
 };
 
@@ -91,8 +106,8 @@ int aw_config_load(struct aw_collector_config *c, const char *path, char **err);
 int aw_config_parse(struct aw_collector_config *c, const char *text, size_t len, const char *name,
                     char **err);
 
-/* Fills what is still unset from what is set (the default database lives in data_dir).
- * Returns 0 or -ENOMEM. */
+/* Fills what is still unset from what is set (the default database lives in data_dir; the
+ * runs retention keeps follow detection.history). Returns 0 or -ENOMEM. */
 int aw_config_finish(struct aw_collector_config *c);
 
 struct aw_thresholds;

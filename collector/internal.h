@@ -33,6 +33,7 @@ struct aw_collector {
 	struct aw_chart_cache *charts;    /* the chart files served here (chart_cache.h) */
 	struct aw_thresholds thresholds;  /* detection.thresholds, or the defaults */
 	struct aw_analysis_opts analysis; /* what verdicts and change points are computed with */
+	struct store_retention retention; /* retention.* (raw_days 0: off) */
 };
 
 /* Fills col->thresholds and col->analysis from the configuration (reading the thresholds file

@@ -148,21 +148,27 @@ static void *jobs_main(void *arg)
 		for (w = list; w; w = next) {
 			struct claimed c;
 			int rc = -ENOENT;
+			bool none;
 
 			next = w->next;
 			if (!closing)
 				rc = try_claim(j->col, j->conn, w->host, &c);
-			if (!rc) {
-				reply_job(w->req, &c);
-			} else if (rc != -ENOENT && rc != -EBUSY && rc != -EAGAIN) {
-				aw_reply_store_error(w->req, rc);
-			} else if (closing || now >= w->deadline_ns) {
-				aw_httpd_reply(w->req, 204, NULL, NULL, 0);
-			} else {
+			none = rc == -ENOENT || rc == -EBUSY || rc == -EAGAIN;
+			if (none && !closing && now < w->deadline_ns) {
 				*tail = w;
 				tail = &w->next;
 				continue;
 			}
+			/* answered: the gauge drops before the agent has its reply */
+			pthread_mutex_lock(&j->lock);
+			j->n_waiters--;
+			pthread_mutex_unlock(&j->lock);
+			if (!rc)
+				reply_job(w->req, &c);
+			else if (!none)
+				aw_reply_store_error(w->req, rc);
+			else
+				aw_httpd_reply(w->req, 204, NULL, NULL, 0);
 			aw_httpd_resume(w->req);
 			free(w);
 		}

@@ -90,7 +90,7 @@ static uint64_t load(atomic_uint_fast64_t *a)
 	return atomic_load_explicit(a, memory_order_relaxed);
 }
 
-int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g)
+int aw_metrics_format(struct aw_buf *out, const struct aw_metrics_gauges *g)
 {
 	static const char *const outcomes[] = {"created", "duplicate", "conflict"};
 	uint64_t cumulative = 0;

@@ -32,6 +32,6 @@ struct aw_metrics_gauges {
 };
 
 /* Appends the exposition text. Returns 0 or the aw_buf error. */
-int aw_metrics_render(struct aw_buf *out, const struct aw_metrics_gauges *g);
+int aw_metrics_format(struct aw_buf *out, const struct aw_metrics_gauges *g);
 
 #endif

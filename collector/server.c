@@ -75,6 +75,9 @@ static const char *route_names[N_ROUTES + 1];
 
 #define TRIM_EVERY_S 30 /* seconds between two malloc_trim() calls */
 
+_Static_assert(AW_RETENTION_KEEP_MIN == AW_TREND_POINTS,
+               "retention keeps the trend charts' window by default");
+
 /* Hands the free pages of every malloc arena back to the kernel (they stay mapped, and are
  * faulted in again when used). */
 static void trim_heap(void)
@@ -84,6 +87,27 @@ static void trim_heap(void)
 
 	aw_debug("heap: trimmed in %.1f ms%s", (double)(aw_monotonic_ns() - t0) / 1e6,
 	         released ? ", free pages released" : "");
+}
+
+/* Queues a pass of retention when one is due: at the start, then every retention.interval.
+ * Any collector's workers run it; the tasks of several collectors merge into one. */
+static void queue_retention(struct aw_collector *col, uint64_t *due_ns)
+{
+	uint64_t now = aw_monotonic_ns();
+	struct store_conn *c = NULL;
+	int rc;
+
+	if (!col->retention.raw_days || now < *due_ns)
+		return;
+	*due_ns = now + col->cfg->retention_interval_ms * 1000000;
+	rc = store_acquire(col->store, &c);
+	if (!rc)
+		rc = store_task_enqueue(c, AW_TASK_RETENTION, "", NULL, "", "");
+	store_release(col->store, &c);
+	if (rc)
+		aw_warn("retention: cannot queue its pass: %s", strerror(-rc));
+	else if (col->postingest)
+		aw_postingest_kick(col->postingest);
 }
 
 /* Set once the service has drained: late requests on kept-alive connections get 503 at once,
@@ -291,8 +315,12 @@ static int migrate(struct store *store, char **err)
 
 int aw_collector_serve(const struct aw_collector_config *cfg)
 {
-	struct aw_collector col = {.cfg = cfg, .limits = AW_RESULT_LIMITS_DEFAULT};
+	struct aw_collector col = {
+	    .cfg = cfg,
+	    .limits = AW_RESULT_LIMITS_DEFAULT,
+	    .retention = {cfg->retention_raw_days, cfg->retention_keep_runs}};
 	struct store_options sopt = STORE_OPTIONS_DEFAULT;
+	uint64_t retention_due = 0;
 	struct aw_httpd_options hopt = {0};
 	char host[256], *err = NULL;
 	sigset_t signals;
@@ -351,18 +379,19 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 		rc = aw_chart_cache_new(cfg->data_dir, cfg->chart_cache_bytes, true, &col.charts,
 		                        &err);
 	if (!rc && cfg->postingest_workers) {
-		const struct aw_postingest_opts popt = {.data_dir = cfg->data_dir,
-		                                        .gnuplot = cfg->gnuplot,
-		                                        .timeout_ms =
-		                                            (unsigned)cfg->chart_timeout_ms,
-		                                        .workers = cfg->postingest_workers,
-		                                        .charts = cfg->charts,
-		                                        .queue_max = cfg->chart_queue_max,
-		                                        .lease_ms = cfg->task_lease_ms,
-		                                        .poll_ms = cfg->task_poll_ms,
-		                                        .attempts = cfg->task_attempts,
-		                                        .analysis = &col.analysis,
-		                                        .cache = col.charts};
+		const struct aw_postingest_opts popt = {
+		    .data_dir = cfg->data_dir,
+		    .gnuplot = cfg->gnuplot,
+		    .timeout_ms = (unsigned)cfg->chart_timeout_ms,
+		    .workers = cfg->postingest_workers,
+		    .charts = cfg->charts,
+		    .queue_max = cfg->chart_queue_max,
+		    .lease_ms = cfg->task_lease_ms,
+		    .poll_ms = cfg->task_poll_ms,
+		    .attempts = cfg->task_attempts,
+		    .analysis = &col.analysis,
+		    .retention = col.retention.raw_days ? &col.retention : NULL,
+		    .cache = col.charts};
 
 		rc = aw_postingest_start(col.store, &popt, &col.postingest, &err);
 	}
@@ -393,15 +422,18 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 	/* Between the signals, idle heap pages go back to the kernel twice a minute: the charts'
 	 * cache index and the store's caches are long-lived blocks spread among the requests'
 	 * short-lived ones, and the pages freed around them would otherwise stay resident
-	 * (docs/benchmarks.md, "Soak"). */
+	 * (docs/benchmarks.md, "Soak"). Retention's pass is queued at the start and when due. */
+	queue_retention(&col, &retention_due);
 	for (;;) {
 		struct timespec tick = {TRIM_EVERY_S, 0};
 
 		sig = sigtimedwait(&signals, NULL, &tick);
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
-		if (sig < 0 && errno == EAGAIN)
+		if (sig < 0 && errno == EAGAIN) {
 			trim_heap();
+			queue_retention(&col, &retention_due);
+		}
 	}
 	aw_info("%s: no new connections; finishing %llu request(s) in flight",
 	        sig == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -455,8 +487,9 @@ int aw_collector_analysis_setup(struct aw_collector *col, char **err)
 	o->detect.fdr = cfg->detect_fdr;
 	o->detect.cp.min_segment = cfg->cp_min_segment;
 	o->confirm_runs = cfg->confirm_runs;
-	o->suspect_p = cfg->suspect_p;
-	o->screen_noise = cfg->screen_noise;
+	o->confirm_budget = cfg->confirm_budget;
+	o->detect.screen_noise = cfg->screen_noise;
+	o->detect.level_share = cfg->level_share;
 	o->confirm_jobs = cfg->confirm_jobs;
 	o->confirm_ttl_us = (int64_t)cfg->jobs_default_ttl_ms * 1000;
 	o->thresholds = &col->thresholds;

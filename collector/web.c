@@ -1,4 +1,4 @@
-/* The HTML side of the collector: the report pages (built by pages.c from stored data and
+/* The HTML side of the collector: the report pages (built by pages.h from stored data and
  * cached verdicts, never drawing or judging on the request path), the chart files under the
  * data dir, and the site's icon. */
 #include <errno.h>
@@ -18,7 +18,7 @@
 
 #define PAGE_LIMIT (64u << 20) /* bytes of one page */
 
-/* Images only, no script, no style sheet: an SVG opened on its own renders and runs nothing. */
+/* Images only, no script, no style sheet: an SVG opened on its own is shown and runs nothing. */
 #define CHART_CSP "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 
 static bool served_chart_ready(const struct aw_chart_id *id, void *cls)

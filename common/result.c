@@ -20,6 +20,27 @@ const char *aw_ref_name(enum aw_ref k)
 	return ref_names[k];
 }
 
+bool aw_ref_independent(enum aw_ref k)
+{
+	return k == AW_REF_MULCHAIN || k == AW_REF_MULINDEP || k == AW_REF_ATOMICADD;
+}
+
+bool aw_cell_is_anchor(const struct aw_cell *c)
+{
+	return c->op && !c->reader && !c->subject && !c->kernel && c->contender_cpu == AW_NONE &&
+	       (c->c == AW_NONE || c->c == 0) && c->d == 0;
+}
+
+size_t aw_result_anchors(const struct aw_result *r, const char **keys, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n_cells && n < max; i++)
+		if (r->cells[i].status == AW_CELL_OK && aw_cell_is_anchor(&r->cells[i]))
+			keys[n++] = r->cells[i].key;
+	return n;
+}
+
 int aw_ref_lookup(const char *name)
 {
 	for (int k = 0; k < AW_REF_COUNT; k++)

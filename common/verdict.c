@@ -18,6 +18,7 @@ static const char *const names[AW_VERDICT_COUNT] = {
     [AW_VERDICT_NEW] = "new",
     [AW_VERDICT_MISSING] = "missing",
     [AW_VERDICT_SUSPECT] = "suspect",
+    [AW_VERDICT_INCONCLUSIVE] = "inconclusive",
     [AW_VERDICT_UNCONFIRMED] = "unconfirmed",
     [AW_VERDICT_HOST_CHANGED] = "host changed",
 };
@@ -57,7 +58,7 @@ bool aw_verdict_is_cell(enum aw_verdict v)
 bool aw_verdict_is_status(enum aw_verdict v)
 {
 	return v == AW_VERDICT_PASS || v == AW_VERDICT_FAIL || v == AW_VERDICT_INCOMPLETE ||
-	       v == AW_VERDICT_UNCONFIRMED;
+	       v == AW_VERDICT_UNCONFIRMED || v == AW_VERDICT_INCONCLUSIVE;
 }
 
 const char *aw_gate_name(enum aw_gate g)
@@ -142,34 +143,4 @@ bool aw_ab_verdict_decides(enum aw_ab_verdict v)
 {
 	return v == AW_AB_VERDICT_UNCHANGED || v == AW_AB_VERDICT_REGRESSED ||
 	       v == AW_AB_VERDICT_IMPROVED;
-}
-
-void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance *out)
-{
-	const json_t *r;
-	double most = 0;
-	size_t i;
-
-	out->run_id = NULL;
-	out->common = out->reference = out->tails = NAN;
-	json_array_foreach (json_object_get(host_verdict, "runs"), i, r) {
-		static const char *const factor[3] = {"common", "reference", "tails"};
-		const char *id = json_string_value(json_object_get(r, "run_id"));
-		double v[3], size = 0;
-
-		for (int k = 0; k < 3; k++) {
-			const json_t *f = json_object_get(r, factor[k]);
-
-			v[k] = json_is_number(f) ? json_number_value(f) : NAN;
-			if (isfinite(v[k]) && v[k] > 0)
-				size = fmax(size, fabs(log(v[k])));
-		}
-		if (!json_is_true(json_object_get(r, "disturbed")) || !id || size <= most)
-			continue;
-		most = size;
-		out->run_id = id;
-		out->common = v[0];
-		out->reference = v[1];
-		out->tails = v[2];
-	}
 }

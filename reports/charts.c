@@ -803,8 +803,8 @@ static const char *kind_name(enum aw_chart_kind k)
 	return "?";
 }
 
-static int draw(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                struct script *s, unsigned flags, char **err)
+static int draw_script(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                       struct script *s, unsigned flags, char **err)
 {
 	char rel[3][PATH_MAX]; /* svg, png, hash */
 	static const char *const ext[3] = {"svg", "png", "hash"};
@@ -823,8 +823,8 @@ static int draw(struct aw_gnuplot *gp, const char *data_dir, const struct aw_cha
 	rc = aw_sha256_hex(s->b.data, s->b.len, hash);
 	if (rc)
 		return aw_errorf(err, rc, "cannot hash the data of '%s'", rel[0]);
-	if (!(flags & AW_RENDER_FORCE) && cache_fresh(data_dir, rel, hash))
-		return AW_RENDER_CACHED;
+	if (!(flags & AW_DRAW_FORCE) && cache_fresh(data_dir, rel, hash))
+		return AW_DRAW_CACHED;
 	struct aw_gp_job job = {
 	    .script = s->b.data,
 	    .script_len = s->b.len,
@@ -842,10 +842,10 @@ static int draw(struct aw_gnuplot *gp, const char *data_dir, const struct aw_cha
 	return aw_write_beneath(data_dir, rel[2], line, strlen(line), false, err);
 }
 
-/* The part every render function shares: check the kind, build the script, draw. */
-static int render(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                  enum aw_chart_kind kind, int (*build)(struct script *, const void *),
-                  const void *data, unsigned flags, char **err)
+/* The part every draw function shares: check the kind, build the script, draw it. */
+static int draw_kind(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                     enum aw_chart_kind kind, int (*build)(struct script *, const void *),
+                     const void *data, unsigned flags, char **err)
 {
 	struct script s = {.rc = 0};
 	unsigned width, height;
@@ -866,7 +866,7 @@ static int render(struct aw_gnuplot *gp, const char *data_dir, const struct aw_c
 		          rc == -E2BIG ? "too much data" : strerror(-rc));
 		goto out;
 	}
-	rc = draw(gp, data_dir, id, &s, flags, err);
+	rc = draw_script(gp, data_dir, id, &s, flags, err);
 out:
 	aw_buf_release(&s.b);
 	return rc;
@@ -897,28 +897,28 @@ static int build_contention(struct script *s, const void *d)
 	return script_contention(s, d);
 }
 
-int aw_render_compare(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                      const struct aw_chart_compare *c, unsigned flags, char **err)
+int aw_chart_draw_compare(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                          const struct aw_chart_compare *c, unsigned flags, char **err)
 {
-	return render(gp, data_dir, id, AW_CHART_COMPARE, build_compare, c, flags, err);
+	return draw_kind(gp, data_dir, id, AW_CHART_COMPARE, build_compare, c, flags, err);
 }
 
-int aw_render_trend(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                    const struct aw_chart_trend *t, unsigned flags, char **err)
+int aw_chart_draw_trend(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                        const struct aw_chart_trend *t, unsigned flags, char **err)
 {
-	return render(gp, data_dir, id, AW_CHART_TREND, build_trend, t, flags, err);
+	return draw_kind(gp, data_dir, id, AW_CHART_TREND, build_trend, t, flags, err);
 }
 
-int aw_render_heatmap(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                      const struct aw_chart_heatmap *h, unsigned flags, char **err)
+int aw_chart_draw_heatmap(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                          const struct aw_chart_heatmap *h, unsigned flags, char **err)
 {
-	return render(gp, data_dir, id, AW_CHART_HEATMAP, build_heatmap, h, flags, err);
+	return draw_kind(gp, data_dir, id, AW_CHART_HEATMAP, build_heatmap, h, flags, err);
 }
 
-int aw_render_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                     const struct aw_chart_percpu *p, unsigned flags, char **err)
+int aw_chart_draw_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                         const struct aw_chart_percpu *p, unsigned flags, char **err)
 {
-	return render(gp, data_dir, id, AW_CHART_PERCPU, build_percpu, p, flags, err);
+	return draw_kind(gp, data_dir, id, AW_CHART_PERCPU, build_percpu, p, flags, err);
 }
 
 static int build_ab(struct script *s, const void *d)
@@ -926,14 +926,15 @@ static int build_ab(struct script *s, const void *d)
 	return script_ab(s, d);
 }
 
-int aw_render_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                 const struct aw_chart_ab *c, unsigned flags, char **err)
+int aw_chart_draw_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                     const struct aw_chart_ab *c, unsigned flags, char **err)
 {
-	return render(gp, data_dir, id, AW_CHART_AB, build_ab, c, flags, err);
+	return draw_kind(gp, data_dir, id, AW_CHART_AB, build_ab, c, flags, err);
 }
 
-int aw_render_contention(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                         const struct aw_chart_contention *c, unsigned flags, char **err)
+int aw_chart_draw_contention(struct aw_gnuplot *gp, const char *data_dir,
+                             const struct aw_chart_id *id, const struct aw_chart_contention *c,
+                             unsigned flags, char **err)
 {
-	return render(gp, data_dir, id, AW_CHART_CONTENTION, build_contention, c, flags, err);
+	return draw_kind(gp, data_dir, id, AW_CHART_CONTENTION, build_contention, c, flags, err);
 }

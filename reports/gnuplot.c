@@ -1,5 +1,5 @@
-/* The one file that talks to gnuplot: a long-lived gnuplot process per renderer, started with
- * posix_spawn, driven over a socket, fed each chart's script through a named pipe, its answers
+/* The one file that talks to gnuplot: a long-lived gnuplot process per struct aw_gnuplot, started
+ * with posix_spawn, driven over a socket, fed each chart's script through a named pipe, its answers
  * read back over a pipe with a deadline; restarted when it dies or hangs. Also the escaping of
  * every string and number put in a script. */
 #include "internal.h"
@@ -388,7 +388,7 @@ static int gp_start(struct aw_gnuplot *gp, char **err)
 	attr_ok = true;
 	/* gnuplot gets the socket as stdin, the pipe as stdout and stderr, nothing else of ours,
 	 * default signal dispositions (the collector may ignore SIGPIPE) and its own session (a
-	 * terminal's ^C goes to the collector, which ends its renderers itself) */
+	 * terminal's ^C goes to the collector, which ends its gnuplots itself) */
 	sigfillset(&all);
 	sigemptyset(&none);
 	if ((rc = -posix_spawn_file_actions_adddup2(&fa, sock[1], 0)) ||

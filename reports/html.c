@@ -1,4 +1,4 @@
-/* Server-rendered HTML pages (overview, host, commit, compare) built from plain data structs:
+/* The HTML pages (overview, host, commit, compare) built from plain data structs:
  * no JavaScript, one inline stylesheet allowed by its hash in the Content-Security-Policy, every
  * agent- or CI-provided value through aw_html_escape(), links through one URL builder. */
 #include "internal.h"
@@ -32,6 +32,7 @@ static const char page_css[] =
     "color:#7d4e00}.v-unknown{background:#eaeef2;color:#57606a}"
     ".v-regressed,.v-failed{background:#ffebe9;color:#a40e26}.v-inconclusive{background:"
     "#fff8c5;color:#7d4e00}.v-host-changed{background:#f3e8ff;color:#6639ba}"
+    "tr.levels td{color:#57606a;font-size:.9em;border-top:0;padding-left:2em}"
     ".label{display:inline-block;background:#eaeef2;border-radius:3px;padding:0 .4em;"
     "margin:0 .2em .2em 0;word-break:break-all}"
     "figure.chart{margin:.5em 0 1.2em;background:#fff;border:1px solid #d0d7de;padding:.5em;"
@@ -346,26 +347,20 @@ static void verdict(struct page *pg, enum aw_verdict v)
 }
 
 /* A host's most disturbed head run, as atomwatch-ci's Markdown says it. */
-static void disturbance(struct page *pg, const struct aw_disturbance *d)
+static void disturbance(struct page *pg, const struct aw_page_disturbance *d)
 {
-	const double f[3] = {d->common, d->reference, d->tails};
-	static const char *const what[3] = {"common mode", "reference kernel", "tails"};
-	bool any = false;
-
 	if (!d->run_id)
 		return;
 	raw(pg, "<p class=\"disturbed\"><strong>Disturbed run:</strong> head run <code>");
 	text(pg, d->run_id);
 	raw(pg, "</code>");
-	for (int i = 0; i < 3; i++) {
-		if (!isfinite(f[i]) || f[i] <= 0)
-			continue;
-		rawf(pg, "%s%s &times;%.3f", any ? ", " : " (", what[i], f[i]);
-		any = true;
+	if (d->kernel && isfinite(d->ratio) && d->ratio > 0) {
+		raw(pg, " (reference ");
+		text(pg, d->kernel);
+		rawf(pg, " &times;%.3f)", d->ratio);
 	}
-	raw(pg, any ? ")" : "");
-	raw(pg, " moved beyond what its history shows; a change it explains is not a "
-	        "regression.</p>\n");
+	raw(pg, " measured while the machine itself was unusually slow or fast; its cells are "
+	        "judged against what that reference and the history show.</p>\n");
 }
 
 static void ns(struct page *pg, double v)
@@ -557,6 +552,96 @@ int aw_html_overview(struct aw_buf *out, const struct aw_links *links,
 	return pg.rc;
 }
 
+/* ---- cells that need a look (the commit and host pages) ---- */
+
+static void change_cell(struct page *pg, const struct aw_page_cell_row *r)
+{
+	char buf[64];
+
+	text_or(pg, aw_change_text(buf, sizeof(buf), r->base_p50, r->head_p50, NAN, r->absolute),
+	        "&ndash;");
+}
+
+/* Regressed cells first (they fail the gate), then those the gate cannot vouch for. */
+static int look_rank(const struct aw_page_cell_row *r)
+{
+	if (r->verdict == AW_VERDICT_REGRESSED)
+		return 1;
+	if (r->verdict == AW_VERDICT_INCONCLUSIVE)
+		return 2;
+	return 0;
+}
+
+/* The line under a cell's row that tells its deciding metric's levels apart, with the note
+ * behind its verdict; nothing for a cell without levels. */
+static void levels_row(struct page *pg, const struct aw_page_cell_row *r, unsigned columns)
+{
+	if (!r->levels)
+		return;
+	rawf(pg, "<tr class=\"levels\"><td colspan=\"%u\">", columns);
+	if (r->note) {
+		text(pg, r->note);
+		raw(pg, " &middot; ");
+	}
+	text(pg, r->levels);
+	raw(pg, "</td></tr>\n");
+}
+
+static void look_head(struct page *pg, bool with_host)
+{
+	raw(pg, "<p>Regressed cells fail the gate; the gate can neither pass nor fail an "
+	        "inconclusive one (its change reaches its threshold, its evidence stayed split "
+	        "after the re-measurements).</p>\n<table class=\"look\"><thead><tr>");
+	raw(pg, with_host ? "<th>Host</th>" : "");
+	raw(pg, "<th>Cell</th><th>Baseline p50 (ns)</th><th>Head p50 (ns)</th><th>Change</th>"
+	        "<th>Verdict</th></tr></thead><tbody>\n");
+}
+
+static void look_row(struct page *pg, const char *host, const struct aw_page_cell_row *r)
+{
+	raw(pg, "<tr>");
+	if (host) {
+		raw(pg, "<td>");
+		link_page(pg, AW_PAGE_HOST, host, NULL, host);
+		raw(pg, "</td>");
+	}
+	raw(pg, "<td><code>");
+	text(pg, r->cell);
+	raw(pg, "</code></td><td class=\"num\">");
+	ns(pg, r->base_p50);
+	raw(pg, "</td><td class=\"num\">");
+	ns(pg, r->head_p50);
+	raw(pg, "</td><td class=\"num\">");
+	change_cell(pg, r);
+	raw(pg, "</td><td>");
+	verdict(pg, r->verdict);
+	raw(pg, "</td></tr>\n");
+	levels_row(pg, r, host ? 6 : 5);
+}
+
+/* "Needs a look" at the top of the commit page: across its hosts. */
+static void commit_look(struct page *pg, const struct aw_page_commit *p)
+{
+	bool any = false;
+
+	for (int rank = 1; rank <= 2; rank++)
+		for (size_t i = 0; i < p->n_hosts; i++)
+			for (size_t j = 0; j < p->hosts[i].n_rows; j++) {
+				const struct aw_page_cell_row *r = &p->hosts[i].rows[j];
+
+				if (look_rank(r) != rank)
+					continue;
+				if (!any) {
+					raw(pg, "<h2>Needs a look</h2>\n");
+					look_head(pg, true);
+					any = true;
+				}
+				look_row(pg, p->hosts[i].host ? p->hosts[i].host : "", r);
+			}
+	if (any)
+		raw(pg, "</tbody></table>\n");
+}
+
 /* ---- "/hosts/{name}" ---- */
 
 static const char *kv_find(const struct aw_page_fingerprint *f, const char *key)
@@ -634,7 +719,19 @@ int aw_html_host(struct aw_buf *out, const struct aw_links *links, const struct 
 	text_or(&pg, h->last_run_at, "never");
 	raw(&pg, "</dd><dt>Last verdict</dt><dd>");
 	verdict(&pg, h->last_verdict);
-	raw(&pg, "</dd></dl>\n<h2>Trends</h2>\n");
+	raw(&pg, "</dd></dl>\n");
+	if (p->n_attention) {
+		raw(&pg, "<h2>Needs a look at ");
+		link_commit(&pg, p->attention_commit);
+		raw(&pg, "</h2>\n");
+		look_head(&pg, false);
+		for (int rank = 1; rank <= 2; rank++)
+			for (size_t i = 0; i < p->n_attention; i++)
+				if (look_rank(&p->attention[i]) == rank)
+					look_row(&pg, NULL, &p->attention[i]);
+		raw(&pg, "</tbody></table>\n");
+	}
+	raw(&pg, "<h2>Trends</h2>\n");
 	if (!p->n_trends)
 		raw(&pg, "<p class=\"empty\">No trend yet.</p>\n");
 	for (size_t i = 0; i < p->n_trends; i++)
@@ -718,14 +815,6 @@ int aw_html_host(struct aw_buf *out, const struct aw_links *links, const struct 
 }
 
 /* ---- "/commits/{sha}" and "/compare" ---- */
-
-static void change_cell(struct page *pg, const struct aw_page_cell_row *r)
-{
-	char buf[64];
-
-	text_or(pg, aw_change_text(buf, sizeof(buf), r->base_p50, r->head_p50, NAN, r->absolute),
-	        "&ndash;");
-}
 
 static void compare_form(struct page *pg, const struct aw_page_commit *p)
 {
@@ -1011,6 +1100,7 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 	raw(&pg, "<dt>Verdict</dt><dd>");
 	verdict(&pg, p->verdict);
 	raw(&pg, "</dd></dl>\n");
+	commit_look(&pg, p);
 
 	if (p->n_ab) {
 		raw(&pg, "<h2>Interleaved A/B</h2>\n<ul class=\"ab\">");
@@ -1088,6 +1178,7 @@ int aw_html_commit(struct aw_buf *out, const struct aw_links *links, const struc
 				ns(&pg, r->head_gross);
 			}
 			raw(&pg, "</td></tr>\n");
+			levels_row(&pg, r, gross ? 6 : 5);
 		}
 		if (h->n_rows)
 			raw(&pg, "</tbody></table>\n");

@@ -1,5 +1,5 @@
 /* Names of things on disk and on the web: the path segment encoding, where each chart and each
- * exported page lives, and which request paths may be served. One place, so that the renderer,
+ * exported page lives, and which request paths may be served. One place, so that the charts,
  * the HTTP routes and the static export always agree. */
 #include "internal.h"
 

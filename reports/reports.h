@@ -1,7 +1,7 @@
 /* atomwatch reports: the charts (drawn by gnuplot into SVG and PNG files under a data dir, each
- * redrawn only when its data changed) and the server-rendered HTML pages. Everything here takes
- * plain data structs, so the collector (served pages, render queue) and a static export call the
- * same functions; nothing here knows the database or HTTP.
+ * redrawn only when its data changed) and the HTML pages the server builds. Everything here takes
+ * plain data structs, so the collector (served pages, post-ingest workers) and a static export call
+ * the same functions; nothing here knows the database or HTTP.
  *
  * Conventions: int functions return 0 or a negative errno; `char **err`, when given, receives a
  * malloc'd lowercase message naming the subject (the caller frees it). Strings in the data
@@ -76,7 +76,7 @@ int aw_segment_encode(const char *s, char *out, size_t size);
  * -EINVAL for a string aw_segment_encode() cannot have produced, or -ENAMETOOLONG. */
 int aw_segment_decode(const char *seg, char *out, size_t size);
 
-/* ---- the gnuplot renderer ---- */
+/* ---- gnuplot ---- */
 
 /* One long-lived gnuplot process (started with posix_spawn, never through a shell) that draws
  * many charts; restarted when it dies or hangs. Not thread-safe: use one per worker thread. */
@@ -87,18 +87,18 @@ struct aw_gnuplot_opts {
 	unsigned timeout_ms; /* most time one chart may take; 0: 20000 */
 };
 
-/* Starts gnuplot (`opts` may be NULL for the defaults). Returns the renderer (free with
+/* Starts gnuplot (`opts` may be NULL for the defaults). Returns the handle (free with
  * aw_gnuplot_free()) or NULL with *err. */
 struct aw_gnuplot *aw_gnuplot_new(const struct aw_gnuplot_opts *opts, char **err);
 
-/* Ends gnuplot (EOF on its input, then SIGKILL after a second) and frees the renderer; sets
+/* Ends gnuplot (EOF on its input, then SIGKILL after a second) and frees the handle; sets
  * *gp to NULL. */
 void aw_gnuplot_free(struct aw_gnuplot **gp);
 
 /* The running gnuplot's process id (0 when none is running; tests kill it). */
 int aw_gnuplot_pid(const struct aw_gnuplot *gp);
 
-/* How many gnuplot processes this renderer has started. */
+/* How many gnuplot processes this handle has started. */
 unsigned aw_gnuplot_starts(const struct aw_gnuplot *gp);
 
 /* Whether PNGs come from the pngcairo terminal (else from libgd's png). */
@@ -199,38 +199,39 @@ struct aw_chart_ab {
 	const double *pct; /* n_series * n_rounds, row-major; NAN: no round */
 };
 
-/* Limits on the data of one chart, beyond which rendering fails with -E2BIG. */
+/* Limits on the data of one chart, beyond which drawing fails with -E2BIG. */
 #define AW_CHART_MAX_ITEMS  2048  /* items, rows, columns, ops, CPUs, c or d values */
 #define AW_CHART_MAX_POINTS 10000 /* trend points */
 #define AW_CHART_MAX_SERIES 64    /* trend series */
 
-/* ---- rendering ---- */
+/* ---- drawing ---- */
 
-#define AW_RENDER_FORCE 1u /* draw even when the cached chart's data is unchanged */
+#define AW_DRAW_FORCE 1u /* draw even when the cached chart's data is unchanged */
 
-/* The render functions draw the chart `id` (whose kind must match the function) from the data
- * into <data_dir>/<aw_chart_path(id)> as SVG and PNG, creating directories as needed. A chart
+/* The aw_chart_draw_*() functions draw the chart `id` (whose kind must match the function) from the
+ * data into <data_dir>/<aw_chart_path(id)> as SVG and PNG, creating directories as needed. A chart
  * with no value shows "no data". Each file appears atomically (written under a temp name in
  * its directory, renamed when gnuplot confirmed it). The hash of the chart's script (its data
  * and the style version) is kept in the .hash sidecar: when it matches and both files exist,
  * nothing is drawn.
- * Return: 0 drawn, 1 (AW_RENDER_CACHED) unchanged and skipped, or a negative errno with *err:
+ * Return: 0 drawn, 1 (AW_DRAW_CACHED) unchanged and skipped, or a negative errno with *err:
  * -EINVAL (bad id or data), -E2BIG (over a limit), -EIO (gnuplot reported an error),
  * -ETIMEDOUT, -EPIPE (gnuplot died; it is restarted on the next call), or a file error. */
-#define AW_RENDER_CACHED 1
+#define AW_DRAW_CACHED 1
 
-int aw_render_compare(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                      const struct aw_chart_compare *c, unsigned flags, char **err);
-int aw_render_trend(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                    const struct aw_chart_trend *t, unsigned flags, char **err);
-int aw_render_heatmap(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                      const struct aw_chart_heatmap *h, unsigned flags, char **err);
-int aw_render_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                     const struct aw_chart_percpu *p, unsigned flags, char **err);
-int aw_render_contention(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                         const struct aw_chart_contention *c, unsigned flags, char **err);
-int aw_render_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
-                 const struct aw_chart_ab *c, unsigned flags, char **err);
+int aw_chart_draw_compare(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                          const struct aw_chart_compare *c, unsigned flags, char **err);
+int aw_chart_draw_trend(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                        const struct aw_chart_trend *t, unsigned flags, char **err);
+int aw_chart_draw_heatmap(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                          const struct aw_chart_heatmap *h, unsigned flags, char **err);
+int aw_chart_draw_percpu(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                         const struct aw_chart_percpu *p, unsigned flags, char **err);
+int aw_chart_draw_contention(struct aw_gnuplot *gp, const char *data_dir,
+                             const struct aw_chart_id *id, const struct aw_chart_contention *c,
+                             unsigned flags, char **err);
+int aw_chart_draw_ab(struct aw_gnuplot *gp, const char *data_dir, const struct aw_chart_id *id,
+                     const struct aw_chart_ab *c, unsigned flags, char **err);
 
 /* ---- HTML pages ---- */
 
@@ -272,8 +273,10 @@ const char *aw_html_csp(void);
 const char *aw_html_favicon(size_t *len);
 
 /* What a page says about a host, a commit, a run or a cell is an enum aw_verdict (aw/verdict.h):
- * cells use the regression analysis' words (unchanged ... missing), hosts and commits the
- * gate's (pass, fail, incomplete), and AW_VERDICT_UNKNOWN (0) what is not decided yet. */
+ * cells use the regression analysis' words (unchanged ... missing, suspect, inconclusive), hosts
+ * and commits the gate's (pass, fail, inconclusive, incomplete, unconfirmed), and
+ * AW_VERDICT_UNKNOWN (0) what is not decided yet. The commit and host pages list the cells that
+ * need a look (regressed, inconclusive) at the top. */
 
 struct aw_kv {
 	const char *key, *value;
@@ -354,17 +357,34 @@ struct aw_page_host {
 	const struct aw_page_run *runs; /* newest first */
 	size_t n_runs;
 	const char *generated_at;
+	/* the cells of the newest verdict (of commit `attention_commit`) that regressed, are
+	 * inconclusive: listed at the top */
+	const char *attention_commit;
+	const struct aw_page_cell_row *attention;
+	size_t n_attention;
 };
 
 struct aw_page_cell_row {
 	const char *cell;          /* the cell key, e.g. "op=stadd cpu=0" */
 	double base_p50, head_p50; /* NAN: none */
 	enum aw_verdict verdict;
-	double head_gross; /* a duty cell's gross ns per iteration (op and duty: head_p50 plus
-	                      the duty's own time); NAN for other cells. A table with one shows
-	                      the column (result-schema.md, "Duty cells on an out-of-order core") */
-	bool absolute;     /* the verdict judged the p50 in ns: its change is shown in ns, as a
-	                      change from a baseline below resolution is (aw_change_text()) */
+	double head_gross;  /* a duty cell's gross ns per iteration (op and duty: head_p50 plus
+	                       the duty's own time); NAN for other cells. A table with one shows
+	                       the column (result-schema.md, "Duty cells on an out-of-order core") */
+	bool absolute;      /* the verdict judged the p50 in ns: its change is shown in ns, as a
+	                       change from a baseline below resolution is (aw_change_text()) */
+	const char *note;   /* the sentence behind the verdict, or NULL */
+	const char *levels; /* the line that tells the deciding metric's levels apart, e.g.
+	                       "levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 (40%) +7.1%
+	                       regressed", or NULL: shown under the row with the note */
+};
+
+/* A head run whose reference kernels moved beyond what the host's history shows: the one that
+ * moved most, and by how much (reference over its usual ns). */
+struct aw_page_disturbance {
+	const char *run_id; /* NULL: no head run was disturbed */
+	const char *kernel; /* the reference kernel that moved most */
+	double ratio;
 };
 
 struct aw_page_host_result {
@@ -374,7 +394,7 @@ struct aw_page_host_result {
 	const struct aw_page_cell_row *rows;
 	size_t n_rows;
 	enum aw_verdict verdict;
-	struct aw_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
+	struct aw_page_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
 };
 
 /* An interleaved A/B document of the commit, as the commit page links it. */

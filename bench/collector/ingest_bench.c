@@ -1,8 +1,9 @@
 /* Ingest throughput of the collector: a libcurl-multi load generator posting realistic
  * 300-cell result documents from N concurrent uploaders (mode "load"), and the raw rate of
  * storing the same documents straight into SQLite through the store with one transaction per
- * document (mode "raw"). Prints one JSON object of figures; bench/collector/run_ingest.py drives
- * it and writes the table of docs/benchmarks.md. */
+ * document (mode "raw"), and a long history of one host stored straight through the store (mode
+ * "fill", for bench/collector/run_history.py). Prints one JSON object of figures;
+ * bench/collector/run_ingest.py drives it and writes the table of docs/benchmarks.md. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
@@ -10,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aw/result.h"
 #include "aw/sha256.h"
 #include "aw/stats.h"
 #include "aw/util.h"
+#include "analysis.h"
+#include "driver.h"
 #include "internal.h"
 #include "store.h"
 
@@ -145,6 +149,7 @@ struct uploader {
 	CURL *easy;
 	char *body;
 	size_t len, id_at;
+	size_t commit_at; /* where the commit is in body; 0: the same commit every time */
 	unsigned index;
 	unsigned long n;
 	uint64_t started;
@@ -161,11 +166,19 @@ static size_t discard(char *p, size_t size, size_t n, void *cls)
 static void arm(struct uploader *up, unsigned long n)
 {
 	put_uuid(up->body + up->id_at, up->index, n);
+	if (up->commit_at) { /* a new commit of its host, as CI uploads each */
+		char sha[41];
+
+		snprintf(sha, sizeof(sha), "%08x%032lx", 0xc0000000u | up->index, n);
+		memcpy(up->body + up->commit_at, sha, 40);
+	}
 	up->started = aw_monotonic_ns();
 }
 
+/* `fresh`: each upload a commit of its own (else every upload of a host is a run of one
+ * commit, which post-ingest merges into one task). */
 static int mode_load(const char *url, const char *token, unsigned concurrency, unsigned long count,
-                     int cells, int hosts)
+                     int cells, int hosts, bool fresh)
 {
 	struct uploader *ups = calloc(concurrency, sizeof(*ups));
 	double *lat = calloc(count, sizeof(*lat));
@@ -186,6 +199,7 @@ static int mode_load(const char *url, const char *token, unsigned concurrency, u
 
 		text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10));
 		at = strstr(text, r->run_id);
+		up->commit_at = fresh ? (size_t)(strstr(text, r->commit) - text) : 0;
 		up->index = i;
 		up->body = text;
 		up->len = strlen(text);
@@ -381,6 +395,181 @@ static int mode_stages(const char *db, unsigned long count, int cells)
 	return 0;
 }
 
+/* ---- fill: a long history of one host, straight through the store ---- */
+
+#define FILL_BATCH  100                       /* runs per transaction */
+#define FILL_T0_US  INT64_C(1704067200000000) /* 2024-01-01T00:00:00Z, unless told */
+#define FILL_STEP_S 3600                      /* an hour between commits */
+
+static int64_t fill_t0_us = FILL_T0_US;
+
+/* Every value of r's cells from base's, times a factor near 1 (each cell its own). */
+static void jiggle(struct aw_result *r, const struct aw_result *base, unsigned *seed)
+{
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct aw_cell *b = &base->cells[i];
+		struct aw_cell *c = &r->cells[i];
+		double f = jitter(seed, 0.99, 1.01);
+
+		c->min = b->min * f;
+		c->p50 = b->p50 * f;
+		c->p95 = b->p95 * f;
+		c->p99 = b->p99 * f;
+		c->max = b->max * f;
+		c->mean = b->mean * f;
+		c->stddev = b->stddev * f;
+		c->ci_lo = b->ci_lo * f;
+		c->ci_hi = b->ci_hi * f;
+	}
+}
+
+static void fill_time(unsigned long i, char *out)
+{
+	struct timespec ts = {.tv_sec = (time_t)(fill_t0_us / 1000000) + (time_t)i * FILL_STEP_S};
+
+	aw_time_format(&ts, out);
+}
+
+static void fill_commit(unsigned long i, char *out)
+{
+	snprintf(out, 41, "%08x%032lx", 0xf1110000u, i);
+}
+
+/* Stores runs [first, first + n) of the history, one commit each, in one transaction. */
+static int fill_runs(struct store_conn *c, struct aw_result **docs, const struct aw_result *base,
+                     struct store_put *puts, unsigned long first, size_t n, unsigned *seed)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct aw_result *r = docs[k];
+		char commit[41], when[AW_TIME_LEN];
+
+		fill_commit(first + k, commit);
+		fill_time(first + k, when);
+		if (aw_set_str(&r->commit, commit) || aw_set_str(&r->commit_time, when))
+			return -ENOMEM;
+		snprintf(r->started_at, sizeof(r->started_at), "%s", when);
+		snprintf(r->finished_at, sizeof(r->finished_at), "%s", when);
+		put_uuid(r->run_id, 0xf11, first + k);
+		jiggle(r, base, seed);
+		puts[k].result = r;
+		aw_sha256_hex(r->run_id, strlen(r->run_id), puts[k].content_hash);
+	}
+	return store_put_runs(c, puts, n);
+}
+
+/* The verdict of the newest commit, computed as post-ingest would, as the text every commit of
+ * the history gets (pages read statuses and parse the newest few). */
+static int fill_verdicts(struct store_conn *c, unsigned long runs, const char *host)
+{
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char commit[41], now[AW_TIME_LEN], *err = NULL, *text = NULL;
+	json_t *doc = NULL;
+	int rc;
+
+	aw_analysis_opts_default(&o);
+	fill_commit(runs - 1, commit);
+	rc = aw_analysis_host(c, &o, "linux", commit, NULL, host, &v, &err);
+	if (rc) {
+		fprintf(stderr, "ingest_bench: %s\n", err ? err : "cannot judge");
+		free(err);
+		return rc;
+	}
+	doc = aw_host_verdict_json(&v, false);
+	text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+	aw_time_now(now);
+	rc = text ? c->drv->begin(c, STORE_TX_WRITE) : -ENOMEM;
+	for (unsigned long i = 0; !rc && i < runs; i++) {
+		struct store_verdict sv = {.project = "linux",
+		                           .commit = commit,
+		                           .host = host,
+		                           .baseline_ref = "main",
+		                           .status = aw_verdict_name(v.status),
+		                           .json = text,
+		                           .computed_at = now,
+		                           .order_us =
+		                               fill_t0_us + (int64_t)i * FILL_STEP_S * 1000000};
+
+		fill_commit(i, commit);
+		rc = store_verdict_put(c, &sv);
+		if (!rc && i % 1000 == 999) {
+			rc = c->drv->commit(c);
+			if (!rc)
+				rc = c->drv->begin(c, STORE_TX_WRITE);
+		}
+	}
+	if (!rc)
+		rc = c->drv->commit(c);
+	else
+		c->drv->rollback(c);
+	free(text);
+	json_decref(doc);
+	aw_host_verdict_release(&v);
+	return rc;
+}
+
+/* `runs` runs of one host on main, a commit each an hour apart from fill_t0_us on (commit_time
+ * set), with every
+ * commit's verdict cached and no post-ingest task left: what a collector holds after that many
+ * uploads, made in seconds. PostgreSQL's tables are analysed after, as autovacuum would. */
+static int mode_fill(const char *db, unsigned long runs, int cells)
+{
+	struct store_options opt = STORE_OPTIONS_DEFAULT;
+	struct aw_result *base = make_doc(cells, 0), *docs[FILL_BATCH] = {0};
+	struct store_put puts[FILL_BATCH];
+	struct store *s = NULL;
+	struct store_conn *c = NULL;
+	char *err = NULL, *host_json = NULL, host_hash[AW_SHA256_HEX_LEN + 1], now[AW_TIME_LEN];
+	unsigned seed = 7;
+	uint64_t t0 = aw_monotonic_ns(), t1;
+	int rc;
+
+	opt.sqlite_sync_full = false;
+	rc = base ? store_open(db, &opt, &s, &err) : -ENOMEM;
+	if (!rc)
+		rc = store_connect(s, &c, &err);
+	if (!rc)
+		rc = store_migrate(c, NULL, NULL, &err);
+	if (rc) {
+		fprintf(stderr, "ingest_bench: %s\n", err ? err : "out of memory");
+		return 1;
+	}
+	host_json = json_dumps(base->host, JSON_COMPACT | JSON_SORT_KEYS);
+	aw_sha256_hex(host_json, strlen(host_json), host_hash);
+	aw_time_now(now);
+	for (size_t k = 0; k < FILL_BATCH && !rc; k++) {
+		docs[k] = make_doc(cells, 0);
+		memset(&puts[k], 0, sizeof(puts[k]));
+		puts[k].host_json = host_json;
+		memcpy(puts[k].host_hash, host_hash, sizeof(host_hash));
+		memcpy(puts[k].received_at, now, sizeof(now));
+		rc = docs[k] ? 0 : -ENOMEM;
+	}
+	for (unsigned long i = 0; !rc && i < runs; i += FILL_BATCH)
+		rc = fill_runs(c, docs, base, puts, i,
+		               runs - i < FILL_BATCH ? runs - i : FILL_BATCH, &seed);
+	if (!rc && runs)
+		rc = fill_verdicts(c, runs, aw_host_name(base->host));
+	if (!rc)
+		rc = c->drv->exec(c, "DELETE FROM tasks", &err);
+	if (!rc && store_kind(s) == STORE_POSTGRES)
+		rc = c->drv->exec(c, "ANALYZE", &err);
+	if (rc) {
+		fprintf(stderr, "ingest_bench: cannot fill: %s\n", err ? err : strerror(-rc));
+		return 1;
+	}
+	t1 = aw_monotonic_ns();
+	printf("{\"mode\":\"fill\",\"runs\":%lu,\"cells\":%d,\"host\":\"%s\",\"seconds\":%.3f}\n",
+	       runs, cells, aw_host_name(base->host), (double)(t1 - t0) / 1e9);
+	for (size_t k = 0; k < FILL_BATCH; k++)
+		aw_result_free(&docs[k]);
+	free(host_json);
+	aw_result_free(&base);
+	store_disconnect(&c);
+	store_close(&s);
+	return 0;
+}
+
 /* A command-line count, or exit 2: a typo must not run a bench of 0 uploads. */
 static unsigned long arg_count(const char *s)
 {
@@ -395,16 +584,19 @@ static unsigned long arg_count(const char *s)
 
 int main(int argc, char **argv)
 {
-	const char *usage = "usage: ingest_bench load URL TOKEN CONCURRENCY COUNT [CELLS [HOSTS]]\n"
+	const char *usage = "usage: ingest_bench load URL TOKEN CONCURRENCY COUNT [CELLS [HOSTS "
+	                    "[fixed|fresh]]]\n"
 	                    "       ingest_bench raw DB_URL COUNT [CELLS [full|normal]]\n"
-	                    "       ingest_bench stages SQLITE_URL COUNT [CELLS]\n";
+	                    "       ingest_bench stages SQLITE_URL COUNT [CELLS]\n"
+	                    "       ingest_bench fill DB_URL RUNS [CELLS [FIRST_EPOCH_S]]\n";
 	int rc;
 
 	if (argc >= 6 && !strcmp(argv[1], "load")) {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 		rc = mode_load(argv[2], argv[3], (unsigned)arg_count(argv[4]), arg_count(argv[5]),
 		               argc > 6 ? (int)arg_count(argv[6]) : 300,
-		               argc > 7 ? (int)arg_count(argv[7]) : 16);
+		               argc > 7 ? (int)arg_count(argv[7]) : 16,
+		               argc > 8 && !strcmp(argv[8], "fresh"));
 		curl_global_cleanup();
 		return rc;
 	}
@@ -415,6 +607,12 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "stages"))
 		return mode_stages(argv[2], arg_count(argv[3]),
 		                   argc > 4 ? (int)arg_count(argv[4]) : 300);
+	if (argc >= 4 && !strcmp(argv[1], "fill")) {
+		if (argc > 5)
+			fill_t0_us = (int64_t)arg_count(argv[5]) * 1000000;
+		return mode_fill(argv[2], arg_count(argv[3]),
+		                 argc > 4 ? (int)arg_count(argv[4]) : 30);
+	}
 	fputs(usage, stderr);
 	return 2;
 }

@@ -127,9 +127,9 @@ def main():
     db = h.Database("sqlite")
     col, token, res = collector_run(
         args.build_dir, db.url, "store:\n  sqlite_synchronous: full\npostingest:\n  workers: 0\n",
-        args.concurrency, args.uploads, {"synchronous": "full", "render_workers": 0})
-    results["collector_sqlite_norender"] = res
-    print("collector sqlite (full, no rendering): %s" % res, flush=True)
+        args.concurrency, args.uploads, {"synchronous": "full", "postingest_workers": 0})
+    results["collector_sqlite_nopostingest"] = res
+    print("collector sqlite (full, no post-ingest work): %s" % res, flush=True)
     col.stop()
 
     # The collector on SQLite, durable across power loss (full) and across crashes (normal),
@@ -196,8 +196,8 @@ def main():
             name, res["uploads_per_s"], res["p50_ms"], res["p99_ms"],
             res["collector_cpu_ms_per_upload"], rawres["documents_per_s"],
             100 * res["uploads_per_s"] / rawres["documents_per_s"]))
-    nr = results["collector_sqlite_norender"]
-    print("| SQLite, synchronous=full, no render workers | %.0f | %.1f | %.1f | %.2f | %.0f | "
+    nr = results["collector_sqlite_nopostingest"]
+    print("| SQLite, synchronous=full, no post-ingest workers | %.0f | %.1f | %.1f | %.2f | %.0f | "
           "%.0f%% |" % (nr["uploads_per_s"], nr["p50_ms"], nr["p99_ms"],
                         nr["collector_cpu_ms_per_upload"], raw_full["documents_per_s"],
                         100 * nr["uploads_per_s"] / raw_full["documents_per_s"]))

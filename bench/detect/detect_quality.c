@@ -110,37 +110,23 @@ static int zscore(const double *b, size_t n, double head)
 
 static double hist[2][CELLS][HISTORY], hse[2][CELLS][HISTORY];
 static double head[2][CELLS][3], xse[2][CELLS][3];
-static double hmin[CELLS][HISTORY], xmin[CELLS][3]; /* the p50 runs' fastest batches */
 static struct aw_detect_input in[2 * CELLS];
 static struct aw_detect_result out[2 * CELLS];
-static bool tail_bimodal[CELLS];
 
 /* Runs the detector over both metrics of every cell as one family, as the collector does (p50
  * and p99 pool their noise separately); flags[c] |= regressed on either. */
 static void detect_cells(int n_head, int *flags)
 {
-	for (int c = 0; c < CELLS; c++) {
-		/* as the collector flags a cell: some run's p99 is 3x its p50 or more */
-		tail_bimodal[c] = false;
-		for (int i = 0; i < HISTORY; i++)
-			tail_bimodal[c] |= hist[1][c][i] >= 3 * hist[0][c][i];
-		for (int i = 0; i < n_head; i++)
-			tail_bimodal[c] |= head[1][c][i] >= 3 * head[0][c][i];
-	}
 	for (int m = 0; m < 2; m++)
 		for (int c = 0; c < CELLS; c++)
-			in[m * CELLS + c] =
-			    (struct aw_detect_input){.history = hist[m][c],
-			                             .history_se = hse[m][c],
-			                             .n_history = HISTORY,
-			                             .head = head[m][c],
-			                             .head_se = xse[m][c],
-			                             .n_head = (size_t)n_head,
-			                             .threshold = 0.05,
-			                             .tail_bimodal = tail_bimodal[c],
-			                             .group = m,
-			                             .history_min = m ? NULL : hmin[c],
-			                             .head_min = m ? NULL : xmin[c]};
+			in[m * CELLS + c] = (struct aw_detect_input){.history = hist[m][c],
+			                                             .history_se = hse[m][c],
+			                                             .n_history = HISTORY,
+			                                             .head = head[m][c],
+			                                             .head_se = xse[m][c],
+			                                             .n_head = (size_t)n_head,
+			                                             .threshold = 0.05,
+			                                             .group = m};
 	if (aw_detect(in, 2 * CELLS, NULL, out))
 		exit(1);
 	for (int m = 0; m < 2; m++)
@@ -179,13 +165,13 @@ static void simulate(const struct noise *nz, double shift, struct tally *t)
 			for (int i = 0; i < HISTORY; i++) {
 				struct run r = one_run(nz, truth);
 
-				hist[0][c][i] = r.p50, hse[0][c][i] = r.se50, hmin[c][i] = r.min;
+				hist[0][c][i] = r.p50, hse[0][c][i] = r.se50;
 				hist[1][c][i] = r.p99, hse[1][c][i] = r.se99;
 			}
 			for (int i = 0; i < 3; i++) {
 				struct run r = one_run(nz, truth * (shifted ? 1 + shift : 1));
 
-				head[0][c][i] = r.p50, xse[0][c][i] = r.se50, xmin[c][i] = r.min;
+				head[0][c][i] = r.p50, xse[0][c][i] = r.se50;
 				head[1][c][i] = r.p99, xse[1][c][i] = r.se99;
 			}
 			for (int m = 0; m < 2; m++) {

@@ -6,17 +6,16 @@
  *     such commits whose gate fails is the false gate rate.
  *   - A/B: every run of a variant (the subject with +2%, +5%, +10% of real extra code, its
  *     shift measured by the recorder) becomes the head of a commit, judged the same way. The
- *     share whose subject cell is a confirmed regression is the detection rate; in a recording
- *     of several shapes (format atomwatch.recording/2: the subject's ops overlap, hash,
- *     branchy, chain, each changed by its own amount), the share whose cell of that shape is,
- *     per shape.
- * With --confirm N (default 3, the CI default) a head's suspect cells are re-measured: the next
- * N runs of the same kind (base for A/A, the same variant for A/B) are put as further runs of
- * the head's commit with only the suspect cells, as `atomwatch-agent run --confirm N` uploads
- * them. (The agent measures them right after the head with fewer batches; here they are the
- * recording's next runs, seconds later, marked `confirmation_of` the head's run.) Beside
- * atomwatch: one head run without confirmation, a plain 5% threshold on p50 against the median
- * of the last 10 runs, and |z| > 5.
+ *     share whose subject cell is a confirmed regression is the detection rate.
+ * A head's suspect cells are re-measured as `atomwatch-agent run --confirm N` does: one run at a
+ * time, only the cells still suspect, until none is or N re-measurements were made (default
+ * 10, the collector's detection.confirm_budget): each is the recording's next run of the same
+ * kind (base for A/A, the same variant for A/B), seconds later, put as a further run of the
+ * head's commit marked `confirmation_of` the head's run. Every subject cell of a recording is a
+ * shape of code (subject=... op=overlap, op=hash, ...) and counted apart: caught (confirmed
+ * regressed), loud (suspect or inconclusive: the gate says unconfirmed or inconclusive) or
+ * silent (the gate passes it). Beside atomwatch: one head run without confirmation, a plain 5%
+ * threshold on p50 against the median of the last 10 runs, and |z| > 5.
  *
  * The base runs of a recording are seconds apart, a CI's commits minutes or hours: a spell of
  * the host that lasts several runs shows in the recording's history as consecutive runs, in a
@@ -29,6 +28,7 @@
  *
  * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--spaced SEED]
  *                            [--screen-noise X] [--thresholds FILE] RECORDING...
+ * (--confirm 0: no re-measurement; the first run's verdict stands)
  * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
 #include <errno.h>
 #include <fnmatch.h>
@@ -53,9 +53,9 @@
 #include "store.h"
 
 #define MIN_HISTORY    10
-#define MAX_CONFIRM    8
-#define SUBJECT_PREFIX "subject="
+#define MAX_CONFIRM    16
 #define MAX_SHAPES     8
+#define SUBJECT_PREFIX "subject="
 
 struct recording {
 	const char *path;
@@ -63,21 +63,29 @@ struct recording {
 	json_t **docs;  /* the result documents, in measuring order */
 	char **variant; /* "base", "plus2", ... */
 	size_t n;
-	/* the subject's shapes (header subject.shapes, its op names), each tallied apart; none in
-	 * a recording of one op, whose subject cell is any subject= cell */
-	const char *shapes[MAX_SHAPES];
-	size_t n_shapes;
 };
 
-/* The shapes of the recording being replayed (the hits are bits of this list). */
-static const struct recording *current;
-
 struct tally {
-	size_t commits, gates; /* A/A: commits, failed gates */
-	size_t heads, caught;  /* A/B: heads, subject confirmed regressed */
-	size_t suspects;       /* heads with any fail-level suspect */
-	size_t confirm_cells;  /* cells re-measured, over all heads */
-	size_t first_cells;    /* cells of the heads' first runs */
+	size_t commits, gates, loud; /* A/A: commits, failed gates, unconfirmed/inconclusive */
+	/* the confirmation's cost per head with suspects: the cells it re-measured, its anchors
+	 * with them, over the suspect cells of the first run (the time of a cell being about the
+	 * same, the time it took over theirs); each head's ratio, for the median */
+	double cost[4096];
+	size_t n_cost;
+	size_t suspects;                /* heads with any fail-level suspect */
+	size_t confirm_runs;            /* re-measurement runs, over all heads with suspects */
+	size_t confirm_cells;           /* cells re-measured, over all heads */
+	size_t first_cells;             /* cells of the heads' first runs */
+	size_t rounds[MAX_CONFIRM + 1]; /* heads with suspects by re-measurement runs used */
+};
+
+/* A/B, one shape: heads whose subject cell of that shape was caught, loudly missed, silently
+ * passed. */
+struct shape_tally {
+	size_t heads, caught, loud, silent;
+	/* the heads whose local shift (local_shift()) reached the cell's threshold: the slowdowns
+	 * a user is owed a catch of, whatever the variant's shift over the whole recording */
+	size_t real, real_caught, real_silent;
 };
 
 enum method {
@@ -91,7 +99,7 @@ enum method {
 static const char *const method_names[M_COUNT] = {"atomwatch, --confirm N", "atomwatch, 1 head run",
                                                   "plain 5% threshold", "z-score |z| > 5"};
 
-static unsigned confirm_n = 3;
+static unsigned confirm_n = 10;
 static const struct aw_thresholds *thresholds;
 /* --spaced SEED: each head's history is drawn at random from the recording's base runs away
  * from it, in a random order, as a CI's commits are measured minutes or hours apart (0: the
@@ -146,9 +154,8 @@ static void load(struct recording *rec, const char *path)
 	bool piped;
 	FILE *f = open_recording(path, &piped);
 	char *line = NULL;
-	size_t cap = 0, alloc = 0, i;
+	size_t cap = 0, alloc = 0;
 	ssize_t len;
-	json_t *shape;
 
 	memset(rec, 0, sizeof(*rec));
 	rec->path = path;
@@ -178,12 +185,6 @@ static void load(struct recording *rec, const char *path)
 	free(line);
 	if ((piped ? pclose(f) : fclose(f)) != 0 || !rec->header || !rec->n)
 		die("cannot read the recording", path);
-	json_array_foreach (json_object_get(json_object_get(rec->header, "subject"), "shapes"), i,
-	                    shape) {
-		if (!json_is_string(shape) || rec->n_shapes == MAX_SHAPES)
-			die("the header's subject.shapes are not a few names", path);
-		rec->shapes[rec->n_shapes++] = json_string_value(shape);
-	}
 }
 
 /* ---- the store ---- */
@@ -210,6 +211,35 @@ static bool listed(const char *key, char *const *keys, size_t n)
 /* The run id put() gave the last run it stored. */
 static char last_run_id[AW_UUID_LEN + 1];
 
+/* Whether a document's cell is one of the first AW_ANCHORS anchors (aw_cell_is_anchor()), which
+ * a confirmation re-measures beside the suspects as the agent does; *seen counts them. */
+static bool anchor_key(const json_t *cell, size_t *seen)
+{
+	const json_t *d = json_object_get(cell, "d"), *c = json_object_get(cell, "c");
+	bool anchor = json_is_string(json_object_get(cell, "op")) &&
+	              !json_is_string(json_object_get(cell, "reader")) &&
+	              !json_is_string(json_object_get(cell, "subject")) &&
+	              !json_is_string(json_object_get(cell, "kernel")) &&
+	              !json_is_integer(json_object_get(cell, "contender_cpu")) &&
+	              (!json_is_integer(c) || !json_integer_value(c)) &&
+	              (!json_is_integer(d) || !json_integer_value(d));
+
+	if (!anchor || *seen >= AW_ANCHORS)
+		return false;
+	(*seen)++;
+	return true;
+}
+
+/* The A/A heads whose subject cell of each shape regressed after confirmation (caught: a false
+ * gate of that shape), or stayed suspect or inconclusive (loud), of one recording. */
+static struct shape_tally aa_shape[MAX_SHAPES];
+
+/* The anchor cells the last put() kept beside the suspects. */
+static size_t last_anchors;
+
+/* The document of the head being re-measured (its times are its confirmations'). */
+static const json_t *head_doc;
+
 /* Puts `doc` as a run of `commit` on `ref` with a fresh run id; with `keep`, only the cells
  * whose keys it lists (and their reference values), marked as a confirmation of the run
  * `of`, as `atomwatch-agent run --confirm N` uploads one. */
@@ -226,6 +256,7 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	char *text, *host;
 	size_t i;
 	json_t *cell, *o;
+	size_t anchors = 0;
 
 	if (!d || !cells || !id)
 		die("out of memory", NULL);
@@ -241,20 +272,27 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	json_array_foreach (json_object_get(d, "cells"), i, cell) {
 		const char *key = json_string_value(json_object_get(cell, "key"));
 
-		if (keep && !listed(key, keep, n_keep))
+		if (keep && !listed(key, keep, n_keep) && !anchor_key(cell, &anchors))
 			continue;
 		json_array_append(cells, cell);
 		for (size_t k = 0; k < n_series; k++)
 			json_array_append(vals[k],
 			                  json_array_get(json_object_get(series[k], "values"), i));
 	}
+	last_anchors = anchors;
 	json_object_set_new(d, "cells", cells);
 	for (size_t k = 0; k < n_series; k++)
 		json_object_set_new(series[k], "values", vals[k]);
 	json_object_set_new(d, "run_id", json_string(id->run_id));
 	snprintf(last_run_id, sizeof(last_run_id), "%s", id->run_id);
-	if (of)
+	if (of) {
+		/* measured right after the head, as the agent does: a re-measurement taken from
+		 * the recording's start (next_of() wraps around) must not move the commit's place
+		 * in the history */
 		json_object_set_new(d, "confirmation_of", json_string(of));
+		json_object_set(d, "started_at", json_object_get(head_doc, "started_at"));
+		json_object_set(d, "finished_at", json_object_get(head_doc, "finished_at"));
+	}
 	json_object_set_new(d, "commit", json_string(commit));
 	json_object_set_new(d, "ref", json_string(ref));
 	aw_result_free(&id);
@@ -294,33 +332,6 @@ static bool is_subject(const struct aw_cell_verdict *c)
 	return !strncmp(c->key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX));
 }
 
-/* The shapes a cell key is of, as bits of current->shapes: a subject cell whose op is the
- * shape; in a recording of one op, bit 0 for any subject cell. */
-static unsigned shape_bits(const char *key)
-{
-	const char *op;
-	size_t n;
-
-	if (strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX)))
-		return 0;
-	if (!current->n_shapes)
-		return 1;
-	op = strstr(key, " op=");
-	if (!op)
-		return 0;
-	op += 4;
-	n = strcspn(op, " ");
-	for (size_t k = 0; k < current->n_shapes; k++)
-		if (strlen(current->shapes[k]) == n && !strncmp(op, current->shapes[k], n))
-			return 1u << k;
-	return 0;
-}
-
-static bool regressed(const struct aw_cell_verdict *c)
-{
-	return c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT;
-}
-
 /* ---- the comparison methods ---- */
 
 struct cellhist {
@@ -353,9 +364,9 @@ static size_t last_base(const struct recording *rec, size_t at, const char *key,
 }
 
 /* Plain threshold and z-score over the fail-level cells of the head at position `at`;
- * subject_hit gets the shapes (shape_bits()) whose subject cell was flagged. */
-static void simple_methods(const struct recording *rec, size_t at, bool flags[M_COUNT],
-                           unsigned subject_hit[M_COUNT])
+ * subject_hit[] says whether the subject cell `shape` (NULL: none) was flagged. */
+static void simple_methods(const struct recording *rec, size_t at, const char *shape,
+                           bool flags[M_COUNT], bool subject_hit[M_COUNT])
 {
 	size_t i;
 	json_t *cell;
@@ -384,23 +395,43 @@ static void simple_methods(const struct recording *rec, size_t at, bool flags[M_
 		z = sd > 0 ? (head - mean) / sd > 5 : head > mean;
 		flags[M_PLAIN] |= plain;
 		flags[M_ZSCORE] |= z;
-		subject_hit[M_PLAIN] |= plain ? shape_bits(key) : 0;
-		subject_hit[M_ZSCORE] |= z ? shape_bits(key) : 0;
+		if (shape && !strcmp(key, shape)) {
+			subject_hit[M_PLAIN] |= plain;
+			subject_hit[M_ZSCORE] |= z;
+		}
 	}
 }
 
 /* ---- one recording ---- */
 
+/* A head's verdict as the gate sees it. */
 struct verdict_of {
-	bool fail, suspect;
-	unsigned subject; /* the shapes whose subject cell is a confirmed regression */
-	char *keys[4096];
+	bool fail;        /* a fail-level cell regressed */
+	bool loud;        /* else: one is suspect or inconclusive */
+	char *keys[4096]; /* the fail-level suspects to re-measure */
 	size_t n_keys;
+	char *shape[MAX_SHAPES]; /* the subject cells' keys, in order met */
+	enum aw_verdict shape_v[MAX_SHAPES];
+	double shape_thr[MAX_SHAPES]; /* their p50 thresholds */
+	size_t n_shapes;
 };
 
-/* Judges `commit` on `host` as the gate does: a fail-level cell regressed is a confirmed
- * regression, one suspect (judged on fewer head runs than detection.confirm_runs, 2) a
- * suspect. */
+static void verbose_cell(const char *commit, const struct aw_cell_verdict *cv)
+{
+	const struct aw_metric_verdict *m = cv->p50.verdict == cv->verdict ? &cv->p50 : &cv->p99;
+
+	fprintf(
+	    stderr,
+	    "  %s %s: %s %s %.4g -> %.4g (%+.2f%% [%+.2f, %+.2f]) noise %.3g window %zu head %zu "
+	    "agree %zu levels %zu%s%s%s; %s\n",
+	    commit, cv->key, aw_verdict_name(cv->verdict), m == &cv->p50 ? "p50" : "p99",
+	    m->baseline, m->head, 100 * m->change, 100 * m->change_lo, 100 * m->change_hi, m->noise,
+	    m->window, m->head_n, m->agree_n, m->n_levels, m->reference ? ", ref " : "",
+	    m->reference ? m->reference : "", m->level_by ? ", levels by a reference" : "",
+	    m->note ? m->note : "");
+}
+
+/* Judges `commit` on `host` as the gate does. */
 static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                   const char *commit, const char *host, const char *stage, struct verdict_of *out)
 {
@@ -412,48 +443,21 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 		fprintf(stderr, "  [%s]\n", stage);
 	if (aw_analysis_host(c, o, project, commit, NULL, host, &v, &err))
 		die("analysis failed", err);
+	out->fail = v.status == AW_VERDICT_FAIL;
+	out->loud = v.status == AW_VERDICT_UNCONFIRMED || v.status == AW_VERDICT_INCONCLUSIVE;
 	for (size_t i = 0; i < v.n_cells; i++) {
 		const struct aw_cell_verdict *cv = &v.cells[i];
-		size_t runs = cv->p50.head_n > cv->p99.head_n ? cv->p50.head_n : cv->p99.head_n;
-		bool confirmed = cv->verdict == AW_VERDICT_REGRESSED;
 
-		if ((!regressed(cv) || !fails_gate(cv)) && !(verbose && is_subject(cv)))
-			continue;
-		if (verbose) {
-			/* (the subject's p50, else the metric that failed) */
-			const struct aw_detect_result *m =
-			    is_subject(cv) || cv->p50.verdict == AW_VERDICT_REGRESSED ||
-			            cv->p50.verdict == AW_VERDICT_SUSPECT
-			        ? &cv->p50
-			        : &cv->p99;
-
-			fprintf(
-			    stderr,
-			    "  %s %s: %s p50 %.4g -> %.4g (%+.1f%%, %zu head runs%s%s) p99 %s %.4g -> %.4g; %s\n",
-			    commit, cv->key, aw_verdict_name(cv->p50.verdict), cv->p50.baseline,
-			    cv->p50.head, 100 * cv->p50.change, runs,
-			    cv->p50.matched != AW_FACTOR_NONE ? ", matched" : "",
-			    cv->p50.disturbed ? ", disturbed" : "",
-			    aw_verdict_name(cv->p99.verdict), cv->p99.baseline, cv->p99.head,
-			    is_subject(cv)                            ? cv->p50.note
-			    : cv->p50.verdict == AW_VERDICT_REGRESSED ? cv->p50.note
-			                                              : cv->p99.note);
-			fprintf(
-			    stderr,
-			    "    %s q %.3g p %.3g noise %.3g window %zu seen %d judged %zu agree "
-			    "%zu\n",
-			    m == &cv->p50 ? "p50" : "p99", m->qvalue, m->pvalue, m->noise,
-			    m->window_n, m->seen_before, m->head_n, m->agree_n);
+		if (is_subject(cv) && out->n_shapes < MAX_SHAPES) {
+			out->shape[out->n_shapes] = strdup(cv->key);
+			out->shape_thr[out->n_shapes] = cv->p50.threshold;
+			out->shape_v[out->n_shapes++] = cv->verdict;
 		}
-		if (!regressed(cv) || !fails_gate(cv))
-			continue;
-		if (confirmed) {
-			out->fail = true;
-			out->subject |= shape_bits(cv->key);
-		} else if (out->n_keys < 4096) {
-			out->suspect = true;
+		if (verbose &&
+		    (is_subject(cv) || (fails_gate(cv) && cv->verdict != AW_VERDICT_UNCHANGED)))
+			verbose_cell(commit, cv);
+		if (cv->verdict == AW_VERDICT_SUSPECT && fails_gate(cv) && out->n_keys < 4096)
 			out->keys[out->n_keys++] = strdup(cv->key);
-		}
 	}
 	aw_host_verdict_release(&v);
 }
@@ -462,36 +466,102 @@ static void verdict_release(struct verdict_of *v)
 {
 	for (size_t i = 0; i < v->n_keys; i++)
 		free(v->keys[i]);
-	v->n_keys = 0;
+	for (size_t i = 0; i < v->n_shapes; i++)
+		free(v->shape[i]);
+	memset(v, 0, sizeof(*v));
 }
 
-/* The next `n` runs of `variant` from confirm_after runs after position `at` on. */
+/* The verdict of the subject cell `key` in v (unknown when v lacks it). */
+static enum aw_verdict shape_verdict(const struct verdict_of *v, const char *key)
+{
+	for (size_t i = 0; i < v->n_shapes; i++)
+		if (!strcmp(v->shape[i], key))
+			return v->shape_v[i];
+	return AW_VERDICT_UNKNOWN;
+}
+
+/* The p50 of cell `key` in a run (NAN when it has none). */
+static double p50_of(const json_t *doc, const char *key)
+{
+	size_t i;
+	json_t *cell;
+
+	json_array_foreach (json_object_get(doc, "cells"), i, cell)
+		if (!strcmp(json_string_value(json_object_get(cell, "key")), key))
+			return json_is_number(json_object_get(cell, "p50"))
+			           ? json_number_value(json_object_get(cell, "p50"))
+			           : NAN;
+	return NAN;
+}
+
+static double median_of(double *v, size_t n)
+{
+	aw_sort_doubles(v, n);
+	return n ? aw_quantile_sorted(v, n, 0.5) : NAN;
+}
+
+#define LOCAL_RUNS 20 /* runs of each side in a head's local shift */
+
+/* The shift a head really had, measured without the model: the median p50 of cell `key` over
+ * the head and the next runs of its variant (LOCAL_RUNS / 2 in all) against that of the
+ * LOCAL_RUNS base runs nearest to it in measuring order, either side. The variant's shift over
+ * the whole recording misleads where the effect of a change depends on the machine's level of
+ * the moment; this is the change the head's own hour had. NAN when either side is short. */
+static double local_shift(const struct recording *rec, size_t at, const char *key)
+{
+	double h[LOCAL_RUNS], b[LOCAL_RUNS], x;
+	size_t nh = 0, nb = 0;
+
+	for (size_t j = at; j < rec->n && nh < LOCAL_RUNS / 2; j++)
+		if (!strcmp(rec->variant[j], rec->variant[at]) &&
+		    !isnan(x = p50_of(rec->docs[j], key)))
+			h[nh++] = x;
+	for (size_t d = 1; d < rec->n && nb < LOCAL_RUNS; d++) {
+		if (at >= d && !strcmp(rec->variant[at - d], "base") &&
+		    !isnan(x = p50_of(rec->docs[at - d], key)))
+			b[nb++] = x;
+		if (nb < LOCAL_RUNS && at + d < rec->n && !strcmp(rec->variant[at + d], "base") &&
+		    !isnan(x = p50_of(rec->docs[at + d], key)))
+			b[nb++] = x;
+	}
+	if (nh < 3 || nb < 3)
+		return NAN;
+	return median_of(h, nh) / median_of(b, nb) - 1;
+}
+
+/* The next `n` runs of `variant` from confirm_after runs after position `at` on, continuing
+ * from the recording's start when its end comes first (never the head itself). */
 static size_t next_of(const struct recording *rec, size_t at, const char *variant, size_t *out,
                       size_t n)
 {
 	size_t k = 0;
 
-	for (size_t j = at + confirm_after; j < rec->n && k < n; j++)
-		if (!strcmp(rec->variant[j], variant))
+	for (size_t step = confirm_after; step < rec->n && k < n; step++) {
+		size_t j = (at + step) % rec->n;
+
+		if (j != at && !strcmp(rec->variant[j], variant))
 			out[k++] = j;
+	}
 	return k;
 }
 
-/* One head at position `at`: its run as a commit of its own, then (when it has suspects)
- * the confirmations. Updates the tallies of every method: t[0] for A/A, t[shape] (every shape
- * of the recording, or t[0] alone for one op) for A/B. */
+/* The subject cells ("shapes") of a recording, from its first run. */
+static char *shapes[MAX_SHAPES];
+static size_t n_shapes;
+
+/* One head at position `at`: its run as a commit of its own, then (while it has suspects) one
+ * re-measurement at a time. Updates the tallies of every method. */
 static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
                      const struct recording *rec, size_t at, const char *host, bool aa,
-                     struct tally t[][M_COUNT])
+                     struct tally t[M_COUNT], struct shape_tally st[M_COUNT][MAX_SHAPES])
 {
 	static unsigned serial;
 	const char *project = json_string_value(json_object_get(rec->docs[at], "project"));
 	char label[128], commit[41], ref[64], head_id[AW_UUID_LEN + 1];
-	struct verdict_of first, after, single;
+	struct verdict_of now, single;
 	struct aw_analysis_opts one;
-	bool flags[M_COUNT] = {0};
-	unsigned subj[M_COUNT] = {0};
-	size_t next[MAX_CONFIRM], k, n_shapes = rec->n_shapes ? rec->n_shapes : 1;
+	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0}, real[MAX_SHAPES] = {0};
+	size_t next[MAX_CONFIRM], k, used = 0, first_keys, remeasured = 0;
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
 	commit_of(label, commit);
@@ -501,43 +571,87 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	snprintf(ref, sizeof(ref), "pr-%u", serial);
 	put(c, rec->docs[at], commit, ref, NULL, 0, NULL);
 	snprintf(head_id, sizeof(head_id), "%s", last_run_id);
+	head_doc = rec->docs[at];
 	/* one head run decides (detection.confirm_runs: 1): any fail-level regression fails */
 	one = *o;
 	one.confirm_runs = 1;
 	judge(c, &one, project, commit, host, "one head run", &single);
 	flags[M_SINGLE] = single.fail;
-	subj[M_SINGLE] = single.subject;
-	verdict_release(&single);
-	judge(c, o, project, commit, host, "first run", &first);
-	after = first;
-	if (first.suspect && confirm_n) {
-		k = next_of(rec, at, rec->variant[at], next, confirm_n);
-		for (size_t i = 0; i < k; i++)
-			put(c, rec->docs[next[i]], commit, ref, first.keys, first.n_keys, head_id);
-		t[0][M_CONFIRM].suspects++;
-		t[0][M_CONFIRM].confirm_cells += k * first.n_keys;
-		judge(c, o, project, commit, host, "confirmed", &after);
+	judge(c, o, project, commit, host, "first run", &now);
+	if (now.n_keys && confirm_n)
+		t[M_CONFIRM].suspects++;
+	t[M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
+	k = next_of(rec, at, rec->variant[at], next, confirm_n);
+	first_keys = now.n_keys;
+	while (now.n_keys && used < k) {
+		char stage[32];
+
+		put(c, rec->docs[next[used]], commit, ref, now.keys, now.n_keys, head_id);
+		t[M_CONFIRM].confirm_cells += now.n_keys;
+		remeasured += now.n_keys + last_anchors;
+		used++;
+		snprintf(stage, sizeof(stage), "re-measurement %zu", used);
+		verdict_release(&now);
+		judge(c, o, project, commit, host, stage, &now);
 	}
-	t[0][M_CONFIRM].first_cells += json_array_size(json_object_get(rec->docs[at], "cells"));
-	flags[M_CONFIRM] = after.fail;
-	subj[M_CONFIRM] = after.subject;
-	if (verbose && aa && after.fail)
+	t[M_CONFIRM].confirm_runs += used;
+	if (used && first_keys && t[M_CONFIRM].n_cost < 4096)
+		t[M_CONFIRM].cost[t[M_CONFIRM].n_cost++] = (double)remeasured / (double)first_keys;
+	if (used || now.n_keys)
+		t[M_CONFIRM].rounds[used]++;
+	flags[M_CONFIRM] = now.fail;
+	if (verbose && aa && now.fail)
 		fprintf(stderr, "  => A/A head %zu: the gate fails after confirmation\n", at);
-	simple_methods(rec, at, flags, subj);
-	for (int m = 0; m < M_COUNT; m++) {
-		if (aa) {
-			t[0][m].commits++;
-			t[0][m].gates += flags[m];
-			continue;
-		}
-		for (size_t sh = 0; sh < n_shapes; sh++) {
-			t[sh][m].heads++;
-			t[sh][m].caught += (subj[m] >> sh) & 1;
+	simple_methods(rec, at, NULL, flags, subj);
+	for (size_t s = 0; !aa && s < n_shapes; s++) {
+		double thr = 0.05; /* (the default, for a shape the verdict lacks) */
+
+		for (size_t i = 0; i < now.n_shapes; i++)
+			if (!strcmp(now.shape[i], shapes[s]))
+				thr = now.shape_thr[i];
+		real[s] = local_shift(rec, at, shapes[s]) >= thr;
+	}
+	for (size_t s = 0; aa && s < n_shapes; s++) {
+		enum aw_verdict v = shape_verdict(&now, shapes[s]);
+
+		aa_shape[s].heads++;
+		aa_shape[s].caught += v == AW_VERDICT_REGRESSED;
+		aa_shape[s].loud += v == AW_VERDICT_SUSPECT || v == AW_VERDICT_INCONCLUSIVE;
+	}
+	for (size_t s = 0; s < n_shapes; s++) {
+		bool plain[M_COUNT] = {0};
+
+		simple_methods(rec, at, shapes[s], flags, plain);
+		for (int m = 0; !aa && m < M_COUNT; m++) {
+			enum aw_verdict v = m == M_CONFIRM  ? shape_verdict(&now, shapes[s])
+			                    : m == M_SINGLE ? shape_verdict(&single, shapes[s])
+			                                    : AW_VERDICT_UNKNOWN;
+			bool caught =
+			    m == M_CONFIRM || m == M_SINGLE ? v == AW_VERDICT_REGRESSED : plain[m];
+			bool loud = (m == M_CONFIRM || m == M_SINGLE) &&
+			            (v == AW_VERDICT_SUSPECT || v == AW_VERDICT_INCONCLUSIVE ||
+			             v == AW_VERDICT_NOISY);
+
+			st[m][s].heads++;
+			st[m][s].caught += caught;
+			st[m][s].loud += !caught && loud;
+			st[m][s].silent += !caught && !loud;
+			if (real[s]) {
+				st[m][s].real++;
+				st[m][s].real_caught += caught;
+				st[m][s].real_silent += !caught && !loud;
+			}
 		}
 	}
-	if (after.keys[0] != first.keys[0] || after.n_keys != first.n_keys)
-		verdict_release(&after);
-	verdict_release(&first);
+	(void)subj;
+	for (int m = 0; aa && m < M_COUNT; m++) {
+		t[m].commits++;
+		t[m].gates += flags[m];
+		if (m == M_CONFIRM)
+			t[m].loud += !now.fail && now.loud;
+	}
+	verdict_release(&now);
+	verdict_release(&single);
 }
 
 /* --spaced: draws the history of the head at position `at`, up to `want` base runs more than
@@ -591,44 +705,37 @@ static size_t draw_history(const struct recording *rec, size_t at, size_t want, 
 	return want;
 }
 
-static const char *const variants[3] = {"plus2", "plus5", "plus10"};
-
-/* The variants' column heads, each with its measured shift (of `shape`'s cell, or the one
- * shift of a recording of one op), and the end of the line. */
-static void print_variants_header(const json_t *vs, const char *shape)
+static int cmp_str(const void *a, const void *b)
 {
-	for (int k = 0; k < 3; k++) {
-		json_t *var = json_object_get(vs, variants[k]);
-		json_t *shift = var ? json_object_get(var, "measured_shift") : NULL;
-		char h[32];
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-		if (shape)
-			shift = json_object_get(shift, shape);
-		snprintf(h, sizeof(h), "%s (%+.1f%%)", variants[k],
-		         json_is_number(shift) ? 100 * json_number_value(shift) : NAN);
-		printf(" %16s", h);
+/* The shift the recorder measured for `variant` of the subject cell `shape` (NAN: unknown):
+ * one number for a one-op recording, or an object by op. */
+static double measured_shift(const json_t *header, const char *variant, const char *shape)
+{
+	const json_t *var = json_object_get(
+	    json_object_get(json_object_get(header, "subject"), "variants"), variant);
+	const json_t *shift = json_object_get(var, "measured_shift");
+	const char *op = strstr(shape, " op=");
+
+	if (json_is_number(shift))
+		return json_number_value(shift);
+	if (json_is_object(shift) && op) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s", op + 4);
+		name[strcspn(name, " ")] = 0;
+		shift = json_object_get(shift, name);
+		if (json_is_number(shift))
+			return json_number_value(shift);
 	}
-	printf("\n");
+	return NAN;
 }
 
-/* Method m's name and A/A column. */
-static void print_aa(const struct tally aa[M_COUNT], int m)
+static double pct(size_t a, size_t b)
 {
-	printf("%-24s %5zu/%-3zu %4.1f%%",
-	       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m], aa[m].gates,
-	       aa[m].commits,
-	       aa[m].commits ? 100.0 * (double)aa[m].gates / (double)aa[m].commits : 0.0);
-}
-
-/* Method m's variant columns for shape `sh`, and the end of the line. */
-static void print_ab(struct tally ab[3][MAX_SHAPES][M_COUNT], size_t sh, int m)
-{
-	for (int k = 0; k < 3; k++)
-		printf("   %3zu/%-3zu %5.1f%%", ab[k][sh][m].caught, ab[k][sh][m].heads,
-		       ab[k][sh][m].heads
-		           ? 100.0 * (double)ab[k][sh][m].caught / (double)ab[k][sh][m].heads
-		           : 0.0);
-	printf("\n");
+	return b ? 100.0 * (double)a / (double)b : 0.0;
 }
 
 static void replay(const char *path, const char *tmp)
@@ -637,16 +744,21 @@ static void replay(const char *path, const char *tmp)
 	struct store *s = NULL;
 	struct store_conn *c = NULL;
 	struct aw_analysis_opts o;
-	struct tally aa[1][M_COUNT] = {{{0}}}, ab[3][MAX_SHAPES][M_COUNT] = {{{{0}}}};
-	size_t next[MAX_CONFIRM];
+	static struct tally aa[M_COUNT],
+	    ab[3][M_COUNT]; /* (each with its costs: not on the stack) */
+	static struct shape_tally st[3][M_COUNT][MAX_SHAPES];
+	size_t next[MAX_CONFIRM], need = confirm_n < 3 ? confirm_n : 3, cum = 0, median = 0, with;
+	static const char *const variants[3] = {"plus2", "plus5", "plus10"};
 	char url[512], *err = NULL, commit[41], label[128];
-	const char *host, *project;
-	size_t n_base = 0;
-	const struct tally *aa_confirm;
-	json_t *vs;
+	const char *host, *project, *load_kind;
+	size_t n_base = 0, i;
+	json_t *cell;
 
+	memset(st, 0, sizeof(st));
+	memset(aa, 0, sizeof(aa));
+	memset(ab, 0, sizeof(ab));
+	memset(aa_shape, 0, sizeof(aa_shape));
 	load(&rec, path);
-	current = &rec;
 	snprintf(url, sizeof(url), "sqlite:%s/replay-%d.db", tmp, (int)getpid());
 	unlink(url + 7);
 	if (store_open(url, NULL, &s, &err) || store_connect(s, &c, &err) ||
@@ -654,22 +766,35 @@ static void replay(const char *path, const char *tmp)
 		die("cannot open the store", err);
 	aw_analysis_opts_default(&o);
 	o.thresholds = thresholds;
+	if (confirm_n)
+		o.confirm_budget = confirm_n;
+	else
+		o.confirm_runs = 1;
 	if (screen_noise >= 0)
-		o.screen_noise = screen_noise;
+		o.detect.screen_noise = screen_noise;
 	host = json_string_value(json_object_get(json_object_get(rec.docs[0], "host"), "name"));
 	project = json_string_value(json_object_get(rec.docs[0], "project"));
 	if (!host || !project)
 		die("the first run has no host name or project", path);
+	n_shapes = 0;
+	json_array_foreach (json_object_get(rec.docs[0], "cells"), i, cell) {
+		const char *key = json_string_value(json_object_get(cell, "key"));
+
+		if (key && !strncmp(key, SUBJECT_PREFIX, strlen(SUBJECT_PREFIX)) &&
+		    n_shapes < MAX_SHAPES)
+			shapes[n_shapes++] = strdup(key);
+	}
+	qsort(shapes, n_shapes, sizeof(*shapes), cmp_str);
 	/* the history of main: the base runs, each its own commit, in measuring order; a head
 	 * is judged against those measured before it (with --spaced, each head gets its own) */
-	for (size_t i = 0; !spaced_seed && i < rec.n; i++) {
+	for (i = 0; !spaced_seed && i < rec.n; i++) {
 		if (strcmp(rec.variant[i], "base"))
 			continue;
 		snprintf(label, sizeof(label), "main:%zu", i);
 		commit_of(label, commit);
 		put(c, rec.docs[i], commit, "main", NULL, 0, NULL);
 	}
-	for (size_t i = 0; i < rec.n; i++) {
+	for (i = 0; i < rec.n; i++) {
 		bool base = !strcmp(rec.variant[i], "base");
 		int v = -1;
 		char hist_ref[64];
@@ -683,10 +808,8 @@ static void replay(const char *path, const char *tmp)
 		for (int k = 0; k < 3; k++)
 			if (!strcmp(rec.variant[i], variants[k]))
 				v = k;
-		/* only heads that have their N confirmations in the recording, for every method
-		 * alike (the last runs of a variant would be judged on fewer) */
-		if ((!base && v < 0) ||
-		    next_of(&rec, i, rec.variant[i], next, confirm_n) < confirm_n)
+		/* heads that have re-measurements to take (from anywhere in the recording) */
+		if ((!base && v < 0) || next_of(&rec, i, rec.variant[i], next, need) < need)
 			continue;
 		/* (a history drawn only for a head that is judged) */
 		if (spaced_seed) {
@@ -696,64 +819,94 @@ static void replay(const char *path, const char *tmp)
 			o.baseline_ref = hist_ref;
 		}
 		if (base)
-			one_head(c, &o, &rec, i, host, true, aa);
+			one_head(c, &o, &rec, i, host, true, aa, st[0]);
 		else if (v >= 0)
-			one_head(c, &o, &rec, i, host, false, ab[v]);
+			one_head(c, &o, &rec, i, host, false, ab[v], st[v]);
 		o.baseline_ref = "main";
 	}
+	load_kind = json_string_value(json_object_get(json_object_get(rec.header, "load"), "kind"));
 	printf("\n%s: %s, profile %s, load %s, %zu runs\n", path,
 	       json_string_value(json_object_get(rec.header, "cpu_model")),
-	       json_string_value(json_object_get(rec.header, "profile")),
-	       json_string_value(json_object_get(json_object_get(rec.header, "load"), "kind")),
-	       rec.n);
-	vs = json_object_get(json_object_get(rec.header, "subject"), "variants");
-	if (!rec.n_shapes) {
-		/* one op: the A/A column and the variants' beside it */
-		printf("%-24s %12s", "method", "A/A false");
-		print_variants_header(vs, NULL);
-		for (int m = 0; m < M_COUNT; m++) {
-			print_aa(aa[0], m);
-			print_ab(ab, 0, m);
-		}
-	} else {
-		/* shapes: the A/A column, then the variants' of each shape */
-		printf("%-24s %12s\n", "method", "A/A false");
-		for (int m = 0; m < M_COUNT; m++) {
-			print_aa(aa[0], m);
-			printf("\n");
-		}
-		for (size_t sh = 0; sh < rec.n_shapes; sh++) {
-			char h[64];
+	       json_string_value(json_object_get(rec.header, "profile")), load_kind, rec.n);
+	printf("A/A (%zu commits): false gates", aa[M_CONFIRM].commits);
+	for (int m = 0; m < M_COUNT; m++)
+		printf("%s %s %zu (%.1f%%)", m ? ";" : "",
+		       m == M_CONFIRM ? "atomwatch" : method_names[m], aa[m].gates,
+		       pct(aa[m].gates, aa[m].commits));
+	printf("; atomwatch unconfirmed or inconclusive %zu (%.1f%%)\n", aa[M_CONFIRM].loud,
+	       pct(aa[M_CONFIRM].loud, aa[M_CONFIRM].commits));
+	with = 0;
+	for (size_t r = 1; r <= MAX_CONFIRM; r++)
+		with += aa[M_CONFIRM].rounds[r];
+	for (size_t r = 1; r <= MAX_CONFIRM && with; r++) {
+		cum += aa[M_CONFIRM].rounds[r];
+		if (!median && 2 * cum >= with)
+			median = r;
+	}
+	printf(
+	    "re-measurement (budget %u): %zu of %zu A/A heads had suspects; runs used median %zu, "
+	    "%.2f cells each on average, against %.1f cells in a head's first run\n",
+	    confirm_n, aa[M_CONFIRM].suspects, aa[M_CONFIRM].commits, median,
+	    aa[M_CONFIRM].confirm_runs
+	        ? (double)aa[M_CONFIRM].confirm_cells / (double)aa[M_CONFIRM].confirm_runs
+	        : 0.0,
+	    aa[M_CONFIRM].commits
+	        ? (double)aa[M_CONFIRM].first_cells / (double)aa[M_CONFIRM].commits
+	        : 0.0);
+	aw_sort_doubles(aa[M_CONFIRM].cost, aa[M_CONFIRM].n_cost);
+	printf("confirmation cost: the cells re-measured (their anchors with them) over the first "
+	       "run's suspect cells, median %.1fx over %zu A/A heads with suspects\n",
+	       aa[M_CONFIRM].n_cost
+	           ? aw_quantile_sorted(aa[M_CONFIRM].cost, aa[M_CONFIRM].n_cost, 0.5)
+	           : 0.0,
+	       aa[M_CONFIRM].n_cost);
+	printf("A/A per shape (its subject cell regressed after confirmation; suspect or "
+	       "inconclusive):");
+	for (size_t sh = 0; sh < n_shapes; sh++)
+		printf(" %s %zu/%zu (%zu)",
+		       strstr(shapes[sh], "op=") ? strstr(shapes[sh], "op=") + 3 : shapes[sh],
+		       aa_shape[sh].caught, aa_shape[sh].heads, aa_shape[sh].loud);
+	printf("\n");
+	printf("tally aa %s %s %zu %zu %zu\n", path, load_kind, aa[M_CONFIRM].gates,
+	       aa[M_CONFIRM].loud, aa[M_CONFIRM].commits);
+	for (size_t sh = 0; sh < n_shapes; sh++)
+		printf("tally aashape %s %s %s %zu %zu %zu\n", path, load_kind, shapes[sh],
+		       aa_shape[sh].caught, aa_shape[sh].loud, aa_shape[sh].heads);
+	for (size_t sh = 0; sh < n_shapes; sh++) {
+		printf("%s\n", shapes[sh]);
+		for (int k = 0; k < 3; k++) {
+			const struct shape_tally *x = &st[k][M_CONFIRM][sh];
+			double shift = measured_shift(rec.header, variants[k], shapes[sh]);
 
-			snprintf(h, sizeof(h), "shape %s", rec.shapes[sh]);
-			printf("%-24s", h);
-			print_variants_header(vs, rec.shapes[sh]);
-			for (int m = 0; m < M_COUNT; m++) {
-				printf("%-24s",
-				       m == M_CONFIRM ? "atomwatch, --confirm" : method_names[m]);
-				print_ab(ab, sh, m);
-			}
+			printf(
+			    "  %-6s (%+5.1f%%): atomwatch caught %3zu/%-3zu (%5.1f%%), loud %3zu, "
+			    "silent %3zu (%4.1f%%)",
+			    variants[k], 100 * shift, x->caught, x->heads, pct(x->caught, x->heads),
+			    x->loud, x->silent, pct(x->silent, x->heads));
+			for (int m = M_SINGLE; m < M_COUNT; m++)
+				printf("; %s %zu", method_names[m], st[k][m][sh].caught);
+			printf("\n");
+			printf(
+			    "           of them %zu with a local shift at their threshold or more: "
+			    "caught %zu (%5.1f%%), silent %zu (%4.1f%%)\n",
+			    x->real, x->real_caught, pct(x->real_caught, x->real), x->real_silent,
+			    pct(x->real_silent, x->real));
+			printf("tally ab %s %s %s %s %.4f %zu %zu %zu %zu %zu %zu %zu\n", path,
+			       load_kind, shapes[sh], variants[k], shift, x->caught, x->loud,
+			       x->silent, x->heads, x->real, x->real_caught, x->real_silent);
 		}
 	}
-	aa_confirm = aa[0];
-	printf("confirmation (N=%u): %zu of %zu A/A heads had suspects, %.2f cells re-measured per "
-	       "head on average (x N runs), against %.1f cells in a head's first run\n",
-	       confirm_n, aa_confirm[M_CONFIRM].suspects, aa_confirm[M_CONFIRM].commits,
-	       aa_confirm[M_CONFIRM].commits
-	           ? (double)aa_confirm[M_CONFIRM].confirm_cells /
-	                 (double)aa_confirm[M_CONFIRM].commits / (confirm_n ? confirm_n : 1)
-	           : 0.0,
-	       aa_confirm[M_CONFIRM].commits ? (double)aa_confirm[M_CONFIRM].first_cells /
-	                                           (double)aa_confirm[M_CONFIRM].commits
-	                                     : 0.0);
 	fflush(stdout);
+	(void)ab;
 	store_disconnect(&c);
 	store_close(&s);
 	unlink(url + 7);
-	for (size_t i = 0; i < rec.n; i++) {
+	for (i = 0; i < rec.n; i++) {
 		json_decref(rec.docs[i]);
 		free(rec.variant[i]);
 	}
+	for (i = 0; i < n_shapes; i++)
+		free(shapes[i]);
 	free(rec.docs);
 	free(rec.variant);
 	json_decref(rec.header);
@@ -762,6 +915,7 @@ static void replay(const char *path, const char *tmp)
 int main(int argc, char **argv)
 {
 	static struct aw_thresholds th;
+	struct aw_analysis_opts defaults;
 	const char *th_path = AW_SOURCE_DIR "/configs/thresholds.yaml";
 	char tmp[] = "/tmp/aw-replay-XXXXXX", *err = NULL, cmd[64];
 	int i = 1;
@@ -827,13 +981,14 @@ int main(int argc, char **argv)
 	thresholds = &th;
 	if (!mkdtemp(tmp))
 		die("cannot make a temporary directory", strerror(errno));
+	aw_analysis_opts_default(&defaults);
 	printf(
 	    "Recordings replayed through the collector's store and analysis (default thresholds, "
 	    "window %u); a head is a commit judged against %s (at least %d), and followed by at "
 	    "least N runs of its variant (its confirmations, from %lu runs after it on; N = %u).\n"
 	    "A/A false = commits of an unchanged subject whose gate fails; "
 	    "plusK = heads of a really slower subject whose subject cell fails the gate.\n",
-	    10u,
+	    (unsigned)defaults.detect.window,
 	    spaced_seed ? "40 base runs drawn at random away from it (--spaced)"
 	                : "the base runs measured before it",
 	    MIN_HISTORY, confirm_after, confirm_n);

@@ -1,7 +1,7 @@
-/* Chart rendering throughput for docs/benchmarks.md ("Reports"): the charts of one commit on
+/* Chart drawing throughput for docs/benchmarks.md ("Reports"): the charts of one commit on
  * four hosts drawn through one persistent gnuplot and through one gnuplot process per chart,
- * the two alternating in the same run; then the same set with one and two render workers (one
- * renderer each, as the collector will run them) and the cost of a pass that is all cache hits.
+ * the two alternating in the same run; then the same set with one and two drawing workers (one
+ * gnuplot each, as the collector runs them) and the cost of a pass that is all cache hits.
  * Usage: bench_reports_charts [rounds (default 5)] */
 #include <errno.h>
 #include <ftw.h>
@@ -204,37 +204,37 @@ static void build(struct fixture *f)
 	}
 }
 
-static int render(struct aw_gnuplot *gp, const char *dir, const struct job *j, unsigned flags)
+static int draw(struct aw_gnuplot *gp, const char *dir, const struct job *j, unsigned flags)
 {
 	char *err = NULL;
 	int rc = -EINVAL;
 
 	switch (j->type) {
 	case JOB_COMPARE:
-		rc = aw_render_compare(gp, dir, &j->id, j->data, flags, &err);
+		rc = aw_chart_draw_compare(gp, dir, &j->id, j->data, flags, &err);
 		break;
 	case JOB_TREND:
-		rc = aw_render_trend(gp, dir, &j->id, j->data, flags, &err);
+		rc = aw_chart_draw_trend(gp, dir, &j->id, j->data, flags, &err);
 		break;
 	case JOB_HEATMAP:
-		rc = aw_render_heatmap(gp, dir, &j->id, j->data, flags, &err);
+		rc = aw_chart_draw_heatmap(gp, dir, &j->id, j->data, flags, &err);
 		break;
 	case JOB_PERCPU:
-		rc = aw_render_percpu(gp, dir, &j->id, j->data, flags, &err);
+		rc = aw_chart_draw_percpu(gp, dir, &j->id, j->data, flags, &err);
 		break;
 	case JOB_CONTENTION:
-		rc = aw_render_contention(gp, dir, &j->id, j->data, flags, &err);
+		rc = aw_chart_draw_contention(gp, dir, &j->id, j->data, flags, &err);
 		break;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "bench: %s\n", err ? err : "render failed");
+		fprintf(stderr, "bench: %s\n", err ? err : "draw failed");
 		exit(1);
 	}
 	free(err);
 	return rc;
 }
 
-static struct aw_gnuplot *renderer(void)
+static struct aw_gnuplot *start_gnuplot(void)
 {
 	char *err = NULL;
 	struct aw_gnuplot *gp = aw_gnuplot_new(NULL, &err);
@@ -286,7 +286,7 @@ static double seconds_since(uint64_t t0)
 	return (double)(aw_monotonic_ns() - t0) / 1e9;
 }
 
-/* Seconds spent on each type of chart by the persistent renderer, over every round. */
+/* Seconds spent on each type of chart by the persistent gnuplot, over every round. */
 static double type_seconds[5];
 static unsigned type_count[5];
 static const char *const type_names[5] = {"compare", "trend", "heat map", "per-CPU", "contention"};
@@ -298,7 +298,7 @@ static double persistent_pass(struct aw_gnuplot *gp, const char *dir, const stru
 	for (size_t i = 0; i < f->n_jobs; i++) {
 		uint64_t t1 = aw_monotonic_ns();
 
-		render(gp, dir, &f->jobs[i], AW_RENDER_FORCE);
+		draw(gp, dir, &f->jobs[i], AW_DRAW_FORCE);
 		type_seconds[f->jobs[i].type] += seconds_since(t1);
 		type_count[f->jobs[i].type]++;
 	}
@@ -310,9 +310,9 @@ static double per_process_pass(const char *dir, const struct fixture *f)
 	uint64_t t0 = aw_monotonic_ns();
 
 	for (size_t i = 0; i < f->n_jobs; i++) {
-		struct aw_gnuplot *gp = renderer();
+		struct aw_gnuplot *gp = start_gnuplot();
 
-		render(gp, dir, &f->jobs[i], AW_RENDER_FORCE);
+		draw(gp, dir, &f->jobs[i], AW_DRAW_FORCE);
 		aw_gnuplot_free(&gp);
 	}
 	return seconds_since(t0);
@@ -332,11 +332,11 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 
 	for (size_t i = w->first; i < w->f->n_jobs; i += w->step)
-		render(w->gp, w->dir, &w->f->jobs[i], w->flags);
+		draw(w->gp, w->dir, &w->f->jobs[i], w->flags);
 	return NULL;
 }
 
-/* Every chart of the set, shared round-robin among `n` workers whose renderers already run. */
+/* Every chart of the set, shared round-robin among `n` workers whose gnuplots already run. */
 static double workers_pass(struct worker *w, size_t n, unsigned flags)
 {
 	uint64_t t0 = aw_monotonic_ns();
@@ -396,10 +396,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	build(&fix);
-	gp = renderer();
+	gp = start_gnuplot();
 	for (size_t i = 0; i < 2; i++)
-		w[i] = (struct worker){.gp = renderer(), .f = &fix, .dir = root};
-	render(gp, root, &fix.jobs[0], AW_RENDER_FORCE); /* warm the page cache and fonts */
+		w[i] = (struct worker){.gp = start_gnuplot(), .f = &fix, .dir = root};
+	draw(gp, root, &fix.jobs[0], AW_DRAW_FORCE); /* warm the page cache and fonts */
 
 	pids[0] = aw_gnuplot_pid(gp);
 	pids[1] = aw_gnuplot_pid(w[0].gp);
@@ -412,8 +412,8 @@ int main(int argc, char **argv)
 		c0 = cpu_seconds(pids, 3);
 		t_process[r] = per_process_pass(root, &fix);
 		c_process[r] = cpu_seconds(pids, 3) - c0;
-		t_one[r] = workers_pass(w, 1, AW_RENDER_FORCE);
-		t_two[r] = workers_pass(w, 2, AW_RENDER_FORCE);
+		t_one[r] = workers_pass(w, 1, AW_DRAW_FORCE);
+		t_two[r] = workers_pass(w, 2, AW_DRAW_FORCE);
 		t_cached[r] = workers_pass(w, 1, 0);
 	}
 	double per = median(t_persistent, (size_t)rounds), proc = median(t_process, (size_t)rounds);
@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 	       "each chart is one SVG and one PNG; median of %d rounds\n\n",
 	       fix.n_jobs, N_HOSTS, N_CELLS, N_OPS, N_CPUS, N_GROUPS, N_SERIES, N_POINTS,
 	       N_CONTENDED, rounds);
-	printf("| renderer | charts/s | ms per chart | pass s | CPU ms per chart | charts per "
+	printf("| gnuplot | charts/s | ms per chart | pass s | CPU ms per chart | charts per "
 	       "CPU-second |\n|---|---|---|---|---|---|\n");
 	printf("| one persistent gnuplot | %.1f | %.1f | %.2f | %.1f | %.1f |\n", n / per,
 	       per / n * 1e3, per, cper / n * 1e3, n / cper);
@@ -439,8 +439,8 @@ int main(int argc, char **argv)
 		printf("| %s | %.1f |\n", type_names[t], type_seconds[t] / type_count[t] * 1e3);
 	printf("\n");
 	printf("| the commit's %zu charts | s |\n|---|---|\n", fix.n_jobs);
-	printf("| 1 render worker | %.2f |\n", median(t_one, (size_t)rounds));
-	printf("| 2 render workers | %.2f |\n", median(t_two, (size_t)rounds));
+	printf("| 1 drawing worker | %.2f |\n", median(t_one, (size_t)rounds));
+	printf("| 2 drawing workers | %.2f |\n", median(t_two, (size_t)rounds));
 	printf("| 1 worker, data unchanged (all cache hits) | %.3f |\n",
 	       median(t_cached, (size_t)rounds));
 

@@ -153,26 +153,24 @@ static const char *series_name(int i)
 	return i ? aw_ref_name((enum aw_ref)(i - 1)) : AW_CONTROL_SUBJECT " chain";
 }
 
-/* The log change of a regressed or suspect cell: its p50's when that metric moved, else its
- * p99's. */
-/* A metric that would be a regression but for the host: regressed or suspect, or noisy because
- * a disturbance of the head run explains its slowdown (the reference moved with it). */
-static bool metric_would_regress(const struct aw_detect_result *m)
+/* A metric that would be a regression but for the host: regressed, suspect or inconclusive
+ * (a slowdown the runs measured but could not confirm). */
+static bool metric_would_regress(const struct aw_metric_verdict *m)
 {
-	return m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT ||
-	       (m->verdict == AW_VERDICT_NOISY && m->explained && m->change > 0);
+	return (m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT ||
+	        m->verdict == AW_VERDICT_INCONCLUSIVE) &&
+	       !(m->change < 0);
 }
 
 static bool is_regression(const struct aw_cell_verdict *c)
 {
-	return c->verdict == AW_VERDICT_REGRESSED || c->verdict == AW_VERDICT_SUSPECT ||
-	       (c->verdict == AW_VERDICT_NOISY &&
-	        (metric_would_regress(&c->p50) || metric_would_regress(&c->p99)));
+	return metric_would_regress(&c->p50) || metric_would_regress(&c->p99);
 }
 
+/* The log change of such a cell: its p50's when that metric would regress, else its p99's. */
 static double cell_change(const struct aw_cell_verdict *c)
 {
-	const struct aw_detect_result *m = metric_would_regress(&c->p50) ? &c->p50 : &c->p99;
+	const struct aw_metric_verdict *m = metric_would_regress(&c->p50) ? &c->p50 : &c->p99;
 
 	return isfinite(m->change) && m->change > -1 ? log1p(m->change) : INFINITY;
 }
@@ -185,7 +183,7 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	struct runs head = {.max = 1}, base = {.max = BASELINE_RUNS, .skip_commit = commit};
 	json_t *fp_head = NULL, *fp_base = NULL;
 	char what[TEXT_MAX] = "";
-	double shift = 0, control_cell = 0, most = 0, move, moves[N_SERIES];
+	double shift = 0, most = 0, move, moves[N_SERIES];
 	size_t n_moves = 0;
 	int shifted = -1, rc;
 
@@ -234,8 +232,6 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		if (moved <= series_noise(vals, n, b) * AW_CONTROL_NOISE_K)
 			moved = 0;
 		moves[n_moves++] = moved;
-		if (!s)
-			control_cell = moved;
 		if (moved > most) {
 			most = moved;
 			shifted = s;
@@ -246,14 +242,10 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	shift = n_moves ? median_of(moves, n_moves) : 0;
 	for (size_t i = 0; i < v->n_cells; i++) {
 		struct aw_cell_verdict *cv = &v->cells[i];
-		/* a slowdown the analysis already put down to a disturbed head run is the host's
-		 * when the control cell itself moved: the agent's own fixed code (documents
-		 * without it keep the analysis' word) */
-		bool by_cell = cv->verdict == AW_VERDICT_NOISY;
 
 		if (!is_regression(cv))
 			continue;
-		move = by_cell ? control_cell : shift;
+		move = shift;
 		if (!what[0] &&
 		    !(shifted >= 0 && move >= AW_CONTROL_SHIFT_MIN && move >= cell_change(cv) / 2))
 			continue;
@@ -268,9 +260,6 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 			continue;
 		if (what[0])
 			v->host_changed = aw_asprintf("the host changed: %s", what);
-		else if (by_cell)
-			v->host_changed = aw_asprintf("the control moved %+.1f%% (its cell, %s)",
-			                              100 * expm1(move), series_name(0));
 		else
 			v->host_changed = aw_asprintf(
 			    "the control moved %+.1f%% (the median of its "
@@ -288,17 +277,4 @@ out:
 	json_decref(fp_head);
 	json_decref(fp_base);
 	return rc;
-}
-
-int aw_control_json(const struct aw_host_verdict *v, json_t *o)
-{
-	json_t *counts = json_object_get(o, "counts");
-
-	if (counts &&
-	    json_object_set_new(counts, aw_verdict_name(AW_VERDICT_HOST_CHANGED),
-	                        json_integer((json_int_t)v->counts[AW_VERDICT_HOST_CHANGED])))
-		return -ENOMEM;
-	if (v->host_changed && json_object_set_new(o, "host_changed", json_string(v->host_changed)))
-		return -ENOMEM;
-	return 0;
 }

@@ -29,18 +29,14 @@
  * nothing. */
 #define AW_CONTROL_NOISE_K 3.0
 
-/* Decides which would-be regressions of `v` (cells regressed or suspect, or noisy because a
- * disturbance of the head run explained their slowdown) in the verdict of `commit` on `host`
- * against o->baseline_ref, just judged) are the host's: sets their verdicts (cell and metrics) to
+/* Decides which would-be regressions of `v` (cells whose p50 or p99 regressed, is suspect or
+ * is inconclusive, in the verdict of `commit` on `host` against o->baseline_ref, just judged)
+ * are the host's: sets their verdicts (cell and metrics) to
  * AW_VERDICT_HOST_CHANGED, moves their counts, and sets v->host_changed to what changed
  * ("kernel 6.1.0-57-amd64 -> 6.1.0-58-amd64", "the control moved +12.4% (the median of
  * its 5 series; the most, mulchain-v1 +12.9%)"). The control cell gets gate level off.
  * Returns 0 or a store errno with *err. */
 int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                      const char *commit, const char *host, struct aw_host_verdict *v, char **err);
-
-/* Adds to a host verdict's JSON `o` what aw_control_check() found: "host_changed" (the text)
- * and the count of "host changed" cells in "counts". Returns 0 or -ENOMEM. */
-int aw_control_json(const struct aw_host_verdict *v, json_t *o);
 
 #endif

@@ -1,8 +1,21 @@
-/* Regression detection for one host's cells: each cell's head value(s) against a baseline
- * window of earlier runs on the baseline ref (cut at the last change point), judged against the
- * cell's threshold and the baseline's own run-to-run noise, with Benjamini-Hochberg control of
- * false discoveries across the host's cells. Pure computation: no database, no I/O. The method
- * and its measured quality are in docs/detection.md. */
+/* Regression verdicts for one host's cells, by one model (docs/detection.md, "The model"):
+ *
+ * A cell's runs are compared in log space. The baseline is its runs since the last step of its
+ * history (a change point the runs after do not come back from); the runs before measure the
+ * noise. The runs are first made comparable by the reference that tracks the cell best in
+ * this history (a kernel nothing under test moves, or the run's memory state), used only when
+ * it cuts the cell's spread by a quarter or more (a control variate), or they fall into the
+ * levels of a reference whose clusters the cell follows (the machine's own states, e.g. a core
+ * alone or sharing its ports): each level has a share of the history, a centre and a noise,
+ * and each head run is judged against the baseline runs of its level. A metric is regressed
+ * when a level the host spends a real share of its time in is significantly slower (false
+ * discovery rate over the host's cells) and its bound reaches the threshold; unchanged once
+ * every level with head runs is bounded within the threshold both ways; anything else is
+ * undecided, which the analysis turns into a suspect (re-measure) or, once the confirmation
+ * budget is spent, inconclusive or noisy. Head runs measured in a memory state far from the
+ * baseline's confirm no move.
+ *
+ * Pure computation: no database, no I/O. */
 #ifndef AW_DETECT_H
 #define AW_DETECT_H
 
@@ -11,150 +24,107 @@
 
 #include "aw/verdict.h"
 #include "changepoint.h"
+#include "verdict_doc.h" /* struct aw_level */
+
+/* The references a verdict weighs: the kernels beside each cell (4) and the run's memory
+ * state (the memory walk beside its anchor cells, aw_cell_is_anchor()). */
+#define AW_DETECT_REFS 5
+/* The slot of the run's memory state among them. */
+#define AW_DETECT_MEMORY (AW_DETECT_REFS - 1)
+/* The most levels a cell's history is split into. */
+#define AW_DETECT_LEVELS AW_VERDICT_LEVELS
 
 struct aw_detect_opts {
-	size_t window;        /* baseline runs at most (default 10) */
+	size_t window;        /* baseline runs at most, since the last change point (default 30) */
 	double fdr;           /* Benjamini-Hochberg level over a host's cells (default 0.05) */
-	double power_z;       /* a change "reaches" the threshold when change + power_z * se does */
-	double min_abs_ns;    /* a change smaller than this many ns is never a regression or an
-	                         improvement (default 0.1: half a cycle at 5 GHz) */
+	double min_abs_ns;    /* a change smaller than this many ns never counts, and values
+	                         below it are this (default 0.1: half a cycle at 5 GHz) */
 	double noise_floor;   /* smallest relative run-to-run noise assumed (default 0.001) */
-	double bimodal_ratio; /* p99 >= ratio * p50 within a run: tails in two modes (default 3) */
-	double bimodal_gap;   /* ratio between two clusters of baseline values (default 1.25) */
+	double screen_noise;  /* smallest noise of a head judged on one run (default 0.01): one
+	                         run cannot show its own spread */
+	double ref_gain;      /* a reference is used when it cuts the cell's spread by at least
+	                         this share (default 0.25) */
+	double level_gap;     /* a reference's clusters split at gaps of at least this many
+	                         noises (default 4) ... */
+	double level_gap_min; /* ... and this much in log units (default 0.02) */
+	double level_share;   /* a level this share of the history or more must not regress, and
+	                         its runs must be judged (default 0.2) */
+	double bimodal_gap;   /* the flag: two clusters of runs this far apart (default 1.25) */
+	double state_margin;  /* a head run whose memory state is this many times the
+	                         baseline's usual one (its median) was measured in a state the
+	                         baseline cannot judge: it confirms no move (default 1.5) */
 	double prior_df_max;  /* most weight the pooled noise of a cell's group may get, in degrees
-	                         of freedom (default 30); the weight itself is estimated */
-	double mw_alpha;      /* with >= 3 head runs the rank test must also reject at this level */
-	double excursion;     /* an earlier run this far from the baseline (x or 1/x) is an
-	                         excursion; a head within the excursions seen is noisy (default 1.5) */
-	double disturb_min;   /* a head run whose run factor moved by more than this (log units)
-	                         and by more than disturb_k of its history's spread is disturbed
-	                         (default 0.03) */
-	double disturb_k;     /* (default 4) */
-	double disturb_max;   /* a disturbance explains a change only up to this factor (x or 1/x,
-	                         default 2.5): whole runs of the VMs we measured moved by up to
-	                         2.2x; every cell of a run 3x slower is a change of everything */
-	double tail_disturb_max; /* the same for a tail (aw_detect_input.tail; default 20): a
-	                            VM's reader tails swing tenfold between runs, every cell's
-	                            of a run together */
-	struct aw_cp_opts cp;    /* change points of the baseline history */
+	                         of freedom (default 30) */
+	struct aw_cp_opts cp; /* change points of the baseline history */
 };
 
-#define AW_DETECT_OPTS_DEFAULT                                                                     \
-	{                                                                                          \
-		.window = 10, .fdr = 0.05, .power_z = 1.645, .min_abs_ns = 0.1,                    \
-		.noise_floor = 0.001, .bimodal_ratio = 3, .bimodal_gap = 1.25, .prior_df_max = 30, \
-		.mw_alpha = 0.05, .excursion = 1.5, .disturb_min = 0.03, .disturb_k = 4,           \
-		.disturb_max = 2.5, .tail_disturb_max = 20, .cp = AW_CP_OPTS_DEFAULT               \
+#define AW_DETECT_OPTS_DEFAULT                                                                    \
+	{                                                                                         \
+		.window = 30, .fdr = 0.05, .min_abs_ns = 0.1, .noise_floor = 0.001,               \
+		.screen_noise = 0.01, .ref_gain = 0.25, .level_gap = 4, .level_gap_min = 0.02,    \
+		.level_share = 0.2, .bimodal_gap = 1.25, .state_margin = 1.5, .prior_df_max = 30, \
+		.cp = AW_CP_OPTS_DEFAULT                                                          \
 	}
 
-/* The run factors a cell can be judged relative to (aw_detect_input.factor). */
-enum aw_factor {
-	AW_FACTOR_REFERENCE, /* the reference kernel measured beside the cell */
-	AW_FACTOR_COMMON,    /* the run's common mode over its uncontended matrix cells */
-	AW_FACTOR_COUNT,
-	AW_FACTOR_NONE = -1
-};
-
-/* One cell and one metric (p50 or p99) on one host. Values are the metric of each run, in ns.
- * `history` is every earlier run on the baseline ref in commit order, oldest first; the window
- * is taken from its end. `*_se` (optional, may be NULL) hold each run's own standard error of
- * the metric (from its confidence interval), a floor for the noise when the baseline has too
- * few runs to measure it. */
+/* One cell and one metric (p50 or p99) on one host, in ns. `history` is every earlier run on
+ * the baseline ref in commit order, oldest first (the window is taken from its end); `head`
+ * the commit's runs. `*_se` (optional) hold each run's own standard error of the metric, a
+ * floor for the noise. ref[k] (optional, NULL or NAN where unknown) hold reference kernel k's
+ * ns beside the cell in each run, aligned with the values. */
 struct aw_detect_input {
 	const double *history;
 	const double *history_se;
+	const double *history_ref[AW_DETECT_REFS];
 	size_t n_history;
 	const double *head;
 	const double *head_se;
+	const double *head_ref[AW_DETECT_REFS];
+	const bool *head_confirmation; /* optional: head runs that re-measured the cell after
+	                                  another run raised a suspicion */
 	size_t n_head;
-	const double *reference; /* optional, the runs of a base commit (compare): when given,
-	                            the baseline is their median and the history only measures
-	                            the noise */
-	size_t n_reference;
-	/* Run factors, in natural-log units, aligned with history[] and head[]; NULL or NAN where
-	 * unknown (a run without a reference series; a confirmation run, whose few cells give no
-	 * common mode). Only their differences matter. They say when a head run was disturbed
-	 * (moved beyond the spread its history shows), and which earlier runs were measured in
-	 * the head's regime. Unused in a compare (`reference` given). */
-	const double *history_factor[AW_FACTOR_COUNT];
-	const double *head_factor[AW_FACTOR_COUNT];
-	bool strict_resolution; /* uncontended and duty-free: a 0-ns baseline means the op cost
-	                           nothing, so any head that clears the resolution in every head
-	                           run is an unbounded regression; otherwise a cell at resolution is
-	                           judged on its change in ns against its own noise */
-	double threshold;       /* relative, e.g. 0.05 */
-	int group;              /* cells of one group share a pooled noise (e.g. uncontended ops,
-	                           readers, contended cells); any int */
-	int family;             /* cells of one family share one false discovery correction
-	                           (e.g. the re-measured suspects apart); any int */
-	bool tail_bimodal;      /* some run's p99 >= bimodal_ratio * p50: a head in either of
-	                           two baseline clusters is one the history has shown */
-	bool tail;              /* the series is a tail (p99): its run factors are the runs'
-	                           tails, a disturbance explains up to tail_disturb_max */
-	/* Optional (NULL: unknown), of a p50 series: each run's fastest batch, aligned with
-	 * history[] and head[]. A change of the code slows every batch, the fastest too; a
-	 * spell of the host's that slows only part of a run leaves it where it was (step 9d). */
-	const double *history_min;
-	const double *head_min;
+	/* optional: the runs of a base commit (compare); when given they are the baseline and
+	 * the history only measures the noise */
+	const double *base;
+	const double *base_ref[AW_DETECT_REFS];
+	size_t n_base;
+	double threshold; /* relative, e.g. 0.05 */
+	int group;        /* cells of one group share a pooled noise; any int */
+	int family;       /* cells of one family share one false discovery correction */
 };
 
 struct aw_detect_result {
-	enum aw_verdict verdict; /* a cell's: unchanged ... missing (aw/verdict.h) */
-	double baseline;         /* median of the window */
-	double head;             /* median of the head runs */
-	double change;           /* head / baseline - 1; INFINITY when the baseline was 0 */
-	double change_lo;        /* one-sided 95% bounds of the change */
-	double change_hi;
-	double noise;           /* relative run-to-run noise used: 1.4826 MAD / median, moderated
-	                           towards the host's pooled value, floored by the runs' precision */
-	double pvalue;          /* two-sided, before the false discovery correction */
-	double qvalue;          /* Benjamini-Hochberg adjusted */
-	double mw_pvalue;       /* Mann-Whitney p-value (>= 3 head runs), else NAN */
-	size_t window_n;        /* baseline runs used */
-	size_t window_start;    /* index into history where the window starts */
-	size_t last_change;     /* index of the last change point in history, or 0 */
-	bool bimodal;           /* the baseline runs fall into two levels (docs/detection.md,
-	                           step 8): what a page's "bimodal" says; a flag only */
-	bool seen_before;       /* the head lies in a mode or excursion the history has shown */
-	bool regimes;           /* the window's runs fell into two regimes; the head was compared
-	                           with the one nearest it (baseline, noise and window_n are its) */
-	bool absolute;          /* judged in ns (a cell at or flipping through the resolution):
-	                           change is change_ns over the cell's level above resolution */
-	double change_ns;       /* head - baseline */
-	enum aw_factor matched; /* the factor by which the baseline runs were chosen: those
-	                           since the last change point nearest the head's factor (the
-	                           head's regime), or AW_FACTOR_NONE (the last `window` runs) */
-	bool on_reference;      /* judged in steps of the reference kernel beside it (step 9e):
-	                           every run scaled to the head's reference, baseline and head in
-	                           ns as measured beside it; no run factor matched or disturbed */
-	bool disturbed;         /* every head run judged was disturbed (see factor/disturb) */
-	enum aw_factor disturbed_by; /* which factor said so, or AW_FACTOR_NONE */
-	double disturb;              /* the head's factor over the window's usual one (1 = none) */
-	bool explained;    /* the change lies within what the disturbance explains, so it is
-	                      never regressed or improved (verdict noisy) */
-	bool by_reference; /* explained, and the reference kernel itself moved as far in every
-	                      head run: the machine, since nothing under test moves it (with no
-	                      confirmation to come, even one such run is noisy) */
-	bool tail;         /* of a tail input: its common factor is the runs' tails */
-	bool hidden;       /* unchanged, but every head run judged was disturbed and the change
-	                      reaches the threshold: the disturbed regime's own spread hid it, so
-	                      one such run clears nothing (the analysis holds it suspect) */
-	size_t head_n;     /* head runs judged (disturbed ones are set aside when others are
-	                      not) */
-	size_t agree_n;    /* of a regression: head runs, set aside or not, that each show it beyond
-	                      their own slowdown (>= head_n); confirmation counts these */
-	char note[160];    /* the reason behind noisy / new / bimodal, "" otherwise */
+	enum aw_verdict verdict; /* unchanged, regressed, improved, new, or AW_VERDICT_UNKNOWN
+	                            when undecided (the analysis makes it suspect or
+	                            inconclusive) */
+	double baseline;         /* ns: the dominant level's centre (or the judged level's) */
+	double head;             /* ns: the median of the head runs */
+	double change;           /* of the deciding level: head / base - 1 */
+	double change_lo, change_hi;
+	double change_ns;      /* head - baseline in ns, as measured (not adjusted) */
+	bool absolute;         /* the baseline is below resolution: the change is change_ns */
+	double noise;          /* relative run-to-run noise of the dominant level, moderated */
+	double pvalue, qvalue; /* of the deciding test, before and after the correction */
+	size_t window_n;       /* baseline runs */
+	size_t head_n;         /* head runs */
+	size_t agree_n;        /* of a move: head runs that each could show it alone (their
+	                          change's bound reaches the threshold, the right way), measured
+	                          in a memory state the baseline saw */
+	size_t unseen_n;       /* head runs measured in a memory state beyond the baseline's
+	                          (state_margin): they confirm no move */
+	double unseen_by;      /* the largest such state over the baseline's median (or NAN) */
+	int reference;         /* the input's ref[] index the values were adjusted by, or -1 */
+	double ref_slope;      /* d log(value) / d log(reference) */
+	double ref_gain;       /* share of the spread the reference removed */
+	int level_ref;         /* the ref[] index whose clusters are the levels, or -1 */
+	struct aw_level levels[AW_DETECT_LEVELS];
+	size_t n_levels;
+	size_t dominant; /* index of the dominant level */
+	int decided_by;  /* the level that decided, or -1 (undecided) */
+	bool bimodal;    /* the baseline runs split into two clusters (docs/detection.md) */
+	char note[200];  /* why, in a sentence, "" when nothing needs saying */
 };
 
-/* The word of a factor: "reference", "common", or NULL for AW_FACTOR_NONE. */
-const char *aw_factor_name(enum aw_factor f);
-
-/* The word of a factor as result `r` used it: "tails" for the common factor of a tail input,
- * else aw_factor_name(). */
-const char *aw_result_factor_name(const struct aw_detect_result *r, enum aw_factor f);
-
-/* Judges n cells of one host (one family for the false discovery correction). Returns 0 or
- * -ENOMEM; out[i] answers in[i]. */
+/* Judges n cells of one host. Returns 0 or -ENOMEM; out[i] answers in[i]. */
 int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect_opts *opts,
               struct aw_detect_result *out);
 

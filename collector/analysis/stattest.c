@@ -297,3 +297,20 @@ int aw_bh_adjust(const double *p, size_t n, double *q)
 	free(s);
 	return 0;
 }
+
+double aw_t_quantile(double p, double df)
+{
+	double lo = 0, hi = 50;
+
+	if (!(df > 0) || df > 200)
+		df = 200;
+	for (int i = 0; i < 60; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (aw_t_sf(mid, df) > p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}

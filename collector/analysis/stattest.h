@@ -16,6 +16,10 @@ double aw_norm_sf(double z);
 /* P(T > t) for Student's t with `df` > 0 degrees of freedom (df may be fractional). */
 double aw_t_sf(double t, double df);
 
+/* The t with P(T > t) = p for Student's t on df > 0 degrees of freedom (0 < p < 1/2; df
+ * above 200 is taken as 200). */
+double aw_t_quantile(double p, double df);
+
 /* The regularised incomplete beta function I_x(a, b), 0 <= x <= 1, a, b > 0. */
 double aw_betainc(double a, double b, double x);
 

@@ -38,7 +38,7 @@ struct aw_draw {
 	const char *data_dir;  /* charts go to <data_dir>/charts/... */
 	const struct aw_analysis_opts *analysis;
 	const char *project; /* NULL: runs of any project */
-	unsigned flags;      /* AW_RENDER_FORCE or 0 */
+	unsigned flags;      /* AW_DRAW_FORCE or 0 */
 	/* where each chart drawn is stored for every collector (its data_dir must be data_dir);
 	 * NULL: the files stay in data_dir only (a static export) */
 	struct aw_chart_cache *publish;
@@ -51,7 +51,7 @@ struct aw_draw {
 /* Draws the chart `id` from the stored data (a compare chart with its table, see
  * aw_chart_table_rel()) and counts the outcome in d (a compare chart's base is
  * a commit when runs of that commit exist on the host, else a ref whose newest earlier runs are the
- * baseline). Returns 0 (drawn), AW_RENDER_CACHED (unchanged), -ENOENT (no run to draw it from),
+ * baseline). Returns 0 (drawn), AW_DRAW_CACHED (unchanged), -ENOENT (no run to draw it from),
  * -ENOSYS (no gnuplot), or another negative errno with *err. */
 int aw_draw_chart(struct aw_draw *d, const struct aw_chart_id *id, char **err);
 
@@ -121,19 +121,26 @@ int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err);
 struct aw_verdict_cell {
 	const char *key;
 	enum aw_verdict verdict;
+	enum aw_gate gate;
 	double base_p50, head_p50; /* NAN when absent */
 	bool absolute;             /* the p50 was judged in ns (at or through the resolution) */
+	/* of the metric that gave the cell its verdict (aw_cell_verdict_deciding()): */
+	const char *note;   /* the sentence behind it, or NULL */
+	size_t n_levels;    /* the levels its history is split into (0 or 1: none) */
+	const char *levels; /* with two or more, the line that tells them apart
+	                       (aw_metric_verdict_levels_text()), else NULL */
 };
 
 /* A stored verdict (store_verdict_list()) read back from its JSON, its words through
  * aw_verdict_parse() (aw/verdict.h). */
 struct aw_verdict_view {
-	enum aw_verdict status;        /* pass, fail, incomplete or unknown */
+	enum aw_verdict status;        /* a host status (pass, fail, inconclusive, unconfirmed,
+	                                  incomplete) or unknown */
 	const char *baseline_ref;      /* may be NULL */
 	long baseline_runs;            /* -1 when unknown */
 	struct aw_verdict_cell *cells; /* the cells the JSON lists */
 	size_t n_cells;
-	struct aw_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
+	struct aw_page_disturbance disturbed; /* the most disturbed head run (run_id NULL: none) */
 };
 
 /* Parses `v` into *out with everything copied into `a`. Returns 0, -EINVAL (the JSON is not a

@@ -1,5 +1,5 @@
 /* `atomwatch-collector render` and `export` (see export.h): the post-ingest work of one commit
- * done on demand, and the page builders of pages.c with export links, each chart a page shows
+ * done on demand, and the page builders of pages.h with export links, each chart a page shows
  * taken from the database (or drawn from the store) before the page is written. */
 #include "export.h"
 

@@ -23,6 +23,8 @@
 #define TASK_TRENDS "trends" /* the host's trend charts on a ref, after its runs' tasks */
 #define TASK_AB     "ab"     /* an A/B document's chart; its ab_id is the task's ref */
 #define MESSAGE_MAX 512      /* of the last error kept with a failed task */
+/* work of one retention task; more waits for the next, behind the uploads' tasks */
+#define RETENTION_BUDGET_US (INT64_C(20) * 1000000)
 
 /* ---- the work of one task ---- */
 
@@ -48,7 +50,8 @@ static int find_first_run(const struct store_run *run, void *cls)
 /* After the verdict `v` of (project, commit) on a daemon host: when it has fail-level
  * suspects, no run of the commit is a confirmation or asked to confirm itself, and no
  * confirmation job of its newest first run exists, queue one for that host only: re-measure
- * those cells o->confirm_jobs times. Returns 0 or a store error (logged by the caller). */
+ * those cells (with the run's anchor cells) up to o->confirm_jobs times. Returns 0 or a store
+ * error (logged by the caller). */
 static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opts *o,
                               const char *project, const char *commit, const char *host,
                               const char *ref, const struct aw_host_verdict *v)
@@ -58,8 +61,9 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	struct store_job_spec spec = {0};
 	struct first_run first = {0};
 	struct aw_result *r = NULL;
-	json_t *cells = NULL, *job = NULL;
-	const char *subject = NULL;
+	json_t *cells = NULL, *anchors = NULL, *job = NULL;
+	const char *subject = NULL, *anchor[AW_ANCHORS];
+	size_t n_anchors;
 	char *text = NULL;
 	int64_t id;
 	uint64_t samples = 0;
@@ -95,9 +99,19 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	}
 	if (rc || !json_array_size(cells))
 		goto out;
+	n_anchors = aw_result_anchors(r, anchor, AW_ANCHORS);
+	anchors = json_array();
+	for (size_t i = 0; !rc && anchors && i < n_anchors; i++)
+		if (json_array_append_new(anchors, json_string(anchor[i])))
+			rc = -ENOMEM;
+	if (rc || !anchors) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	subject = json_string_value(json_object_get(json_object_get(r->meta, "subject"), "name"));
-	job = json_pack("{s:s, s:O, s:I, s:I}", "of", first.run_id, "cells", cells, "runs",
-	                (json_int_t)o->confirm_jobs, "samples", (json_int_t)samples);
+	job =
+	    json_pack("{s:s, s:O, s:O, s:I, s:I}", "of", first.run_id, "cells", cells, "anchors",
+	              anchors, "runs", (json_int_t)o->confirm_jobs, "samples", (json_int_t)samples);
 	text = job ? json_dumps(job, JSON_COMPACT) : NULL;
 	if (!text) {
 		rc = -ENOMEM;
@@ -123,6 +137,7 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 out:
 	free(text);
 	json_decref(job);
+	json_decref(anchors);
 	json_decref(cells);
 	aw_result_free(&r);
 	return rc;
@@ -389,6 +404,30 @@ static void run_chart(struct worker *w, struct store_conn *conn, const struct ch
 	free(err);
 }
 
+/* A pass of retention, RETENTION_BUDGET_US of work at most. Returns 0 or the store's
+ * failure. */
+static int retention(struct aw_postingest *p, struct store_conn *conn)
+{
+	struct store_retention_stats st;
+	struct timespec now;
+	int rc;
+
+	if (!p->o.retention)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rc = store_retention_run(conn, p->o.retention,
+	                         (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000,
+	                         RETENTION_BUDGET_US, &st);
+	if (!rc && st.runs)
+		aw_info("retention: %" PRId64 " runs older than %u days thinned into %" PRId64
+		        " aggregates%s",
+		        st.runs, p->o.retention->raw_days, st.aggregates,
+		        st.more ? "; more next time" : "");
+	if (!rc && st.more)
+		rc = store_task_enqueue(conn, AW_TASK_RETENTION, "", NULL, "", "");
+	return rc;
+}
+
 /* Runs a claimed task and tells the store how it went: done, or failed when a step that a
  * retry may fix (the database) failed. */
 static void run_task(struct worker *w, struct store_conn *conn, const struct task *t)
@@ -414,6 +453,8 @@ static void run_task(struct worker *w, struct store_conn *conn, const struct tas
 	} else if (!strcmp(t->kind, TASK_AB)) {
 		if (w->gp)
 			rc = aw_draw_ab(&d, t->ref, &err);
+	} else if (!strcmp(t->kind, AW_TASK_RETENTION)) {
+		d.store_rc = retention(p, conn);
 	} else {
 		aw_warn("postingest: task %" PRId64 " of unknown kind '%.32s' dropped", t->id,
 		        t->kind);

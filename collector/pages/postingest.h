@@ -41,8 +41,15 @@ struct aw_postingest_opts {
 	uint64_t poll_ms;    /* how often idle workers look for other collectors' tasks */
 	unsigned attempts;   /* claims of one task before it is given up */
 	const struct aw_analysis_opts *analysis; /* must outlive the workers */
+	/* what a "retention" task thins (store_retention_run()); NULL: such a task is done
+	 * without thinning (a collector that keeps every run). Must outlive the workers. */
+	const struct store_retention *retention;
 	struct aw_chart_cache *cache; /* where drawn charts are stored; must outlive the workers */
 };
+
+/* The kind of the task of a retention pass (store.h), which every collector with retention on
+ * queues each retention.interval; a pass left unfinished at its budget queues itself again. */
+#define AW_TASK_RETENTION "retention"
 
 /* Starts the workers (a gnuplot that cannot start is logged, and its worker only runs the
  * analysis). Returns 0 with *out, or a negative errno with *err. */

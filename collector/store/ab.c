@@ -112,29 +112,37 @@ int store_ab_get(struct store_conn *c, const char *ab_id, store_ab_cb cb, void *
 	return !rc && !ar.found ? -ENOENT : rc;
 }
 
-/* newest first; the document itself is not read for a list */
-static const struct stmt_def sql_ab_list = {
-    .id = S_AB_LIST,
+/* newest first; the document itself is not read for a list. Filters (project, head, host),
+ * each combination its own statement (ab_docs_head, ab_docs_head_only, ab_docs_host,
+ * ab_docs_project). */
+static const struct filtered_def sql_ab_list = {
+    .first = S_AB_LIST,
     .what = "list A/B documents",
-    .sql = "SELECT " AB_COLS ", judgment, NULL FROM ab_docs WHERE (CAST(?1 AS TEXT) IS "
-           "NULL OR project = ?1) AND (CAST(?2 AS TEXT) IS NULL OR head_commit = ?2) "
-           "AND (CAST(?3 AS TEXT) IS NULL OR host = ?3) ORDER BY seq DESC LIMIT ?4"};
+    .head = "SELECT " AB_COLS ", judgment, NULL FROM ab_docs",
+    .joiner = " WHERE ",
+    .filters = {"project = ?", "head_commit = ?", "host = ?"},
+    .n = 3,
+    .tail = " ORDER BY seq DESC LIMIT ?"};
 
 int store_ab_list(struct store_conn *c, const char *project, const char *head, const char *host,
                   unsigned limit, store_ab_cb cb, void *cls)
 {
+	const char *given[3] = {project, head, host};
 	struct ab_rows ar = {cb, cls, false};
 	struct store_stmt *s;
-	int rc;
+	unsigned mask = 0;
+	int n = 0, rc;
 
 	if (limit < 1 || limit > 10000)
 		return -EINVAL;
-	rc = rows_get(c, &sql_ab_list, &s);
+	for (int i = 0; i < 3; i++)
+		mask |= given[i] ? 1u << i : 0;
+	rc = rows_get_filtered(c, &sql_ab_list, mask, &s);
 	if (rc)
 		return rc;
-	b_text(s, 1, project);
-	b_text(s, 2, head);
-	b_text(s, 3, host);
-	b_i64(s, 4, limit);
+	for (int i = 0; i < 3; i++)
+		if (given[i])
+			b_text(s, ++n, given[i]);
+	b_i64(s, ++n, limit);
 	return rows_each_row(s, ab_row, &ar);
 }

@@ -4,10 +4,12 @@
 
 #include <errno.h>
 
-#define VERDICT_REST                                                                      \
-	"order_us FROM verdicts WHERE (CAST(?1 AS TEXT) IS NULL OR project = ?1) AND "    \
-	"(CAST(?2 AS TEXT) IS NULL OR commit_sha = ?2) AND (CAST(?3 AS TEXT) IS NULL OR " \
-	"host = ?3) ORDER BY order_us DESC, host LIMIT ?4"
+/* The filters of the verdict lists, in the order of their bits (project, commit, host): each
+ * combination its own statement, read through its index (the primary key, verdicts_commit,
+ * verdicts_host, verdicts_host_project, verdicts_project, verdicts_order). */
+#define VERDICT_FILTERS \
+	.joiner = " WHERE ", .filters = {"project = ?", "commit_sha = ?", "host = ?"}
+#define VERDICT_TAIL " ORDER BY order_us DESC, host LIMIT ?"
 
 /* ---- analysis ---- */
 
@@ -87,14 +89,17 @@ static int cp_row(struct store_stmt *s, void *cls)
 	return cr->cb(&p, cr->cls);
 }
 
-static const struct stmt_def sql_cp_list = {
-    .id = S_CP_LIST,
+/* by host and ref, the project and the cell when given (change_points_series,
+ * change_points_cell) */
+static const struct filtered_def sql_cp_list = {
+    .first = S_CP_LIST,
     .what = "list change points",
-    .sql = "SELECT project, host, ref, cell_key, metric, commit_sha, run_id, order_us, "
-           "before, after, pvalue, computed_at FROM change_points WHERE host = ?1 AND "
-           "ref = ?2 AND (CAST(?3 AS TEXT) IS NULL OR project = ?3) AND "
-           "(CAST(?4 AS TEXT) IS NULL OR cell_key = ?4) "
-           "ORDER BY order_us, cell_key, metric"};
+    .head = "SELECT project, host, ref, cell_key, metric, commit_sha, run_id, order_us, "
+            "before, after, pvalue, computed_at FROM change_points WHERE host = ? AND ref = ?",
+    .joiner = " AND ",
+    .filters = {"project = ?", "cell_key = ?"},
+    .n = 2,
+    .tail = " ORDER BY order_us, cell_key, metric"};
 
 int store_changepoints_list(struct store_conn *c, const char *project, const char *host,
                             const char *ref, const char *cell_key, store_changepoint_cb cb,
@@ -102,14 +107,17 @@ int store_changepoints_list(struct store_conn *c, const char *project, const cha
 {
 	struct cp_rows cr = {cb, cls};
 	struct store_stmt *s;
-	int rc = rows_get(c, &sql_cp_list, &s);
+	int n = 0,
+	    rc = rows_get_filtered(c, &sql_cp_list, (project ? 1u : 0u) | (cell_key ? 2u : 0u), &s);
 
 	if (rc)
 		return rc;
-	b_text(s, 1, host);
-	b_text(s, 2, ref);
-	b_text(s, 3, project);
-	b_text(s, 4, cell_key);
+	b_text(s, ++n, host);
+	b_text(s, ++n, ref);
+	if (project)
+		b_text(s, ++n, project);
+	if (cell_key)
+		b_text(s, ++n, cell_key);
 	return rows_each_row(s, cp_row, &cr);
 }
 
@@ -163,31 +171,38 @@ static int verdict_row(struct store_stmt *s, void *cls)
 	return vr->cb(&v, vr->cls);
 }
 
-static int verdict_query(struct store_conn *c, const struct stmt_def *which, const char *project,
-                         const char *commit, const char *host, unsigned limit, store_verdict_cb cb,
-                         void *cls)
+static int verdict_query(struct store_conn *c, const struct filtered_def *which,
+                         const char *project, const char *commit, const char *host, unsigned limit,
+                         store_verdict_cb cb, void *cls)
 {
+	const char *given[3] = {project, commit, host};
 	struct verdict_rows vr = {cb, cls};
 	struct store_stmt *s;
-	int rc;
+	unsigned mask = 0;
+	int n = 0, rc;
 
 	if (limit < 1 || limit > 10000)
 		return -EINVAL;
-	rc = rows_get(c, which, &s);
+	for (int i = 0; i < 3; i++)
+		mask |= given[i] ? 1u << i : 0;
+	rc = rows_get_filtered(c, which, mask, &s);
 	if (rc)
 		return rc;
-	b_text(s, 1, project);
-	b_text(s, 2, commit);
-	b_text(s, 3, host);
-	b_i64(s, 4, limit);
+	for (int i = 0; i < 3; i++)
+		if (given[i])
+			b_text(s, ++n, given[i]);
+	b_i64(s, ++n, limit);
 	return rows_each_row(s, verdict_row, &vr);
 }
 
-static const struct stmt_def sql_verdict_list = {
-    .id = S_VERDICT_LIST,
+static const struct filtered_def sql_verdict_list = {
+    .first = S_VERDICT_LIST,
     .what = "list verdicts",
-    .sql = "SELECT project, commit_sha, host, baseline_ref, status, "
-           "json, computed_at, " VERDICT_REST};
+    .head = "SELECT project, commit_sha, host, baseline_ref, status, json, computed_at, "
+            "order_us FROM verdicts",
+    VERDICT_FILTERS,
+    .n = 3,
+    .tail = VERDICT_TAIL};
 
 int store_verdict_list(struct store_conn *c, const char *project, const char *commit,
                        const char *host, unsigned limit, store_verdict_cb cb, void *cls)
@@ -197,11 +212,14 @@ int store_verdict_list(struct store_conn *c, const char *project, const char *co
 
 /* the same without the document, which may be large, nor what a row keeps after it
  * (reading a column stored after a large value reads through that value) */
-static const struct stmt_def sql_verdict_statuses = {
-    .id = S_VERDICT_STATUSES,
-    .what = "list verdicts",
-    .sql = "SELECT project, commit_sha, host, baseline_ref, "
-           "status, NULL, NULL, " VERDICT_REST};
+static const struct filtered_def sql_verdict_statuses = {
+    .first = S_VERDICT_STATUSES,
+    .what = "list verdict statuses",
+    .head = "SELECT project, commit_sha, host, baseline_ref, status, NULL, NULL, order_us "
+            "FROM verdicts",
+    VERDICT_FILTERS,
+    .n = 3,
+    .tail = VERDICT_TAIL};
 
 int store_verdict_statuses(struct store_conn *c, const char *project, const char *commit,
                            const char *host, unsigned limit, store_verdict_cb cb, void *cls)

@@ -15,10 +15,10 @@
 struct aw_strmap;
 
 /* The schema version of this build: every driver holds this many migrations. */
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 9
 
 /* Most statements a connection keeps prepared (the row layer's statement ids). */
-#define STORE_STMT_SLOTS 96
+#define STORE_STMT_SLOTS 160
 
 /* Every backend connection starts with this; the row layer owns all but `drv`. */
 struct store_conn {
@@ -26,6 +26,8 @@ struct store_conn {
 	struct store_conn *next_idle;              /* pool list, owned by store.c */
 	struct store_stmt *stmt[STORE_STMT_SLOTS]; /* prepared on first use, by statement id */
 	struct aw_strmap *cells; /* cell signature -> cells.id, committed rows only */
+	store_plan_cb plan_cb;   /* store_set_plan_hook(): drivers explain each statement */
+	void *plan_cls;
 };
 
 /* Every backend statement starts with this. */
@@ -113,6 +115,14 @@ extern const struct store_driver store_pg_driver;
 /* Each driver's migrations (schema.c), STORE_SCHEMA_VERSION scripts. */
 extern const char *const store_sqlite_migrations[];
 extern const char *const store_pg_migrations[];
+
+/* The backfill of each migration (both dialects; NULL for most): a statement store_migrate()
+ * runs in transactions of its own before the migration's script, binding ?1 to the rows of one
+ * pass, until a pass changes no row. */
+extern const char *const store_backfills[STORE_SCHEMA_VERSION];
+
+/* Rows one pass of a backfill changes at most. */
+#define STORE_BACKFILL_ROWS 2000
 
 /* Sets up the row layer's part of a new connection (store.c calls it after connect()).
  * Returns 0 or -ENOMEM. */

@@ -258,21 +258,33 @@ static const struct stmt_def sql_host_set_fp = {
     .what = "update a host",
     .sql = "UPDATE hosts SET fingerprint_id = ?2 WHERE id = ?1"};
 
-/* order_us: the commit's own time, else the earliest start of its runs */
+/* order_us: the commit's own time, else the earliest start of its runs; prev_order_us what it
+ * was before this statement (every right-hand side of SET reads the row as it was), so that
+ * the commit's runs are moved only when it moved */
 static const struct stmt_def sql_commit_upsert = {
     .id = S_COMMIT_UPSERT,
     .what = "store a commit",
     .sql = "INSERT INTO commits (project_id, sha, commit_time, commit_time_us, first_started_us, "
-           "order_us) VALUES (?1, ?2, ?3, CAST(?4 AS BIGINT), CAST(?5 AS BIGINT), "
+           "order_us, prev_order_us) VALUES (?1, ?2, ?3, CAST(?4 AS BIGINT), "
+           "CAST(?5 AS BIGINT), COALESCE(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT)), "
            "COALESCE(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT))) "
            "ON CONFLICT (project_id, sha) DO UPDATE SET "
            "commit_time = COALESCE(commits.commit_time, excluded.commit_time), "
            "commit_time_us = COALESCE(commits.commit_time_us, excluded.commit_time_us), "
            "first_started_us = CASE WHEN excluded.first_started_us < commits.first_started_us "
            "THEN excluded.first_started_us ELSE commits.first_started_us END, "
+           "prev_order_us = commits.order_us, "
            "order_us = COALESCE(commits.commit_time_us, excluded.commit_time_us, "
            "CASE WHEN excluded.first_started_us < commits.first_started_us "
-           "THEN excluded.first_started_us ELSE commits.first_started_us END) RETURNING id"};
+           "THEN excluded.first_started_us ELSE commits.first_started_us END) "
+           "RETURNING id, order_us, prev_order_us"};
+
+/* A commit's order moved (a run brought its commit_time, or an earlier start): its runs
+ * stored before follow it, in the transaction that moved it. */
+static const struct stmt_def sql_commit_reorder = {
+    .id = S_COMMIT_REORDER,
+    .what = "reorder a commit's runs",
+    .sql = "UPDATE runs SET order_us = ?2 WHERE commit_id = ?1 AND order_us <> ?2"};
 
 static const struct stmt_def sql_run_add = {
     .id = S_RUN_ADD,
@@ -280,9 +292,9 @@ static const struct stmt_def sql_run_add = {
     .sql = "INSERT INTO runs (run_id, project_id, host_id, fingerprint_id, commit_id, ref, "
            "commit_time, trigger, started_at, started_us, finished_at, matrix_name, "
            "matrix_version, matrix_hash, matrix_profile, meta, n_cells, content_hash, "
-           "received_at, reference, confirmation_of, confirm) VALUES (?1, ?2, ?3, ?4, "
-           "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-           "?21, ?22) RETURNING seq"};
+           "received_at, reference, confirmation_of, confirm, order_us) VALUES (?1, ?2, ?3, "
+           "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+           "?21, ?22, ?23) RETURNING seq"};
 
 static int put_one(struct store_conn *c, struct store_put *it)
 {
@@ -292,6 +304,8 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	const char *model = aw_host_field(r->host, "cpu_model");
 	const char *platform = aw_host_field(r->host, "platform_hash");
 	int64_t project, host_id, fp, commit_id = AW_NONE, started_us = 0, ct_us = AW_NONE;
+	int64_t order_us;
+	bool moved = false;
 	struct store_stmt *s;
 	char *meta = NULL, *reference = NULL;
 	int rc;
@@ -363,6 +377,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	aw_time_parse(r->started_at, &started_us);
 	if (r->commit_time)
 		aw_time_parse(r->commit_time, &ct_us);
+	order_us = started_us; /* a run without a commit is placed by its own start */
 	if (r->commit) {
 		rc = rows_get(c, &sql_commit_upsert, &s);
 		if (rc)
@@ -372,9 +387,30 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		b_text(s, 3, r->commit_time);
 		b_opt(s, 4, ct_us);
 		b_i64(s, 5, started_us);
-		rc = rows_run_id(s, &commit_id);
+		rc = step(s);
+		if (rc == STORE_ROW) {
+			commit_id = c_i64(s, 0);
+			order_us = c_i64(s, 1);
+			moved = c_i64(s, 2) != order_us;
+			/* finish, so that RETURNING completes */
+			while ((rc = step(s)) == STORE_ROW)
+				;
+		} else if (rc == STORE_DONE) {
+			rc = -EIO; /* RETURNING always has a row */
+		}
+		reset(s);
 		if (rc)
 			return rc;
+		rc = moved ? rows_get(c, &sql_commit_reorder, &s) : 0;
+		if (rc)
+			return rc;
+		if (moved) {
+			b_i64(s, 1, commit_id);
+			b_i64(s, 2, order_us);
+			rc = rows_run_later(s);
+			if (rc)
+				return rc;
+		}
 	}
 
 	if (r->meta) {
@@ -421,6 +457,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	b_text(s, 20, reference);
 	b_text(s, 21, r->confirmation_of);
 	b_opt(s, 22, r->confirm > 0 ? r->confirm : AW_NONE);
+	b_i64(s, 23, order_us);
 	rc = rows_run_id(s, &it->seq);
 	free(meta);
 	free(reference);

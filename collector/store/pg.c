@@ -697,10 +697,45 @@ static int pg_send(struct store_stmt *base)
 	return rc;
 }
 
+/* store_set_plan_hook(): EXPLAIN of the statement with its parameters, in its transaction's
+ * pipeline when it has one. */
+static void pg_explain(struct pg_stmt *s)
+{
+	struct pg_conn *c = pgc(s->base.conn);
+	char *sql = aw_asprintf("EXPLAIN %s", s->sql);
+	PGresult *res = NULL;
+	struct aw_buf plan;
+	int rc = sql ? 0 : -ENOMEM;
+
+	aw_buf_init(&plan, 1 << 20);
+	for (int i = 0; i < s->n; i++)
+		if (s->num_at[i] >= 0)
+			s->values[i] = s->num.data + s->num_at[i];
+	if (!rc && c->piped) {
+		if (!PQsendQueryParams(c->pg, sql, s->n, NULL, s->values, s->lengths, s->formats,
+		                       0))
+			rc = pipe_broken(c, "explain");
+		else
+			rc = drain(c, &res, "explain");
+	} else if (!rc) {
+		res = PQexecParams(c->pg, sql, s->n, NULL, s->values, s->lengths, s->formats, 0);
+	}
+	if (!rc && PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = pg_fail(c, res, "explain");
+	for (int i = 0; !rc && i < PQntuples(res); i++)
+		rc = aw_buf_printf(&plan, "%s%s", i ? "\n" : "", PQgetvalue(res, i, 0));
+	c->base.plan_cb(s->what, s->sql, rc ? NULL : plan.data, c->base.plan_cls);
+	PQclear(res);
+	aw_buf_release(&plan);
+	free(sql);
+}
+
 static int pg_step(struct store_stmt *base)
 {
 	struct pg_stmt *s = pgs(base);
 
+	if (!s->res && base->conn->plan_cb)
+		pg_explain(s);
 	if (!s->res) {
 		int rc = run(s);
 

@@ -4,10 +4,13 @@
  * once for both dialects over the driver of driver.h. */
 #include "rows.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "aw/buf.h"
+#include "aw/log.h"
 #include "aw/strmap.h"
 
 const int chunk_rows[N_CHUNKS] = {256, 64, 16, 4, 1};
@@ -72,6 +75,30 @@ int rows_get_chunk(struct store_conn *c, const struct stmt_def *d, int chunk,
                    struct store_stmt **out)
 {
 	return prepare(c, d, chunk, out);
+}
+
+int rows_get_filtered(struct store_conn *c, const struct filtered_def *d, unsigned mask,
+                      struct store_stmt **out)
+{
+	int slot = (int)d->first + (int)mask, rc, k = 0;
+	struct aw_buf b;
+
+	assert(d->n <= 4 && mask < (1u << d->n));
+	*out = c->stmt[slot];
+	if (*out)
+		return 0;
+	aw_buf_init(&b, 16384);
+	rc = aw_buf_puts(&b, d->head);
+	for (int i = 0; !rc && i < d->n; i++)
+		if (mask & (1u << i))
+			rc = aw_buf_printf(&b, "%s%s", k++ ? " AND " : d->joiner, d->filters[i]);
+	if (!rc)
+		rc = aw_buf_puts(&b, d->tail);
+	if (!rc)
+		rc = c->drv->prepare(c, b.data, d->what, true, &c->stmt[slot]);
+	aw_buf_release(&b);
+	*out = c->stmt[slot];
+	return rc;
 }
 
 int rows_run_done(struct store_stmt *s, int64_t *changes)
@@ -158,6 +185,12 @@ void store_conn_close(struct store_conn *c)
 	c->drv->disconnect(c);
 }
 
+void store_set_plan_hook(struct store_conn *c, store_plan_cb cb, void *cls)
+{
+	c->plan_cb = cb;
+	c->plan_cls = cls;
+}
+
 static const struct stmt_def sql_ping = {.id = S_PING, .what = "ping", .sql = "SELECT 1"};
 
 int store_ping(struct store_conn *c)
@@ -180,10 +213,37 @@ static const struct stmt_def sql_migrated = {
     .what = "record a migration",
     .sql = "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)"};
 
+/* Runs the backfill of migration `version` until a pass changes no row, each pass in a
+ * transaction of its own: killed half-way, a later call goes on from what was committed. */
+static int backfill(struct store_conn *c, int version, char **err)
+{
+	struct store_stmt *s = NULL;
+	int64_t changed = 1, total = 0;
+	int rc = c->drv->prepare(c, store_backfills[version - 1], "fill in a migration", false, &s);
+
+	while (!rc && changed) {
+		rc = rows_begin(c, STORE_TX_WRITE);
+		if (rc)
+			break;
+		c->drv->bind_i64(s, 1, STORE_BACKFILL_ROWS);
+		rc = rows_finish(c, rows_run_done(s, &changed));
+		total += changed;
+		if (!rc && changed)
+			aw_debug("store: migration %d: %" PRId64 " rows filled in so far", version,
+			         total);
+	}
+	c->drv->finalize(s);
+	if (rc)
+		return aw_errorf(err, rc, "migration %d: cannot fill in its rows", version);
+	if (total)
+		aw_info("store: migration %d: %" PRId64 " rows filled in", version, total);
+	return 0;
+}
+
 int store_migrate(struct store_conn *c, int *from, int *to, char **err)
 {
 	const struct store_driver *d = c->drv;
-	int version = 0, first = -1, rc;
+	int version = 0, first = -1, filled = 0, rc;
 	struct store_stmt *s;
 	char *msg = NULL;
 
@@ -228,6 +288,19 @@ int store_migrate(struct store_conn *c, int *from, int *to, char **err)
 				goto fail;
 			}
 			break;
+		}
+		/* Its backfill first, outside this transaction; then read the version again. */
+		if (store_backfills[version] && filled != version + 1) {
+			rc = rows_commit(c);
+			if (rc) {
+				aw_errorf(err, rc, "cannot commit");
+				goto fail;
+			}
+			rc = backfill(c, version + 1, err);
+			if (rc)
+				goto out;
+			filled = version + 1;
+			continue;
 		}
 		/* A migration is constant DDL: a script run as it is. */
 		rc = d->exec(c, d->migrations[version], &msg);

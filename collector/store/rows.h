@@ -33,8 +33,13 @@ enum stmt_id {
 	S_MEAS_ADD = S_CELLS_ADD + N_CHUNKS, /* likewise */
 	S_RUN_GET = S_MEAS_ADD + N_CHUNKS,
 	S_RUN_CELLS,
-	S_REF_HISTORY,
-	S_HOSTS,
+	S_COMMIT_REORDER,
+	S_REF_HISTORY,                       /* a filtered_def of 1 filter: 2 slots */
+	S_RUN_LIST = S_REF_HISTORY + 2,      /* 4 filters: 16 slots */
+	S_RUN_LIST_COMMIT = S_RUN_LIST + 16, /* 2 filters: 4 slots */
+	S_SERIES = S_RUN_LIST_COMMIT + 4,    /* 1 filter */
+	S_AGGREGATES = S_SERIES + 2,         /* 1 filter */
+	S_HOSTS = S_AGGREGATES + 2,
 	S_HOST_GET,
 	S_FPS,
 	S_TOKEN_ADD,
@@ -57,10 +62,18 @@ enum stmt_id {
 	S_JOB_CONFIRM_FIND,
 	S_CP_DELETE,
 	S_CP_ADD,
-	S_CP_LIST,
-	S_VERDICT_PUT,
-	S_VERDICT_LIST,
-	S_VERDICT_STATUSES,
+	S_CP_LIST, /* 2 filters: 4 slots */
+	S_VERDICT_PUT = S_CP_LIST + 4,
+	S_VERDICT_LIST,                          /* 3 filters: 8 slots */
+	S_VERDICT_STATUSES = S_VERDICT_LIST + 8, /* likewise */
+	S_RETENTION_PAIRS = S_VERDICT_STATUSES + 8,
+	S_RETENTION_BOUND,
+	S_RETENTION_OLDEST,
+	S_RETENTION_RUNS,
+	S_RETENTION_VALUES,
+	S_RETENTION_AGG_PUT,
+	S_RETENTION_DROP_MEAS,
+	S_RETENTION_DROP_RUN,
 	S_TASK_ENQUEUE,
 	S_TASK_CLAIM,
 	S_TASK_DELETE,
@@ -73,7 +86,6 @@ enum stmt_id {
 	S_AB_FIND,
 	S_AB_ADD,
 	S_AB_GET,
-	S_AB_LIST,
 	S_BISECT_ADD,
 	S_BISECT_FIND,
 	S_BISECT_JOB_ADD,
@@ -88,7 +100,8 @@ enum stmt_id {
 	S_HOST_SUBJECTS,
 	S_DAEMON_HOSTS,
 	S_RUN_FINGERPRINT,
-	S_N
+	S_AB_LIST, /* 3 filters: 8 slots */
+	S_N = S_AB_LIST + 8
 };
 
 _Static_assert(S_N <= STORE_STMT_SLOTS, "a slot per statement");
@@ -104,6 +117,25 @@ struct stmt_def {
 	int ncols;
 	const char *tail;
 };
+
+/* A statement with optional filters, without "(? IS NULL OR ...)" (which keeps the planner
+ * from the index that a present filter needs): one text and one prepared statement per
+ * combination of the filters present. Its text is `head`, then `joiner` (" WHERE " or " AND ")
+ * and the present filters joined with " AND ", then `tail`; its parameters are "?" (numbered
+ * in order): head's, one per present filter, then tail's. */
+struct filtered_def {
+	enum stmt_id first; /* the combination `mask` (bit i: filters[i] present) is first + mask */
+	const char *what;
+	const char *head, *joiner;
+	const char *filters[4];
+	int n; /* filters, at most 4 */
+	const char *tail;
+};
+
+/* The prepared statement of `d` for the filters present in `mask`, prepared on first use.
+ * Returns 0 with *out, or a negative errno (logged). */
+int rows_get_filtered(struct store_conn *c, const struct filtered_def *d, unsigned mask,
+                      struct store_stmt **out);
 
 /* The prepared statement `d` of connection `c`, prepared on first use. Returns 0 with *out, or
  * a negative errno (logged by the driver). */

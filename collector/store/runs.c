@@ -4,6 +4,7 @@
 #include "rows.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,7 @@
 #define RUN_COLS                                                                                  \
 	"r.seq, r.run_id, p.name, h.name, c.sha, r.ref, r.commit_time, r.trigger, r.started_at, " \
 	"r.finished_at, r.received_at, r.matrix_name, r.matrix_version, r.matrix_hash, "          \
-	"r.matrix_profile, r.n_cells, COALESCE(c.order_us, r.started_us), f.platform_hash, "      \
+	"r.matrix_profile, r.n_cells, r.order_us, f.platform_hash, "                              \
 	"r.confirmation_of, r.confirm, r.reference"
 #define RUN_FROM                                                                               \
 	" FROM runs r JOIN projects p ON p.id = r.project_id JOIN hosts h ON h.id = r.host_id" \
@@ -70,62 +71,78 @@ static int run_row(struct store_stmt *s, void *cls)
 	return rr->cb(&run, rr->cls);
 }
 
+/* The filters of store_list_runs(), in the order of their bits; an id is found by its name
+ * first, so that the runs are read through the index of that id. */
+static const struct filtered_def sql_run_list = {
+    .first = S_RUN_LIST,
+    .what = "list runs",
+    .head = "SELECT " RUN_COLS RUN_FROM " WHERE r.seq < ?",
+    .joiner = " AND ",
+    .filters = {"r.project_id = (SELECT id FROM projects WHERE name = ?)",
+                "r.host_id = (SELECT id FROM hosts WHERE name = ?)",
+                "r.commit_id IN (SELECT id FROM commits WHERE sha = ?)", "r.ref = ?"},
+    .n = 4,
+    .tail = " ORDER BY r.seq DESC LIMIT ?"};
+
+/* With a project, a commit is one row: its runs come in order from runs_commit. */
+static const struct filtered_def sql_run_list_commit = {
+    .first = S_RUN_LIST_COMMIT,
+    .what = "list the runs of a commit",
+    .head = "SELECT " RUN_COLS RUN_FROM " WHERE r.commit_id = (SELECT k.id FROM commits k "
+            "JOIN projects kp ON kp.id = k.project_id WHERE kp.name = ? AND k.sha = ?)",
+    .joiner = " AND ",
+    .filters = {"r.host_id = (SELECT id FROM hosts WHERE name = ?)", "r.ref = ?"},
+    .n = 2,
+    .tail = " AND r.seq < ? ORDER BY r.seq DESC LIMIT ?"};
+
 int store_list_runs(struct store_conn *c, const struct store_run_filter *f, store_run_cb cb,
                     void *cls)
 {
+	const char *given[4] = {f->project, f->host, f->commit, f->ref};
 	struct run_rows rr = {cb, cls};
-	struct store_stmt *s = NULL;
-	const char *texts[4];
-	struct aw_buf sql;
+	struct store_stmt *s;
+	unsigned mask = 0;
 	int n = 0, rc;
 
-	aw_buf_init(&sql, 4096);
-	/* The statement text comes from constant fragments only; every value is bound. The
-	 * filters are left out rather than written "(? IS NULL OR ...)", so that each variant
-	 * uses its index. */
-	rc = aw_buf_puts(&sql, "SELECT " RUN_COLS RUN_FROM " WHERE 1 = 1");
-	if (!rc && f->project) {
-		texts[n++] = f->project;
-		rc = aw_buf_printf(&sql, " AND p.name = ?%d", n);
+	if (f->project && f->commit) {
+		rc = rows_get_filtered(c, &sql_run_list_commit,
+		                       (f->host ? 1u : 0u) | (f->ref ? 2u : 0u), &s);
+		if (rc)
+			return rc;
+		b_text(s, ++n, f->project);
+		b_text(s, ++n, f->commit);
+		if (f->host)
+			b_text(s, ++n, f->host);
+		if (f->ref)
+			b_text(s, ++n, f->ref);
+		b_i64(s, ++n, f->before_seq > 0 ? f->before_seq : INT64_MAX);
+	} else {
+		for (int i = 0; i < 4; i++)
+			mask |= given[i] ? 1u << i : 0;
+		rc = rows_get_filtered(c, &sql_run_list, mask, &s);
+		if (rc)
+			return rc;
+		b_i64(s, ++n, f->before_seq > 0 ? f->before_seq : INT64_MAX);
+		for (int i = 0; i < 4; i++)
+			if (given[i])
+				b_text(s, ++n, given[i]);
 	}
-	if (!rc && f->host) {
-		texts[n++] = f->host;
-		rc = aw_buf_printf(&sql, " AND h.name = ?%d", n);
-	}
-	if (!rc && f->commit) {
-		texts[n++] = f->commit;
-		rc = aw_buf_printf(&sql, " AND c.sha = ?%d", n);
-	}
-	if (!rc && f->ref) {
-		texts[n++] = f->ref;
-		rc = aw_buf_printf(&sql, " AND r.ref = ?%d", n);
-	}
-	if (!rc)
-		rc = aw_buf_printf(&sql, " AND r.seq < ?%d ORDER BY r.seq DESC LIMIT ?%d", n + 1,
-		                   n + 2);
-	if (!rc)
-		rc = c->drv->prepare(c, sql.data, "list runs", false, &s);
-	if (rc)
-		goto out;
-	for (int i = 0; i < n; i++)
-		b_text(s, i + 1, texts[i]);
-	b_i64(s, n + 1, f->before_seq > 0 ? f->before_seq : INT64_MAX);
-	b_i64(s, n + 2, f->limit);
-	rc = rows_each_row(s, run_row, &rr);
-out:
-	c->drv->finalize(s);
-	aw_buf_release(&sql);
-	return rc;
+	b_i64(s, ++n, f->limit);
+	return rows_each_row(s, run_row, &rr);
 }
 
-static const struct stmt_def sql_ref_history = {
-    .id = S_REF_HISTORY,
+/* Walks runs_history (runs_history_project) newest first from the position given: no sort, and
+ * no more rows than the limit asks. */
+static const struct filtered_def sql_ref_history = {
+    .first = S_REF_HISTORY,
     .what = "read a ref's history",
-    .sql = "SELECT " RUN_COLS RUN_FROM
-           " WHERE h.name = ?1 AND r.ref = ?2 AND (CAST(?3 AS TEXT) IS NULL OR "
-           "p.name = ?3) AND (COALESCE(c.order_us, r.started_us), r.seq) < "
-           "(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT)) "
-           "ORDER BY COALESCE(c.order_us, r.started_us) DESC, r.seq DESC LIMIT ?6"};
+    .head = "SELECT " RUN_COLS RUN_FROM
+            " WHERE r.host_id = (SELECT id FROM hosts WHERE name = ?) AND r.ref = ?",
+    .joiner = " AND ",
+    .filters = {"r.project_id = (SELECT id FROM projects WHERE name = ?)"},
+    .n = 1,
+    .tail = " AND r.order_us <= ? AND (r.order_us < ? OR r.seq < ?) "
+            "ORDER BY r.order_us DESC, r.seq DESC LIMIT ?"};
 
 int store_ref_history(struct store_conn *c, const char *project, const char *host, const char *ref,
                       int64_t before_order_us, int64_t before_seq, unsigned limit, store_run_cb cb,
@@ -133,16 +150,18 @@ int store_ref_history(struct store_conn *c, const char *project, const char *hos
 {
 	struct run_rows rr = {cb, cls};
 	struct store_stmt *s;
-	int rc = rows_get(c, &sql_ref_history, &s);
+	int n = 0, rc = rows_get_filtered(c, &sql_ref_history, project ? 1 : 0, &s);
 
 	if (rc)
 		return rc;
-	b_text(s, 1, host);
-	b_text(s, 2, ref);
-	b_text(s, 3, project);
-	b_i64(s, 4, before_order_us);
-	b_i64(s, 5, before_seq);
-	b_i64(s, 6, limit);
+	b_text(s, ++n, host);
+	b_text(s, ++n, ref);
+	if (project)
+		b_text(s, ++n, project);
+	b_i64(s, ++n, before_order_us);
+	b_i64(s, ++n, before_order_us);
+	b_i64(s, ++n, before_seq);
+	b_i64(s, ++n, limit);
 	return rows_each_row(s, run_row, &rr);
 }
 
@@ -320,63 +339,118 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 
 /* ---- trends ---- */
 
-struct point_rows {
-	store_point_cb cb;
-	void *cls;
+/* The points of a series, newest first as the statement reads them, kept until they are
+ * handed over oldest first: strings at offsets in one buffer (NO_TEXT: NULL). */
+#define NO_TEXT SIZE_MAX
+
+struct kept_point {
+	int64_t seq, order_us;
+	double value;
+	size_t run_id, commit, started_at, matrix_hash, status;
 };
 
-static int point_row(struct store_stmt *s, void *cls)
-{
-	struct point_rows *pr = cls;
-	struct store_point p = {
-	    .seq = c_i64(s, 0),
-	    .run_id = c_text(s, 1),
-	    .commit = c_text(s, 2),
-	    .started_at = c_text(s, 3),
-	    .matrix_hash = c_text(s, 4),
-	    .status = c_text(s, 5),
-	    .order_us = c_i64(s, 6),
-	    .value = c_real(s, 7),
-	};
+struct series_rows {
+	enum store_metric metric;
+	struct kept_point *v;
+	size_t n, cap;
+	struct aw_buf text;
+};
 
-	return pr->cb(&p, pr->cls);
+static size_t keep_text(struct aw_buf *b, const char *s, int *rc)
+{
+	size_t at = b->len;
+
+	if (!s)
+		return NO_TEXT;
+	if (!*rc)
+		*rc = aw_buf_append(b, s, strlen(s) + 1);
+	return at;
 }
+
+static int series_row(struct store_stmt *s, void *cls)
+{
+	struct series_rows *sr = cls;
+	struct kept_point *p;
+	int rc = 0;
+
+	if (aw_array_reserve(&sr->v, sr->n, &sr->cap, sizeof(*sr->v), 128))
+		return -ENOMEM;
+	p = &sr->v[sr->n++];
+	p->seq = c_i64(s, 0);
+	p->order_us = c_i64(s, 6);
+	p->value = c_real(s, 7 + (int)sr->metric);
+	p->run_id = keep_text(&sr->text, c_text(s, 1), &rc);
+	p->commit = keep_text(&sr->text, c_text(s, 2), &rc);
+	p->started_at = keep_text(&sr->text, c_text(s, 3), &rc);
+	p->matrix_hash = keep_text(&sr->text, c_text(s, 4), &rc);
+	p->status = keep_text(&sr->text, c_text(s, 5), &rc);
+	return rc;
+}
+
+static const char *kept(const struct series_rows *sr, size_t at)
+{
+	return at == NO_TEXT ? NULL : sr->text.data + at;
+}
+
+/* The runs of the host's ref newest first along runs_history, each one's measurement of the
+ * cell found by its primary key (run_seq, cell_id): the cell's rows of the window only, never a
+ * sort. Every metric is read (the row is read whole anyway), so that one statement serves them
+ * all; the columns after the seventh are in the order of enum store_metric. */
+static const struct filtered_def sql_series = {
+    .first = S_SERIES,
+    .what = "read a series",
+    .head = "SELECT r.seq, r.run_id, c.sha, r.started_at, r.matrix_hash, m.status, r.order_us, "
+            "m.min, m.p50, m.p95, m.p99, m.max, m.mean, m.stddev, m.ci_lo, m.ci_hi, "
+            "m.baseline_ns FROM runs r JOIN measurements m ON m.run_seq = r.seq "
+            "LEFT JOIN commits c ON c.id = r.commit_id "
+            "WHERE r.host_id = (SELECT id FROM hosts WHERE name = ?) AND r.ref = ? "
+            "AND m.cell_id IN (SELECT id FROM cells WHERE key = ?)",
+    .joiner = " AND ",
+    .filters = {"r.project_id = (SELECT id FROM projects WHERE name = ?)"},
+    .n = 1,
+    .tail = " ORDER BY r.order_us DESC, r.seq DESC LIMIT ?"};
+
+_Static_assert(STORE_METRIC_BASELINE == 9 && STORE_METRIC_COUNT == 10,
+               "sql_series reads the metrics in the enum's order");
 
 int store_series(struct store_conn *c, const struct store_series_query *q, store_point_cb cb,
                  void *cls)
 {
-	struct point_rows pr = {cb, cls};
-	struct store_stmt *s = NULL;
-	struct aw_buf sql;
-	int rc;
+	struct series_rows sr = {.metric = q->metric};
+	struct store_stmt *s;
+	int n = 0, rc;
 
 	if ((unsigned)q->metric >= STORE_METRIC_COUNT)
 		return -EINVAL;
-	aw_buf_init(&sql, 4096);
-	/* The metric's column comes from a fixed table, never from the request. */
-	rc = aw_buf_printf(
-	    &sql,
-	    "SELECT * FROM (SELECT r.seq, r.run_id, c.sha, r.started_at, r.matrix_hash, m.status, "
-	    "COALESCE(c.order_us, r.started_us) AS o, m.%s FROM runs r "
-	    "JOIN hosts h ON h.id = r.host_id JOIN projects p ON p.id = r.project_id "
-	    "JOIN measurements m ON m.run_seq = r.seq JOIN cells k ON k.id = m.cell_id "
-	    "LEFT JOIN commits c ON c.id = r.commit_id "
-	    "WHERE h.name = ?1 AND r.ref = ?2 AND k.key = ?3 AND (CAST(?4 AS TEXT) IS NULL OR "
-	    "p.name = ?4) ORDER BY o DESC, r.seq DESC LIMIT ?5) s ORDER BY o, seq",
-	    store_metric_columns[q->metric]);
-	if (!rc)
-		rc = c->drv->prepare(c, sql.data, "read a series", false, &s);
+	aw_buf_init(&sr.text, (size_t)64 << 20);
+	rc = rows_get_filtered(c, &sql_series, q->project ? 1 : 0, &s);
 	if (rc)
 		goto out;
-	b_text(s, 1, q->host);
-	b_text(s, 2, q->ref);
-	b_text(s, 3, q->cell_key);
-	b_text(s, 4, q->project);
-	b_i64(s, 5, q->limit);
-	rc = rows_each_row(s, point_row, &pr);
+	b_text(s, ++n, q->host);
+	b_text(s, ++n, q->ref);
+	b_text(s, ++n, q->cell_key);
+	if (q->project)
+		b_text(s, ++n, q->project);
+	b_i64(s, ++n, q->limit);
+	rc = rows_each_row(s, series_row, &sr);
+	for (size_t i = sr.n; !rc && i-- > 0;) { /* oldest first */
+		const struct kept_point *k = &sr.v[i];
+		struct store_point p = {
+		    .seq = k->seq,
+		    .run_id = kept(&sr, k->run_id),
+		    .commit = kept(&sr, k->commit),
+		    .started_at = kept(&sr, k->started_at),
+		    .matrix_hash = kept(&sr, k->matrix_hash),
+		    .status = kept(&sr, k->status),
+		    .order_us = k->order_us,
+		    .value = k->value,
+		};
+
+		rc = cb(&p, cls);
+	}
 out:
-	c->drv->finalize(s);
-	aw_buf_release(&sql);
+	free(sr.v);
+	aw_buf_release(&sr.text);
 	return rc;
 }
 

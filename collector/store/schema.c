@@ -3,6 +3,11 @@
  * new version adds a script to both. */
 #include "driver.h"
 
+/* A run's order as ingest stores it: its commit's, else its own start. */
+#define ORDER_OF_RUN                                                                \
+	"COALESCE((SELECT c.order_us FROM commits c WHERE c.id = runs.commit_id), " \
+	"runs.started_us)"
+
 /* ---- SQLite ---- */
 
 /* Migration N is migrations[N - 1]; never edit one that shipped, add the next. */
@@ -229,11 +234,53 @@ const char *const store_sqlite_migrations[] = {
     "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);"
     /* an A/B job (atomwatch-ci trigger --ab): the base commit; NULL for a run */
     "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
-    /* 7: bisections (collector/store/bisects.c): one per finding (a project's regression on
+    /* 7: issue 32, a history read in bounded time. The run's commit order on the run itself
+     * (order_us: its commit's commits.order_us, kept equal by ingest when a later run moves
+     * the commit; its own started_us without a commit), NULL until migration 8 fills it in
+     * batches (runs_order_todo: what is left). An index for each filter combination the lists
+     * use, the task queue's claim order, runs by start (retention finds the oldest), and the
+     * aggregates that retention keeps of the runs it thins: per host, ref, cell and day or
+     * week (by started_at), the count, min, median and max of the p50s. */
+    "ALTER TABLE runs ADD COLUMN order_us INTEGER;"
+    /* the commit's order before the latest run moved it: ingest moves the commit's earlier
+     * runs only when it changed */
+    "ALTER TABLE commits ADD COLUMN prev_order_us INTEGER;"
+    "CREATE INDEX runs_order_todo ON runs (seq) WHERE order_us IS NULL;"
+    "DROP INDEX runs_commit;"
+    "CREATE INDEX runs_commit ON runs (commit_id, host_id, seq);"
+    "CREATE INDEX runs_commit_seq ON runs (commit_id, seq);"
+    "CREATE INDEX runs_started ON runs (started_us);"
+    "CREATE INDEX verdicts_commit ON verdicts (commit_sha, order_us);"
+    "CREATE INDEX verdicts_host_project ON verdicts (host, project, order_us);"
+    "CREATE INDEX verdicts_project ON verdicts (project, order_us);"
+    "CREATE INDEX change_points_cell ON change_points (host, ref, cell_key, order_us);"
+    "CREATE INDEX tasks_claim ON tasks ((CASE WHEN kind = 'run' THEN 0 ELSE 1 END), id);"
+    "CREATE INDEX ab_docs_head_only ON ab_docs (head_commit, seq);"
+    "CREATE INDEX ab_docs_host ON ab_docs (host, seq);"
+    "CREATE INDEX ab_docs_project ON ab_docs (project, seq);"
+    "CREATE TABLE aggregates ("
+    " host_id INTEGER NOT NULL REFERENCES hosts (id),"
+    " ref TEXT NOT NULL,"
+    " cell_id INTEGER NOT NULL REFERENCES cells (id),"
+    " period TEXT NOT NULL CHECK (period IN ('day', 'week')),"
+    " start_us INTEGER NOT NULL," /* UTC midnight; a week starts on Monday */
+    " project_id INTEGER NOT NULL REFERENCES projects (id),"
+    " n INTEGER NOT NULL,"
+    " min REAL NOT NULL,"
+    " median REAL NOT NULL,"
+    " max REAL NOT NULL,"
+    " PRIMARY KEY (host_id, ref, cell_id, period, start_us, project_id)) WITHOUT ROWID;",
+    /* 8: every run's order filled in (store_backfills[7] first, in transactions of its own
+     * until none is left: a migration killed half-way resumes where it stopped), then the
+     * indexes that history reads walk in commit order. */
+    "UPDATE runs SET order_us = " ORDER_OF_RUN " WHERE order_us IS NULL;"
+    "DROP INDEX runs_order_todo;"
+    "CREATE INDEX runs_history ON runs (host_id, ref, order_us, seq);"
+    "CREATE INDEX runs_history_project ON runs (host_id, ref, project_id, order_us, seq);",
+    /* 9: bisections (collector/store/bisects.c): one per finding (a project's regression on
      * one platform between two measured commits, for one subject; '' for the agent's step
      * command), the job that runs it, its progress and answer; the subjects a daemon host
-     * reports when it polls; the host objects of the runs, for the trend charts' marks.
-     * ISSUE 33's migration: renumber it when another lands first. */
+     * reports when it polls. */
     "CREATE TABLE bisects ("
     " id INTEGER PRIMARY KEY AUTOINCREMENT,"
     " project TEXT NOT NULL,"
@@ -489,7 +536,44 @@ const char *const store_pg_migrations[] = {
     "CREATE INDEX ab_docs_head ON ab_docs (project, head_commit, seq);"
     /* an A/B job (atomwatch-ci trigger --ab): the base commit; NULL for a run */
     "ALTER TABLE jobs ADD COLUMN ab_base TEXT;",
-    /* 7: bisections (see SQLite's above) */
+    /* 7: a history read in bounded time (see SQLite's above) */
+    "ALTER TABLE runs ADD COLUMN order_us BIGINT;"
+    "ALTER TABLE commits ADD COLUMN prev_order_us BIGINT;"
+    "CREATE INDEX runs_order_todo ON runs (seq) WHERE order_us IS NULL;"
+    "DROP INDEX runs_commit;"
+    "CREATE INDEX runs_commit ON runs (commit_id, host_id, seq);"
+    "CREATE INDEX runs_commit_seq ON runs (commit_id, seq);"
+    "CREATE INDEX runs_started ON runs (started_us);"
+    "CREATE INDEX verdicts_commit ON verdicts (commit_sha, order_us);"
+    "CREATE INDEX verdicts_host_project ON verdicts (host, project, order_us);"
+    "CREATE INDEX verdicts_project ON verdicts (project, order_us);"
+    "CREATE INDEX change_points_cell ON change_points (host, ref, cell_key, order_us);"
+    "CREATE INDEX tasks_claim ON tasks ((CASE WHEN kind = 'run' THEN 0 ELSE 1 END), id);"
+    "CREATE INDEX ab_docs_head_only ON ab_docs (head_commit, seq);"
+    "CREATE INDEX ab_docs_host ON ab_docs (host, seq);"
+    "CREATE INDEX ab_docs_project ON ab_docs (project, seq);"
+    "CREATE TABLE aggregates ("
+    " host_id BIGINT NOT NULL REFERENCES hosts (id),"
+    " ref TEXT NOT NULL,"
+    " cell_id BIGINT NOT NULL REFERENCES cells (id),"
+    " period TEXT NOT NULL CHECK (period IN ('day', 'week')),"
+    " start_us BIGINT NOT NULL,"
+    " project_id BIGINT NOT NULL REFERENCES projects (id),"
+    " n BIGINT NOT NULL,"
+    " min DOUBLE PRECISION NOT NULL,"
+    " median DOUBLE PRECISION NOT NULL,"
+    " max DOUBLE PRECISION NOT NULL,"
+    " PRIMARY KEY (host_id, ref, cell_id, period, start_us, project_id));",
+    /* 8: every run's order filled in, then NOT NULL and the history's indexes (see SQLite's
+     * above); the table locked against writes first, so that no run of an older collector
+     * slips in between the last update and the constraint */
+    "LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE;"
+    "UPDATE runs SET order_us = " ORDER_OF_RUN " WHERE order_us IS NULL;"
+    "DROP INDEX runs_order_todo;"
+    "ALTER TABLE runs ALTER COLUMN order_us SET NOT NULL;"
+    "CREATE INDEX runs_history ON runs (host_id, ref, order_us, seq);"
+    "CREATE INDEX runs_history_project ON runs (host_id, ref, project_id, order_us, seq);",
+    /* 9: bisections (see SQLite's above) */
     "CREATE TABLE bisects ("
     " id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
     " project TEXT NOT NULL,"
@@ -524,3 +608,13 @@ const char *const store_pg_migrations[] = {
 
 _Static_assert(sizeof(store_pg_migrations) / sizeof(store_pg_migrations[0]) == STORE_SCHEMA_VERSION,
                "one migration per schema version");
+
+/* ---- both ---- */
+
+/* Statements a migration runs before its script, again and again, each time in a transaction
+ * of its own, until it changes no row (?1: the rows of one pass): long work a process killed
+ * half-way resumes, since the migration's version is recorded only after its script. */
+const char *const store_backfills[STORE_SCHEMA_VERSION] = {
+    [8 - 1] = "UPDATE runs SET order_us = " ORDER_OF_RUN " WHERE seq IN (SELECT seq FROM runs "
+              "WHERE order_us IS NULL ORDER BY seq LIMIT ?1)",
+};

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aw/buf.h"
 #include "aw/log.h"
+#include "aw/util.h"
 
 /* The transaction statements each connection keeps prepared. */
 enum {
@@ -245,10 +247,40 @@ static void sq_bind_blob(struct store_stmt *base, int i, const void *p, size_t l
 	sqlite3_bind_blob64(sqs(base)->st, i, p ? p : "", len, SQLITE_STATIC);
 }
 
+/* store_set_plan_hook(): EXPLAIN QUERY PLAN of the statement, its bindings lent to it. */
+static void sq_explain(struct sq_stmt *s)
+{
+	struct store_conn *conn = s->base.conn;
+	sqlite3_stmt *eqp = NULL;
+	struct aw_buf plan;
+	char *sql = aw_asprintf("EXPLAIN QUERY PLAN %s", sqlite3_sql(s->st));
+	int rc = sql ? sqlite3_prepare_v2(sq(conn)->db, sql, -1, &eqp, NULL) : SQLITE_NOMEM;
+
+	aw_buf_init(&plan, 1 << 20);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_transfer_bindings(s->st, eqp);
+	while (rc == SQLITE_OK && sqlite3_step(eqp) == SQLITE_ROW)
+		rc = aw_buf_printf(&plan, "%s%s", plan.len ? "\n" : "",
+		                   (const char *)sqlite3_column_text(eqp, 3))
+		         ? SQLITE_NOMEM
+		         : SQLITE_OK;
+	if (eqp)
+		sqlite3_transfer_bindings(eqp, s->st);
+	conn->plan_cb(s->what, sqlite3_sql(s->st), rc == SQLITE_OK ? plan.data : NULL,
+	              conn->plan_cls);
+	sqlite3_finalize(eqp);
+	aw_buf_release(&plan);
+	free(sql);
+}
+
 static int sq_step(struct store_stmt *base)
 {
 	struct sq_stmt *s = sqs(base);
-	int rc = sqlite3_step(s->st);
+	int rc;
+
+	if (base->conn->plan_cb && !sqlite3_stmt_busy(s->st))
+		sq_explain(s);
+	rc = sqlite3_step(s->st);
 
 	if (rc == SQLITE_ROW)
 		return STORE_ROW;

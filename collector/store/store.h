@@ -96,9 +96,12 @@ void store_note_write_ok(void);
 /* ---- schema ---- */
 
 /* Applies every migration newer than the database's version, each in its own transaction, and
- * records it in schema_migrations. Several processes may call this at once. Sets *from and *to
- * (either may be NULL) to the version before and after. Returns 0 or a negative errno with
- * *err. */
+ * records it in schema_migrations. A migration that rewrites many rows (8: every run's
+ * order_us) does it first in passes of a few thousand rows, each committed by itself, and is
+ * recorded only once its script ran after the last pass: a process killed half-way leaves the
+ * version where it was, and the next call goes on with the rows still to do. Several processes
+ * may call this at once. Sets *from and *to (either may be NULL) to the version before and
+ * after. Returns 0 or a negative errno with *err. */
 int store_migrate(struct store_conn *c, int *from, int *to, char **err);
 
 /* The newest schema version this build knows. */
@@ -106,6 +109,15 @@ int store_schema_version(void);
 
 /* A cheap round trip proving the connection works. */
 int store_ping(struct store_conn *c);
+
+/* For tests of the query plans: while a hook is set on `c`, each statement is explained before
+ * it runs, with the parameters it runs with (SQLite: EXPLAIN QUERY PLAN, one line per row of
+ * it; PostgreSQL: EXPLAIN), and `cb` gets what the statement does (its `what`, e.g. "read a
+ * ref's history"), its text and the plan, valid during the call. A plan that cannot be had is
+ * handed over as NULL. It costs a statement more each time: never in service. NULL clears
+ * it. */
+typedef void (*store_plan_cb)(const char *what, const char *sql, const char *plan, void *cls);
+void store_set_plan_hook(struct store_conn *c, store_plan_cb cb, void *cls);
 
 /* ---- ingest ---- */
 
@@ -223,6 +235,59 @@ typedef int (*store_point_cb)(const struct store_point *p, void *cls);
  * of one commit in the order they were stored). */
 int store_series(struct store_conn *c, const struct store_series_query *q, store_point_cb cb,
                  void *cls);
+
+/* The p50 of one cell per day or week (UTC; a week starts on Monday). */
+enum store_period {
+	STORE_PERIOD_DAY,
+	STORE_PERIOD_WEEK
+};
+
+struct store_aggregate {
+	int64_t start_us;        /* the period's first microsecond */
+	int64_t count;           /* runs with a p50 of the cell in the period */
+	int64_t stored;          /* of them, those retention thinned (their aggregate is stored) */
+	double min, median, max; /* of their p50s */
+};
+
+typedef int (*store_aggregate_cb)(const struct store_aggregate *a, void *cls);
+
+/* The series of one cell's p50 for a host on a ref per period, by the runs' started_at, oldest
+ * period first: the aggregates retention stored of the runs it thinned, and the runs still kept
+ * grouped the same way, so that the whole history is there however old. q->limit: the newest
+ * `limit` periods; q->metric must be STORE_METRIC_P50 (-EINVAL otherwise: retention keeps the
+ * p50s only). A period of thinned and of kept runs (a week part of which retention kept, or a
+ * late upload of an old run) has the count, min and max of both and the count-weighted mean of
+ * their medians. It reads every kept run of the host's ref: as many as retention keeps, or the
+ * whole history without it. For trend charts over long ranges. */
+int store_series_periods(struct store_conn *c, const struct store_series_query *q,
+                         enum store_period period, store_aggregate_cb cb, void *cls);
+
+/* ---- retention: raw runs for a while, aggregates forever ---- */
+
+struct store_retention {
+	unsigned raw_days;  /* every run is kept at least this many days (by its started_at) */
+	unsigned keep_runs; /* and, however old, the newest this many of each host and ref (in
+	                     * commit order: the verdicts' baseline and the trend windows) */
+};
+
+struct store_retention_stats {
+	int64_t runs;       /* runs thinned: folded into the aggregates, then deleted */
+	int64_t aggregates; /* aggregate rows written (new, or merged into one stored before) */
+	int64_t weeks;      /* (host, ref, week)s that had runs to thin, a transaction each */
+	bool more;          /* the budget ran out before the pass was done */
+};
+
+/* One pass of retention at time `now_us`: for each host and ref, the runs that started before
+ * the week (Monday, UTC) holding now - raw_days, except the newest keep_runs, a week of them in
+ * one transaction: their p50s folded into the daily and weekly aggregates of each cell (count,
+ * min, median, max: store_series_periods()), then they and their measurements deleted. Change
+ * points, verdicts, commits and fingerprints stay; so do run ids named elsewhere (jobs, change
+ * points), now of thinned runs. Stops, with out->more set, once `budget_us` of work is done
+ * (after one transaction at least).
+ * Returns 0, -EINVAL when raw_days is 0, or a negative errno (the week in hand rolled back,
+ * those before it committed). */
+int store_retention_run(struct store_conn *c, const struct store_retention *r, int64_t now_us,
+                        int64_t budget_us, struct store_retention_stats *out);
 
 /* ---- hosts ---- */
 
@@ -419,7 +484,8 @@ int store_verdict_statuses(struct store_conn *c, const char *project, const char
 
 struct store_task {
 	int64_t id;
-	const char *kind; /* "run" (verdict, change points, the commit's charts) or "trends" */
+	const char *kind; /* "run" (verdict, change points, the commit's charts), "trends", "ab"
+	                   * or "retention" */
 	/* commit is NULL for runs without one */
 	const char *project, *commit, *host, *ref;
 	int64_t generation; /* hand it back to store_task_done() */
@@ -430,8 +496,9 @@ struct store_task {
 typedef int (*store_task_cb)(const struct store_task *t, void *cls);
 
 /* Queues a task outside an upload (e.g. "trends" after a "run", "ab" for an A/B document's
- * chart, its ab_id as the ref); merged as above. -EINVAL for a kind other than "run",
- * "trends" or "ab". */
+ * chart, its ab_id as the ref, "retention" for a pass of store_retention_run(), every other
+ * field ""); merged as above. -EINVAL for a kind other than "run", "trends", "ab" or
+ * "retention". */
 int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                        const char *commit, const char *host, const char *ref);
 

@@ -2,7 +2,7 @@
 """The reports of a LIVE collector in headless Chromium: starts the real collector (SQLite, temp
 data dir, ephemeral port) through the e2e harness, uploads four hosts x four commits on main
 (a hostile host label and CPU model; the newest commit regresses one cell on one host), waits
-for the render workers' charts, writes the manifest of what each page must show, and runs
+for the post-ingest workers' charts, writes the manifest of what each page must show, and runs
 check_pages.js on it. Screenshots land in --out/screenshots.
 
 usage: live_site.py --node NODE --modules DIR --out DIR [--chromium PATH]"""

@@ -148,7 +148,8 @@ class CiCli(unittest.TestCase):
     def test_exit_status_of_each_reply(self):
         for name, hosts, want in (("pass.json", "x86-ci", 0), ("fail.json", "x86-ci", 1),
                                   ("incomplete.json", "x86-ci,graviton4-a", 2),
-                                  ("hostile.json", None, 1)):
+                                  ("hostile.json", None, 1),
+                                  ("inconclusive.json", "x86-ci,graviton4-a", 4)):
             FAKE.gate = (name, 200)
             p = self.gate(hosts=hosts)
             self.assertEqual(p.returncode, want, (name, p.stdout, p.stderr))
@@ -163,6 +164,36 @@ class CiCli(unittest.TestCase):
         # evidence=history: the gate weighs the commit's A/B document itself (ci/evidence.c)
         self.assertEqual(q, {"project": ["libpcpu"], "commit": [SHA], "baseline_ref": ["main"],
                              "hosts": ["x86-ci"], "evidence": ["history"]})
+
+    def test_inconclusive(self):
+        # a cell of gate level fail the gate cannot vouch for: exit 4, listed right after the
+        # regressions in every output, its levels told apart; a host without a run does not
+        # lower it to 2
+        junit = os.path.join(self.dir, "inconclusive.xml")
+        md = os.path.join(self.dir, "inconclusive.md")
+        FAKE.gate = ("inconclusive.json", 200)
+        p = self.gate("--junit", junit, "--markdown", md, hosts="x86-ci,graviton4-a,epyc-1",
+                      env={"GITHUB_ACTIONS": "true"})
+        self.assertEqual(p.returncode, 4, (p.stdout, p.stderr))
+        self.assertIn("atomwatch gate: inconclusive: commit d4e5f6a7b8c9 of libpcpu", p.stdout)
+        self.assertIn("  inconclusive x86-ci  subject=libpcpu op=inc cpu=0 [p50]", p.stdout)
+        self.assertIn("levels by mulblock-v1: L1 (60%) +0.3% unchanged", p.stdout)
+        self.assertIn("incomplete epyc-1: the collector's reply does not name it", p.stdout)
+        self.assertIn("::error title=atomwatch%3A x86-ci subject=libpcpu op=inc cpu=0", p.stdout)
+        with open(md) as f:
+            text = f.read()
+        self.assertIn("## atomwatch gate: INCONCLUSIVE", text)
+        self.assertLess(text.index("### Inconclusive"), text.index("### Hosts"))
+        failures = [f for f in ET.parse(junit).getroot().iter("failure")]
+        # the inconclusive cell of level fail alone: not the noisy one (its change under its
+        # threshold), not the inconclusive one of level warn
+        self.assertEqual([f.get("type") for f in failures], ["inconclusive"])
+        self.assertNotIn("op=lock_xadd", p.stdout)
+        errors = [e for e in ET.parse(junit).getroot().iter("error")]
+        self.assertEqual(len(errors), 1)
+        # and a regression on another host fails the gate whatever else holds
+        FAKE.gate = ("fail.json", 200)
+        self.assertEqual(self.gate(hosts="x86-ci").returncode, 1)
 
     def test_cells_and_strict(self):
         FAKE.gate = ("unconfirmed.json", 200)

@@ -1,21 +1,24 @@
 #!/usr/bin/python3
-"""bench_detect_replay end to end on a recording of the repository: it prints one table per
-recording whose counts add up (every A/A head of --confirm 3 counted by every method, the
-variants' heads likewise), --spaced SEED judges more heads (every base run can be one, since
-its history is drawn from the whole recording) and gives the same table for the same seed,
---screen-noise 0 judges the same heads, and bad usage exits 2 naming the option.
+"""bench_detect_replay end to end on a recording of the repository: its tallies add up (every
+A/A head counted once, each shape's too; each variant's heads caught, loud or silent, those
+with a local shift at the threshold among them), it prints the confirmation's cost, --spaced
+SEED judges more heads (every base run can be one, since its history is drawn from the whole
+recording) and gives the same tallies for the same seed, --confirm-after 20 the same heads (their
+confirmations drawn from 20 runs on, wrapping round the recording's end), --screen-noise 0 the
+same heads, and bad usage exits 2 naming the option. It replays the recording's first
+RUNS runs (a plain .jsonl copy), which keeps five replays to a minute.
 
 usage: test_replay.py --replay PATH --recording FILE"""
 import argparse
-import re
+import lzma
+import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ARGS = None
-ROW = re.compile(r"^(atomwatch, --confirm|atomwatch, 1 head run|plain 5% threshold|"
-                 r"z-score \|z\| > 5)\s+(\d+)/(\d+)\s+[\d.]+%\s+(\d+)/(\d+)\s+[\d.]+%\s+"
-                 r"(\d+)/(\d+)\s+[\d.]+%\s+(\d+)/(\d+)\s+[\d.]+%$")
+RUNS = 110
 
 
 def replay(*args):
@@ -23,58 +26,89 @@ def replay(*args):
                           timeout=300)
 
 
-def table(out):
-    rows = {}
+def tallies(out):
+    """The machine-readable lines: {"aa": (gates, loud, commits), "ab": {(shape, variant):
+    (caught, loud, silent, heads, real, real_caught, real_silent)}, "aashape": {shape:
+    (gates, loud, heads)}}."""
+    t = {"aa": None, "ab": {}, "aashape": {}}
     for line in out.splitlines():
-        m = ROW.match(line)
-        if m:
-            rows[m.group(1)] = [int(x) for x in m.groups()[1:]]
-    return rows
+        f = line.split()
+        if not f or f[0] != "tally":
+            continue
+        if f[1] == "aa":
+            t["aa"] = tuple(int(x) for x in f[4:7])
+        elif f[1] == "aashape":
+            t["aashape"][" ".join(f[4:-3])] = tuple(int(x) for x in f[-3:])
+        elif f[1] == "ab":
+            # tally ab PATH LOAD SHAPE... VARIANT SHIFT caught loud silent heads real rc rs
+            t["ab"][(" ".join(f[4:-9]), f[-9])] = tuple(int(x) for x in f[-7:])
+    return t
 
 
 class Replay(unittest.TestCase):
-    def check(self, rows):
-        self.assertEqual(len(rows), 4, rows)
-        heads = {tuple(r[1::2]) for r in rows.values()}
-        self.assertEqual(len(heads), 1, "every method judges the same heads: %r" % rows)
-        for r in rows.values():
-            for caught, total in zip(r[0::2], r[1::2]):
-                self.assertLessEqual(caught, total)
-        return heads.pop()
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.recording = os.path.join(cls.tmp.name, "first.jsonl")
+        with lzma.open(ARGS.recording, "rt") as src, open(cls.recording, "w") as dst:
+            for i, line in enumerate(src):
+                if i > RUNS:
+                    break
+                dst.write(line)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check(self, t):
+        """Counts that add up; returns the heads judged (A/A commits, each A/B row's heads)."""
+        self.assertIsNotNone(t["aa"], "an A/A tally")
+        gates, loud, commits = t["aa"]
+        self.assertGreater(commits, 0, "A/A heads")
+        self.assertLessEqual(gates + loud, commits)
+        self.assertTrue(t["ab"], "A/B tallies")
+        for key, (caught, loud, silent, heads, real, rc, rs) in t["ab"].items():
+            self.assertEqual(caught + loud + silent, heads, key)
+            self.assertLessEqual(real, heads, key)
+            self.assertLessEqual(rc + rs, real, key)
+        for shape, (g, lo, heads) in t["aashape"].items():
+            self.assertEqual(heads, commits, shape)
+            self.assertLessEqual(g + lo, heads, shape)
+        return (commits,) + tuple(sorted((k, v[3]) for k, v in t["ab"].items()))
 
     def test_consecutive_and_spaced(self):
-        p = replay(ARGS.recording)
+        p = replay(self.recording)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("judged against the base runs measured before it", p.stdout)
-        consecutive = self.check(table(p.stdout))
-        self.assertGreater(consecutive[0], 0, "A/A heads")
-        self.assertGreater(sum(consecutive[1:]), 0, "A/B heads")
+        self.assertRegex(p.stdout, r"confirmation cost: .* median [\d.]+x over \d+ A/A heads")
+        consecutive = self.check(tallies(p.stdout))
+        self.assertGreater(sum(h for _, h in consecutive[1:]), 0, "A/B heads")
 
-        p = replay("--spaced", "7", ARGS.recording)
+        p = replay("--spaced", "7", self.recording)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("History drawn with seed 7", p.stdout)
-        spaced = self.check(table(p.stdout))
-        # the first ten base runs are heads too, their history drawn from later runs
+        spaced = self.check(tallies(p.stdout))
+        # the first base runs are heads too, their history drawn from later runs
         self.assertGreater(spaced[0], consecutive[0])
-        again = replay("--spaced", "7", ARGS.recording)
-        self.assertEqual(table(again.stdout), table(p.stdout), "the same seed, the same draw")
+        again = replay("--spaced", "7", self.recording)
+        self.assertEqual(tallies(again.stdout), tallies(p.stdout), "the same seed, the same draw")
 
-        p = replay("--confirm-after", "20", ARGS.recording)
+        p = replay("--confirm-after", "20", self.recording)
         self.assertEqual(p.returncode, 0, p.stderr)
-        later = self.check(table(p.stdout))
-        # heads need their three confirmations from 20 runs on: the last ones have none
-        self.assertLess(later[0], consecutive[0])
+        # confirmations from 20 runs on, the recording's start after its end: the same heads
+        self.assertEqual(self.check(tallies(p.stdout)), consecutive)
 
         # the first run's screen without its noise floor: the same heads, judged again
-        p = replay("--screen-noise", "0", ARGS.recording)
+        p = replay("--screen-noise", "0", self.recording)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(self.check(table(p.stdout)), consecutive)
+        self.assertEqual(self.check(tallies(p.stdout)), consecutive)
 
     def test_bad_usage(self):
         for args, needle in ((["--spaced", "0"], "--spaced takes a seed >= 1"),
                              (["--spaced", "x"], "--spaced takes a seed >= 1"),
                              (["--confirm-after", "0"], "--confirm-after takes 1..1000"),
-                             (["--confirm", "9"], "--confirm takes 0..8"),
+                             (["--confirm", "17"], "--confirm takes 0..16"),
+                             (["--confirm", "x"], "--confirm takes 0..16"),
                              (["--screen-noise", "-0.01"], "--screen-noise takes 0..0.5"),
                              (["--screen-noise", "1%"], "--screen-noise takes 0..0.5"),
                              ([], "no recording given")):

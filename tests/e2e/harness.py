@@ -362,7 +362,7 @@ def postingest_gauges(port):
     return out
 
 
-def wait_for_renders(port, timeout=60):
+def wait_for_postingest(port, timeout=60):
     """Until no post-ingest task is left: none waiting or running in the database (of any
     collector), no chart asked of this collector undrawn (its atomwatch_postingest_tasks
     gauge reads 0)."""

@@ -170,7 +170,7 @@ def test_imported_duty_rows_stay_in_their_grid():
     whose contender CPU it never names: they belong to a contention x duty chart, and the heat
     map shows each op's plain row (c 0, d 0), not whichever duty row came last."""
     port, b = int(S.env["URL"].rsplit(":", 1)[1]), S.env["COMMIT_B"]
-    h.wait_for_renders(port)  # the heat map is redrawn after each host's upload
+    h.wait_for_postingest(port)  # the heat map is redrawn after each host's upload
     grid = h.wait_for_chart(port, "/charts/commits/%s/hosts/neoverse-v2-contention/"
                               "contention-stadd.svg" % b)
     check("neoverse-v2-contention: stadd under contention and duty" in grid, grid[:3000])

@@ -597,7 +597,7 @@ def test_long_poll_idle_cpu_and_no_blocking():
                for _ in range(n)]
     # What the collector spends with no request at all, measured now: the earlier tests'
     # post-ingest work done, then one quiet second (on a loaded CI machine that work lags).
-    h.wait_for_renders(S.col.port)
+    h.wait_for_postingest(S.col.port)
     cpu0, t0 = S.col.cpu_seconds(), time.time()
     time.sleep(1.0)
     quiet = (S.col.cpu_seconds() - cpu0) / (time.time() - t0)
@@ -700,7 +700,7 @@ def test_metrics_count_uploads():
     check(int(count[0].split()[-1]) >= 3, count)
     created = [l for l in text.splitlines() if 'outcome="created"' in l]
     check(int(created[0].split()[-1]) >= 3, created)
-    h.wait_for_renders(S.col.port)  # the render workers' tasks of those uploads drain to none
+    h.wait_for_postingest(S.col.port)  # the post-ingest tasks of those uploads drain to none
 
 
 def main():

@@ -108,7 +108,7 @@ def regressed_doc(host, sha, seed):
 
 def test_uploads_through_a_pages_through_b():
     S.site = rh.load(S.a, n_hosts=4, n_commits=5, cells=CELLS)
-    h.wait_for_renders(S.b.port, timeout=120)  # every task, whichever collector ran it
+    h.wait_for_postingest(S.b.port, timeout=120)  # every task, whichever collector ran it
     gauges = h.postingest_gauges(S.b.port)
     eq(gauges["tasks_dead"], 0, "no task given up")
     # every chart file of every commit, and every host's trends, served by B
@@ -145,7 +145,7 @@ def test_chart_redrawn_elsewhere_is_served_anew():
                      commit_time="2026-11-20T09:00:00Z",
                      started_at="2026-11-20T10:00:00.000000Z")
     upload(S.a, doc, S.admin)
-    h.wait_for_renders(S.b.port, timeout=120)
+    h.wait_for_postingest(S.b.port, timeout=120)
     after = check_chart(S.b, trend)
     check(after != before, "B still serves the trend drawn before the upload")
     eq(after, check_chart(S.a, trend), "A and B serve the same trend")
@@ -170,7 +170,7 @@ def test_task_survives_a_killed_collector():
     eq(idle.stop(), 0)
     # another collector's workers do it: verdict cached, every chart drawn and served by it
     S.b = h.Collector(S.db.url, config=rh.ONE_RUN_DECIDES).start()
-    h.wait_for_renders(S.b.port, timeout=120)
+    h.wait_for_postingest(S.b.port, timeout=120)
     text = page(S.b, "/commits/" + sha)
     eq(row_verdict(text, host, rh.REGRESSED_CELL), "regressed", "cached verdict")
     check("v-fail" in section(text, host), "the host fails")
@@ -207,7 +207,7 @@ def test_hung_worker_taken_over_after_its_lease():
     path = "/charts/commits/%s/hosts/%s/compare-main.svg" % (sha, host)
     h.wait_for_chart(S.b.port, path, timeout=60)
     took = time.time() - t_claim
-    h.wait_for_renders(S.b.port, timeout=120)
+    h.wait_for_postingest(S.b.port, timeout=120)
     check(took >= 1.9, "taken over %.1fs after the claim, before the lease ran out" % took)
     text = page(S.b, "/commits/" + sha)
     eq(row_verdict(text, host, rh.REGRESSED_CELL), "regressed", "cached verdict")

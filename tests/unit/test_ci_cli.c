@@ -172,7 +172,14 @@ static void test_help_version(void **state)
 
 	(void)state;
 	rc = run_ci(&out, "--help", NULL);
-	expect(rc, out, 0, "Exit status: 0 pass");
+	expect(rc, out, 0, "  0  pass or unconfirmed");
+	rc = run_ci(&out, "--help", NULL);
+	expect(rc, out, 0,
+	       "  4  inconclusive: a cell of gate level fail the gate cannot vouch for");
+	rc = run_ci(&out, "--help", NULL);
+	expect(rc, out, 0,
+	       "When several apply: a regression (1), then inconclusive (4), then incomplete (2), "
+	       "then\nunconfirmed with --strict (1), else 0.");
 	rc = run_ci(&out, "gate", "--help", NULL);
 	expect(rc, out, 0, "usage: atomwatch-ci COMMAND");
 	rc = run_ci(&out, "--version", NULL);

@@ -337,8 +337,9 @@ static double ratio_read(const char *yaml, size_t offset)
 	return v;
 }
 
-/* detection.confirm_runs, detection.suspect_p, detection.screen_noise and
- * detection.confirm_jobs: defaults, values, ranges */
+/* detection.confirm_runs, confirm_budget, level_share, screen_noise and confirm_jobs:
+ * defaults, values, ranges; detection.suspect_p, retired, still reads (a config of before
+ * loads) and counts as a deprecated key */
 static void test_confirm_keys(void **state)
 {
 	struct aw_collector_config c;
@@ -359,9 +360,25 @@ static void test_confirm_keys(void **state)
 	expect_error("detection:\n  confirm_jobs: 17\n",
 	             "collector.yaml:2:17: 'detection.confirm_jobs' must be between 0 and 16");
 	aw_config_defaults(&c);
-	assert_true(c.suspect_p == 0.20);
+	assert_int_equal(c.confirm_budget, 10);
+	assert_true(c.level_share == 0.20);
 	assert_true(c.screen_noise == 0.01);
-	assert_true(fabs(ratio_read("detection:\n  suspect_p: 1%\n", F(suspect_p)) - 0.01) < 1e-12);
+	assert_null(parse(&c, "detection:\n  confirm_budget: 4\n  level_share: 30%\n"));
+	assert_int_equal(c.confirm_budget, 4);
+	assert_true(fabs(c.level_share - 0.30) < 1e-12);
+	assert_int_equal(c.deprecated_keys, 0);
+	aw_config_release(&c);
+	expect_error("detection:\n  confirm_budget: 0\n",
+	             "collector.yaml:2:19: 'detection.confirm_budget' must be between 1 and 100");
+	expect_error("detection:\n  confirm_budget: many\n",
+	             "collector.yaml:2:19: 'detection.confirm_budget' must be a whole number, not "
+	             "'many'");
+	expect_error("detection:\n  level_share: 0.9\n",
+	             "collector.yaml:2:16: 'detection.level_share' must be a fraction in (0, 0.5] "
+	             "such as 5% or 0.05, not '0.9'");
+	assert_null(parse(&c, "detection:\n  suspect_p: 1%\n"));
+	assert_int_equal(c.deprecated_keys, 1);
+	aw_config_release(&c);
 	expect_error("detection:\n  suspect_p: 0.9\n",
 	             "collector.yaml:2:14: 'detection.suspect_p' must be a fraction in (0, 0.5] "
 	             "such as 5% or 0.05, not '0.9'");
@@ -377,6 +394,68 @@ static void test_confirm_keys(void **state)
 	expect_error("detection:\n  screen_noise: 60%\n",
 	             "collector.yaml:2:17: 'detection.screen_noise' must be 0 or a fraction in "
 	             "(0, 0.5] such as 1% or 0.01, not '60%'");
+}
+
+/* retention: off by default; on with raw_days, keeping detection.history or the trend window's
+ * 100 runs, whichever is more, unless keep_runs says; a window of 0, or fewer runs kept than
+ * detection reads (whichever section comes first), refused where the key is. */
+static void test_retention_keys(void **state)
+{
+	struct aw_collector_config c;
+
+	(void)state;
+	aw_config_defaults(&c);
+	assert_int_equal(c.retention_raw_days, 0);
+	assert_int_equal(c.retention_interval_ms, 3600000);
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_keep_runs, 0);
+	aw_config_release(&c);
+	assert_null(parse(&c, "retention:\n  raw_days: 90\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_raw_days, 90);
+	assert_int_equal(c.retention_keep_runs, 100);
+	aw_config_release(&c);
+	assert_null(parse(&c, "retention:\n  raw_days: 30\ndetection:\n  history: 250\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_keep_runs, 250);
+	aw_config_release(&c);
+	assert_null(parse(&c, "retention:\n  raw_days: 7\n  keep_runs: 40\n  interval: 6h\n"));
+	assert_int_equal(aw_config_finish(&c), 0);
+	assert_int_equal(c.retention_keep_runs, 40);
+	assert_int_equal(c.retention_interval_ms, 6 * 3600000);
+	aw_config_release(&c);
+	expect_error(
+	    "retention:\n  raw_days: 0\n",
+	    "collector.yaml:2:13: 'retention.raw_days' is 0, a window that keeps no run: "
+	    "give the days every run is kept (1 or more), or leave 'retention' out to keep "
+	    "them all");
+	expect_error("retention:\n  raw_days: 30\n  keep_runs: 20\n",
+	             "collector.yaml:3:14: 'retention.keep_runs' (20) is shorter than "
+	             "'detection.history' (40): the verdicts' baseline and the change points read "
+	             "that many runs of each host and ref");
+	expect_error("retention:\n  raw_days: 30\n  keep_runs: 50\ndetection:\n  history: 60\n",
+	             "collector.yaml:3:14: 'retention.keep_runs' (50) is shorter than "
+	             "'detection.history' (60): the verdicts' baseline and the change points read "
+	             "that many runs of each host and ref");
+	expect_error("detection:\n  window: 80\n  history: 60\nretention:\n  raw_days: 30\n"
+	             "  keep_runs: 70\n",
+	             "collector.yaml:6:14: 'retention.keep_runs' (70) is shorter than "
+	             "'detection.window' (80): the verdicts' baseline and the change points read "
+	             "that many runs of each host and ref");
+	expect_error("retention:\n  keep_runs: 200\n",
+	             "collector.yaml:2:14: 'retention.keep_runs' needs 'retention.raw_days', which "
+	             "turns retention on");
+	expect_error(
+	    "retention:\n  raw_days: 30\n  interval: 0s\n",
+	    "collector.yaml:3:13: 'retention.interval' must be between 60000 and 604800000 "
+	    "ms");
+	expect_error("retention:\n  raw_days: a year\n",
+	             "collector.yaml:2:13: 'retention.raw_days' must be a whole number, not 'a "
+	             "year'");
+	expect_error("retention:\n  raw_days: 36501\n",
+	             "collector.yaml:2:13: 'retention.raw_days' must be between 0 and 36500");
+	expect_error("retention:\n  raw_weeks: 3\n",
+	             "collector.yaml:2:3: unknown key 'retention.raw_weeks'");
 }
 
 /* The shipped configs/collector.yaml reads without errors or deprecated keys, and its
@@ -425,6 +504,7 @@ int main(void)
 	    cmocka_unit_test(test_render_keys),
 	    cmocka_unit_test(test_postingest_keys),
 	    cmocka_unit_test(test_confirm_keys),
+	    cmocka_unit_test(test_retention_keys),
 	    cmocka_unit_test(test_shipped_file),
 	};
 

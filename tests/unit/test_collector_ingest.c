@@ -107,7 +107,7 @@ static void test_metrics_text(void **state)
 	aw_metrics_run(STORE_CREATED);
 	aw_metrics_run(STORE_CONFLICT);
 	aw_buf_init(&out, 1 << 20);
-	assert_int_equal(aw_metrics_render(&out, &g), 0);
+	assert_int_equal(aw_metrics_format(&out, &g), 0);
 	assert_non_null(strstr(out.data, "# TYPE atomwatch_http_requests_total counter\n"));
 	assert_non_null(strstr(out.data, "atomwatch_http_requests_total{route=\"/api/v1/results\","
 	                                 "method=\"POST\",status=\"201\"} 2\n"));

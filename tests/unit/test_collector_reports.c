@@ -110,7 +110,18 @@ static void test_verdict_statuses_and_view(void **state)
 	                  "{\"key\":\"op=llsc cpu=1\",\"verdict\":\"regressed\","
 	                  "\"p50\":{\"baseline\":5.0,\"head\":10.0}},"
 	                  "{\"key\":\"op=cas cpu=1\",\"verdict\":\"missing\","
-	                  "\"p50\":{\"baseline\":6.0,\"head\":null}}]}";
+	                  "\"p50\":{\"baseline\":6.0,\"head\":null}},"
+	                  /* inconclusive through its p99 alone, split in two levels */
+	                  "{\"key\":\"op=ldadd cpu=1\",\"verdict\":\"inconclusive\","
+	                  "\"gate\":\"warn\",\"p50\":{\"verdict\":\"unchanged\","
+	                  "\"baseline\":4.0,\"head\":4.0,\"note\":\"p50 note\"},"
+	                  "\"p99\":{\"verdict\":\"inconclusive\",\"baseline\":9.0,"
+	                  "\"head\":9.9,\"note\":\"unchanged alone, +10% shared\","
+	                  "\"level_by\":\"mulblock-v1\",\"decided_by\":null,\"levels\":["
+	                  "{\"share\":0.6,\"change\":0.001,\"n_head\":2,"
+	                  "\"verdict\":\"unchanged\"},"
+	                  "{\"share\":0.4,\"change\":0.1,\"n_head\":2,"
+	                  "\"verdict\":\"unknown\"}]}}]}";
 	struct store_verdict v = {.project = "linux",
 	                          .commit = SHA1,
 	                          .host = "grace",
@@ -139,12 +150,24 @@ static void test_verdict_statuses_and_view(void **state)
 	assert_int_equal(aw_verdict_view_parse(&a, &v, &view), 0);
 	assert_int_equal(view.status, AW_VERDICT_FAIL);
 	assert_int_equal(view.baseline_runs, 7);
-	assert_int_equal(view.n_cells, 2);
 	assert_string_equal(view.cells[0].key, "op=llsc cpu=1");
 	assert_int_equal(view.cells[0].verdict, AW_VERDICT_REGRESSED);
 	assert_true(view.cells[0].base_p50 == 5.0 && view.cells[0].head_p50 == 10.0);
 	assert_int_equal(view.cells[1].verdict, AW_VERDICT_MISSING);
 	assert_true(isnan(view.cells[1].head_p50));
+	assert_int_equal(view.cells[0].gate, AW_GATE_FAIL);
+	assert_null(view.cells[0].note);
+	assert_null(view.cells[0].levels);
+	/* the note and levels of the metric that decided (p99), the p50's numbers */
+	assert_int_equal(view.n_cells, 3);
+	assert_int_equal(view.cells[2].verdict, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(view.cells[2].gate, AW_GATE_WARN);
+	assert_true(view.cells[2].base_p50 == 4.0);
+	assert_string_equal(view.cells[2].note, "unchanged alone, +10% shared");
+	assert_int_equal(view.cells[2].n_levels, 2);
+	assert_string_equal(view.cells[2].levels,
+	                    "levels by mulblock-v1: L1 (60%) +0.1% unchanged, "
+	                    "L2 (40%) +10.0% undecided");
 	v.json = "[1, 2]";
 	assert_int_equal(aw_verdict_view_parse(&a, &v, &view), -EINVAL);
 	aw_arena_release(&a);
@@ -412,7 +435,8 @@ static void test_pages(void **state)
 	                          .host = "grace",
 	                          .baseline_ref = "main",
 	                          .status = "fail",
-	                          .json = "{\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
+	                          .json = "{\"host\":\"grace\",\"status\":\"fail\","
+	                                  "\"baseline_runs\":1,\"cells\":[{\"key\":\"op=llsc "
 	                                  "cpu=1\",\"verdict\":\"regressed\",\"p50\":{"
 	                                  "\"baseline\":5.0,\"head\":20.0}},{\"key\":\"op=stadd "
 	                                  "cpu=2\",\"verdict\":\"noisy\",\"p50\":{\"baseline\":"

@@ -4,6 +4,7 @@
  * batch, listing and cursors, commit order, series, hosts with fingerprint history, tokens,
  * jobs, change points and verdicts, the post-ingest task queue and charts. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -1237,7 +1238,8 @@ static void test_charts(void **state)
 	store_close(&s);
 }
 
-/* ---- a database made by the release before schema 3 (tests/fixtures/db/) ---- */
+/* ---- databases made by earlier releases (tests/fixtures/db/): release-v2, the release before
+ * schema 3, and release-v6, the one before runs stored their commit order ---- */
 
 static void fixture_path(char *out, size_t len, const char *name)
 {
@@ -1246,28 +1248,31 @@ static void fixture_path(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/tests/fixtures/db/%s", src ? src : ".", name);
 }
 
-/* The fixture database of this run's backend, as that release left it. */
-static struct store *open_release(struct store_conn **c)
+/* The fixture database `name` ("release-v2") of this run's backend, as that release left it. */
+static struct store *open_release(const char *name, struct store_conn **c)
 {
 	struct store *s = NULL;
 	char path[512], u[256], *err = NULL;
 
 	if (!pg_host()) {
-		char copy[128], *data = NULL;
+		char copy[128], file[64], *data = NULL;
 		size_t len;
 
 		/* a copy: migrating changes the file */
-		fixture_path(path, sizeof(path), "release-v2.sqlite");
-		snprintf(copy, sizeof(copy), "%s/release-v2.db", dir);
+		snprintf(file, sizeof(file), "%s.sqlite", name);
+		fixture_path(path, sizeof(path), file);
+		snprintf(copy, sizeof(copy), "%s/%s.db", dir, name);
 		assert_int_equal(aw_read_file(path, (size_t)64 << 20, &data, &len, &err), 0);
 		assert_int_equal(aw_write_file_atomic(copy, data, len, &err), 0);
 		free(data);
 		snprintf(u, sizeof(u), "sqlite:%s", copy);
 	} else {
-		char db[64], sql[96], cmd[1024];
+		char db[64], sql[96], cmd[1024], file[64];
+		static int serial;
 
-		fixture_path(path, sizeof(path), "release-v2.pg.sql");
-		snprintf(db, sizeof(db), "aw_release_%d", (int)getpid());
+		snprintf(file, sizeof(file), "%s.pg.sql", name);
+		fixture_path(path, sizeof(path), file);
+		snprintf(db, sizeof(db), "aw_release_%d_%d", (int)getpid(), ++serial);
 		snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
 		assert_int_equal(pg_admin(sql), 0);
 		snprintf(cmd, sizeof(cmd),
@@ -1285,14 +1290,14 @@ static struct store *open_release(struct store_conn **c)
 }
 
 /* What the release stored, read with its schema's names ("runs", "rows"). */
-static json_t *release_facts(void)
+static json_t *release_facts(const char *name)
 {
-	char path[512];
+	char path[512], file[64];
 	json_error_t e;
 	json_t *facts;
 
-	fixture_path(path, sizeof(path),
-	             pg_host() ? "release-v2.pg.json" : "release-v2.sqlite.json");
+	snprintf(file, sizeof(file), "%s.%s.json", name, pg_host() ? "pg" : "sqlite");
+	fixture_path(path, sizeof(path), file);
 	facts = json_load_file(path, 0, &e);
 	if (!facts)
 		fail_msg("%s:%d: %s", path, e.line, e.text);
@@ -1414,11 +1419,14 @@ static void expect_rows(const json_t *want, json_t *got, const char *what)
 	json_decref(got);
 }
 
-static void test_migrate_release(void **state)
+/* Migrates the fixture `name`, made at schema version `from`, and finds every row it held under
+ * the new names. Returns the facts (caller decrefs) with the store and its connection open. */
+static json_t *migrate_release(const char *name, int from_version, struct store **sp,
+                               struct store_conn **cp)
 {
 	struct store_conn *c;
-	struct store *s = open_release(&c);
-	json_t *facts = release_facts(), *rows = json_object_get(facts, "rows");
+	struct store *s = open_release(name, &c);
+	json_t *facts = release_facts(name), *rows = json_object_get(facts, "rows");
 	json_t *doc, *want, *w;
 	struct store_run_filter f = {.limit = 1000};
 	struct rows_seen seen;
@@ -1428,11 +1436,10 @@ static void test_migrate_release(void **state)
 	int from, to;
 	size_t i;
 
-	(void)state;
 	assert_non_null(rows);
 	assert_int_equal(store_migrate(c, &from, &to, &err), 0);
 	assert_null(err);
-	assert_int_equal(from, 2);
+	assert_int_equal(from, from_version);
 	assert_int_equal(to, store_schema_version()); /* 3 and every later one */
 
 	/* Every run rebuilt as that release served it, under the same seq. */
@@ -1550,6 +1557,83 @@ static void test_migrate_release(void **state)
 	}
 	assert_int_equal(store_migrate(c, &from, &to, &err), 0);
 	assert_int_equal(from, store_schema_version());
+	*sp = s;
+	*cp = c;
+	return facts;
+}
+
+static void test_migrate_release(void **state)
+{
+	struct store_conn *c;
+	struct store *s;
+
+	(void)state;
+	json_decref(migrate_release("release-v2", 2, &s, &c));
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+struct order_rows {
+	json_t *got;  /* run_id -> order_us */
+	bool history; /* rows in commit order, not by seq */
+	int n;
+	int64_t last_order, last_seq;
+};
+
+static int on_order_row(const struct store_run *r, void *cls)
+{
+	struct order_rows *o = cls;
+
+	json_object_set_new(o->got, r->run_id, json_integer(r->order_us));
+	/* newest first: (order_us, seq) descending */
+	if (o->history && o->n++)
+		assert_true(r->order_us < o->last_order ||
+		            (r->order_us == o->last_order && r->seq < o->last_seq));
+	o->last_order = r->order_us;
+	o->last_seq = r->seq;
+	return 0;
+}
+
+/* Every run of the release before runs stored their order gets the order that release served
+ * (order_time: its commit's commit_time, else its commit's earliest start, as a later run left
+ * it), and each ref's history comes in that order. */
+static void test_migrate_release_v6(void **state)
+{
+	struct store_conn *c;
+	struct store *s;
+	json_t *facts, *listing, *run;
+	struct order_rows o = {json_object(), false, 0, 0, 0};
+	struct store_run_filter f = {.limit = 1000};
+	size_t i;
+
+	(void)state;
+	facts = migrate_release("release-v6", 6, &s, &c);
+	listing = json_object_get(facts, "listing");
+	assert_true(json_array_size(listing) >= 17);
+	assert_int_equal(store_list_runs(c, &f, on_order_row, &o), 0);
+	/* and the one migrate_release() added */
+	assert_int_equal(json_object_size(o.got), json_array_size(listing) + 1);
+	o.history = true;
+	json_array_foreach (listing, i, run) {
+		const char *id = json_string_value(json_object_get(run, "run_id"));
+		const char *when = json_string_value(json_object_get(run, "order_time"));
+		int64_t us;
+
+		assert_int_equal(aw_time_parse(when, &us), 0);
+		if (json_integer_value(json_object_get(o.got, id)) != us)
+			fail_msg("run %s: order %" PRId64 " after the migration, %s before", id,
+			         (int64_t)json_integer_value(json_object_get(o.got, id)), when);
+	}
+	/* the history of each host and ref in that order (the check is in on_order_row) */
+	for (const char *const *host = (const char *const[]){"altra", "grace", NULL}; *host; host++)
+		for (const char *const *ref = (const char *const[]){"main", "pr/7", NULL}; *ref;
+		     ref++) {
+			o.n = 0;
+			assert_int_equal(store_ref_history(c, NULL, *host, *ref, INT64_MAX,
+			                                   INT64_MAX, 1000, on_order_row, &o),
+			                 0);
+		}
+	json_decref(o.got);
 	json_decref(facts);
 	store_disconnect(&c);
 	store_close(&s);
@@ -1609,6 +1693,7 @@ int main(void)
 	    cmocka_unit_test(test_late_failures_roll_back),
 	    cmocka_unit_test(test_charts),
 	    cmocka_unit_test(test_migrate_release),
+	    cmocka_unit_test(test_migrate_release_v6),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -25,9 +25,10 @@ static void test_shipped_file(void **state)
 	snprintf(path, sizeof(path), "%s/configs/thresholds.yaml", src ? src : ".");
 	assert_int_equal(aw_thresholds_load(&t, path, &err), 0);
 	assert_null(err);
-	assert_true(t.p50 == 0.05 && t.p99 == 0.10);
+	assert_true(t.p50 == 0.05 && t.p99 == 0.25);
+	assert_int_equal(t.p99_gate, AW_GATE_WARN);
 	assert_int_equal(t.n_p50_rules, 4);
-	assert_int_equal(t.n_p99_rules, 4);
+	assert_int_equal(t.n_p99_rules, 3);
 	/* the macro check's cells: a workload-sized change on p50, the p99 off */
 	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "hackbench", NULL,
 	                             "subject=atomwatch-macro op=hackbench cpu=0", t.p50) == 0.10);
@@ -38,7 +39,7 @@ static void test_shipped_file(void **state)
 	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "llsc", NULL,
 	                             "op=llsc cpu=0 contender=1 c=10", t.p50) == 0.25);
 	assert_true(aw_threshold_for(t.p99_rules, t.n_p99_rules, "ldadd", "srcu_fast",
-	                             "reader=srcu_fast op=ldadd cpu=0", t.p99) == 0.10);
+	                             "reader=srcu_fast op=ldadd cpu=0", t.p99) == 0.25);
 	assert_true(aw_threshold_for(t.p50_rules, t.n_p50_rules, "stadd", NULL, "op=stadd cpu=3",
 	                             t.p50) == 0.05);
 	aw_thresholds_release(&t);
@@ -62,7 +63,10 @@ static void test_errors(void **state)
 	(void)state;
 	expect_error("p50: fast\n", "t.yaml:1:6: 'p50' must be a positive fraction");
 	expect_error("p50: -5%\n", "t.yaml:1:6:");
-	expect_error("p95: 5%\n", "t.yaml:1:1: unknown key 'p95' (p50, p99, rules)");
+	expect_error("p95: 5%\n", "t.yaml:1:1: unknown key 'p95' (p50, p99, p99_gate, rules)");
+	expect_error("p99_gate: loud\n",
+	             "t.yaml:1:11: 'p99_gate' must be fail, warn or off, not 'loud'");
+	expect_error("p99_gate: [warn]\n", "t.yaml:1:11:");
 	expect_error("rules: {op: plain}\n", "t.yaml:1:8: 'rules' must be a list");
 	expect_error("rules:\n  - p50: 5%\n", "t.yaml:2:5: rule 1 matches nothing");
 	expect_error("rules:\n  - op: plain\n", "t.yaml:2:5: rule 1 sets no threshold");
@@ -146,12 +150,30 @@ static void test_ratios(void **state)
 	assert_int_equal(aw_parse_ratio("nan", 1, &v), -EINVAL);
 }
 
+/* p99_gate: warn without it, and what the file says */
+static void test_p99_gate(void **state)
+{
+	static const char *const text[] = {"p50: 5%\n", "p99_gate: fail\n", "p99_gate: off\n"};
+	static const enum aw_gate want[] = {AW_GATE_WARN, AW_GATE_FAIL, AW_GATE_OFF};
+	struct aw_thresholds t;
+	char *err = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(aw_thresholds_parse(&t, text[i], strlen(text[i]), "t.yaml", &err),
+		                 0);
+		assert_int_equal(t.p99_gate, want[i]);
+		aw_thresholds_release(&t);
+	}
+	assert_null(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_shipped_file), cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_ratios),       cmocka_unit_test(test_off),
-	    cmocka_unit_test(test_gate),
+	    cmocka_unit_test(test_gate),         cmocka_unit_test(test_p99_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,7 @@ static void test_words(void **state)
 	    {AW_VERDICT_NEW, "new"},
 	    {AW_VERDICT_MISSING, "missing"},
 	    {AW_VERDICT_SUSPECT, "suspect"},
+	    {AW_VERDICT_INCONCLUSIVE, "inconclusive"},
 	    {AW_VERDICT_UNCONFIRMED, "unconfirmed"},
 	    {AW_VERDICT_HOST_CHANGED, "host changed"},
 	};
@@ -79,13 +80,15 @@ static void test_ranges(void **state)
 	/* the words added later are appended: the earlier ones keep their values */
 	assert_int_equal(AW_VERDICT_MISSING, 9);
 	assert_int_equal(AW_VERDICT_SUSPECT, AW_VERDICT_MISSING + 1);
-	assert_int_equal(AW_VERDICT_CELL_LAST, AW_VERDICT_SUSPECT);
-	assert_int_equal(AW_VERDICT_CELL_LAST - AW_VERDICT_CELL_FIRST + 1, 7);
+	assert_int_equal(AW_VERDICT_INCONCLUSIVE, AW_VERDICT_SUSPECT + 1);
+	assert_int_equal(AW_VERDICT_CELL_LAST, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(AW_VERDICT_CELL_LAST - AW_VERDICT_CELL_FIRST + 1, 8);
 	for (int v = 0; v < AW_VERDICT_COUNT; v++) {
 		bool cell = aw_verdict_is_cell((enum aw_verdict)v);
 		bool status = aw_verdict_is_status((enum aw_verdict)v);
 
-		assert_false(cell && status);
+		/* one word is both: a cell whose evidence stayed split, and a host with one */
+		assert_int_equal(cell && status, v == AW_VERDICT_INCONCLUSIVE);
 		assert_int_equal(cell, (v >= AW_VERDICT_CELL_FIRST && v <= AW_VERDICT_CELL_LAST) ||
 		                           v == AW_VERDICT_HOST_CHANGED);
 		assert_int_equal(!cell && !status, v == AW_VERDICT_UNKNOWN);

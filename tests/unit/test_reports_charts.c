@@ -1,6 +1,6 @@
 /* Unit tests of the charts through the real gnuplot (/usr/bin/gnuplot): every chart type from
  * fixture data (the SVG parsed by python3's XML parser holds the expected series, the PNG has
- * the expected size), hostile strings in every text field, the cache, and the renderer's
+ * the expected size), hostile strings in every text field, the cache, and the gnuplot handle's
  * recovery from a killed, failing or hanging gnuplot. */
 #include <errno.h>
 #include <fcntl.h>
@@ -189,7 +189,7 @@ static void assert_sizes(const struct aw_chart_id *id, const json_t *doc)
 static void check_rc(int rc, char *err)
 {
 	if (rc < 0)
-		fail_msg("render failed: %d %s", rc, err ? err : "");
+		fail_msg("draw failed: %d %s", rc, err ? err : "");
 	free(err);
 }
 
@@ -220,7 +220,7 @@ static void test_compare(void **state)
 	json_t *doc;
 
 	(void)state;
-	check_rc(aw_render_compare(gp, data_dir, &compare_id, &compare_data, 0, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &compare_id, &compare_data, 0, &err), err);
 	doc = svg_check(&compare_id);
 	assert_non_null(doc);
 	assert_sizes(&compare_id, doc);
@@ -259,7 +259,7 @@ static void test_trend_within_a_decade(void **state)
 	json_t *doc;
 
 	(void)state;
-	check_rc(aw_render_trend(gp, data_dir, &id, &t, 0, &err), err);
+	check_rc(aw_chart_draw_trend(gp, data_dir, &id, &t, 0, &err), err);
 	doc = svg_check(&id);
 	assert_non_null(doc);
 	for (int v = 4; v <= 8; v++) {
@@ -292,7 +292,7 @@ static void test_trend(void **state)
 	json_t *doc;
 
 	(void)state;
-	check_rc(aw_render_trend(gp, data_dir, &id, &t, 0, &err), err);
+	check_rc(aw_chart_draw_trend(gp, data_dir, &id, &t, 0, &err), err);
 	doc = svg_check(&id);
 	assert_non_null(doc);
 	assert_sizes(&id, doc);
@@ -327,7 +327,7 @@ static void test_heatmap(void **state)
 	json_t *doc;
 
 	(void)state;
-	check_rc(aw_render_heatmap(gp, data_dir, &id, &h, 0, &err), err);
+	check_rc(aw_chart_draw_heatmap(gp, data_dir, &id, &h, 0, &err), err);
 	doc = svg_check(&id);
 	assert_non_null(doc);
 	assert_sizes(&id, doc);
@@ -359,7 +359,7 @@ static void test_percpu(void **state)
 	json_t *doc;
 
 	(void)state;
-	check_rc(aw_render_percpu(gp, data_dir, &id, &p, 0, &err), err);
+	check_rc(aw_chart_draw_percpu(gp, data_dir, &id, &p, 0, &err), err);
 	doc = svg_check(&id);
 	assert_non_null(doc);
 	assert_sizes(&id, doc);
@@ -384,7 +384,7 @@ static void test_contention(void **state)
 	json_t *doc;
 
 	(void)state;
-	check_rc(aw_render_contention(gp, data_dir, &id, &cd, 0, &err), err);
+	check_rc(aw_chart_draw_contention(gp, data_dir, &id, &cd, 0, &err), err);
 	doc = svg_check(&id);
 	assert_non_null(doc);
 	assert_sizes(&id, doc);
@@ -427,21 +427,21 @@ static void test_no_data(void **state)
 
 	(void)state;
 	id.kind = AW_CHART_COMPARE;
-	check_rc(aw_render_compare(gp, data_dir, &id, &c, 0, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), err);
 	assert_no_data(&id);
 	id.kind = AW_CHART_TREND;
-	check_rc(aw_render_trend(gp, data_dir, &id, &t, 0, &err), err);
+	check_rc(aw_chart_draw_trend(gp, data_dir, &id, &t, 0, &err), err);
 	assert_no_data(&id);
-	check_rc(aw_render_trend(gp, data_dir, &id, &t0, 0, &err), err);
+	check_rc(aw_chart_draw_trend(gp, data_dir, &id, &t0, 0, &err), err);
 	assert_no_data(&id);
 	id.kind = AW_CHART_HEATMAP;
-	check_rc(aw_render_heatmap(gp, data_dir, &id, &h, 0, &err), err);
+	check_rc(aw_chart_draw_heatmap(gp, data_dir, &id, &h, 0, &err), err);
 	assert_no_data(&id);
 	id.kind = AW_CHART_PERCPU;
-	check_rc(aw_render_percpu(gp, data_dir, &id, &p, 0, &err), err);
+	check_rc(aw_chart_draw_percpu(gp, data_dir, &id, &p, 0, &err), err);
 	assert_no_data(&id);
 	id.kind = AW_CHART_CONTENTION;
-	check_rc(aw_render_contention(gp, data_dir, &id, &k, 0, &err), err);
+	check_rc(aw_chart_draw_contention(gp, data_dir, &id, &k, 0, &err), err);
 	assert_no_data(&id);
 }
 
@@ -505,7 +505,7 @@ static void test_hostile_strings(void **state)
 		for (char *q = want; *q; q++)
 			*q = (*q == '\n') ? ' ' : *q;
 		id.kind = AW_CHART_COMPARE;
-		check_rc(aw_render_compare(gp, data_dir, &id, &c, 0, &err), err);
+		check_rc(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), err);
 		doc = svg_check(&id);
 		assert_non_null(doc);
 		assert_has_text(doc, want);
@@ -513,28 +513,28 @@ static void test_hostile_strings(void **state)
 		json_decref(doc);
 
 		id.kind = AW_CHART_TREND;
-		check_rc(aw_render_trend(gp, data_dir, &id, &t, 0, &err), err);
+		check_rc(aw_chart_draw_trend(gp, data_dir, &id, &t, 0, &err), err);
 		doc = svg_check(&id);
 		assert_non_null(doc);
 		assert_has_text(doc, want);
 		json_decref(doc);
 
 		id.kind = AW_CHART_HEATMAP;
-		check_rc(aw_render_heatmap(gp, data_dir, &id, &hm, 0, &err), err);
+		check_rc(aw_chart_draw_heatmap(gp, data_dir, &id, &hm, 0, &err), err);
 		doc = svg_check(&id);
 		assert_non_null(doc);
 		assert_has_text(doc, want);
 		json_decref(doc);
 
 		id.kind = AW_CHART_PERCPU;
-		check_rc(aw_render_percpu(gp, data_dir, &id, &p, 0, &err), err);
+		check_rc(aw_chart_draw_percpu(gp, data_dir, &id, &p, 0, &err), err);
 		doc = svg_check(&id);
 		assert_non_null(doc);
 		assert_has_text(doc, want);
 		json_decref(doc);
 
 		id.kind = AW_CHART_CONTENTION;
-		check_rc(aw_render_contention(gp, data_dir, &id, &k, 0, &err), err);
+		check_rc(aw_chart_draw_contention(gp, data_dir, &id, &k, 0, &err), err);
 		doc = svg_check(&id);
 		assert_non_null(doc);
 		assert_has_text(doc, want);
@@ -581,7 +581,7 @@ static void test_cache(void **state)
 	(void)state;
 	c.items = items;
 	c.n_items = 2;
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &c, 0, &err), 0);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), 0);
 	t_svg = mtime_of(svg);
 	t_png = mtime_of(png);
 	assert_int_equal(aw_read_file(hash, 256, &h1, &len, NULL), 0);
@@ -589,25 +589,25 @@ static void test_cache(void **state)
 
 	/* unchanged data: nothing drawn */
 	usleep(20000);
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &c, 0, &err), AW_RENDER_CACHED);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), AW_DRAW_CACHED);
 	assert_true(same_time(t_svg, mtime_of(svg)));
 	assert_true(same_time(t_png, mtime_of(png)));
 
 	/* changed data: drawn again, new hash */
 	items[1].head_p50 = 9.5;
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &c, 0, &err), 0);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), 0);
 	assert_false(same_time(t_svg, mtime_of(svg)));
 	assert_int_equal(aw_read_file(hash, 256, &h2, &len, NULL), 0);
 	assert_string_not_equal(h1, h2);
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &c, 0, &err), AW_RENDER_CACHED);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), AW_DRAW_CACHED);
 
 	/* a missing output is drawn again even with the same data; FORCE always draws */
 	assert_int_equal(unlink(png), 0);
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &c, 0, &err), 0);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &c, 0, &err), 0);
 	assert_int_equal(access(png, F_OK), 0);
 	t_svg = mtime_of(svg);
 	usleep(20000);
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &c, AW_RENDER_FORCE, &err), 0);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &c, AW_DRAW_FORCE, &err), 0);
 	assert_false(same_time(t_svg, mtime_of(svg)));
 	assert_null(err);
 	free(h1);
@@ -642,7 +642,7 @@ static void test_restart_after_kill(void **state)
 	(void)state;
 	assert_true(pid > 0);
 	assert_int_equal(kill(pid, SIGKILL), 0);
-	check_rc(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
 	assert_int_equal(aw_gnuplot_starts(gp), starts + 1);
 	assert_int_not_equal(aw_gnuplot_pid(gp), pid);
 	assert_png_size(&id, 960, 480);
@@ -651,7 +651,7 @@ static void test_restart_after_kill(void **state)
 	pid = aw_gnuplot_pid(gp);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	usleep(100000);
-	check_rc(aw_render_compare(gp, data_dir, &id, &compare_data, AW_RENDER_FORCE, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &id, &compare_data, AW_DRAW_FORCE, &err), err);
 	assert_int_equal(aw_gnuplot_starts(gp), starts + 2);
 	assert_no_temps(&id);
 }
@@ -673,7 +673,7 @@ static void test_gnuplot_error(void **state)
 	char *err = NULL;
 
 	(void)state;
-	check_rc(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
 	assert_int_equal(unlink(svg), 0);
 	assert_int_equal(unlink(png), 0);
 	assert_int_equal(aw_gnuplot_draw(gp, &job, &err), -EIO);
@@ -685,7 +685,7 @@ static void test_gnuplot_error(void **state)
 	assert_int_not_equal(access(svg, F_OK), 0);
 	assert_no_temps(&id);
 	/* the same process goes on drawing */
-	check_rc(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
 	assert_int_equal(aw_gnuplot_starts(gp), starts);
 	free(svg);
 	free(png);
@@ -711,7 +711,7 @@ static void test_no_link_followed(void **state)
 	assert_int_equal(aw_make_dirs(host_dir, 0755), 0);
 	assert_int_equal(rmdir(host_dir), 0);
 	assert_int_equal(symlink(outside, host_dir), 0);
-	assert_int_equal(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), -ELOOP);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &id, &compare_data, 0, &err), -ELOOP);
 	assert_non_null(err);
 	aw_freep(&err);
 	cmd = aw_asprintf("test -z \"$(ls -A '%s')\"", outside);
@@ -725,7 +725,7 @@ static void test_no_link_followed(void **state)
 	assert_int_equal(symlink(victim, svg), 0);
 	assert_int_equal(symlink(victim, png), 0);
 	assert_int_equal(symlink(victim, side), 0);
-	check_rc(aw_render_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
+	check_rc(aw_chart_draw_compare(gp, data_dir, &id, &compare_data, 0, &err), err);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(lstat(i == 0 ? svg : i == 1 ? png : side, &st), 0);
 		assert_true(S_ISREG(st.st_mode));
@@ -780,7 +780,7 @@ static void test_timeout(void **state)
 		fail_msg("fake gnuplot did not start: %s", err);
 	assert_false(aw_gnuplot_has_pngcairo(slow));
 	t0 = aw_monotonic_ns();
-	rc = aw_render_compare(slow, data_dir, &id, &compare_data, 0, &err);
+	rc = aw_chart_draw_compare(slow, data_dir, &id, &compare_data, 0, &err);
 	assert_int_equal(rc, -ETIMEDOUT);
 	assert_true(aw_monotonic_ns() - t0 < 3000000000ull);
 	assert_non_null(strstr(err, "killed"));
@@ -814,16 +814,16 @@ static void test_bad_arguments(void **state)
 	char *err = NULL;
 
 	(void)state;
-	assert_int_equal(aw_render_compare(gp, data_dir, &wrong_kind, &compare_data, 0, &err),
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &wrong_kind, &compare_data, 0, &err),
 	                 -EINVAL);
 	free(err);
 	err = NULL;
-	assert_int_equal(aw_render_compare(gp, data_dir, &no_host, &compare_data, 0, &err),
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &no_host, &compare_data, 0, &err),
 	                 -EINVAL);
 	free(err);
 	err = NULL;
 	big.n_items = AW_CHART_MAX_ITEMS + 1;
-	assert_int_equal(aw_render_compare(gp, data_dir, &compare_id, &big, 0, &err), -E2BIG);
+	assert_int_equal(aw_chart_draw_compare(gp, data_dir, &compare_id, &big, 0, &err), -E2BIG);
 	free(err);
 }
 

@@ -37,7 +37,7 @@ static const struct aw_page_commit_summary commits[] = {
 static const struct aw_page_overview overview = {hosts, 3, commits, 2, "2026-11-29T10:01:00Z",
                                                  NULL,  0};
 
-static char *render_overview(const struct aw_links *links)
+static char *overview_html(const struct aw_links *links)
 {
 	struct aw_buf b;
 
@@ -106,7 +106,7 @@ static void base64(const unsigned char *in, size_t len, char *out)
 static void test_overview_served(void **state)
 {
 	const struct aw_links links = {AW_LINKS_SERVED, ""};
-	char *html = render_overview(&links);
+	char *html = overview_html(&links);
 
 	(void)state;
 	assert_safe_page(html);
@@ -135,7 +135,7 @@ static void test_overview_served(void **state)
 
 	/* under a prefix */
 	const struct aw_links prefixed = {AW_LINKS_SERVED, "/aw"};
-	html = render_overview(&prefixed);
+	html = overview_html(&prefixed);
 	assert_contains(html, "<a href=\"/aw/hosts/graviton4\">");
 	assert_contains(html, "<a href=\"/aw/\">atomwatch</a>");
 	assert_contains(html,
@@ -146,7 +146,7 @@ static void test_overview_served(void **state)
 static void test_overview_export(void **state)
 {
 	const struct aw_links links = {AW_LINKS_EXPORT, "/ignored"};
-	char *html = render_overview(&links);
+	char *html = overview_html(&links);
 
 	(void)state;
 	assert_safe_page(html);
@@ -163,7 +163,7 @@ static void test_overview_export(void **state)
 static void test_csp_matches_style(void **state)
 {
 	const struct aw_links links = {AW_LINKS_SERVED, ""};
-	char *html = render_overview(&links);
+	char *html = overview_html(&links);
 	const char *start = strstr(html, "<style>"), *end = strstr(html, "</style>");
 	unsigned char digest[32];
 	char b64[64], want[128];
@@ -213,8 +213,8 @@ static void test_host_page(void **state)
 	    {"0f0e0d0c-0000-4000-8000-000000000002", NULL, NULL, "2026-11-28T10:00:00Z", "schedule",
 	     AW_VERDICT_UNKNOWN},
 	};
-	const struct aw_page_host page = {hosts[1], fps, 2,    trends, 2,   &percpu,
-	                                  NULL,     0,   runs, 2,      NULL};
+	const struct aw_page_host page = {hosts[1], fps,  2, trends, 2,    &percpu, NULL,
+	                                  0,        runs, 2, NULL,   NULL, NULL,    0};
 	const struct aw_links served = {AW_LINKS_SERVED, NULL};
 	const struct aw_links exported = {AW_LINKS_EXPORT, NULL};
 	struct aw_buf b;
@@ -269,14 +269,17 @@ static void test_host_page(void **state)
 static void test_commit_and_compare_pages(void **state)
 {
 	const struct aw_page_cell_row rows[] = {
-	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED, NAN, false},
-	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED, NAN, false},
-	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW, NAN, false},
-	    {"op=stadd cpu=0 contender=1 c=100 d=100", 0, 3.25, AW_VERDICT_UNCHANGED, 41.5, true},
+	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED, NAN, false, NULL, NULL},
+	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED, NAN, false, NULL, NULL},
+	    {"op=" HOSTILE, NAN, 1234.5, AW_VERDICT_NEW, NAN, false, NULL, NULL},
+	    {"op=stadd cpu=0 contender=1 c=100 d=100", 0, 3.25, AW_VERDICT_UNCHANGED, 41.5, true,
+	     NULL, NULL},
 	    /* plain incq, below resolution, hardened into lock xadd: never "+63954.1%" */
-	    {"subject=libpcpu op=inc cpu=0", 0.037, 23.7, AW_VERDICT_REGRESSED, NAN, false},
+	    {"subject=libpcpu op=inc cpu=0", 0.037, 23.7, AW_VERDICT_REGRESSED, NAN, false, NULL,
+	     NULL},
 	    /* a cell judged in ns from a level above resolution: its change in ns too */
-	    {"op=stadd cpu=1 contender=0 c=10 d=100", 3.1, 5.2, AW_VERDICT_NOISY, NAN, true},
+	    {"op=stadd cpu=1 contender=0 c=10 d=100", 3.1, 5.2, AW_VERDICT_NOISY, NAN, true, NULL,
+	     NULL},
 	};
 	const struct aw_page_host_result results[] = {
 	    {"graviton4",
@@ -290,14 +293,14 @@ static void test_commit_and_compare_pages(void **state)
 	     rows,
 	     6,
 	     AW_VERDICT_FAIL,
-	     {"7c3e-run", 1.3314, 1.305, 4.25}},
+	     {"7c3e-run", "mulchain-v1", 1.3314}},
 	    {ATTRY,
 	     HOSTILE,
 	     {{.kind = AW_CHART_COMPARE}, NULL, false},
 	     NULL,
 	     0,
 	     AW_VERDICT_PASS,
-	     {HOSTILE, NAN, NAN, NAN}},
+	     {HOSTILE, NULL, NAN}},
 	};
 	const struct aw_chart_ref heatmap = {
 	    {.kind = AW_CHART_HEATMAP, .commit = "abc1234def"}, "p50 across hosts", true};
@@ -329,15 +332,18 @@ static void test_commit_and_compare_pages(void **state)
 	/* the disturbed head runs: their factors when known, the hostile id escaped */
 	assert_contains(html,
 	                "<p class=\"disturbed\"><strong>Disturbed run:</strong> head run "
-	                "<code>7c3e-run</code> (common mode &times;1.331, reference kernel "
-	                "&times;1.305, tails &times;4.250) moved beyond what its history shows");
-	assert_contains(html, "head run <code>" HOSTILE_E "</code> moved beyond");
+	                "<code>7c3e-run</code> (reference mulchain-v1 &times;1.331) measured while "
+	                "the machine itself was unusually slow or fast");
+	assert_contains(html, "head run <code>" HOSTILE_E "</code> measured while");
 	assert_int_equal(count(html, "class=\"disturbed\""), 2);
 	assert_contains(html, "<span class=\"verdict v-regressed\">regressed</span>");
 	assert_contains(html, "<span class=\"verdict v-new\">new</span>");
 	assert_contains(html, "<a href=\"/hosts/a~22~20onmouseover~3D~22alert~282~29\">");
-	/* header + 6 rows in the one table */
-	assert_int_equal(count(html, "<tr>"), 7);
+	/* header + 6 rows in the host's table; header + its 2 regressed cells in "Needs a look",
+	 * which lists them before the charts */
+	assert_int_equal(count(html, "<tr>"), 7 + 3);
+	assert_int_equal(count(html, "<h2>Needs a look</h2>"), 1);
+	assert_true(strstr(html, "<h2>Needs a look</h2>") < strstr(html, "<h2>Across hosts</h2>"));
 	/* a table with a duty cell shows its gross time per iteration, once, in a column of
 	 * its own (a dash for the other cells) */
 	assert_int_equal(count(html, "Head gross per iteration (ns)</th>"), 1);
@@ -388,6 +394,100 @@ static void test_commit_and_compare_pages(void **state)
 	aw_buf_release(&b);
 }
 
+/* Cells the gate cannot vouch for: an inconclusive cell (v-inconclusive) listed in "Needs a
+ * look" after the regressed ones, on the commit page (across hosts) and on the host page (its
+ * newest verdict), a noisy cell never, whatever its host; the line that tells a cell's levels
+ * apart, with its note, under its row in every table it is in. */
+static void test_inconclusive_rows(void **state)
+{
+	const struct aw_page_cell_row rows[] = {
+	    {"op=ldadd cpu=0", 4.6, 4.5, AW_VERDICT_UNCHANGED, NAN, false, NULL, NULL},
+	    {"subject=libpcpu op=inc cpu=0", 1.02, 1.1, AW_VERDICT_INCONCLUSIVE, NAN, false,
+	     "unchanged alone, +7% " HOSTILE,
+	     "levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 (40%) +7.1% undecided"},
+	    /* noisy, of gate level fail, on the inconclusive host: its change under its threshold
+	     * is its own noise, not the commit's; it needs no look */
+	    {"op=lock_xadd cpu=0", 5.81, 6.1, AW_VERDICT_NOISY, NAN, false,
+	     "the runs cannot bound the change within 5%", NULL},
+	    {"op=stadd cpu=0", 5.0, 50.0, AW_VERDICT_REGRESSED, NAN, false, NULL, NULL},
+	    /* a noisy cell the gate vouches for (its host passed): not listed */
+	    {"op=cas cpu=0", 3.0, 3.2, AW_VERDICT_NOISY, NAN, false, NULL, NULL},
+	};
+	const struct aw_page_host_result results[] = {
+	    {"x86-ci",
+	     "main, last 10 runs",
+	     {{.kind = AW_CHART_COMPARE, .commit = "abc1234def", .host = "x86-ci", .base = "main"},
+	      "x86-ci against main",
+	      true},
+	     rows,
+	     5,
+	     AW_VERDICT_INCONCLUSIVE,
+	     {NULL, NULL, NAN}},
+	};
+	const struct aw_page_commit page = {
+	    "abc1234def", NULL, "main", "main", AW_VERDICT_INCONCLUSIVE, results, 1, NULL, "now",
+	    NULL,         0,    NULL,   0};
+	const struct aw_page_host host = {hosts[2], NULL, 0,    NULL,         0,    NULL, NULL, 0,
+	                                  NULL,     0,    NULL, "abc1234def", rows, 5};
+	const struct aw_links served = {AW_LINKS_SERVED, ""};
+	const char *look, *cells, *p;
+	struct aw_buf b;
+	char *html;
+
+	(void)state;
+	aw_buf_init(&b, 1 << 20);
+	assert_int_equal(aw_html_commit(&b, &served, &page), 0);
+	html = b.data;
+	assert_safe_page(html);
+	assert_contains(html, "<dt>Verdict</dt><dd><span class=\"verdict v-inconclusive\">"
+	                      "inconclusive</span></dd>");
+	look = strstr(html, "<h2>Needs a look</h2>");
+	cells = strstr(html, "<table class=\"cells\">");
+	assert_non_null(look);
+	assert_non_null(cells);
+	assert_true(look < cells);
+	/* regressed first, then inconclusive; never the others */
+	p = strstr(look, "<code>op=stadd cpu=0</code>");
+	assert_non_null(p);
+	p = strstr(p, "<code>subject=libpcpu op=inc cpu=0</code>");
+	assert_non_null(p);
+	assert_true(p < cells);
+	assert_true(strstr(look, "<code>op=lock_xadd cpu=0</code>") > cells);
+	assert_true(strstr(look, "<code>op=cas cpu=0</code>") > cells);
+	assert_true(strstr(look, "<code>op=ldadd cpu=0</code>") > cells);
+	assert_contains(look, "<td><a href=\"/hosts/x86-ci\">x86-ci</a></td><td><code>subject="
+	                      "libpcpu op=inc cpu=0</code></td><td class=\"num\">1.02</td><td "
+	                      "class=\"num\">1.1</td><td class=\"num\">+7.8%</td><td><span "
+	                      "class=\"verdict v-inconclusive\">inconclusive</span></td></tr>\n");
+	/* the levels line, under the row in both tables, the note escaped */
+	assert_int_equal(count(html, "<tr class=\"levels\">"), 2);
+	assert_contains(look,
+	                "<tr class=\"levels\"><td colspan=\"6\">unchanged alone, +7% " HOSTILE_E
+	                " &middot; levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 (40%) "
+	                "+7.1% undecided</td></tr>\n");
+	assert_contains(cells,
+	                "v-inconclusive\">inconclusive</span></td></tr>\n<tr class=\"levels\">"
+	                "<td colspan=\"5\">unchanged alone");
+	/* a note without levels stays off the page's tables */
+	assert_null(strstr(html, "cannot bound the change"));
+
+	aw_buf_reset(&b);
+	assert_int_equal(aw_html_host(&b, &served, &host), 0);
+	html = b.data;
+	assert_safe_page(html);
+	look = strstr(html, "<h2>Needs a look at <code title=\"abc1234def\"><a "
+	                    "href=\"/commits/abc1234def\">abc1234def</a></code></h2>");
+	assert_non_null(look);
+	assert_true(look < strstr(html, "<h2>Trends</h2>"));
+	assert_true(strstr(look, "<code>op=stadd cpu=0</code>") <
+	            strstr(look, "<code>subject=libpcpu op=inc cpu=0</code>"));
+	assert_null(strstr(html, "<code>op=lock_xadd cpu=0</code>"));
+	assert_null(strstr(html, "<code>op=cas cpu=0</code>"));
+	assert_contains(look, "<tr class=\"levels\"><td colspan=\"5\">unchanged alone");
+	assert_int_equal(count(look, "<tr>"), 1 + 2);
+	aw_buf_release(&b);
+}
+
 static void test_favicon(void **state)
 {
 	size_t len = 0;
@@ -424,6 +524,7 @@ int main(void)
 	    cmocka_unit_test(test_csp_matches_style),
 	    cmocka_unit_test(test_host_page),
 	    cmocka_unit_test(test_commit_and_compare_pages),
+	    cmocka_unit_test(test_inconclusive_rows),
 	    cmocka_unit_test(test_empty_overview),
 	    cmocka_unit_test(test_favicon),
 	};

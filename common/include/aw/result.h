@@ -51,6 +51,12 @@ const char *aw_ref_name(enum aw_ref k);
 /* The kernel called `name`, or -1 when it is not one of enum aw_ref. */
 int aw_ref_lookup(const char *name);
 
+/* Whether kernel k keeps to registers and a line of its own, so that nothing the cell beside it
+ * does moves it (mulchain, mulindep, atomicadd): the analysis may judge a cell in its units. The
+ * memory walk shares the caches with the cell beside it (a cell that touches megabytes slows it),
+ * so it tells the run's memory state and never explains a cell's change. */
+bool aw_ref_independent(enum aw_ref k);
+
 /* One measured configuration. Strings are owned by the cell; statistics are net ns per op (per
  * lock+unlock pair for readers), NAN when unknown (JSON null). */
 struct aw_cell {
@@ -81,6 +87,13 @@ struct aw_cell {
 	enum aw_cell_status status;
 	char *reason; /* why skipped or failed; NULL when ok */
 };
+
+/* Whether cell c is an anchor: an uncontended, duty-free op of the matrix (no reader, subject
+ * or kernel cell), whose memory walk beside it tells the run's memory state, since the op
+ * itself touches one line. Confirmation runs re-measure a few of them beside the suspects
+ * (AW_ANCHORS), so that they carry that state too. */
+bool aw_cell_is_anchor(const struct aw_cell *c);
+#define AW_ANCHORS 3
 
 struct aw_result {
 	char run_id[AW_UUID_LEN + 1];
@@ -119,6 +132,10 @@ struct aw_result {
 
 /* The most confirmation runs one first run asks for ("confirm"). */
 #define AW_RESULT_MAX_CONFIRM 16
+
+/* The keys of r's first `max` measured anchor cells (aw_cell_is_anchor(), status ok), in the
+ * run's order, into keys[] (borrowed from r: valid while r is). Returns how many. */
+size_t aw_result_anchors(const struct aw_result *r, const char **keys, size_t max);
 
 /* Where and why a document was rejected: code (e.g. "type", "range", "required"), a JSON path
  * such as "cells[3].p50" ("" for the whole document) and a human message. */

@@ -7,7 +7,6 @@
 #ifndef AW_VERDICT_H
 #define AW_VERDICT_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,8 +23,12 @@ enum aw_verdict {
 	AW_VERDICT_NOISY,   /* the baseline's noise (or its bimodality) cannot tell */
 	AW_VERDICT_NEW,     /* no baseline for this cell */
 	AW_VERDICT_MISSING, /* in the baseline but not in the head */
-	/* words added later: appended, so that the earlier ones keep their values and order */
-	AW_VERDICT_SUSPECT,     /* a cell: regressed on fewer head runs than confirmation needs */
+	/* words added later (only the words are stored, never these values) */
+	AW_VERDICT_SUSPECT, /* a cell: undecided, or moved on fewer head runs than confirmation
+	                       needs: re-measure it */
+	/* a cell: its evidence stayed split after the confirmation budget; a host or a commit:
+	 * no confirmed regression, but such a cell (never a pass) */
+	AW_VERDICT_INCONCLUSIVE,
 	AW_VERDICT_UNCONFIRMED, /* a host or a commit: no confirmed regression, but a suspect */
 	/* a cell whose regression coincides with a change of the host itself (its control moved,
 	 * or its fingerprint: kernel, microcode, firmware, governor): the host's, not the
@@ -35,21 +38,23 @@ enum aw_verdict {
 
 #define AW_VERDICT_COUNT      (AW_VERDICT_HOST_CHANGED + 1) /* size of an array indexed by verdict */
 #define AW_VERDICT_CELL_FIRST AW_VERDICT_UNCHANGED
-#define AW_VERDICT_CELL_LAST  AW_VERDICT_SUSPECT /* cells are CELL_FIRST ... CELL_LAST */
+#define AW_VERDICT_CELL_LAST  AW_VERDICT_INCONCLUSIVE /* cells are CELL_FIRST ... CELL_LAST */
 
 /* The word of a verdict: "unknown", "pass", "fail", "incomplete", "unchanged", "regressed",
- * "improved", "noisy", "new", "missing", "suspect", "unconfirmed", "host changed"; "unknown"
- * for a value outside the enum. A static string. */
+ * "improved", "noisy", "new", "missing", "suspect", "inconclusive", "unconfirmed", "host
+ * changed"; "unknown" for a value outside the enum. A static string. */
 const char *aw_verdict_name(enum aw_verdict v);
 
 /* The verdict a word names (the inverse of aw_verdict_name()); NULL and any other word are
  * AW_VERDICT_UNKNOWN. Case-sensitive, as the collector writes them. */
 enum aw_verdict aw_verdict_parse(const char *name);
 
-/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect, host changed). */
+/* Whether `v` is a verdict of a cell (unchanged ... missing, suspect, inconclusive, host
+ * changed). */
 bool aw_verdict_is_cell(enum aw_verdict v);
 
-/* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete, unconfirmed). */
+/* Whether `v` is a verdict of a host or a commit (pass, fail, incomplete, unconfirmed,
+ * inconclusive). */
 bool aw_verdict_is_status(enum aw_verdict v);
 
 /* How a cell's regression weighs in the gate (thresholds.yaml's `gate:`): fail makes the host
@@ -73,7 +78,7 @@ int aw_gate_parse(const char *name, enum aw_gate *out);
  * the op: 0.037 ns to 23.7 ns is "+64000%", a number that says nothing. So a metric whose
  * baseline is below AW_RESOLUTION_NS (0 included: the runner could not tell the op from the
  * empty loop, `below_resolution` in the result document) is told as an absolute change, and so
- * is one the analysis judged in ns (the verdict's `absolute`, docs/detection.md step 9).
+ * is one the analysis judged in ns (the verdict's `absolute`, docs/detection.md part 7).
  * AW_RESOLUTION_NS is the analysis' min_abs_ns: half a cycle at 5 GHz. */
 #define AW_RESOLUTION_NS 0.1
 
@@ -90,17 +95,6 @@ bool aw_change_in_ns(double baseline, bool absolute);
  * Returns buf, or NULL when nothing can be said (a value unknown), buf then being "". */
 const char *aw_change_text(char *buf, size_t size, double baseline, double head, double change,
                            bool absolute);
-
-/* The most disturbed head run of a host's verdict (the JSON of one host: "runs": [{run_id,
- * common, reference, tails, disturbed}]): of the runs marked disturbed, the one whose factor
- * lies farthest from 1 (in log), with its factors (NAN when unknown, as "tails" is in an older
- * collector's JSON). `run_id` points into the JSON. */
-struct aw_disturbance {
-	const char *run_id; /* NULL: no head run was disturbed (or an older collector's JSON) */
-	double common, reference, tails;
-};
-
-void aw_verdict_most_disturbed(const json_t *host_verdict, struct aw_disturbance *out);
 
 /* The verdict of an interleaved A/B document and of each of its cells (docs/detection.md
  * "Interleaved A/B"): the collector's judgment writes these words, its pages and atomwatch-ci

@@ -278,10 +278,21 @@ static double change_scale(const struct aw_ci_metric *m)
 	return m->baseline;
 }
 
-/* The evidence behind a metric's verdict as plain text: interval, p and q values, baseline
- * window, threshold, bimodality, the collector's note. */
-static void evidence(struct sink *s, const struct aw_ci_metric *m)
+/* The line that tells a metric's levels apart (verdict_doc.h), or NULL for a metric with fewer
+ * than two. */
+static const char *levels_text(char *buf, size_t size, const struct aw_ci_metric *m)
 {
+	if (!m || !m->doc)
+		return NULL;
+	return aw_metric_verdict_levels_text(m->doc, buf, size);
+}
+
+/* The evidence behind a metric's verdict as plain text: interval, p and q values, baseline
+ * window, threshold, bimodality, the collector's note, and with `levels` the line that tells
+ * its levels apart. */
+static void evidence(struct sink *s, const struct aw_ci_metric *m, bool levels)
+{
+	char lv[512];
 	char a[32], b[32];
 	const char *sep = "";
 
@@ -320,19 +331,23 @@ static void evidence(struct sink *s, const struct aw_ci_metric *m)
 		putf(s, "%sbimodal", sep);
 		sep = "; ";
 	}
-	if (m->note)
+	if (m->note) {
 		putf(s, "%s%s", sep, m->note);
+		sep = "; ";
+	}
+	if (levels && levels_text(lv, sizeof(lv), m))
+		putf(s, "%s%s", sep, lv);
 }
 
 /* Evidence escaped by `escape` into `s`, through a scratch buffer. */
-static void put_evidence(struct sink *s, const struct aw_ci_metric *m,
+static void put_evidence(struct sink *s, const struct aw_ci_metric *m, bool levels,
                          void (*escape)(struct sink *, const char *))
 {
 	struct aw_buf tmp;
 	struct sink t = {&tmp, 0};
 
 	aw_buf_init(&tmp, LIMIT_SCRATCH);
-	evidence(&t, m);
+	evidence(&t, m, levels);
 	if (t.rc && !s->rc)
 		s->rc = t.rc;
 	escape(s, tmp.data ? tmp.data : "");
@@ -369,14 +384,18 @@ static const char *short_commit(char *buf, size_t size, const char *commit)
 	return buf;
 }
 
-/* What a cell is in the summaries: a regression (fails the gate), a warning (a regressed or
- * suspect cell of gate level warn: listed, never fails), a suspect (a fail-level cell regressed
- * in too few head runs: unconfirmed), or none of them (an off cell is shown with the others). */
+/* What a cell is in the summaries: a regression (fails the gate), an inconclusive cell (one of
+ * gate level fail the gate cannot vouch for: its change reaches its threshold, its
+ * re-measurements left the evidence split; exit 4), a suspect (a fail-level cell regressed in
+ * too few head runs: unconfirmed), a warning (a regressed or suspect cell of gate level warn:
+ * listed, never fails), or none of them (an off cell is shown with the others; so is a noisy
+ * one, its change under its threshold: the cell's own noise, not the commit). */
 enum listing {
 	L_NONE,
 	L_REGRESSION,
 	L_WARNING,
 	L_SUSPECT,
+	L_INCONCLUSIVE,
 };
 
 static enum listing listing_of(const struct aw_ci_cell *c)
@@ -387,14 +406,19 @@ static enum listing listing_of(const struct aw_ci_cell *c)
 		return c->gate == AW_GATE_FAIL ? L_REGRESSION : L_WARNING;
 	if (c->verdict == AW_VERDICT_SUSPECT)
 		return c->gate == AW_GATE_FAIL ? L_SUSPECT : L_WARNING;
+	if (c->gate == AW_GATE_FAIL && c->verdict == AW_VERDICT_INCONCLUSIVE)
+		return L_INCONCLUSIVE;
 	return L_NONE;
 }
 
-/* Whether a metric's own verdict is the one a listed cell is listed for. */
-static bool metric_listed(const struct aw_ci_metric *m)
+/* Whether a metric's own verdict is the one its cell is listed for (`want`). */
+static bool metric_listed(const struct aw_ci_metric *m, enum listing want)
 {
-	return m->present &&
-	       (m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT);
+	if (!m->present)
+		return false;
+	if (want == L_INCONCLUSIVE)
+		return m->verdict == AW_VERDICT_INCONCLUSIVE;
+	return m->verdict == AW_VERDICT_REGRESSED || m->verdict == AW_VERDICT_SUSPECT;
 }
 
 /* Listed metrics of one kind across the report (a cell without metric objects counts once). */
@@ -403,9 +427,11 @@ static size_t count_listed(const struct aw_ci_report *r, enum listing want)
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->n_hosts; i++) {
-		for (size_t j = 0; j < r->hosts[i].n_cells; j++) {
-			const struct aw_ci_cell *c = &r->hosts[i].cells[j];
-			size_t k = metric_listed(&c->p50) + metric_listed(&c->p99);
+		const struct aw_ci_host *h = &r->hosts[i];
+
+		for (size_t j = 0; j < h->n_cells; j++) {
+			const struct aw_ci_cell *c = &h->cells[j];
+			size_t k = metric_listed(&c->p50, want) + metric_listed(&c->p99, want);
 
 			if (listing_of(c) == want)
 				n += k ? k : 1;
@@ -454,11 +480,13 @@ static bool unconfirmed(const struct aw_ci_report *r)
 	return count_listed(r, L_SUSPECT) > 0;
 }
 
-/* The status the report's exit code stands for: pass, fail, incomplete or unconfirmed (a
- * pass, or with --strict a failure, that still has suspects to confirm). */
+/* The status the report's exit code stands for: pass, fail, inconclusive, incomplete or
+ * unconfirmed (a pass, or with --strict a failure, that still has suspects to confirm). */
 static enum aw_verdict overall(const struct aw_ci_report *r)
 {
 	switch (aw_ci_exit_for(r)) {
+	case AW_CI_EXIT_INCONCLUSIVE:
+		return AW_VERDICT_INCONCLUSIVE;
 	case AW_CI_EXIT_PASS:
 		return unconfirmed(r) ? AW_VERDICT_UNCONFIRMED : AW_VERDICT_PASS;
 	case AW_CI_EXIT_REGRESSION:
@@ -477,7 +505,8 @@ typedef void (*regression_fn)(struct sink *s, const struct aw_ci_report *r,
                               const struct aw_ci_host *h, const struct aw_ci_cell *c,
                               const char *metric, const struct aw_ci_metric *m, void *cls);
 
-/* The same for every listed metric of one kind (regressions, warnings, suspects). */
+/* The same for every listed metric of one kind (regressions, inconclusive, suspects,
+ * warnings). */
 static size_t each_listed(struct sink *s, const struct aw_ci_report *r, enum listing want,
                           size_t max, regression_fn fn, void *cls)
 {
@@ -492,12 +521,12 @@ static size_t each_listed(struct sink *s, const struct aw_ci_report *r, enum lis
 
 			if (listing_of(c) != want)
 				continue;
-			if (metric_listed(&c->p50)) {
+			if (metric_listed(&c->p50, want)) {
 				if (n++ < max)
 					fn(s, r, h, c, "p50", &c->p50, cls);
 				any = true;
 			}
-			if (metric_listed(&c->p99)) {
+			if (metric_listed(&c->p99, want)) {
 				if (n++ < max)
 					fn(s, r, h, c, "p99", &c->p99, cls);
 				any = true;
@@ -588,20 +617,13 @@ static void put_md_links(struct sink *s, const char *first, const struct aw_ci_l
 	}
 }
 
-/* "common mode x1.12, reference kernel x1.00, tails x3.20" of a disturbed head run (unknown
- * ones left out). */
+/* "reference mulchain-v1 x1.118" of a disturbed head run ("reference unknown" without one). */
 static void put_disturbance(struct sink *s, const struct aw_ci_host *h)
 {
-	const double f[3] = {h->disturbed_common, h->disturbed_reference, h->disturbed_tails};
-	static const char *const what[3] = {"common mode", "reference kernel", "tails"};
-	bool any = false;
-
-	for (int k = 0; k < 3; k++) {
-		if (!isfinite(f[k]))
-			continue;
-		putf(s, "%s%s x%.3f", any ? ", " : "", what[k], f[k]);
-		any = true;
-	}
+	if (h->disturbed_kernel && isfinite(h->disturbed_ratio))
+		putf(s, "reference %s x%.3f", h->disturbed_kernel, h->disturbed_ratio);
+	else
+		put(s, "reference unknown");
 }
 
 /* ---- console ---- */
@@ -610,7 +632,7 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
                             const struct aw_ci_host *h, const struct aw_ci_cell *c,
                             const char *metric, const struct aw_ci_metric *m, void *cls)
 {
-	char a[32], b[32], d[64];
+	char a[32], b[32], d[64], lv[512];
 
 	(void)r;
 	put(s, cls ? (const char *)cls : "  regressed  ");
@@ -621,15 +643,21 @@ static void text_regression(struct sink *s, const struct aw_ci_report *r,
 	if (m) {
 		putf(s, "  %s -> %s  %s  (", fmt_ns(a, sizeof(a), m->baseline),
 		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
-		put_evidence(s, m, put_text_plain);
+		put_evidence(s, m, false, put_text_plain);
 		put(s, ")");
 	}
 	put(s, "\n");
+	if (levels_text(lv, sizeof(lv), m)) {
+		put(s, "             ");
+		put_text_plain(s, lv);
+		put(s, "\n");
+	}
 }
 
-static char suspect_label[] = "  suspect    ", warning_label[] = "  warning    ";
+static char suspect_label[] = "  suspect    ", warning_label[] = "  warning    ",
+            inconclusive_label[] = "  inconclusive ";
 
-int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_text(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	size_t metrics, failed, incomplete, n;
@@ -650,12 +678,24 @@ int aw_ci_render_text(const struct aw_ci_report *r, const char *base_url, struct
 		     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
 	else
 		putf(&s, ": no regression on %zu host%s", r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	n = count_listed(r, L_INCONCLUSIVE);
+	if (n)
+		putf(&s, ", %zu inconclusive metric%s", n, n == 1 ? "" : "s");
 	if (incomplete)
 		putf(&s, ", %zu without a run", incomplete);
 	put(&s, "\n");
 	n = each_regression(&s, r, TEXT_MAX_ROWS, text_regression, NULL);
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more\n", n - TEXT_MAX_ROWS);
+	n = each_listed(&s, r, L_INCONCLUSIVE, TEXT_MAX_ROWS, text_regression, inconclusive_label);
+	if (n > TEXT_MAX_ROWS)
+		putf(&s, "  ... and %zu more inconclusive\n", n - TEXT_MAX_ROWS);
+	if (n)
+		putf(&s,
+		     "  (%zu inconclusive metric%s: the change reaches the threshold, the "
+		     "re-measurements left the evidence split; the gate neither passes nor fails "
+		     "%s: an interleaved A/B run, atomwatch-ci trigger --ab, decides)\n",
+		     n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
 	n = each_listed(&s, r, L_SUSPECT, TEXT_MAX_ROWS, text_regression, suspect_label);
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more suspects\n", n - TEXT_MAX_ROWS);
@@ -721,9 +761,88 @@ static void md_regression(struct sink *s, const struct aw_ci_report *r, const st
 		put(s, " | ");
 		put(s, fmt_ns(b, sizeof(b), m->head));
 		putf(s, " | **%s** | ", fmt_change_gt(d, sizeof(d), m));
-		put_evidence(s, m, put_md_plain);
+		put_evidence(s, m, true, put_md_plain);
 	} else {
 		put(s, "n/a | n/a | n/a | ");
+	}
+	put(s, " | ");
+	if (put_md_link(s, "chart", base_url, host_chart(h)) && r->report)
+		put(s, " · ");
+	put_md_link(s, "report", base_url, r->report);
+	put(s, " |\n");
+}
+
+/* "[+1.0%, +15.0%]" of a metric's change (in ns for a change told in ns); "" when unknown. */
+static const char *fmt_bounds(char *buf, size_t size, const struct aw_ci_metric *m)
+{
+	char a[32], b[32];
+
+	buf[0] = '\0';
+	if (!isfinite(m->change_lo) || !isfinite(m->change_hi))
+		return buf;
+	if (aw_change_in_ns(m->baseline, m->absolute)) {
+		double scale = change_scale(m);
+
+		if (isfinite(scale) && scale > 0)
+			snprintf(buf, size, "[%+.3g ns, %+.3g ns]", m->change_lo * scale,
+			         m->change_hi * scale);
+	} else {
+		snprintf(buf, size, "[%s, %s]", fmt_pct(a, sizeof(a), m->change_lo),
+		         fmt_pct(b, sizeof(b), m->change_hi));
+	}
+	return buf;
+}
+
+/* The head runs behind a metric (the cell's when the metric does not say), or -1. */
+static long head_runs_of(const struct aw_ci_cell *c, const struct aw_ci_metric *m)
+{
+	if (m && m->doc && m->doc->head_n)
+		return (long)m->doc->head_n;
+	if (c->doc && c->doc->n_head)
+		return (long)c->doc->n_head;
+	return -1;
+}
+
+/* A row of "### Inconclusive": the change and its bounds, the threshold, the head runs (and the
+ * re-measurements the collector allows), the note and the levels. */
+static void md_inconclusive(struct sink *s, const struct aw_ci_report *r,
+                            const struct aw_ci_host *h, const struct aw_ci_cell *c,
+                            const char *metric, const struct aw_ci_metric *m, void *cls)
+{
+	const char *base_url = cls;
+	char d[64], bounds[80], lv[512];
+	long runs = head_runs_of(c, m);
+
+	put(s, "| ");
+	put_md(s, h->name);
+	put(s, " | ");
+	put_md(s, c->key);
+	putf(s, " | %s | ", metric);
+	put_md(s, m ? aw_verdict_name(m->verdict) : c->verdict_name);
+	if (m) {
+		putf(s, " | **%s** %s | ", fmt_change_gt(d, sizeof(d), m),
+		     fmt_bounds(bounds, sizeof(bounds), m));
+		if (isfinite(m->threshold))
+			putf(s, "%.3g%%", 100 * m->threshold);
+		else
+			put(s, "n/a");
+	} else {
+		put(s, " | n/a | n/a");
+	}
+	if (runs >= 0)
+		putf(s, " | %ld", runs);
+	else
+		put(s, " | n/a");
+	if (h->doc.confirm_budget)
+		putf(s, " (budget: %u re-measurement%s)", h->doc.confirm_budget,
+		     h->doc.confirm_budget == 1 ? "" : "s");
+	put(s, " | ");
+	if (m && m->note)
+		put_md(s, m->note);
+	if (levels_text(lv, sizeof(lv), m)) {
+		if (m->note)
+			put(s, "<br>");
+		put_md(s, lv);
 	}
 	put(s, " | ");
 	if (put_md_link(s, "chart", base_url, host_chart(h)) && r->report)
@@ -766,7 +885,7 @@ static void md_count(struct sink *s, long n)
 		putf(s, " | %ld", n);
 }
 
-int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	size_t metrics, failed, incomplete, n, others = 0;
@@ -775,10 +894,11 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 
 	tally(r, &metrics, &failed, &incomplete);
 	putf(&s, "## atomwatch %s: %s\n\n", r->compare ? "compare" : "gate",
-	     status == AW_VERDICT_PASS          ? "pass"
-	     : status == AW_VERDICT_FAIL        ? "FAIL"
-	     : status == AW_VERDICT_UNCONFIRMED ? "unconfirmed"
-	                                        : "INCOMPLETE");
+	     status == AW_VERDICT_PASS           ? "pass"
+	     : status == AW_VERDICT_FAIL         ? "FAIL"
+	     : status == AW_VERDICT_UNCONFIRMED  ? "unconfirmed"
+	     : status == AW_VERDICT_INCONCLUSIVE ? "INCONCLUSIVE"
+	                                         : "INCOMPLETE");
 	put(&s, "Commit ");
 	put_md(&s, short_commit(sc, sizeof(sc), r->commit));
 
@@ -794,6 +914,9 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 		     metrics == 1 ? "" : "s", failed, r->n_hosts, r->n_hosts == 1 ? "" : "s");
 	else
 		putf(&s, ": no regression on %zu host%s", r->n_hosts, r->n_hosts == 1 ? "" : "s");
+	n = count_listed(r, L_INCONCLUSIVE);
+	if (n)
+		putf(&s, ", **%zu inconclusive metric%s**", n, n == 1 ? "" : "s");
 	if (incomplete)
 		putf(&s, ", **%zu host%s without a run**", incomplete, incomplete == 1 ? "" : "s");
 	put(&s, ".");
@@ -814,6 +937,23 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 			     n - MD_MAX_ROWS);
 		put(&s, "\n");
 	}
+	if (count_listed(r, L_INCONCLUSIVE)) {
+		put(&s,
+		    "### Inconclusive\n\nThe gate can neither pass nor fail these cells of gate "
+		    "level fail (exit status 4): their change reaches their threshold, and the "
+		    "re-measurements left their evidence split. An interleaved A/B run "
+		    "(`atomwatch-ci trigger --ab`) decides.\n\n");
+		put(&s,
+		    "| host | cell | metric | verdict | change [95% bounds] | threshold | head runs "
+		    "| note | charts |\n");
+		put(&s, "|---|---|---|---|---:|---:|---:|---|---|\n");
+		n = each_listed(&s, r, L_INCONCLUSIVE, MD_MAX_ROWS, md_inconclusive,
+		                (void *)base_url);
+		if (n > MD_MAX_ROWS)
+			putf(&s, "\n... and %zu more inconclusive metrics (see the full report).\n",
+			     n - MD_MAX_ROWS);
+		put(&s, "\n");
+	}
 	md_listed(&s, r, L_SUSPECT, base_url,
 	          "### Unconfirmed\n\nThese cells regressed in too few head runs to fail the gate; "
 	          "re-measuring them (`atomwatch-agent run --confirm 3`) decides.\n\n");
@@ -822,14 +962,15 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 	          "default): listed, never failing the gate.\n\n");
 
 	put(&s, "### Hosts\n\n");
-	put(&s, "| host | status | head runs | baseline runs | regressed | improved | noisy | new "
-	        "| missing | unchanged | charts |\n");
-	put(&s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+	put(&s, "| host | status | head runs | baseline runs | regressed | inconclusive | improved "
+	        "| noisy | new | missing | unchanged | charts |\n");
+	put(&s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
 	for (size_t i = 0; i < r->n_hosts; i++) {
 		const struct aw_ci_host *h = &r->hosts[i];
-		static const enum aw_verdict order[] = {AW_VERDICT_REGRESSED, AW_VERDICT_IMPROVED,
-		                                        AW_VERDICT_NOISY,     AW_VERDICT_NEW,
-		                                        AW_VERDICT_MISSING,   AW_VERDICT_UNCHANGED};
+		static const enum aw_verdict order[] = {
+		    AW_VERDICT_REGRESSED, AW_VERDICT_INCONCLUSIVE, AW_VERDICT_IMPROVED,
+		    AW_VERDICT_NOISY,     AW_VERDICT_NEW,          AW_VERDICT_MISSING,
+		    AW_VERDICT_UNCHANGED};
 
 		put(&s, "| ");
 		put_md(&s, h->name);
@@ -879,7 +1020,7 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 			for (size_t j = 0; j < h->n_cells && rows < MD_MAX_ROWS; j++) {
 				const struct aw_ci_cell *c = &h->cells[j];
 				const struct aw_ci_metric *m = verdict_metric(c);
-				char a[32], b[32], d[64];
+				char a[32], b[32], d[64], lv[512];
 
 				if (listing_of(c) != L_NONE || c->verdict == AW_VERDICT_UNCHANGED)
 					continue;
@@ -896,6 +1037,11 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 				     fmt_ns(a, sizeof(a), m->baseline),
 				     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
 				put_md(&s, m->note);
+				if (levels_text(lv, sizeof(lv), m)) {
+					if (m->note)
+						put(&s, "<br>");
+					put_md(&s, lv);
+				}
 				put(&s, " |\n");
 			}
 		}
@@ -911,32 +1057,97 @@ int aw_ci_render_markdown(const struct aw_ci_report *r, const char *base_url, st
 
 /* ---- JUnit XML ---- */
 
+/* Whether a testcase (metric `m`, NULL for a cell without metric objects) is an inconclusive
+ * failure. */
+static bool junit_inconclusive(const struct aw_ci_cell *c, const struct aw_ci_metric *m)
+{
+	return listing_of(c) == L_INCONCLUSIVE && (!m || metric_listed(m, L_INCONCLUSIVE));
+}
+
+/* The end of a JUnit <failure>: the host's chart and the report, then the testcase's close. */
+static void junit_failure_end(struct sink *s, const char *base_url, const struct aw_ci_host *h,
+                              const struct aw_ci_report *r)
+{
+	if (host_chart(h)) {
+		put(s, "chart: ");
+		if (put_href(s, base_url, host_chart(h), put_xml_plain))
+			put(s, "\n");
+	}
+	if (r->report) {
+		put(s, "report: ");
+		put_href(s, base_url, r->report, put_xml_plain);
+	}
+	put(s, "</failure>\n    </testcase>\n");
+}
+
 static void junit_metric(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
                          const struct aw_ci_cell *c, const char *metric,
                          const struct aw_ci_metric *m, const char *base_url)
 {
 	enum aw_verdict v = m ? m->verdict : c->verdict;
-	bool listed = v == AW_VERDICT_REGRESSED || v == AW_VERDICT_SUSPECT;
-	enum listing l = listed ? listing_of(c) : L_NONE;
-	char a[32], b[32], d[64];
+	enum listing l = listing_of(c);
+	bool inconclusive = junit_inconclusive(c, m);
+	bool listed = !inconclusive && (v == AW_VERDICT_REGRESSED || v == AW_VERDICT_SUSPECT);
+	char a[32], b[32], d[64], bounds[80], lv[512];
 
 	put(s, "    <testcase classname=\"");
 	put_xml(s, h->name);
 	put(s, "\" name=\"");
 	put_xml(s, c->key);
 	putf(s, " [%s]\" time=\"0\">", metric);
-	if (listed && l != L_REGRESSION) {
+	if (inconclusive) {
+		long runs = head_runs_of(c, m);
+
+		put(s, "\n      <failure type=\"inconclusive\" message=\"");
+		put_xml(s, metric);
+		put(s, " ");
+		put_xml(s, m ? aw_verdict_name(v) : c->verdict_name);
+		if (m)
+			putf(s, ": %s -&gt; %s (%s)", fmt_ns(a, sizeof(a), m->baseline),
+			     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
+		put(s, "\">");
+		put_xml(s, h->name);
+		put(s, ": ");
+		put_xml(s, c->key);
+		putf(s, " [%s] cannot be vouched for against ", metric);
+		put_xml(s, r->baseline);
+		put(s, ": its change reaches its threshold, the re-measurements left its evidence "
+		       "split; the gate neither passes nor fails it (exit status 4)\n");
+		if (m) {
+			putf(s, "change: %s %s\n", fmt_change_gt(d, sizeof(d), m),
+			     fmt_bounds(bounds, sizeof(bounds), m));
+			if (isfinite(m->threshold))
+				putf(s, "threshold: %.3g%%\n", 100 * m->threshold);
+		}
+		if (runs >= 0)
+			putf(s, "head runs: %ld\n", runs);
+		if (h->doc.confirm_budget)
+			putf(s, "confirmation budget: %u re-measurement%s\n", h->doc.confirm_budget,
+			     h->doc.confirm_budget == 1 ? "" : "s");
+		if (m && m->note) {
+			put(s, "note: ");
+			put_xml(s, m->note);
+			put(s, "\n");
+		}
+		if (levels_text(lv, sizeof(lv), m)) {
+			put_xml(s, lv);
+			put(s, "\n");
+		}
+		junit_failure_end(s, base_url, h, r);
+	} else if (listed && l != L_REGRESSION) {
 		/* a warning, a suspect or an off cell: a passing testcase that says why */
 		put(s, "\n      <system-out>");
-		put(s, l == L_WARNING   ? "warning (gate: warn, never fails): "
-		       : l == L_SUSPECT ? "unconfirmed: regressed in too few head runs to fail the "
-		                          "gate, re-measure to confirm: "
-		                        : "not gated (gate: off): ");
+		put(s, l == L_WARNING           ? "warning (gate: warn, never fails): "
+		       : c->gate == AW_GATE_OFF ? "not gated (gate: off): "
+		       : v == AW_VERDICT_SUSPECT
+		           ? "unconfirmed: regressed in too few head runs to fail the gate, "
+		             "re-measure to confirm: "
+		           : "warning (never fails the gate): ");
 		put_xml(s, aw_verdict_name(v));
 		if (m) {
 			putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
 			     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
-			put_evidence(s, m, put_xml_plain);
+			put_evidence(s, m, true, put_xml_plain);
 		}
 		put(s, "</system-out>\n    </testcase>\n");
 	} else if (v == AW_VERDICT_REGRESSED) {
@@ -958,19 +1169,10 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 			putf(s, "baseline: %s\nhead: %s\nchange: %s\nevidence: ",
 			     fmt_ns(a, sizeof(a), m->baseline), fmt_ns(b, sizeof(b), m->head),
 			     fmt_change_gt(d, sizeof(d), m));
-			put_evidence(s, m, put_xml_plain);
+			put_evidence(s, m, true, put_xml_plain);
 			put(s, "\n");
 		}
-		if (host_chart(h)) {
-			put(s, "chart: ");
-			if (put_href(s, base_url, host_chart(h), put_xml_plain))
-				put(s, "\n");
-		}
-		if (r->report) {
-			put(s, "report: ");
-			put_href(s, base_url, r->report, put_xml_plain);
-		}
-		put(s, "</failure>\n    </testcase>\n");
+		junit_failure_end(s, base_url, h, r);
 	} else if (v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING) {
 		put(s, "\n      <skipped message=\"");
 		put(s, v == AW_VERDICT_NEW ? "new: no baseline for this cell"
@@ -981,13 +1183,13 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 			put(s, ")");
 		}
 		put(s, "\"/>\n    </testcase>\n");
-	} else if (m &&
-	           (v == AW_VERDICT_IMPROVED || v == AW_VERDICT_NOISY || v == AW_VERDICT_UNKNOWN)) {
+	} else if (m && (v == AW_VERDICT_IMPROVED || v == AW_VERDICT_NOISY ||
+	                 v == AW_VERDICT_INCONCLUSIVE || v == AW_VERDICT_UNKNOWN)) {
 		put(s, "\n      <system-out>");
 		put_xml(s, v == AW_VERDICT_UNKNOWN ? c->verdict_name : aw_verdict_name(v));
 		putf(s, ": %s -&gt; %s (%s); ", fmt_ns(a, sizeof(a), m->baseline),
 		     fmt_ns(b, sizeof(b), m->head), fmt_change_gt(d, sizeof(d), m));
-		put_evidence(s, m, put_xml_plain);
+		put_evidence(s, m, true, put_xml_plain);
 		put(s, "</system-out>\n    </testcase>\n");
 	} else {
 		put(s, "</testcase>\n");
@@ -1015,12 +1217,13 @@ static void junit_counts(const struct aw_ci_host *h, size_t *tests, size_t *fail
 				continue;
 			any = true;
 			(*tests)++;
-			*failures += v == AW_VERDICT_REGRESSED && listing_of(c) == L_REGRESSION;
+			*failures += (v == AW_VERDICT_REGRESSED && listing_of(c) == L_REGRESSION) ||
+			             junit_inconclusive(c, ms[k]);
 			*skipped += v == AW_VERDICT_NEW || v == AW_VERDICT_MISSING;
 		}
 		if (!any) {
 			(*tests)++;
-			*failures += listing_of(c) == L_REGRESSION;
+			*failures += listing_of(c) == L_REGRESSION || junit_inconclusive(c, NULL);
 			*skipped +=
 			    c->verdict == AW_VERDICT_NEW || c->verdict == AW_VERDICT_MISSING;
 		}
@@ -1071,7 +1274,7 @@ static void junit_host(struct sink *s, const struct aw_ci_report *r, const struc
 	put(s, "  </testsuite>\n");
 }
 
-int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_junit(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	size_t tests = 0, failures = 0, errors = 0, skipped = 0;
@@ -1101,7 +1304,7 @@ int aw_ci_render_junit(const struct aw_ci_report *r, const char *base_url, struc
 struct gh_ctx {
 	const char *base_url;
 	const char *command; /* "::error title=" */
-	const char *what;    /* "regressed" */
+	const char *what;    /* "regressed"; NULL: the cell's own verdict word in the title */
 };
 
 static void gh_regression(struct sink *s, const struct aw_ci_report *r, const struct aw_ci_host *h,
@@ -1116,16 +1319,20 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 
 	aw_buf_init(&tmp, LIMIT_SCRATCH);
 	putf(&t, "atomwatch: %s %s [%s] %s", h->name, c->key, metric,
-	     m ? fmt_change(d, sizeof(d), m) : aw_verdict_name(AW_VERDICT_REGRESSED));
+	     m ? fmt_change(d, sizeof(d), m)
+	       : (g->what ? aw_verdict_name(AW_VERDICT_REGRESSED) : c->verdict_name));
 	put(s, g->command);
 	put_gh(s, tmp.data, true);
 	put(s, "::");
 	aw_buf_reset(&tmp);
-	putf(&t, "%s: %s [%s] %s", h->name, c->key, metric, g->what);
+	putf(&t, "%s: %s [%s] %s", h->name, c->key, metric,
+	     g->what ? g->what
+	             : "is inconclusive: its change reaches its threshold, the re-measurements "
+	               "left its evidence split, so the gate cannot vouch for it");
 	if (m) {
 		putf(&t, " from %s to %s (%s; ", fmt_ns(a, sizeof(a), m->baseline),
 		     fmt_ns(b, sizeof(b), m->head), fmt_change(d, sizeof(d), m));
-		evidence(&t, m);
+		evidence(&t, m, true);
 		put(&t, ")");
 	}
 	putf(&t, " against %s.", r->baseline);
@@ -1140,14 +1347,16 @@ static void gh_regression(struct sink *s, const struct aw_ci_report *r, const st
 	aw_buf_release(&tmp);
 }
 
-int aw_ci_render_annotations(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
+int aw_ci_format_annotations(const struct aw_ci_report *r, const char *base_url, struct aw_buf *out)
 {
 	struct sink s = {out, 0};
 	struct gh_ctx err = {base_url, "::error title=", "regressed"};
+	struct gh_ctx inc = {base_url, "::error title=", NULL};
 	struct gh_ctx sus = {base_url, "::warning title=", "is suspect (regressed, unconfirmed)"};
 	struct gh_ctx warn = {base_url, "::warning title=", "regressed (gate level warn)"};
 
 	each_regression(&s, r, MD_MAX_ROWS, gh_regression, &err);
+	each_listed(&s, r, L_INCONCLUSIVE, MD_MAX_ROWS, gh_regression, &inc);
 	each_listed(&s, r, L_SUSPECT, MD_MAX_ROWS, gh_regression, &sus);
 	each_listed(&s, r, L_WARNING, MD_MAX_ROWS, gh_regression, &warn);
 	for (size_t i = 0; i < r->n_hosts; i++) {

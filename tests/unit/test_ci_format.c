@@ -1,6 +1,6 @@
 /* atomwatch-ci without a network: gate and compare replies (tests/fixtures/gate) read into the
  * model, replies of the wrong shape refused naming the field, the exit status of each report,
- * and the Markdown, JUnit, console and GitHub renderings, with hostile host names and cell keys
+ * and the Markdown, JUnit, console and GitHub formats, with hostile host names and cell keys
  * escaped for each format. */
 #include <errno.h>
 #include <math.h>
@@ -42,9 +42,9 @@ static void load(const char *name, bool compare, struct aw_ci_report *r)
 	free(text);
 }
 
-typedef int (*render_fn)(const struct aw_ci_report *, const char *, struct aw_buf *);
+typedef int (*format_fn)(const struct aw_ci_report *, const char *, struct aw_buf *);
 
-static char *render(const struct aw_ci_report *r, render_fn fn)
+static char *formatted(const struct aw_ci_report *r, format_fn fn)
 {
 	struct aw_buf b;
 
@@ -117,6 +117,8 @@ static void test_exit_status(void **state)
 	    {"pass.json", false, AW_CI_EXIT_PASS},
 	    {"fail.json", false, AW_CI_EXIT_REGRESSION},
 	    {"incomplete.json", false, AW_CI_EXIT_INCOMPLETE},
+	    {"inconclusive.json", false, AW_CI_EXIT_INCONCLUSIVE},
+	    {"unconfirmed.json", false, AW_CI_EXIT_PASS},
 	    {"hostile.json", false, AW_CI_EXIT_REGRESSION},
 	    {"compare.json", true, AW_CI_EXIT_REGRESSION},
 	};
@@ -179,6 +181,14 @@ static void test_parse_errors(void **state)
 	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
 	     "\"hosts\":[{\"host\":7,\"status\":\"pass\"}]}",
 	     "'hosts[0].host' is not a string"},
+	    /* a host status word this client does not know: never read as a pass */
+	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":"
+	     "\"inconclusive\",\"hosts\":[{\"host\":\"a\",\"status\":\"undecidable\"}]}",
+	     "'hosts[0].status' is none of pass, fail, incomplete, unconfirmed, inconclusive"},
+	    /* what the verdict document's parser refuses, named under the host */
+	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
+	     "\"hosts\":[{\"host\":\"a\",\"status\":\"pass\",\"head_runs\":[7]}]}",
+	     "bad reply from the collector: in 'hosts[0]': head_runs[0] is not a string"},
 	    {"{\"project\":\"p\",\"project\":\"q\"}", "not JSON"},
 	    {"{\"project\":\"p\",\"commit\":\"abcdef1\",\"baseline_ref\":\"main\",\"status\":\"pass\","
 	     "\"hosts\":[{\"host\":\"a\",\"status\":\"pass\",\"cells\":[{\"key\":\"k\",\"verdict\":"
@@ -202,7 +212,7 @@ static void test_parse_errors(void **state)
 }
 
 /* Gate levels and confirmation: a warn or off cell's regression never fails, a suspect makes
- * the gate unconfirmed (exit 0, or 1 with --strict), and every rendering lists them apart from
+ * the gate unconfirmed (exit 0, or 1 with --strict), and every format lists them apart from
  * the regressions. */
 static void test_unconfirmed_and_warnings(void **state)
 {
@@ -220,7 +230,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_int_equal(r.hosts[0].cells[2].gate, AW_GATE_OFF);
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
 
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(strstr(text, "atomwatch gate: unconfirmed: commit c1d2e3f4a5b6"));
 	assert_non_null(strstr(text, "no regression on 1 host"));
 	assert_non_null(strstr(text, "  suspect    x86-ci  subject=libpcpu op=inc cpu=0 [p50]"));
@@ -230,30 +240,23 @@ static void test_unconfirmed_and_warnings(void **state)
 	/* the head run the collector found disturbed, with its factors */
 	assert_non_null(strstr(text,
 	                       "  disturbed  x86-ci: head run 1e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d "
-	                       "(common mode x1.118, reference kernel x1.002, beyond"));
+	                       "(reference mulchain-v1 x1.118, beyond"));
 	free(text);
 
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: unconfirmed"));
 	assert_null(strstr(md, "### Regressions"));
 	assert_non_null(strstr(md, "### Unconfirmed"));
 	assert_non_null(strstr(md, "### Warnings"));
 	assert_non_null(strstr(md, "**Disturbed run** on x86-ci: head run "
-	                           "`1e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d` (common mode x1.118, "
-	                           "reference kernel x1.002)")); /* no tails: an older collector */
+	                           "`1e7c5a9b-1d2f-4a3b-8c4d-5e6f7a8b9c0d` (reference mulchain-v1 "
+	                           "x1.118)"));
 	assert_true(strstr(md, "### Unconfirmed") < strstr(md, "subject=libpcpu"));
 	/* the off cell is shown among the others, marked */
 	assert_non_null(strstr(md, "regressed (gate: off)"));
 	free(md);
 
-	/* with the run's tails factor too (a collector since it has one) */
-	r.hosts[0].disturbed_tails = 3.25;
-	md = render(&r, aw_ci_render_markdown);
-	assert_non_null(strstr(md, "(common mode x1.118, reference kernel x1.002, tails x3.250)"));
-	free(md);
-	r.hosts[0].disturbed_tails = NAN;
-
-	xml = render(&r, aw_ci_render_junit);
+	xml = formatted(&r, aw_ci_format_junit);
 	assert_non_null(strstr(xml, "failures=\"0\""));
 	assert_null(strstr(xml, "<failure"));
 	assert_non_null(strstr(xml, "<system-out>unconfirmed: "));
@@ -262,7 +265,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	assert_non_null(strstr(xml, "<property name=\"status\" value=\"unconfirmed\"/>"));
 	free(xml);
 
-	gh = render(&r, aw_ci_render_annotations);
+	gh = formatted(&r, aw_ci_format_annotations);
 	assert_null(strstr(gh, "::error"));
 	assert_int_equal(count(gh, "::warning"), 2);
 	free(gh);
@@ -273,7 +276,7 @@ static void test_unconfirmed_and_warnings(void **state)
 	r.status = AW_VERDICT_PASS;
 	r.hosts[0].status = AW_VERDICT_PASS;
 	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: unconfirmed"));
 	free(md);
 	r.strict = false;
@@ -287,6 +290,160 @@ static void test_unconfirmed_and_warnings(void **state)
 	aw_ci_report_release(&r);
 }
 
+/* Inconclusive: a cell of gate level fail whose change reaches its threshold and whose evidence
+ * stayed split after the confirmation budget. The gate neither passes nor fails (exit 4, after a
+ * regression, before incomplete); every format lists the cells right after the regressions,
+ * with the line that tells the deciding metric's levels apart. A noisy cell (its change under
+ * its threshold: its own noise) is listed with the other cells, on an inconclusive host too. */
+static void test_inconclusive(void **state)
+{
+	struct aw_ci_report r;
+	const struct aw_ci_cell *c;
+	char *text, *md, *xml, *gh;
+	const char *p;
+
+	(void)state;
+	load("inconclusive.json", false, &r);
+	assert_int_equal(r.status, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(r.hosts[0].status, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(r.hosts[0].counts[AW_VERDICT_INCONCLUSIVE], 2);
+	assert_int_equal(r.hosts[0].doc.confirm_budget, 3);
+	c = &r.hosts[0].cells[0];
+	assert_int_equal(c->verdict, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(c->p50.verdict, AW_VERDICT_INCONCLUSIVE);
+	/* the verdict document's parser read the same cell: head runs, levels, reference */
+	assert_non_null(c->doc);
+	assert_int_equal(c->doc->n_head, 4);
+	assert_non_null(c->p50.doc);
+	assert_int_equal(c->p50.doc->n_levels, 2);
+	assert_string_equal(c->p50.doc->level_by, "mulblock-v1");
+	assert_string_equal(c->p50.doc->reference, "mulblock-v1");
+	assert_int_equal(c->p50.doc->decided_by, -1);
+	assert_int_equal(c->p99.doc->n_levels, 0);
+	assert_int_equal(r.hosts[0].cells[1].verdict, AW_VERDICT_NOISY);
+	assert_int_equal(r.hosts[0].cells[2].gate, AW_GATE_WARN);
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCONCLUSIVE);
+
+	text = formatted(&r, aw_ci_format_text);
+	assert_non_null(strstr(text, "atomwatch gate: inconclusive: commit d4e5f6a7b8c9 of libpcpu "
+	                             "against main: no regression on 2 hosts, 1 inconclusive "
+	                             "metric\n"));
+	assert_non_null(
+	    strstr(text, "  inconclusive x86-ci  subject=libpcpu op=inc cpu=0 [p50]  1.02 ns "
+	                 "-> 1.10 ns  +7.8%  (95% interval +1.0% to +15.0%; p = 0.03; q = "
+	                 "0.09; 10 baseline runs; threshold 5%; unchanged alone, +7% shared)\n"
+	                 "             levels by mulblock-v1: L1 (60%) +0.3% unchanged, L2 "
+	                 "(40%) +7.1% undecided\n"));
+	assert_non_null(strstr(text, "  (1 inconclusive metric: the change reaches the threshold, "
+	                             "the re-measurements left the evidence split; the gate "
+	                             "neither passes nor fails it"));
+	/* the noisy cell and the warn cell are no reason to withhold the gate */
+	assert_null(strstr(text, "op=lock_xadd"));
+	assert_null(strstr(text, "inconclusive x86-ci  op=lock_inc"));
+	assert_true(strstr(text, "  inconclusive x86-ci") < strstr(text, "report: "));
+	free(text);
+
+	md = formatted(&r, aw_ci_format_markdown);
+	assert_non_null(strstr(md, "## atomwatch gate: INCONCLUSIVE\n"));
+	assert_non_null(strstr(md, ": no regression on 2 hosts, **1 inconclusive metric**."));
+	assert_null(strstr(md, "### Regressions"));
+	p = strstr(md, "### Inconclusive\n");
+	assert_non_null(p);
+	assert_true(p < strstr(md, "### Hosts"));
+	assert_non_null(strstr(p, "| host | cell | metric | verdict | change [95% bounds] | "
+	                          "threshold | head runs | note | charts |\n"));
+	assert_non_null(strstr(
+	    p,
+	    "| x86-ci | subject=libpcpu op=inc cpu=0 | p50 | inconclusive | **+7.8%** [+1.0%, "
+	    "+15.0%] | 5% | 4 (budget: 3 re-measurements) | unchanged alone, +7% "
+	    "shared<br>levels by mulblock-v1: L1 \\(60%\\) +0.3% unchanged, L2 \\(40%\\) +7.1% "
+	    "undecided | [chart](" BASE "/charts/commits/d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d/"
+	    "hosts/x86-ci/compare-main.svg) · [report](" BASE
+	    "/commits/d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d) |\n"));
+	assert_int_equal(count(p, "| x86-ci | "), 1 + 1 + 2); /* 1 listed, hosts, others */
+	/* the noisy cell of level fail and the warn cell among the others */
+	assert_true(strstr(md, "| x86-ci | op=lock\\_xadd cpu=0 | noisy | p50 | 5.81 ns | 6.10 ns "
+	                       "| +5.0% | the runs cannot bound the change within 5% |") >
+	            strstr(md, "### Hosts"));
+	assert_non_null(
+	    strstr(md, "| x86-ci | inconclusive | 4 | 10 | 0 | 2 | 0 | 1 | 0 | 0 | 2 |"));
+	assert_non_null(strstr(md, "| graviton4-a | pass | 1 | 10 | 0 | 0 | 0 | 0 | 0 | 0 | 5 |"));
+	assert_non_null(strstr(md, "| x86-ci | op=lock\\_inc cpu=0 contender=1 c=100 d=100 | "
+	                           "inconclusive | p50 |"));
+	free(md);
+
+	xml = formatted(&r, aw_ci_format_junit);
+	assert_non_null(
+	    strstr(xml, "<testsuites name=\"atomwatch gate\" tests=\"4\" failures=\"1\""));
+	assert_int_equal(count(xml, "<failure "), 1);
+	assert_non_null(strstr(xml,
+	                       "name=\"subject=libpcpu op=inc cpu=0 [p50]\" time=\"0\">\n      "
+	                       "<failure type=\"inconclusive\" message=\"p50 inconclusive: "
+	                       "1.02 ns -&gt; 1.10 ns (+7.8%)\">x86-ci: subject=libpcpu op=inc "
+	                       "cpu=0 [p50] cannot be vouched for against main: "));
+	assert_non_null(strstr(xml, "change: +7.8% [+1.0%, +15.0%]\nthreshold: 5%\nhead runs: 4\n"
+	                            "confirmation budget: 3 re-measurements\nnote: unchanged "
+	                            "alone, +7% shared\nlevels by mulblock-v1: L1 (60%) +0.3% "
+	                            "unchanged, L2 (40%) +7.1% undecided\nchart: " BASE));
+	assert_non_null(strstr(xml,
+	                       "cpu=0 [p50] cannot be vouched for against main: its change "
+	                       "reaches its threshold, the re-measurements left its evidence "
+	                       "split; the gate neither passes nor fails it (exit status 4)\n"));
+	assert_non_null(strstr(xml, "<property name=\"status\" value=\"inconclusive\"/>"));
+	/* the p99 of the inconclusive cell, the noisy cell and the warn cell pass */
+	assert_non_null(strstr(xml, "name=\"subject=libpcpu op=inc cpu=0 [p99]\" time=\"0\">"
+	                            "</testcase>"));
+	assert_non_null(strstr(xml, "<system-out>noisy: 5.81 ns -&gt; 6.10 ns (+5.0%)"));
+	assert_non_null(strstr(xml, "<system-out>inconclusive: 4.00 ns -&gt; 4.60 ns (+15.0%)"));
+	free(xml);
+
+	gh = formatted(&r, aw_ci_format_annotations);
+	assert_int_equal(count(gh, "::error title="), 1);
+	assert_null(strstr(gh, "::warning"));
+	assert_non_null(strstr(gh, "::error title=atomwatch%3A x86-ci subject=libpcpu op=inc cpu=0 "
+	                           "[p50] +7.8%25::x86-ci: subject=libpcpu op=inc cpu=0 [p50] is "
+	                           "inconclusive: its change reaches its threshold, the "
+	                           "re-measurements left its evidence split"));
+	assert_non_null(strstr(gh, "levels by mulblock-v1: L1 (60%25) +0.3%25 unchanged"));
+	assert_null(strstr(gh, "op=lock_xadd"));
+	free(gh);
+
+	/* precedence: a regression on another host (1) over inconclusive (4), inconclusive over
+	 * a host without a run (2) */
+	assert_int_equal(aw_ci_report_add_missing(&r, "epyc-1", "not in the reply"), 0);
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCONCLUSIVE);
+	text = formatted(&r, aw_ci_format_text);
+	assert_non_null(strstr(text, "atomwatch gate: inconclusive: "));
+	free(text);
+	r.hosts[1].status = AW_VERDICT_FAIL;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	md = formatted(&r, aw_ci_format_markdown);
+	assert_non_null(strstr(md, "## atomwatch gate: FAIL\n"));
+	assert_non_null(strstr(md, "### Inconclusive\n")); /* still listed */
+	free(md);
+	r.hosts[1].status = AW_VERDICT_PASS;
+	/* an inconclusive cell of level fail under a host said to pass still withholds it */
+	r.status = AW_VERDICT_PASS;
+	r.hosts[0].status = AW_VERDICT_PASS;
+	r.hosts[2].status = AW_VERDICT_PASS;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCONCLUSIVE);
+	/* neither the noisy cell of level fail nor the inconclusive one of level warn */
+	r.hosts[0].cells[0].verdict = AW_VERDICT_UNCHANGED;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_PASS);
+	text = formatted(&r, aw_ci_format_text);
+	assert_null(strstr(text, "  inconclusive "));
+	free(text);
+	/* incomplete (2) before unconfirmed with --strict (1) */
+	r.strict = true;
+	r.hosts[0].status = AW_VERDICT_UNCONFIRMED;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_REGRESSION);
+	r.hosts[2].status = AW_VERDICT_INCOMPLETE;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCOMPLETE);
+	r.strict = false;
+	assert_int_equal(aw_ci_exit_for(&r), AW_CI_EXIT_INCOMPLETE);
+	aw_ci_report_release(&r);
+}
+
 static void test_markdown(void **state)
 {
 	struct aw_ci_report r;
@@ -295,7 +452,7 @@ static void test_markdown(void **state)
 
 	(void)state;
 	load("fail.json", false, &r);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: FAIL"));
 	reg = strstr(md, "### Regressions");
 	hosts = strstr(md, "### Hosts");
@@ -315,8 +472,9 @@ static void test_markdown(void **state)
 	    strstr(md, "| x86-ci | subject=libpcpu op=inc cpu=0 | p99 | 1.40 ns | 21.7 ns"));
 	assert_int_equal(count(md, "subject=libpcpu op=inc cpu=0 | p"), 2);
 	/* hosts table, other cells, charts */
-	assert_non_null(strstr(md, "| x86-ci | fail | 1 | 4 | 1 | 0 | 1 | 1 | 1 | 1 |"));
-	assert_non_null(strstr(md, "| neoverse-v2-ref | pass | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 5 |"));
+	assert_non_null(strstr(md, "| x86-ci | fail | 1 | 4 | 1 | 0 | 0 | 1 | 1 | 1 | 1 |"));
+	assert_non_null(
+	    strstr(md, "| neoverse-v2-ref | pass | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 5 |"));
 	assert_non_null(strstr(
 	    md, "| x86-ci | op=lock\\_xadd cpu=0 | noisy | p50 | 5.81 ns | 6.40 ns | +10.2% | the "
 	        "baseline is bimodal |"));
@@ -326,7 +484,7 @@ static void test_markdown(void **state)
 	aw_ci_report_release(&r);
 
 	load("pass.json", false, &r);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: pass"));
 	assert_non_null(strstr(md, " against main: no regression on 1 host. [Full report]("));
 	assert_null(strstr(md, "### Regressions"));
@@ -334,7 +492,7 @@ static void test_markdown(void **state)
 	aw_ci_report_release(&r);
 
 	load("incomplete.json", false, &r);
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(strstr(md, "## atomwatch gate: INCOMPLETE"));
 	assert_non_null(strstr(md, "| graviton4-a | incomplete: no run of b7c8d9e0f1a2 on "
 	                           "graviton4-a | 0 |"));
@@ -349,7 +507,7 @@ static void test_junit(void **state)
 
 	(void)state;
 	load("fail.json", false, &r);
-	x = render(&r, aw_ci_render_junit);
+	x = formatted(&r, aw_ci_format_junit);
 	assert_true(!strncmp(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites", 50));
 	/* 5 cells x 2 metrics on x86-ci, nothing listed for the reference host */
 	assert_non_null(strstr(x, "<testsuites name=\"atomwatch gate\" tests=\"10\" failures=\"2\" "
@@ -372,7 +530,7 @@ static void test_junit(void **state)
 	aw_ci_report_release(&r);
 
 	load("incomplete.json", false, &r);
-	x = render(&r, aw_ci_render_junit);
+	x = formatted(&r, aw_ci_format_junit);
 	assert_non_null(strstr(x, "<testcase classname=\"graviton4-a\" name=\"run of "
 	                          "b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80\" time=\"0\">\n      "
 	                          "<error type=\"incomplete\" message=\"no run of b7c8d9e0f1a2 on "
@@ -391,7 +549,7 @@ static void test_hostile(void **state)
 	(void)state;
 	load("hostile.json", false, &r);
 
-	x = render(&r, aw_ci_render_junit);
+	x = formatted(&r, aw_ci_format_junit);
 	assert_null(strstr(x, "evil<host>"));
 	assert_null(strstr(x, "]]>"));
 	assert_null(strstr(x, "<script>"));
@@ -416,7 +574,7 @@ static void test_hostile(void **state)
 		assert_true(p[1] == '?' || p[1] == '/' || (p[1] >= 'a' && p[1] <= 'z'));
 	free(x);
 
-	md = render(&r, aw_ci_render_markdown);
+	md = formatted(&r, aw_ci_format_markdown);
 	assert_null(strstr(md, "<host>"));
 	assert_null(strstr(md, "<script>"));
 	assert_null(strstr(md, "<b>"));
@@ -447,7 +605,7 @@ static void test_hostile(void **state)
 	}
 	free(md);
 
-	gh = render(&r, aw_ci_render_annotations);
+	gh = formatted(&r, aw_ci_format_annotations);
 	assert_int_equal(count(gh, "\n"), 2); /* one regression, one host without a run */
 	assert_int_equal(count(gh, "::error title="), 2);
 	assert_non_null(strstr(gh, "::error title=atomwatch%3A evil<host>&\"]]>|`x`%0A @team #1 "));
@@ -455,7 +613,7 @@ static void test_hostile(void **state)
 	assert_non_null(strstr(gh, "did not report::gone&<away>: no run \"yet\" <>&%0D%0A::x\n"));
 	free(gh);
 
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_null(strstr(text, "\x07"));
 	assert_non_null(strstr(text, "evil<host>&\"]]>|`x`??@team #1"));
 	free(text);
@@ -474,7 +632,7 @@ static void test_compare_and_text(void **state)
 	assert_string_equal(r.baseline, "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678");
 	assert_null(r.report);
 	assert_false(r.hosts[0].cells[0].p99.present);
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(strstr(text,
 	                       "atomwatch compare: fail: commit b7c8d9e0f1a2 of libpcpu against "
 	                       "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678: 1 regressed metric on "
@@ -487,7 +645,7 @@ static void test_compare_and_text(void **state)
 	aw_ci_report_release(&r);
 
 	load("fail.json", false, &r);
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(
 	    strstr(text, "report: " BASE "/commits/b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f80\n"));
 	free(text);
@@ -496,7 +654,7 @@ static void test_compare_and_text(void **state)
 
 /* A baseline below resolution is told as an absolute change, never a percentage: plain incq at
  * 0 ns (the collector sends no relative change then) or at 0.037 ns (it sends +63954%) hardened
- * into lock xadd reads "below resolution -> 24.9 ns" in every rendering, its interval in ns; a
+ * into lock xadd reads "below resolution -> 24.9 ns" in every format, its interval in ns; a
  * metric the collector judged in ns (`absolute`: a contended cell flipping through the
  * resolution) has its change in ns too. */
 static void test_from_below_resolution(void **state)
@@ -522,7 +680,7 @@ static void test_from_below_resolution(void **state)
 	assert_int_equal(aw_ci_report_parse(reply, strlen(reply), false, &r, &err), 0);
 	assert_true(r.hosts[0].cells[2].p50.absolute);
 	assert_true(fabs(r.hosts[0].cells[2].p50.change_ns - 2.1) < 1e-9);
-	text = render(&r, aw_ci_render_markdown);
+	text = formatted(&r, aw_ci_format_markdown);
 	assert_non_null(
 	    strstr(text, "| 0.000 ns | 24.9 ns | **below resolution -&gt; 24.9 ns** |"));
 	assert_non_null(strstr(text, "| 0.037 ns | 23.7 ns | **below resolution -&gt; 23.7 ns** | "
@@ -531,12 +689,12 @@ static void test_from_below_resolution(void **state)
 	assert_null(strstr(text, "%;"));
 	assert_null(strstr(text, "63954"));
 	free(text);
-	text = render(&r, aw_ci_render_text);
+	text = formatted(&r, aw_ci_format_text);
 	assert_non_null(strstr(text, "0.000 ns -> 24.9 ns  below resolution -> 24.9 ns  ("));
 	assert_non_null(strstr(text, "0.037 ns -> 23.7 ns  below resolution -> 23.7 ns  (95% "
 	                             "interval +23.3 ns to +24 ns;"));
 	free(text);
-	text = render(&r, aw_ci_render_junit);
+	text = formatted(&r, aw_ci_format_junit);
 	assert_non_null(strstr(text, "change: below resolution -&gt; 24.9 ns"));
 	assert_non_null(strstr(text, "regressed: 0.037 ns -&gt; 23.7 ns (below resolution -&gt; "
 	                             "23.7 ns)"));
@@ -545,7 +703,7 @@ static void test_from_below_resolution(void **state)
 	assert_null(strstr(text, "n/a"));
 	assert_null(strstr(text, "63954"));
 	free(text);
-	text = render(&r, aw_ci_render_annotations);
+	text = formatted(&r, aw_ci_format_annotations);
 	assert_non_null(strstr(text, "from 0.037 ns to 23.7 ns (below resolution -> 23.7 ns; "));
 	free(text);
 	aw_ci_report_release(&r);
@@ -629,6 +787,7 @@ int main(void)
 	    cmocka_unit_test(test_exit_status),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_unconfirmed_and_warnings),
+	    cmocka_unit_test(test_inconclusive),
 	    cmocka_unit_test(test_markdown),
 	    cmocka_unit_test(test_junit),
 	    cmocka_unit_test(test_hostile),

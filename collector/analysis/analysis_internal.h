@@ -1,0 +1,111 @@
+/* The analysis's reading of runs, shared by analysis.c (verdicts, change points, the cache)
+ * and analysis_read.c (the runs and cells read from the store into one table). Private to
+ * collector/analysis/. */
+#ifndef AW_ANALYSIS_INTERNAL_H
+#define AW_ANALYSIS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "aw/strmap.h"
+#include "detect.h"
+#include "store.h"
+
+#define MAX_HEAD_RUNS 16
+#define MAX_CELLS     65536
+#define MAX_CP        32
+#define REFS          AW_DETECT_REFS
+#define KERNELS       (REFS - 1) /* slots of kernels; the last is the run's memory state */
+#define MEMORY        (REFS - 1)
+#define MEMORY_NAME   "memory" /* how verdicts name that slot */
+#define DISTURB_MIN   0.03     /* a head run's reference this far from usual (log) ... */
+#define DISTURB_K     4        /* ... and this many of its history's spreads is disturbed */
+
+/* What is being read into a table. */
+enum analysis_reading {
+	READ_HISTORY,
+	READ_HEAD,
+	READ_BASE
+};
+
+/* The reference kernels of one run: each kernel's ns beside each cell, in document order. */
+struct run_ref {
+	int64_t seq;
+	int64_t order_us;
+	char *run_id, *commit, *matrix_hash, *platform_hash;
+	char *kernel[KERNELS];
+	double *ref[KERNELS]; /* NAN: none beside that cell */
+	size_t n_ref[KERNELS], n_kernels;
+	bool confirmation; /* re-measures another run's suspects */
+};
+
+struct run_list {
+	struct run_ref *r;
+	size_t n, cap, max;
+	const char *skip_commit; /* leave out runs of this commit (the head's own) */
+	bool firsts_only;        /* leave out confirmation runs (a history: they re-measure a
+	                            commit's suspects, and are no further runs of its matrix) */
+};
+
+/* One side of a cell (the baseline's runs, the head's, a base commit's): p50, p99, the runs'
+ * own standard error of the median, and each reference kernel beside it, per run. */
+struct side {
+	double *p50, *p99, *se, *ref[REFS];
+	size_t n, cap;
+};
+
+/* One cell across the runs read. */
+struct series {
+	char *key, *op, *reader, *subject;
+	int cpu;
+	int kind;       /* pooling group: 0 op, 1 reader, 2 contended, 3 subject, 4 kernel */
+	bool warn_only; /* contended or with duty: its default gate level is warn */
+	struct side hist, head, base;
+	size_t head_run[MAX_HEAD_RUNS]; /* which head run each head value is from */
+	bool head_conf[MAX_HEAD_RUNS];  /* ... and whether that run was a confirmation */
+	size_t base_run[MAX_HEAD_RUNS]; /* which base commit run each base value is from */
+	bool in_head;
+	char *failed; /* the head cell failed: why */
+};
+
+struct table {
+	struct aw_strmap *index; /* key -> position */
+	struct series *s;
+	size_t n, cap;
+	const struct aw_detect_opts *detect;
+	char *kernel[KERNELS]; /* the reference kernels met, in slot order */
+	size_t n_kernels;
+	int memchase; /* the slot of the memory walk, -1 until met */
+	/* each run's memory state: the memory walk's median beside its anchor cells (NAN:
+	 * none), by reading (history, base, head) and run */
+	double *memory[3];
+	size_t n_memory[3];
+	double anchor_mem[AW_ANCHORS]; /* while reading a run: the walk beside its first anchors */
+	size_t n_anchor_mem;
+	const char *const *globs; /* only cells matching one of these (none: every cell) */
+	size_t n_globs;
+	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
+	/* while reading one run */
+	size_t run;
+	size_t ord;                /* the cell's position in its document */
+	const struct run_ref *ref; /* the run being read */
+	int slot[KERNELS];         /* its kernels' slots in the table */
+	enum analysis_reading reading;
+};
+
+/* store_list_runs()'s callback: the run into the run_list `cls` (its references parsed),
+ * unless the list leaves it out. */
+int analysis_collect_run(const struct store_run *run, void *cls);
+void analysis_run_list_release(struct run_list *l);
+/* Leaves out the runs of another matrix, or of another platform, than `like`. */
+void analysis_keep_comparable(struct run_list *l, const struct run_ref *like);
+void analysis_table_release(struct table *t);
+/* Reads the cells of every run of `l` into t as `reading`. Returns 0 or a negative errno. */
+int analysis_read_runs(struct store_conn *c, struct table *t, const struct run_list *l,
+                       int reading);
+/* Each run's memory state from the memory walk beside its anchor cells. */
+void analysis_fill_memory(struct table *t);
+
+#endif

@@ -1,0 +1,122 @@
+/* The model's parts shared by detect.c (the phases, the host's cells) and detect_levels.c (the
+ * references and levels of one metric): the state of one metric of one cell, the small
+ * statistics both use. Private to collector/analysis/. */
+#ifndef AW_ANALYSIS_DETECT_INTERNAL_H
+#define AW_ANALYSIS_DETECT_INTERNAL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "aw/stats.h"
+#include "detect.h"
+
+/* The noise of a set of runs is the spread that covers four runs in five about their level:
+ * the 80th percentile of the absolute deviations over 1.2816, sigma for normal data, wider
+ * than the MAD's for the heavy tails a VM's runs have (a p99 a few runs in ten of which are
+ * half again as high). */
+#define COVER_Q          0.8
+#define COVER_TO_SIGMA   (1 / 1.2816)
+#define COVER_EFFICIENCY 0.4  /* of that estimate relative to the standard deviation */
+#define TAIL_Q           0.95 /* the quantile of |deviation| tail_spread() takes */
+#define UNKNOWN_NOISE    0.01 /* assumed when nothing measures the noise */
+#define MAX_CP           32
+#define REF_MIN_RUNS     8   /* baseline runs a reference must be measured beside to be used */
+#define LEVEL_MIN_RUNS   2   /* runs of a latent level, at least */
+#define REF_LEVEL_RUNS   3   /* runs of each cluster of a reference that splits the levels */
+#define MAX_BASE         256 /* baseline runs judged at most (window and base commits) */
+
+struct cell {
+	double *y;                   /* log values: the baseline's, then the head's */
+	double *x[AW_DETECT_REFS];   /* log reference values, likewise (NAN: none) */
+	size_t nb, nh;               /* baseline and head runs (y[nb .. nb + nh) the head) */
+	double raw_base, raw_head;   /* ns medians as measured */
+	bool zero_base;              /* every baseline run below resolution */
+	int level_of[256];           /* level of each baseline run */
+	double s_own;                /* the runs' own precision (median se / value), NAN unknown */
+	double s_up, s_down, f_cell; /* own one-sided noises about the levels, their degrees of
+	                                freedom */
+	double up, down, df;         /* moderated: `noise` of a slowdown and of a speed-up */
+	double p_up, p_down;         /* candidates for the correction (1: none) */
+	int up_level, down_level;    /* the level behind each, -1 the share test */
+	double head_med[AW_DETECT_LEVELS];
+	double centre[AW_DETECT_LEVELS];
+	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
+	int head_lev[256];                   /* the level of each head run */
+	bool unseen[256];                    /* head run i's memory state was beyond the
+	                                        baseline's (opts.state_margin) */
+	/* the history before the baseline: its runs' values and references, and the segment
+	 * (between change points) each lies in; they measure the noise, not the centre */
+	double *ey, *ex[AW_DETECT_REFS];
+	int *eseg;
+	size_t ne;
+	double *res; /* the history's deviations from their levels (find_levels()) */
+	size_t n_res;
+	bool *confirming; /* head runs that re-measured the cell (NULL: each counts) */
+};
+
+/* Median of v[0..n) (copied into scratch). NAN when n == 0. */
+static inline double detect_median(const double *v, size_t n, double *scratch)
+{
+	if (!n)
+		return NAN;
+	memcpy(scratch, v, n * sizeof(*v));
+	aw_sort_doubles(scratch, n);
+	return aw_quantile_sorted(scratch, n, 0.5);
+}
+
+/* The spread of v[0..n) about `centre`: 1.4826 x the MAD, for clustering and slopes; NAN for
+ * n < 2. */
+static inline double detect_spread_about(const double *v, size_t n, double centre, double *scratch)
+{
+	if (n < 2)
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = fabs(v[i] - centre);
+	aw_sort_doubles(scratch, n);
+	return 1.4826 * aw_quantile_sorted(scratch, n, 0.5);
+}
+
+/* The 90th percentile of |v - median(v)| over v[0..n): a spread that sees a minority of runs
+ * moving apart (a reference that leaves the cell one run in five), where the MAD does not. */
+static inline double detect_tail_spread(const double *v, size_t n, double *scratch)
+{
+	double m = detect_median(v, n, scratch);
+
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = fabs(v[i] - m);
+	aw_sort_doubles(scratch, n);
+	return aw_quantile_sorted(scratch, n, TAIL_Q);
+}
+
+/* The one-sided noises of deviations d[0..n) from their level (COVER_Q above): *up of a
+ * slowdown, *down of a speed-up. Sorts d. */
+static inline void detect_one_sided(double *d, size_t n, double *up, double *down)
+{
+	aw_sort_doubles(d, n);
+	*up = COVER_TO_SIGMA * fmax(0, aw_quantile_sorted(d, n, COVER_Q));
+	*down = COVER_TO_SIGMA * fmax(0, -aw_quantile_sorted(d, n, 1 - COVER_Q));
+}
+
+/* ---- references and levels (detect_levels.c) ---- */
+
+/* The control variate: the reference whose line through the history (log value on log
+ * reference, Theil-Sen) leaves its runs steadiest, measured by detect_tail_spread(), when that
+ * cuts their spread by ref_gain or more and it was measured beside every head run too. Returns
+ * the spread it leaves (the values' own when none does), with r->reference, r->ref_slope and
+ * *centre set; detect_adjust() applies it. a, b, s: scratch of the history's length. */
+double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
+                             struct aw_detect_result *r, double *centre, double *a, double *b,
+                             double *s);
+void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre);
+double detect_pick_level_reference(const struct aw_detect_opts *o, struct cell *c,
+                                   struct aw_detect_result *r, double *bounds, double *a, double *b,
+                                   double *s);
+void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const double *bounds,
+                        double *a, double *b);
+void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
+                        double *a, double *b, double *s);
+int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
+
+#endif

@@ -1,0 +1,344 @@
+/* The references and levels of one metric of one cell (docs/detection.md, "The model"): the
+ * control variate a reference gives, and the machine's states a reference's clusters tell
+ * apart. */
+#include "detect_internal.h"
+
+#include <stdlib.h>
+
+/* Theil-Sen slope of y on x over the n pairs with both finite (the median of the pairwise
+ * slopes), clamped to [0, 1.5]; NAN when fewer than REF_MIN_RUNS pairs. */
+static double theil_sen(const double *y, const double *x, size_t n, double *scratch)
+{
+	size_t m = 0, pairs = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m += isfinite(x[i]);
+	if (m < REF_MIN_RUNS)
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (isfinite(x[i]) && isfinite(x[j]) && fabs(x[j] - x[i]) > 1e-9)
+				scratch[pairs++] = (y[j] - y[i]) / (x[j] - x[i]);
+	if (!pairs)
+		return NAN;
+	aw_sort_doubles(scratch, pairs);
+	return fmin(1.5, fmax(0, aw_quantile_sorted(scratch, pairs, 0.5)));
+}
+
+double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
+                             struct aw_detect_result *r, double *centre, double *a, double *b,
+                             double *s)
+{
+	double s0, best = INFINITY, slope = NAN;
+	size_t total = c->nb + c->nh, nall = c->ne + c->nb;
+
+	/* the slope and the spread it leaves are the whole history's (the baseline alone may
+	 * have run at one clock the head did not) */
+	r->reference = -1;
+	for (size_t i = 0; i < nall; i++)
+		b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
+	s0 = nall >= 3 ? detect_tail_spread(b, nall, a) : NAN;
+	if (nall < REF_MIN_RUNS || !(s0 > 0))
+		return s0;
+	for (int q = 0; q < AW_DETECT_REFS; q++) {
+		double bq, xc, sq;
+		size_t m = 0;
+		bool has = true;
+
+		for (size_t i = c->nb; i < total; i++)
+			has = has && isfinite(c->x[q][i]);
+		for (size_t i = 0; i < nall; i++) {
+			s[i] = i < c->ne ? c->ex[q][i] : c->x[q][i - c->ne];
+			m += isfinite(s[i]);
+		}
+		for (size_t i = 0; i < c->nb; i++)
+			has = has && isfinite(c->x[q][i]);
+		if (!has || m < REF_MIN_RUNS)
+			continue;
+		xc = detect_median(c->x[q], c->nb, a);
+		bq = theil_sen(b, s, nall, a);
+		if (!(bq > 0))
+			continue;
+		m = 0;
+		for (size_t i = 0; i < nall; i++)
+			if (isfinite(s[i]))
+				a[m++] = b[i] - bq * (s[i] - xc);
+		memcpy(s, a, m * sizeof(*a));
+		sq = detect_tail_spread(s, m, a);
+		if (sq < best) {
+			best = sq;
+			r->reference = q;
+			slope = bq;
+			*centre = xc;
+		}
+		for (size_t i = 0; i < nall; i++) /* (b was kept) */
+			b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
+	}
+	if (r->reference < 0 || !(best <= (1 - o->ref_gain) * s0)) {
+		r->reference = -1;
+		return s0;
+	}
+	r->ref_slope = slope;
+	r->ref_gain = 1 - best / s0;
+	return best;
+}
+
+/* Applies the control variate detect_pick_reference() chose to every value, baseline and head, each
+ * run's reference clamped to the range the history's runs show: a run is adjusted by no more
+ * than the history showed the reference moving (one reading of 8 batches can stray where the
+ * cell did not). */
+void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	int q = r->reference;
+
+	if (q < 0)
+		return;
+	for (size_t i = 0; i < c->nb; i++)
+		if (isfinite(c->x[q][i])) {
+			lo = fmin(lo, c->x[q][i]);
+			hi = fmax(hi, c->x[q][i]);
+		}
+	for (size_t i = 0; i < c->ne; i++)
+		if (isfinite(c->ex[q][i])) {
+			lo = fmin(lo, c->ex[q][i]);
+			hi = fmax(hi, c->ex[q][i]);
+		}
+	for (size_t i = 0; i < c->nb + c->nh; i++)
+		c->y[i] -= r->ref_slope * (fmin(hi, fmax(lo, c->x[q][i])) - centre);
+	/* (an earlier run without that reference measures the noise as it is) */
+	for (size_t i = 0; i < c->ne; i++)
+		if (isfinite(c->ex[q][i]))
+			c->ey[i] -= r->ref_slope * (c->ex[q][i] - centre);
+}
+
+/* Splits sorted[lo, hi) at its widest gap when the two sides' centres lie level_gap noises
+ * apart (and the gap itself half that) with LEVEL_MIN_RUNS on each side; recursively. Writes
+ * the first index of each level after the first into cuts. */
+static void split_levels(const double *sorted, size_t lo, size_t hi, double floor_noise,
+                         const struct aw_detect_opts *o, size_t min_runs, size_t *cuts,
+                         size_t *n_cuts, double *scratch)
+{
+	size_t at = 0;
+	double gap = 0, s, sl, sr, cl, cr;
+
+	if (hi - lo < 2 * min_runs || *n_cuts + 1 >= AW_DETECT_LEVELS)
+		return;
+	for (size_t i = lo + min_runs; i + min_runs <= hi; i++)
+		if (sorted[i] - sorted[i - 1] > gap) {
+			gap = sorted[i] - sorted[i - 1];
+			at = i;
+		}
+	if (!at)
+		return;
+	cl = aw_quantile_sorted(sorted + lo, at - lo, 0.5);
+	cr = aw_quantile_sorted(sorted + at, hi - at, 0.5);
+	sl = detect_spread_about(sorted + lo, at - lo, cl, scratch);
+	sr = detect_spread_about(sorted + at, hi - at, cr, scratch);
+	s = sqrt((sl * sl * (double)(at - lo - 1) + sr * sr * (double)(hi - at - 1)) /
+	         (double)(hi - lo - 2));
+	if (!(s >= floor_noise))
+		s = floor_noise;
+	if (cr - cl < o->level_gap * s || cr - cl < o->level_gap_min || gap < o->level_gap / 2 * s)
+		return;
+	cuts[(*n_cuts)++] = at;
+	split_levels(sorted, lo, at, floor_noise, o, min_runs, cuts, n_cuts, scratch);
+	split_levels(sorted, at, hi, floor_noise, o, min_runs, cuts, n_cuts, scratch);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Clusters of v[0..n) (copied and sorted into `sorted`): returns how many, with the upper
+ * bound of each but the last in bounds[] (a value v is in cluster j when it is above
+ * bounds[j - 1] and at most bounds[j]). */
+static size_t clusters(const double *v, size_t n, double floor_noise,
+                       const struct aw_detect_opts *o, double *sorted, double *scratch,
+                       double *bounds, size_t min_runs)
+{
+	size_t cuts[AW_DETECT_LEVELS], n_cuts = 0;
+
+	memcpy(sorted, v, n * sizeof(*v));
+	aw_sort_doubles(sorted, n);
+	split_levels(sorted, 0, n, floor_noise, o, min_runs, cuts, &n_cuts, scratch);
+	qsort(cuts, n_cuts, sizeof(*cuts), cmp_size);
+	for (size_t j = 0; j < n_cuts; j++)
+		bounds[j] = (sorted[cuts[j] - 1] + sorted[cuts[j]]) / 2;
+	return n_cuts + 1;
+}
+
+static int cluster_of(double v, const double *bounds, size_t n_levels)
+{
+	size_t j = 0;
+
+	while (j + 1 < n_levels && v > bounds[j])
+		j++;
+	return (int)j;
+}
+
+/* A reference whose own clusters split the cell's unadjusted values into levels that lie
+ * level_gap noises apart: the machine's states. Returns the cell's spread within those levels
+ * as detect_pick_reference() measures the line's (detect_tail_spread() of the runs' deviations from
+ * their level's median; INFINITY when no reference splits it), with r->level_ref and r->n_levels
+ * set; detect_take_levels() makes them the levels. */
+double detect_pick_level_reference(const struct aw_detect_opts *o, struct cell *c,
+                                   struct aw_detect_result *r, double *bounds, double *a, double *b,
+                                   double *s)
+{
+	double best = 0, spread = INFINITY;
+	size_t total = c->nb + c->nh;
+
+	r->level_ref = -1;
+	for (int q = 0; q < AW_DETECT_REFS; q++) {
+		double bq[AW_DETECT_LEVELS], med[AW_DETECT_LEVELS], pooled = 0, sep = 0;
+		size_t k, dof = 0, n_dev = 0;
+		bool ok = true;
+
+		for (size_t i = 0; i < total && ok; i++)
+			ok = isfinite(c->x[q][i]);
+		if (!ok || c->nb < 2 * REF_LEVEL_RUNS)
+			continue;
+		k = clusters(c->x[q], c->nb, 1e-4, o, a, s, bq, REF_LEVEL_RUNS);
+		if (k < 2)
+			continue;
+		for (size_t j = 0; j < k && ok; j++) {
+			size_t m = 0;
+
+			for (size_t i = 0; i < c->nb; i++)
+				if (cluster_of(c->x[q][i], bq, k) == (int)j)
+					b[m++] = c->y[i];
+			ok = m >= REF_LEVEL_RUNS && (double)m >= o->level_share * (double)c->nb;
+			if (!ok)
+				break;
+			med[j] = detect_median(b, m, a);
+			for (size_t i = 0; i < m; i++) /* (s is free once clusters() returned) */
+				s[n_dev++] = b[i] - med[j];
+			{
+				double sj = detect_spread_about(b, m, med[j], a);
+
+				pooled += sj * sj * (double)(m - 1);
+				dof += m - 1;
+			}
+		}
+		if (!ok || !dof)
+			continue;
+		pooled = sqrt(pooled / (double)dof);
+		if (!(pooled >= o->noise_floor))
+			pooled = o->noise_floor;
+		for (size_t j = 1; j < k; j++)
+			sep = fmax(sep, fabs(med[j] - med[j - 1]));
+		if (sep < o->level_gap * pooled || sep < o->level_gap_min || sep / pooled <= best)
+			continue;
+		best = sep / pooled;
+		spread = detect_tail_spread(s, n_dev, a);
+		r->level_ref = q;
+		r->n_levels = k;
+		memcpy(bounds, bq, k * sizeof(*bq));
+	}
+	return spread;
+}
+
+/* Makes the level reference's clusters the levels (each baseline run's, each one's centre). */
+void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const double *bounds,
+                        double *a, double *b)
+{
+	for (size_t i = 0; i < c->nb; i++)
+		c->level_of[i] = cluster_of(c->x[r->level_ref][i], bounds, r->n_levels);
+	for (size_t j = 0; j < r->n_levels; j++) {
+		size_t m = 0;
+
+		for (size_t i = 0; i < c->nb; i++)
+			if (c->level_of[i] == (int)j)
+				b[m++] = c->x[r->level_ref][i];
+		c->ref_centre[j] = detect_median(b, m, a);
+	}
+}
+
+/* The levels of the baseline: the level reference's clusters (detect_take_levels() placed each
+ * run), else one. Fills each level's share, centre and count and the dominant level; the cell's own
+ * noise about its levels, with the runs before the baseline about the median of their own
+ * segment (the noise is the whole history's, the centre the baseline's); and the bimodal flag
+ * (the baseline splits into two clusters of 3 runs or more, bimodal_gap apart). */
+void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
+                        double *a, double *b, double *s)
+{
+	double floor_noise = fmax(o->noise_floor, isfinite(c->s_own) ? c->s_own : 0);
+	size_t dof = 0, segs = 0, i = 0;
+
+	if (r->level_ref < 0) {
+		r->n_levels = 1;
+		for (size_t k = 0; k < c->nb; k++)
+			c->level_of[k] = 0;
+	}
+	r->dominant = 0;
+	for (size_t j = 0; j < r->n_levels; j++) {
+		struct aw_level *l = &r->levels[j];
+		size_t m = 0;
+
+		for (size_t k = 0; k < c->nb; k++)
+			if (c->level_of[k] == (int)j)
+				b[m++] = c->y[k];
+		l->n_base = m;
+		l->share = (double)m / (double)c->nb;
+		c->centre[j] = detect_median(b, m, a);
+		for (size_t k = 0; k < m; k++)
+			s[dof++] = b[k] - c->centre[j];
+		if (m > r->levels[r->dominant].n_base)
+			r->dominant = j;
+	}
+	while (i < c->ne) {
+		size_t j = i, m = 0;
+		double centre;
+
+		while (j < c->ne && c->eseg[j] == c->eseg[i])
+			b[m++] = c->ey[j++];
+		centre = detect_median(b, m, a);
+		for (size_t q = i; q < j && m >= 3; q++)
+			s[dof++] = c->ey[q] - centre;
+		segs += m >= 3;
+		i = j;
+	}
+	c->s_up = c->s_down = NAN;
+	c->f_cell = 0;
+	c->res = malloc((dof ? dof : 1) * sizeof(double));
+	if (c->res) {
+		memcpy(c->res, s, dof * sizeof(double));
+		c->n_res = dof;
+	}
+	if (dof >= 3) {
+		detect_one_sided(s, dof, &c->s_up, &c->s_down);
+		c->f_cell = COVER_EFFICIENCY * (double)(dof - r->n_levels - segs);
+		if (!(c->f_cell > 0.5))
+			c->f_cell = 0.5;
+	}
+	/* the flag a reader sees: two clusters in the baseline runs, however they were judged */
+	{
+		double bounds[AW_DETECT_LEVELS];
+		struct aw_detect_opts flag = *o;
+
+		flag.level_gap_min = log(o->bimodal_gap);
+		r->bimodal = clusters(c->y, c->nb, floor_noise, &flag, a, s, bounds, 3) > 1;
+	}
+}
+
+/* The level of head run i (index into y): the level reference's cluster nearest its value of
+ * that reference, else the one level. */
+int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i)
+{
+	double x, d = INFINITY;
+	int best = 0;
+
+	if (r->level_ref < 0)
+		return 0;
+	x = c->x[r->level_ref][i];
+	for (size_t j = 0; j < r->n_levels; j++)
+		if (fabs(x - c->ref_centre[j]) < d) {
+			d = fabs(x - c->ref_centre[j]);
+			best = (int)j;
+		}
+	return best;
+}
