@@ -92,7 +92,7 @@ def test_without_the_tools():
 def test_commit_page_shows_the_macro_check():
     run("aaaa0003")
     doc = run("aaaa0004")
-    h.wait_for_renders(S.col.port)
+    h.wait_for_postingest(S.col.port)
     page = S.col.request("GET", "/commits/aaaa0004").body.decode()
     check("macro check: hackbench" in page, page[-3000:])
     host = S.col.request("GET", "/hosts/" + HOST).body.decode()

@@ -128,7 +128,7 @@ def test_steady_control_regresses():
     g = verdict("h-steady", head["commit"])
     eq(g["status"], "fail", g)
     eq(cell_of(g, KEY)["verdict"], "regressed")
-    check("host_changed" not in g["hosts"][0], g["hosts"][0])
+    check(g["hosts"][0]["host_changed"] is None, g["hosts"][0])
     # the finding (the previous measured commit to this one) is queued for bisection
     bis = a.wait_for(lambda: S.col.request("GET", "/api/v1/bisects?host=h-steady&commit="
                                            + head["commit"]).json()["bisects"], 30,
@@ -173,9 +173,11 @@ def test_noisy_reference_is_no_shift():
     head = doc("h-chase", 6, slow=1.3, chase=1.51)
     upload("h-chase", token, head)
     g = verdict("h-chase", head["commit"])
-    eq(g["status"], "fail", g["hosts"][0].get("host_changed"))
-    eq(cell_of(g, KEY)["verdict"], "regressed")
-    check("host_changed" not in g["hosts"][0], g["hosts"][0])
+    check(g["hosts"][0]["host_changed"] is None, g["hosts"][0])
+    # (a head run whose memory state is 1.5x the baseline's usual one confirms no move, so
+    # the regression waits for a re-measurement: docs/detection.md, part 8; it is never a pass)
+    check(g["status"] in ("fail", "unconfirmed"), g["status"])
+    check(cell_of(g, KEY)["verdict"] in ("regressed", "suspect"), cell_of(g, KEY)["verdict"])
 
 
 def test_one_series_is_no_shift():
