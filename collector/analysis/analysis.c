@@ -477,12 +477,13 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 			goto fail;
 		analysis_keep_comparable(&ref, &head.r[0]);
 	}
-	/* strictly earlier commits on the baseline ref; (order, 0) leaves out every run of the
-	 * head's own position, and skip_commit the head's runs wherever they are. With a base
-	 * commit the history only measures the noise. */
+	/* earlier commits on the baseline ref: before the head's position, and at that position
+	 * (commits whose times tie: git's are whole seconds, and a rebase gives a series one)
+	 * those measured before the head's first run; skip_commit leaves out the head's runs
+	 * wherever they are. With a base commit the history only measures the noise. */
 	base.skip_commit = commit;
-	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, 0, o->history,
-	                       analysis_collect_run, &base);
+	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us,
+	                       head.r[head.n - 1].seq, o->history, analysis_collect_run, &base);
 	if (rc)
 		goto fail;
 	analysis_keep_comparable(&base, &head.r[0]);

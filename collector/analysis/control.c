@@ -195,8 +195,9 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	if (rc || !head.n)
 		goto out;
 	base.platform = head.r[0].platform[0] ? head.r[0].platform : NULL;
-	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, 0,
-	                       BASELINE_RUNS * 2, on_run, &base);
+	/* (at the head's own position, those measured before it: analysis.c's history) */
+	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us,
+	                       head.r[0].seq, BASELINE_RUNS * 2, on_run, &base);
 	if (rc || !base.n)
 		goto out;
 	/* the fingerprint: the head run's against the newest baseline run's */
