@@ -196,8 +196,8 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		goto out;
 	base.platform = head.r[0].platform[0] ? head.r[0].platform : NULL;
 	/* (at the head's own position, those measured before it: analysis.c's history) */
-	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us,
-	                       head.r[0].seq, BASELINE_RUNS * 2, on_run, &base);
+	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, head.r[0].seq,
+	                       BASELINE_RUNS * 2, on_run, &base);
 	if (rc || !base.n)
 		goto out;
 	/* the fingerprint: the head run's against the newest baseline run's */
