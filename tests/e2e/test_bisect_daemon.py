@@ -125,8 +125,12 @@ def test_finding_bisected():
     one = api("GET", "/api/v1/bisects/%d" % b["id"]).json()["bisect"]
     eq(one["answer"]["culprit"], S.shas[8])
     check(len(one["answer"]["steps"]) == p["steps_done"], one["answer"])
-    # its job: done, naming the culprit
-    job = api("GET", "/api/v1/jobs/%d" % b["job_id"]).json()["job"]
+    # its job: done, naming the culprit (the daemon reports the bisection's answer, then its
+    # job's end: the two requests may land apart)
+    def job_done():
+        j = api("GET", "/api/v1/jobs/%d" % b["job_id"]).json()["job"]
+        return j if j["hosts"][0]["state"] != "running" else None
+    job = a.wait_for(job_done, 60, "the bisection's job to end")
     eq(job["bisect"]["id"], b["id"])
     eq(job["hosts"][0]["state"], "done")
     check(S.shas[8] in job["hosts"][0]["message"], job)
