@@ -463,6 +463,18 @@ static bool measured_one_of(const struct aw_result *res, char *const *keys, size
 	return false;
 }
 
+/* Waits until gap_s seconds have passed since `since` (aw_monotonic_ns()), woken early by the
+ * agent's stop flag. Returns 0, or -EINTR when stopped. */
+static int wait_gap(struct aw_agent *a, uint64_t since, double gap_s, double *waited_s)
+{
+	uint64_t until = since + (uint64_t)(gap_s * 1e9), t0 = aw_monotonic_ns();
+
+	if (t0 < until)
+		aw_sleep_ns(until - t0, a->stop);
+	*waited_s += (double)(aw_monotonic_ns() - t0) / 1e9;
+	return a->stop && *a->stop ? -EINTR : 0;
+}
+
 int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const char *first_id,
                        const struct aw_suspects *start, const struct aw_confirm_opts *o,
                        struct aw_confirm_report *rep, char **err)
@@ -472,6 +484,7 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 	const struct aw_suspects *cur = start;
 	struct aw_runner *own = NULL;
 	const char **keys = NULL;
+	uint64_t last = aw_monotonic_ns(); /* the end of the last measurement (the first run's) */
 	int rc = 0;
 
 	memset(rep, 0, sizeof(*rep));
@@ -482,10 +495,11 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 	if (start->n_keys)
 		aw_info(
 		    "run %s: %zu suspect cell%s, re-measuring %s with %zu anchor cell%s, at most "
-		    "%u times or %.0f s (%" PRIu32 " batches each)",
+		    "%u times or %.0f s (%" PRIu32 " batches each), %.0f s apart",
 		    first_id, start->n_keys, start->n_keys == 1 ? "" : "s",
 		    start->n_keys == 1 ? "it" : "them", start->n_anchors,
-		    start->n_anchors == 1 ? "" : "s", o->max_runs, o->budget_s, o->samples);
+		    start->n_anchors == 1 ? "" : "s", o->max_runs, o->budget_s, o->samples,
+		    o->gap_s);
 	for (;;) {
 		struct aw_result *res = NULL;
 		enum aw_upload_outcome outcome;
@@ -508,11 +522,18 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 		}
 		again.keys = keys;
 		again.n_keys = n;
+		/* at another moment than the last measurement: a spell of the machine outlasts a
+		 * run */
+		if (o->gap_s > 0 && wait_gap(a, last, o->gap_s, &rep->waited_s)) {
+			rc = -EINTR;
+			break;
+		}
 		/* one runner for all of them: calibrated once, the subject built once */
 		t0 = aw_monotonic_ns();
 		rc = again.reuse ? aw_agent_measure(a, &again, &res, err)
 		                 : aw_agent_measure_keep(a, &again, &res, &own, err);
-		rep->measured_s += (double)(aw_monotonic_ns() - t0) / 1e9;
+		last = aw_monotonic_ns();
+		rep->measured_s += (double)(last - t0) / 1e9;
 		if (rc)
 			break;
 		if (own)
@@ -553,10 +574,10 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 		snprintf(rep->status, sizeof(rep->status), "%s", now.status);
 	}
 	if (!rc)
-		aw_info("run %s: %u re-measurement%s, %zu cell%s, %.2f s measuring; the collector "
-		        "says '%s'; stopped: %s",
+		aw_info("run %s: %u re-measurement%s, %zu cell%s, %.2f s measuring, %.0f s waiting "
+		        "between them; the collector says '%s'; stopped: %s",
 		        first_id, rep->runs, rep->runs == 1 ? "" : "s", rep->cells,
-		        rep->cells == 1 ? "" : "s", rep->measured_s,
+		        rep->cells == 1 ? "" : "s", rep->measured_s, rep->waited_s,
 		        rep->status[0] ? rep->status : "unknown", aw_confirm_stop_name(rep->stop));
 	free(keys);
 	aw_suspects_release(&now);

@@ -100,10 +100,19 @@ int aw_agent_suspects(struct aw_agent *a, const char *run_id, struct aw_suspects
 #define AW_CONFIRM_DEFAULT_BUDGET_S 120
 #define AW_CONFIRM_MAX_BUDGET_S     86400
 
+/* The wait before each re-measurement (--confirm-gap-s, the daemon's schedule.confirm_gap):
+ * the machine moves in spells of tens of seconds, and a re-measurement made within the first
+ * run's spell repeats it rather than tests it (docs/detection.md, part 8). The default and the
+ * most. */
+#define AW_CONFIRM_DEFAULT_GAP_S 30
+#define AW_CONFIRM_MAX_GAP_S     3600
+
 struct aw_confirm_opts {
 	unsigned max_runs; /* at most this many confirmation runs, 1..AW_RESULT_MAX_CONFIRM */
 	double budget_s;   /* seconds of measuring them in all (> 0): no further one once spent */
 	uint32_t samples;  /* batches per cell: the first run's (0: the runner's default) */
+	double gap_s;      /* seconds from the end of one measurement (the first run's, or a
+	                      re-measurement's) to the start of the next, 0..AW_CONFIRM_MAX_GAP_S */
 };
 
 /* Why a confirmation stopped (AW_CONFIRM_GO_ON: it did not). */
@@ -130,6 +139,7 @@ struct aw_confirm_report {
 	unsigned runs;                 /* confirmation runs measured and stored (or spooled) */
 	size_t cells;                  /* the cells they measured, in all */
 	double measured_s;             /* seconds spent measuring them */
+	double waited_s;               /* seconds waited between them (gap_s) */
 	char status[32];               /* the collector's status after the last ("" unknown) */
 	enum aw_confirm_stop stop;     /* why it stopped */
 	char last_id[AW_UUID_LEN + 1]; /* the last confirmation run's id; "" none */

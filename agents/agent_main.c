@@ -54,7 +54,7 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  run --project P --commit SHA --ref REF [--subject NAME] [--profile NAME] [--confirm N]\n"
-    "      [--confirm-budget-s S] [--quiet]\n"
+    "      [--confirm-budget-s S] [--confirm-gap-s S] [--quiet]\n"
     "        fingerprint this host, measure the matrix (and the subject's library, and the\n"
     "        kernel's refscale readers when configured), keep the result in the spool, upload\n"
     "        it; the run id is printed on stdout. --commit kernel files the run under the\n"
@@ -64,7 +64,9 @@ static const char usage_text[] =
     "        the first run's batches, asking again after each, until the collector has no\n"
     "        suspect left, N re-measurements (1 to 16) were made or --confirm-budget-s\n"
     "        seconds (default 120) were spent measuring them, so that the gate can tell a\n"
-    "        regression from one unlucky run\n"
+    "        regression from one unlucky run; each re-measurement starts --confirm-gap-s\n"
+    "        seconds (default 30, 0 to 3600) after the last measurement ended, at another\n"
+    "        moment of the machine than the run it confirms\n"
     "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--aa] [--cpus LIST]\n"
     "      [--rounds N] [--layouts N] [--budget-s S] [--profile NAME] [--quiet]\n"
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
@@ -99,7 +101,10 @@ static const char usage_text[] =
     "        [--arch ARCH] [--cpu-model MODEL] [--label KEY=VALUE]... [--out FILE] [--upload]\n"
     "        turn pasted percpu_bench output or a refscale kernel log (FILE, or - for stdin)\n"
     "        into result documents (trigger import): one JSON object, or an array when the\n"
-    "        paste holds several runs; skipped lines are counted on stderr\n"
+    "        paste holds several runs; skipped lines are counted on stderr\n";
+
+/* (two strings: C99 promises 4095 characters to one) */
+static const char usage_tail[] =
     "\n"
     "Options of every command:\n"
     "  --config FILE   agent config (default " AW_AGENT_DEFAULT_CONFIG ")\n"
@@ -141,6 +146,7 @@ enum {
 	O_BUDGET,
 	O_FORMAT,
 	O_CONFIRM_BUDGET_S,
+	O_CONFIRM_GAP_S,
 };
 
 static const struct option longopts[] = {
@@ -173,6 +179,7 @@ static const struct option longopts[] = {
     {"budget", required_argument, NULL, O_BUDGET},
     {"format", required_argument, NULL, O_FORMAT},
     {"confirm-budget-s", required_argument, NULL, O_CONFIRM_BUDGET_S},
+    {"confirm-gap-s", required_argument, NULL, O_CONFIRM_GAP_S},
     {NULL, 0, NULL, 0},
 };
 
@@ -191,6 +198,8 @@ struct args {
 	bool quiet, upload, config_given, aa;
 	unsigned confirm;        /* --confirm N; 0: none */
 	double confirm_budget_s; /* --confirm-budget-s S; 0: not given */
+	double confirm_gap_s;    /* --confirm-gap-s S, when confirm_gap_given */
+	bool confirm_gap_given;
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -250,6 +259,7 @@ static bool option_allowed(const char *cmd, int opt)
 		return !strcmp(cmd, "bisect");
 	case O_CONFIRM:
 	case O_CONFIRM_BUDGET_S:
+	case O_CONFIRM_GAP_S:
 		return !strcmp(cmd, "run");
 	case O_BASE:
 	case O_HEAD:
@@ -288,6 +298,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		if (opt == O_HELP) {
 			fputs(usage_text, stdout);
+			fputs(usage_tail, stdout);
 			return -1;
 		}
 		if (opt == O_VERSION) {
@@ -387,6 +398,21 @@ static int parse_args(int argc, char **argv, struct args *a)
 				    "than 0 and at most %d",
 				    optarg, AW_CONFIRM_MAX_BUDGET_S);
 			a->confirm_budget_s = v;
+			break;
+		}
+		case O_CONFIRM_GAP_S: {
+			char *end = NULL;
+			double v;
+
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(v >= 0) || v > AW_CONFIRM_MAX_GAP_S)
+				return usage_error("bad --confirm-gap-s '%s': the seconds between "
+				                   "one measurement's end and the next "
+				                   "re-measurement, 0 to %d",
+				                   optarg, AW_CONFIRM_MAX_GAP_S);
+			a->confirm_gap_s = v;
+			a->confirm_gap_given = true;
 			break;
 		}
 		case O_BASE:
@@ -546,6 +572,8 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 		return usage_error("run needs --project, --commit and --ref");
 	if (a->confirm_budget_s > 0 && !a->confirm)
 		return usage_error("--confirm-budget-s goes with --confirm N");
+	if (a->confirm_gap_given && !a->confirm)
+		return usage_error("--confirm-gap-s goes with --confirm N");
 	if (!strcmp(a->commit, AW_KERNEL_COMMIT)) {
 		/* before the config and the spool: a kernel that names no commit measures nothing
 		 */
@@ -595,10 +623,11 @@ static int cmd_run(const struct args *a, struct aw_agent_config *cfg)
 	fflush(stdout);
 	status = exit_for(outcome);
 	if (a->confirm && outcome == AW_UPLOAD_STORED) {
-		struct aw_confirm_opts co = {.max_runs = a->confirm,
-		                             .budget_s = a->confirm_budget_s > 0
-		                                             ? a->confirm_budget_s
-		                                             : AW_CONFIRM_DEFAULT_BUDGET_S};
+		struct aw_confirm_opts co = {
+		    .max_runs = a->confirm,
+		    .budget_s =
+		        a->confirm_budget_s > 0 ? a->confirm_budget_s : AW_CONFIRM_DEFAULT_BUDGET_S,
+		    .gap_s = a->confirm_gap_given ? a->confirm_gap_s : AW_CONFIRM_DEFAULT_GAP_S};
 		struct aw_confirm_report rep;
 
 		/* only once the first run is stored can the collector say what is suspect */

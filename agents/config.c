@@ -109,6 +109,7 @@ static const struct key schedule_keys[] = {
     {"every", K_DURATION, CF(schedule_every_ms), 0, 0, 365 * DAY_MS, NULL, false},
     {"on_change", K_BOOL, CF(on_change), 0, 0, 0, NULL, false},
     {"check_every", K_DURATION, CF(check_every_ms), 0, MS(1), DAY_MS, NULL, false},
+    {"confirm_gap", K_DURATION, CF(confirm_gap_ms), 0, 0, MS(3600), NULL, false},
     {"project", K_NAME, CF(schedule_project), 0, 0, 0, NULL, false},
     {"ref", K_REF, CF(schedule_ref), 0, 0, 0, NULL, false},
     {"commit", K_COMMIT, CF(schedule_commit), 0, 0, 0, NULL, false},
@@ -684,6 +685,7 @@ static void set_defaults(struct aw_agent_config *cfg)
 	cfg->poll_wait_ms = MS(60);
 	cfg->flush_every_ms = MS(300);
 	cfg->on_change = true;
+	cfg->confirm_gap_ms = MS(30); /* AW_CONFIRM_DEFAULT_GAP_S */
 	cfg->check_every_ms = MS(600);
 	cfg->refscale_loops = 10000;
 	cfg->refscale_nruns = 30;

@@ -60,6 +60,7 @@ struct aw_agent_config {
 	uint64_t schedule_every_ms; /* 0: no periodic runs */
 	bool on_change;             /* run when the fingerprint's changing fields differ */
 	uint64_t check_every_ms;    /* how often the fingerprint is compared */
+	uint64_t confirm_gap_ms;    /* a confirmation job's wait before each re-measurement */
 	char *schedule_project, *schedule_ref;
 	char *schedule_commit; /* NULL: derived from the fingerprint (see agents/daemon.c) */
 

@@ -202,7 +202,8 @@ static int run_confirmation(struct aw_agent *a, const struct aw_agent_run *run,
 	const json_t *anchors = json_object_get(confirm, "anchors");
 	json_int_t runs = json_integer_value(json_object_get(confirm, "runs"));
 	json_int_t samples = json_integer_value(json_object_get(confirm, "samples"));
-	struct aw_confirm_opts o = {.budget_s = AW_CONFIRM_DEFAULT_BUDGET_S};
+	struct aw_confirm_opts o = {.budget_s = AW_CONFIRM_DEFAULT_BUDGET_S,
+	                            .gap_s = (double)a->cfg->confirm_gap_ms / 1000};
 	struct aw_suspects start = {0}, asked = {0};
 	int rc;
 

@@ -23,11 +23,15 @@
  * runs drawn at random (seeded) from the whole recording, more than SPACING runs away from the
  * head and from its confirmations, in a random order. --confirm-after K takes the
  * confirmations from K runs after the head on, as a confirmation waiting that long would.
+ * --confirm-gap-s S (default 30, the agent's --confirm-gap-s) takes the i-th confirmation from
+ * i x S seconds after the head on (the runs' wall_s), as the agent measures them; 0 takes the
+ * next runs of the head's kind, one after another.
  *
  * --screen-noise X sets detection.screen_noise (0: the first run's screen as before it).
  *
- * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--spaced SEED]
- *                            [--screen-noise X] [--thresholds FILE] RECORDING...
+ * usage: bench_detect_replay [--confirm N] [--confirm-after K] [--confirm-gap-s S]
+ *                            [--spaced SEED] [--screen-noise X] [--thresholds FILE]
+ *                            RECORDING...
  * (--confirm 0: no re-measurement; the first run's verdict stands)
  * (.jsonl.xz, .jsonl.gz or plain .jsonl). Exit 0; 1 on a broken recording; 2 on bad usage. */
 #include <errno.h>
@@ -62,6 +66,8 @@ struct recording {
 	json_t *header;
 	json_t **docs;  /* the result documents, in measuring order */
 	char **variant; /* "base", "plus2", ... */
+	double *t;      /* each run's start, seconds from the first's (the runs' wall_s summed) */
+	double span;    /* seconds from the first run's start to the last one's end */
 	size_t n;
 };
 
@@ -108,6 +114,11 @@ static unsigned long spaced_seed;
 /* --confirm-after K: a head's confirmations are the first N runs of its kind from K runs after
  * it on (1: the next ones, as the agent measures them right away) */
 static unsigned long confirm_after = 1;
+/* --confirm-gap-s S: a head's i-th confirmation is the first run of its kind that started i * S
+ * seconds or more after it (the recording's runs' wall_s summed, its start following its end),
+ * as an agent waiting S seconds between its re-measurements measures them (0: one after
+ * another); the agent's default (agents/agent.h, AW_CONFIRM_DEFAULT_GAP_S) unless given */
+static double confirm_gap_s = 30;
 /* --screen-noise X: detection.screen_noise (negative: the collector's default) */
 static double screen_noise = -1;
 /* AW_REPLAY_VERBOSE set: each head's verdicts on stderr (read once, in main) */
@@ -174,11 +185,15 @@ static void load(struct recording *rec, const char *path)
 		if (aw_array_reserve(&rec->docs, rec->n, &alloc, sizeof(*rec->docs), 64))
 			die("out of memory", NULL);
 		rec->variant = realloc(rec->variant, alloc * sizeof(*rec->variant));
-		if (!rec->variant || !json_is_object(json_object_get(o, "doc")) ||
+		rec->t = realloc(rec->t, alloc * sizeof(*rec->t));
+		if (!rec->variant || !rec->t || !json_is_object(json_object_get(o, "doc")) ||
 		    !json_is_string(json_object_get(o, "variant")))
 			die("a run line lacks doc or variant", path);
 		rec->docs[rec->n] = json_incref(json_object_get(o, "doc"));
 		rec->variant[rec->n] = strdup(json_string_value(json_object_get(o, "variant")));
+		rec->t[rec->n] = rec->span;
+		if (json_is_number(json_object_get(o, "wall_s")))
+			rec->span += json_number_value(json_object_get(o, "wall_s"));
 		json_decref(o);
 		rec->n++;
 	}
@@ -530,12 +545,36 @@ static double local_shift(const struct recording *rec, size_t at, const char *ke
 }
 
 /* The next `n` runs of `variant` from confirm_after runs after position `at` on, continuing
- * from the recording's start when its end comes first (never the head itself). */
+ * from the recording's start when its end comes first (never the head itself); with
+ * confirm_gap_s, the i-th of them the first from confirm_after runs after `at` on that started
+ * i * confirm_gap_s seconds after it or later and is not taken yet. */
 static size_t next_of(const struct recording *rec, size_t at, const char *variant, size_t *out,
                       size_t n)
 {
 	size_t k = 0;
 
+	if (confirm_gap_s > 0) {
+		for (size_t q = 1; q <= n; q++) {
+			/* (round the recording as many times as the gaps need) */
+			size_t laps = 2 + (size_t)((double)q * confirm_gap_s /
+			                           (rec->span > 0 ? rec->span : 1));
+
+			for (size_t step = confirm_after; step < laps * rec->n; step++) {
+				size_t j = (at + step) % rec->n;
+				double after = rec->t[j] - rec->t[at] +
+				               (double)((at + step) / rec->n) * rec->span;
+				bool taken = j == at || after < (double)q * confirm_gap_s;
+
+				for (size_t x = 0; x < k && !taken; x++)
+					taken = out[x] == j;
+				if (!taken && !strcmp(rec->variant[j], variant)) {
+					out[k++] = j;
+					break;
+				}
+			}
+		}
+		return k;
+	}
 	for (size_t step = confirm_after; step < rec->n && k < n; step++) {
 		size_t j = (at + step) % rec->n;
 
@@ -909,6 +948,7 @@ static void replay(const char *path, const char *tmp)
 		free(shapes[i]);
 	free(rec.docs);
 	free(rec.variant);
+	free(rec.t);
 	json_decref(rec.header);
 }
 
@@ -942,6 +982,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			confirm_after = n;
+		} else if (!strcmp(argv[i], "--confirm-gap-s") && i + 1 < argc) {
+			char *end;
+			double x = strtod(argv[++i], &end);
+
+			if (*end || !argv[i][0] || !(x >= 0 && x <= 3600)) {
+				fprintf(stderr,
+				        "bench_detect_replay: --confirm-gap-s takes 0..3600\n");
+				return 2;
+			}
+			confirm_gap_s = x;
 		} else if (!strcmp(argv[i], "--spaced") && i + 1 < argc) {
 			char *end;
 			unsigned long n = strtoul(argv[++i], &end, 10);
@@ -965,10 +1015,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--thresholds") && i + 1 < argc) {
 			th_path = argv[++i];
 		} else {
-			fprintf(stderr,
-			        "usage: bench_detect_replay [--confirm N] [--confirm-after K] "
-			        "[--spaced SEED] [--screen-noise X] [--thresholds FILE] "
-			        "RECORDING...\n");
+			fprintf(
+			    stderr,
+			    "usage: bench_detect_replay [--confirm N] [--confirm-after K] "
+			    "[--confirm-gap-s S] [--spaced SEED] [--screen-noise X] [--thresholds FILE] "
+			    "RECORDING...\n");
 			return 2;
 		}
 	}
@@ -992,6 +1043,11 @@ int main(int argc, char **argv)
 	    spaced_seed ? "40 base runs drawn at random away from it (--spaced)"
 	                : "the base runs measured before it",
 	    MIN_HISTORY, confirm_after, confirm_n);
+	if (confirm_gap_s > 0)
+		printf(
+		    "Confirmations measured apart: the i-th the first run of its kind started %g s "
+		    "x i or more after the head (--confirm-gap-s).\n",
+		    confirm_gap_s);
 	if (spaced_seed)
 		printf(
 		    "History drawn with seed %lu, leaving out %d runs on either side of the head "

@@ -4,8 +4,9 @@ A/A head counted once, each shape's too; each variant's heads caught, loud or si
 with a local shift at the threshold among them), it prints the confirmation's cost, --spaced
 SEED judges more heads (every base run can be one, since its history is drawn from the whole
 recording) and gives the same tallies for the same seed, --confirm-after 20 the same heads (their
-confirmations drawn from 20 runs on, wrapping round the recording's end), --screen-noise 0 the
-same heads, and bad usage exits 2 naming the option. It replays the recording's first
+confirmations drawn from 20 runs on, wrapping round the recording's end), --confirm-gap-s 0
+(re-measurements one after another, not 30 s apart) the same heads, --screen-noise 0 the same
+heads, and bad usage exits 2 naming the option. It replays the recording's first
 RUNS runs (a plain .jsonl copy), which keeps five replays to a minute.
 
 usage: test_replay.py --replay PATH --recording FILE"""
@@ -82,21 +83,33 @@ class Replay(unittest.TestCase):
         self.assertIn("judged against the base runs measured before it", p.stdout)
         self.assertRegex(p.stdout, r"confirmation cost: .* median [\d.]+x over \d+ A/A heads")
         consecutive = self.check(tallies(p.stdout))
+        consecutive_text = p.stdout
         self.assertGreater(sum(h for _, h in consecutive[1:]), 0, "A/B heads")
 
-        p = replay("--spaced", "7", self.recording)
+        # (re-measurements back to back: a spaced history keeps away from every moment a
+        # head's confirmations measure, and 30 s apart they cover this short copy)
+        p = replay("--spaced", "7", "--confirm-gap-s", "0", self.recording)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("History drawn with seed 7", p.stdout)
         spaced = self.check(tallies(p.stdout))
         # the first base runs are heads too, their history drawn from later runs
         self.assertGreater(spaced[0], consecutive[0])
-        again = replay("--spaced", "7", self.recording)
+        again = replay("--spaced", "7", "--confirm-gap-s", "0", self.recording)
         self.assertEqual(tallies(again.stdout), tallies(p.stdout), "the same seed, the same draw")
 
         p = replay("--confirm-after", "20", self.recording)
         self.assertEqual(p.returncode, 0, p.stderr)
         # confirmations from 20 runs on, the recording's start after its end: the same heads
         self.assertEqual(self.check(tallies(p.stdout)), consecutive)
+
+        # re-measurements one after another (the default waits 30 s between them): the same
+        # heads, each confirmed by the runs next to it
+        p = replay("--confirm-gap-s", "0", self.recording)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("Confirmations measured apart", p.stdout)
+        self.assertEqual(self.check(tallies(p.stdout)), consecutive)
+        self.assertIn("Confirmations measured apart: the i-th the first run of its kind "
+                      "started 30 s x i", consecutive_text)
 
         # the first run's screen without its noise floor: the same heads, judged again
         p = replay("--screen-noise", "0", self.recording)
@@ -110,6 +123,9 @@ class Replay(unittest.TestCase):
                              (["--confirm", "17"], "--confirm takes 0..16"),
                              (["--confirm", "x"], "--confirm takes 0..16"),
                              (["--screen-noise", "-0.01"], "--screen-noise takes 0..0.5"),
+                             (["--confirm-gap-s", "-1"], "--confirm-gap-s takes 0..3600"),
+                             (["--confirm-gap-s", "3601"], "--confirm-gap-s takes 0..3600"),
+                             (["--confirm-gap-s", "x"], "--confirm-gap-s takes 0..3600"),
                              (["--screen-noise", "1%"], "--screen-noise takes 0..0.5"),
                              ([], "no recording given")):
             p = replay(*args, *([ARGS.recording] if args else []))

@@ -12,11 +12,16 @@ and the collector's confirm_budget; --confirm 0, -1 and x, --confirm-budget-s 0,
 100000 are usage errors; a confirmation_of of the wrong type is refused naming the field. For a
 daemon host (one that polls for jobs), the collector queues the confirmation job itself after the
 first run (detection.confirm_jobs at most, for that host only, with the anchors) and the daemon
-runs the same adaptive loop. No timing in seconds is asserted: only counts.
+runs the same adaptive loop. Each re-measurement waits --confirm-gap-s (the daemon's
+schedule.confirm_gap) after the last measurement's end: the tests that count runs pass 0; one
+passes 1.5 s and finds each confirmation run started that long after the run before it ended
+(a lower bound, the machine's speed aside), and bad values (-1, x, 3601, nan) are usage errors
+that name the option. No other timing in seconds is asserted: only counts.
 
 usage: test_agent_confirm.py [--backend sqlite|postgres]"""
 
 import argparse
+import datetime
 import os
 import re
 import subprocess
@@ -43,6 +48,7 @@ SLOW_B = "5104000000000000000000000000000000000b0b"  # the slow build, run with 
 SLOW_C = "5104000000000000000000000000000000000c0c"  # the slow build, a job for a daemon
 SLOW_D = "5104000000000000000000000000000000000d0d"  # the slow build, --confirm 1
 SLOW_E = "5104000000000000000000000000000000000e0e"  # the slow build, a tiny time budget
+SLOW_F = "5104000000000000000000000000000000000f0f"  # the slow build, re-measured 1.5 s apart
 DAEMON_HOST = "daemon-confirm"
 BUILD = ('cc -O2 -shared -fPIC -I"$INC" -DABI=1 -o libsubj.so subj.c '
          '$(case "$ATOMWATCH_COMMIT" in 5104*) echo -DSLOW;; esac)')
@@ -76,6 +82,10 @@ def setup(backend):
 
 
 def run(commit, ref, *extra):
+    """The agent's run; with --confirm and no --confirm-gap-s, the re-measurements one after
+    another (--confirm-gap-s 0): the tests that count them wait for nothing."""
+    if "--confirm" in extra and "--confirm-gap-s" not in extra:
+        extra += ("--confirm-gap-s", "0")
     return S.agent.run("run", "--project", "e2e", "--commit", commit, "--ref", ref, "--quiet",
                        "--subject", "subj", *extra, timeout=300)
 
@@ -100,11 +110,17 @@ def test_bad_confirm():
         p = run(MAIN[HISTORY], "refs/heads/dev", "--confirm", "3", "--confirm-budget-s", bad)
         eq(p.returncode, 2, "--confirm-budget-s %r: %s" % (bad, p.stderr))
         check("bad --confirm-budget-s '%s'" % bad in p.stderr, p.stderr)
-    p = run(MAIN[HISTORY], "refs/heads/dev", "--confirm-budget-s", "30")
-    eq(p.returncode, 2, p.stderr)
-    check("--confirm-budget-s goes with --confirm" in p.stderr, p.stderr)
+    for bad in ("-1", "x", "3601", "", "nan", "inf"):
+        p = run(MAIN[HISTORY], "refs/heads/dev", "--confirm", "3", "--confirm-gap-s", bad)
+        eq(p.returncode, 2, "--confirm-gap-s %r: %s" % (bad, p.stderr))
+        check("bad --confirm-gap-s '%s'" % bad in p.stderr, p.stderr)
+    for opt in ("--confirm-budget-s", "--confirm-gap-s"):
+        p = S.agent.run("run", "--project", "e2e", "--commit", MAIN[HISTORY], "--ref",
+                        "refs/heads/dev", "--quiet", "--subject", "subj", opt, "30")
+        eq(p.returncode, 2, p.stderr)
+        check("%s goes with --confirm" % opt in p.stderr, p.stderr)
     eq(a.runs_of(S.col, S.ci, HOST), [], "nothing measured")
-    for opt in ("--confirm", "--confirm-budget-s"):
+    for opt in ("--confirm", "--confirm-budget-s", "--confirm-gap-s"):
         p = S.agent.run("daemon", opt, "2")
         eq(p.returncode, 2, p.stderr)
         check("'daemon' does not take %s" % opt in p.stderr, p.stderr)
@@ -125,8 +141,9 @@ def anchors_of(doc):
 def summary_line(stderr):
     """The agent's last confirmation summary: (re-measurements, status, why it stopped)."""
     m = None
-    for m in re.finditer(r"(\d+) re-measurements?, \d+ cells?, [\d.]+ s measuring; the "
-                         r"collector says '([a-z]*)'; stopped: ([^\n]*)", stderr):
+    for m in re.finditer(r"(\d+) re-measurements?, \d+ cells?, [\d.]+ s measuring, \d+ s "
+                         r"waiting between them; the collector says '([a-z]*)'; stopped: "
+                         r"([^\n]*)", stderr):
         pass
     check(m, "no confirmation summary on stderr:\n" + stderr)
     return int(m.group(1)), m.group(2), m.group(3)
@@ -249,6 +266,28 @@ def test_confirmation_limits():
         check_confirmation(confirmations[0], first, [KEY])
 
 
+def seconds(stamp):
+    """A document's RFC 3339 time in seconds since the epoch."""
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_confirmations_apart():
+    # --confirm-gap-s 1.5: each re-measurement starts 1.5 s or more after the last measurement
+    # (the first run, or the re-measurement before it) ended, and the summary counts the wait
+    p = run(SLOW_F, "refs/heads/slow", "--confirm", "2", "--confirm-gap-s", "1.5")
+    eq(p.returncode, 0, p.stderr)
+    first, confirmations = confirmations_of(HOST, SLOW_F)
+    check(confirmations, "the slow build had a suspect, re-measured: %s" % p.stderr)
+    check("s apart" in p.stderr, p.stderr)
+    ordered = [first] + sorted(confirmations, key=lambda d: d["started_at"])
+    for before, after in zip(ordered, ordered[1:]):
+        gap = seconds(after["started_at"]) - seconds(before["finished_at"])
+        check(gap >= 1.5 - 0.01, "re-measurement %s started %.3f s after %s ended"
+              % (after["run_id"], gap, before["run_id"]))
+    m = re.search(r"[\d.]+ s measuring, (\d+) s waiting between them", p.stderr)
+    check(m and int(m.group(1)) >= 1, p.stderr)
+
+
 def test_fast_build_no_confirmation():
     # the fast build again after main's history: nothing suspect, nothing re-measured
     p = run(MAIN[HISTORY], "main", "--confirm", "10")
@@ -327,7 +366,8 @@ def test_daemon_confirmation_job():
     token = S.col.token("agent", DAEMON_HOST)
     matrix = "matrix:\n  profile: quick\n  ops: [plain]\n  samples: %d\n" % SAMPLES
     ag = a.Agent(S.url, token, DAEMON_HOST, matrix=matrix, collector_extra="  poll_wait: 5s\n",
-                 extra=subjects_config(S.src) + "schedule:\n  check_every: 1h\n")
+                 extra=subjects_config(S.src)
+                 + "schedule:\n  check_every: 1h\n  confirm_gap: 0s\n")
     # main's history, measured before the host ever polled: no confirmation job for those
     for sha in MAIN[:HISTORY]:
         p = ag.run("run", "--project", "e2e", "--commit", sha, "--ref", "main", "--quiet",

@@ -41,6 +41,7 @@ static const char full[] = "collector:\n"
                            "  every: 24h\n"
                            "  on_change: no\n"
                            "  check_every: 1m\n"
+                           "  confirm_gap: 45s\n"
                            "  project: plat\n"
                            "  ref: refs/heads/sched\n"
                            "  commit: 0123abcd\n"
@@ -92,6 +93,7 @@ static void test_full(void **state)
 	assert_string_equal(cfg.ops, "llsc,stadd");
 	assert_int_equal(cfg.samples, 50);
 	assert_int_equal(cfg.schedule_every_ms, 24 * 3600 * 1000);
+	assert_int_equal(cfg.confirm_gap_ms, 45000);
 	assert_false(cfg.on_change);
 	assert_string_equal(cfg.schedule_ref, "refs/heads/sched");
 	assert_string_equal(cfg.schedule_commit, "0123abcd");
@@ -140,6 +142,7 @@ static void test_defaults(void **state)
 	assert_null(cfg.ca_file);
 	assert_null(cfg.profile);
 	assert_int_equal(cfg.schedule_every_ms, 0);
+	assert_int_equal(cfg.confirm_gap_ms, 30000); /* AW_CONFIRM_DEFAULT_GAP_S */
 	assert_true(cfg.on_change);
 	assert_string_equal(cfg.schedule_project, "platform");
 	assert_string_equal(cfg.schedule_ref, "schedule");
@@ -218,6 +221,10 @@ static const struct {
      "bad.yaml:3:20: 'commit' must be a commit id of 7 to 64 hex digits, got 'xyz'"},
     {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nschedule: {on_change: maybe}\n",
      "bad.yaml:3:23: expected true or false, got 'maybe'"},
+    {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nschedule: {confirm_gap: 2h}\n",
+     "bad.yaml:3:25: 'confirm_gap' must be between 0 ms and 3600000 ms, got '2h'"},
+    {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nschedule: {confirm_gap: -1}\n",
+     "bad.yaml:3:25: 'confirm_gap' must be a duration"},
     {"collector: {url: http://x, token_file: /t\nspool: {dir: /s}\n", "bad.yaml:2:"},
     {"- just\n- a list\n", "bad.yaml:1:1: the top level must be a mapping, not a list"},
     {"", "bad.yaml:1:1: the file is empty"},
