@@ -25,12 +25,14 @@ struct head {
 	bool found, by_bisect;
 	char platform[AW_SHA256_HEX_LEN + 1];
 	int64_t order_us;
+	int64_t first_seq; /* the commit's oldest run on the host */
 };
 
 static int on_head(const struct store_run *r, void *cls)
 {
 	struct head *h = cls;
 
+	h->first_seq = r->seq; /* (newest first: the last one seen is the oldest) */
 	if (h->found)
 		return 0; /* newest first: the newest run decides */
 	h->found = true;
@@ -58,11 +60,14 @@ static int on_before(const struct store_run *r, void *cls)
 	return 0;
 }
 
+/* (at `order_us` itself, commits whose times tie with it, those measured before `seq`: the
+ * history's rule, analysis.c) */
 static int commit_before(struct store_conn *c, const char *project, const char *host,
-                         const char *ref, const char *commit, int64_t order_us, char *out)
+                         const char *ref, const char *commit, int64_t order_us, int64_t seq,
+                         char *out)
 {
 	struct before b = {.skip = commit};
-	int rc = store_ref_history(c, project, host, ref, order_us, 0, HEAD_RUNS, on_before, &b);
+	int rc = store_ref_history(c, project, host, ref, order_us, seq, HEAD_RUNS, on_before, &b);
 
 	out[0] = '\0';
 	if (!rc && b.found)
@@ -217,7 +222,7 @@ static int on_cp(const struct store_changepoint *cp, void *cls)
 	rc = store_verdict_list(s->c, s->project, cp->commit, s->host, 1, on_verdict_json,
 	                        &host_changed);
 	if (!rc && !host_changed)
-		rc = commit_before(s->c, s->project, s->host, s->ref, cp->commit, cp->order_us,
+		rc = commit_before(s->c, s->project, s->host, s->ref, cp->commit, cp->order_us, 0,
 		                   good);
 	if (!rc && !host_changed && good[0])
 		rc = add(s->fs, good, cp->commit, "changepoint", cp->cell_key);
@@ -291,7 +296,7 @@ int aw_bisect_queue(struct store_conn *c, const struct aw_analysis_opts *o, cons
 	if (rc || !head.found || head.by_bisect || !head.platform[0])
 		return rc; /* a bisection's own runs start none */
 	/* the verdict's confirmed regressions (host changed is not one) */
-	rc = commit_before(c, project, host, ref, commit, head.order_us, good);
+	rc = commit_before(c, project, host, ref, commit, head.order_us, head.first_seq, good);
 	for (size_t i = 0; !rc && good[0] && i < v->n_cells; i++)
 		if (v->cells[i].verdict == AW_VERDICT_REGRESSED && v->cells[i].gate == AW_GATE_FAIL)
 			rc = add(&fs, good, commit, "verdict", v->cells[i].key);

@@ -40,11 +40,17 @@ class Suite:
 S = Suite()
 
 
-def doc(host, i, slow=1.0, control=1.0, kernel="6.12.0", chase=1.0):
+def sha(i, rebased=False):
+    return "%040x" % ((0xbeef0000 if rebased else 0xc0ffee00) + i)
+
+
+def doc(host, i, slow=1.0, control=1.0, kernel="6.12.0", chase=1.0, same_second=False):
     """Run i of `host` (commit i), `slow` on KEY, the control and references times `control`,
-    the memory chase's reference times `chase` too."""
-    d = h.make_doc(host=host, project="hc", commit="%040x" % (0xc0ffee00 + i), cells=40, seed=i,
-                   commit_time="2026-11-%02dT10:00:00Z" % (1 + i))
+    the memory chase's reference times `chase` too; `same_second`: every commit made in one
+    second, as a rebase leaves them (git's times are whole seconds), with commits of their own."""
+    d = h.make_doc(host=host, project="hc", commit=sha(i, same_second), cells=40, seed=i,
+                   commit_time="2026-11-01T10:00:00Z" if same_second
+                   else "2026-11-%02dT10:00:00Z" % (1 + i))
     d["host"]["changing"]["kernel"] = kernel
     for c in d["cells"]:
         if c["key"] == KEY:
@@ -70,14 +76,14 @@ def upload(host, token, d):
     eq(r.status, 201, r)
 
 
-def history(host, chase=(1, 1, 1, 1, 1, 1)):
+def history(host, chase=(1, 1, 1, 1, 1, 1), same_second=False):
     token = S.col.token("agent", host)
     # a daemon host that could bisect a matrix cell (the step command's way)
     r = S.col.request("GET", "/api/v1/jobs/next?host=%s&subjects=&step=kernel" % host,
                       token=token)
     eq(r.status, 204, r)
     for i in range(6):
-        upload(host, token, doc(host, i, chase=chase[i]))
+        upload(host, token, doc(host, i, chase=chase[i], same_second=same_second))
     return token
 
 
@@ -168,6 +174,22 @@ def test_steady_control_regresses():
             logs[-20:]))
 
 
+def test_commits_of_one_second():
+    # a rebased series: every commit's time the same second. Its order ties, so the history is
+    # the commits measured before the head (e2e.ci.demo's commits were judged 'new' before) and
+    # the bisection starts from the commit measured just before it
+    token = history("h-rebase", same_second=True)
+    head = doc("h-rebase", 6, slow=1.3, same_second=True)
+    upload("h-rebase", token, head)
+    g = verdict("h-rebase", head["commit"])
+    eq(g["hosts"][0]["baseline_runs"], 6, g["hosts"][0])
+    eq(cell_of(g, KEY)["verdict"], "regressed")
+    bis = a.wait_for(lambda: S.col.request("GET", "/api/v1/bisects?host=h-rebase&commit="
+                                           + head["commit"]).json()["bisects"], 30,
+                     "a bisection")
+    eq((bis[0]["good"], bis[0]["bad"]), (sha(5, True), head["commit"]), bis[0])
+
+
 def test_small_control_move_under_large_regression():
     token = history("h-small")
     head = doc("h-small", 6, slow=1.3, control=1.015)
@@ -226,7 +248,8 @@ def main():
               test_small_control_move_under_large_regression),
              ("test_noisy_reference_is_no_shift", test_noisy_reference_is_no_shift),
              ("test_one_series_is_no_shift", test_one_series_is_no_shift),
-             ("test_fingerprint_change_is_host_changed", test_fingerprint_change_is_host_changed)]
+             ("test_fingerprint_change_is_host_changed", test_fingerprint_change_is_host_changed),
+             ("test_commits_of_one_second", test_commits_of_one_second)]
     h.run(tests, "host changed (%s)" % args.backend)
 
 
