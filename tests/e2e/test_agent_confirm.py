@@ -5,7 +5,7 @@ one head run (the gate unconfirmed, exit 0; exit 1 with --strict); atomwatch-age
 --confirm 10 asks the collector for the run's suspects and anchors (GET
 /api/v1/runs/{id}/suspects), re-measures only those, each time a run marked confirmation_of the
 first with the first run's matrix hash and batches, and asks again after each: it stops as soon
-as the collector has no suspect left (a handful of runs, not ten), and the gate then fails on
+as the collector has no suspect left (the regression in a few runs), and the gate then fails on
 the confirmed regression. A fast build with no suspect makes no confirmation. The suspects
 endpoint answers only the host's own agent token (or ci/admin) and names the run's anchor cells
 and the collector's confirm_budget; --confirm 0, -1 and x, --confirm-budget-s 0, -5, abc and
@@ -234,11 +234,16 @@ def test_confirmation_fails_the_gate():
     eq(why, "no suspect left", p.stderr)
     eq(status, "fail", p.stderr)
     eq(made, len(confirmations), "the summary counts the stored confirmations")
-    check(1 <= len(confirmations) <= 3,
-          "stopped as soon as nothing was suspect (not after 10): %d\n%s"
-          % (len(confirmations), p.stderr))
+    # the regression is decided by a re-measurement or a few; other cells a loaded machine
+    # made suspect in the first run (noise) may take more, and each is re-measured only while
+    # it is suspect
+    confirmations.sort(key=lambda d: d["started_at"])
+    with_key = [d for d in confirmations if KEY in [c["key"] for c in d["cells"]]]
+    check(1 <= len(with_key) <= 3 and with_key == confirmations[:len(with_key)],
+          "%s re-measured in %d of %d confirmations, the first ones\n%s"
+          % (KEY, len(with_key), len(confirmations), p.stderr))
     for d in confirmations:
-        check_confirmation(d, doc, [KEY])
+        check_confirmation(d, doc, [KEY] if d in with_key else [])
     r = S.col.request("GET", "/api/v1/runs/%s/suspects" % head, token=S.ci)
     eq((r.json()["suspects"], r.json()["status"]), ([], "fail"), r.json())
     g = gate(SLOW_B)
@@ -247,7 +252,7 @@ def test_confirmation_fails_the_gate():
     v = S.col.request("GET", "/api/v1/gate?project=e2e&commit=%s&all=1" % SLOW_B).json()
     cell = [c for c in v["hosts"][0]["cells"] if c["key"] == KEY][0]
     eq(cell["verdict"], "regressed")
-    eq(cell["head_runs"], 1 + len(confirmations), "the first run and its confirmations")
+    eq(cell["head_runs"], 1 + len(with_key), "the first run and its confirmations")
 
 
 def test_confirmation_limits():
