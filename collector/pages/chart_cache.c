@@ -22,6 +22,7 @@
 #define REL_MAX      1100 /* bytes of a path under the data dir */
 #define SCAN_DEPTH   16   /* directory levels below charts/ a scan descends */
 #define BUCKETS_INIT 1024
+#define HOLDS        64 /* locks the charts' directories are spread over */
 
 /* One block per cached file, its path inline: the index lives as long as the process, so it
  * should cost one allocation per file (about 200 bytes with a typical path), not two. */
@@ -46,6 +47,7 @@ static struct entry *entry_new(const char *rel)
 
 struct aw_chart_cache {
 	pthread_mutex_t lock;
+	pthread_mutex_t holds[HOLDS]; /* a chart's files while they change (aw_chart_cache_hold) */
 	char *dir;
 	uint64_t max_bytes, bytes, files;
 	struct entry **buckets;
@@ -347,6 +349,8 @@ int aw_chart_cache_new(const char *data_dir, uint64_t max_bytes, bool scan,
 	if (!cc)
 		return aw_errorf(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&cc->lock, NULL);
+	for (int i = 0; i < HOLDS; i++)
+		pthread_mutex_init(&cc->holds[i], NULL);
 	cc->max_bytes = max_bytes;
 	cc->n_buckets = BUCKETS_INIT;
 	cc->dir = strdup(data_dir);
@@ -390,6 +394,8 @@ void aw_chart_cache_free(struct aw_chart_cache **ccp)
 	free(cc->buckets);
 	free(cc->dir);
 	pthread_mutex_destroy(&cc->lock);
+	for (int i = 0; i < HOLDS; i++)
+		pthread_mutex_destroy(&cc->holds[i]);
 	free(cc);
 	*ccp = NULL;
 }
@@ -467,6 +473,27 @@ int aw_chart_cache_publish(struct aw_chart_cache *cc, struct store_conn *c, cons
 	return rc;
 }
 
+/* The lock of the directory of `rel`: a chart's files share one. */
+static pthread_mutex_t *hold_of(struct aw_chart_cache *cc, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (const char *p = rel; p < (slash ? slash : rel); p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return &cc->holds[h % HOLDS];
+}
+
+void aw_chart_cache_hold(struct aw_chart_cache *cc, const char *rel)
+{
+	pthread_mutex_lock(hold_of(cc, rel));
+}
+
+void aw_chart_cache_unhold(struct aw_chart_cache *cc, const char *rel)
+{
+	pthread_mutex_unlock(hold_of(cc, rel));
+}
+
 bool aw_chart_cache_has(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
 {
 	struct db_copy d = {.rc = 0};
@@ -477,7 +504,7 @@ bool aw_chart_cache_has(struct aw_chart_cache *cc, struct store_conn *c, const c
 	return c && store_chart_stat(c, rel, on_chart, &d) == 0;
 }
 
-int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
+static int refresh_held(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
 {
 	char known[AW_SHA256_HEX_LEN + 1];
 	struct db_copy d = {.rc = 0};
@@ -485,8 +512,6 @@ int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, cons
 	struct stat st;
 	int rc;
 
-	if (!c)
-		return 0;
 	known_hash(cc, rel, known, sizeof(known));
 	rc = store_chart_stat(c, rel, on_chart, &d);
 	if (rc)
@@ -513,5 +538,17 @@ int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, cons
 	}
 	free(err);
 	free(d.data);
+	return rc;
+}
+
+int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, const char *rel)
+{
+	int rc;
+
+	if (!c)
+		return 0;
+	aw_chart_cache_hold(cc, rel);
+	rc = refresh_held(cc, c, rel);
+	aw_chart_cache_unhold(cc, rel);
 	return rc;
 }

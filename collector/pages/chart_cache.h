@@ -47,14 +47,23 @@ const char *aw_chart_cache_dir(const struct aw_chart_cache *cc);
 int aw_chart_cache_publish(struct aw_chart_cache *cc, struct store_conn *c, const char *rel,
                            const char *hash);
 
+/* Holds the files of one chart (those of `rel`'s directory, where a chart keeps its SVG, PNG and
+ * table) against aw_chart_cache_refresh() while a worker draws and publishes them. Without it,
+ * a page asked for between a draw and its publish found the database's copy older than the
+ * file, took it for another collector's newer one and wrote it over the new drawing, which was
+ * then published under the new hash and served from then on. aw_chart_cache_publish() is
+ * called with the hold; each hold is released once, by the thread that took it. */
+void aw_chart_cache_hold(struct aw_chart_cache *cc, const char *rel);
+void aw_chart_cache_unhold(struct aw_chart_cache *cc, const char *rel);
+
 /* Whether the file at `rel` is in the cache (a regular, non-empty file) or in the database
  * (stat only: nothing is fetched). */
 bool aw_chart_cache_has(struct aw_chart_cache *cc, struct store_conn *c, const char *rel);
 
 /* Makes the cached file at `rel` the database's copy, fetching it when the cache has none or an
- * older one. When the database has none, or cannot be reached, what the cache holds is left as
- * it is. Returns 0 (the file, if any, may be read), or a negative errno for a file that could
- * not be written (logged). */
+ * older one; it waits for a draw of that chart that holds it (aw_chart_cache_hold()). When the
+ * database has none, or cannot be reached, what the cache holds is left as it is. Returns 0 (the
+ * file, if any, may be read), or a negative errno for a file that could not be written (logged). */
 int aw_chart_cache_refresh(struct aw_chart_cache *cc, struct store_conn *c, const char *rel);
 
 /* Writes the database's copy of `rel` to <dir>/<rel> (creating directories; for the static

@@ -127,6 +127,7 @@ int aw_draw_ab(struct aw_draw *d, const char *ab_id, char **err)
 	    .n_rounds = n_rounds,
 	    .pct = pct,
 	};
+	draw_hold(d, &id);
 	rc = draw_published(d, &id,
 	                    aw_chart_draw_ab(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:

@@ -203,12 +203,15 @@ int draw_compare_with(struct aw_draw *d, struct aw_arena *a, struct commit_host 
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_COMPARE, .commit = head->commit, .host = head->host, .base = base};
 
+	draw_hold(d, &id);
 	rc = aw_chart_draw_compare(d->gp, d->data_dir, &id, &chart, d->flags, err);
 	if (rc >= 0) {
 		int table_rc = write_table(d->data_dir, &id, a, &head->cells, &baseline, err);
 
-		rc = draw_published(d, &id, table_rc ? table_rc : rc);
+		if (table_rc)
+			rc = table_rc;
 	}
+	rc = draw_published(d, &id, rc);
 out:
 	aw_strmap_free(&regressed);
 	draw_cellset_release(&baseline);

@@ -393,13 +393,32 @@ static int file_hash(const char *data_dir, const char *rel, bool sidecar, char *
 /* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
  * AW_DRAW_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
  * this collector's disk, but not for the others). Returns rc. */
+void draw_hold(struct aw_draw *d, const struct aw_chart_id *id)
+{
+	char rel[1100];
+
+	/* a chart without a path is held by nothing: its draw fails on the path */
+	if (d->publish && !aw_chart_path(id, "svg", rel, sizeof(rel)))
+		aw_chart_cache_hold(d->publish, rel);
+}
+
+static void draw_unhold(struct aw_draw *d, const struct aw_chart_id *id)
+{
+	char rel[1100];
+
+	if (d->publish && !aw_chart_path(id, "svg", rel, sizeof(rel)))
+		aw_chart_cache_unhold(d->publish, rel);
+}
+
 int draw_published(struct aw_draw *d, const struct aw_chart_id *id, int rc)
 {
 	char rel[3][1100], hash[AW_SHA256_HEX_LEN + 1];
 	int n, one = 0;
 
-	if (rc < 0 || !d->publish)
+	if (rc < 0 || !d->publish) {
+		draw_unhold(d, id);
 		return rc;
+	}
 	n = chart_files(id, rel);
 	for (int i = 0; i < n && !one; i++) {
 		one = file_hash(d->data_dir, rel[i], i < 2, hash);
@@ -409,6 +428,7 @@ int draw_published(struct aw_draw *d, const struct aw_chart_id *id, int rc)
 		else
 			one = aw_chart_cache_publish(d->publish, d->conn, rel[i], hash);
 	}
+	draw_unhold(d, id);
 	if (n < 0)
 		one = n;
 	if (one && !d->store_rc)

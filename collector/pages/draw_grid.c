@@ -104,6 +104,7 @@ int draw_percpu_with(struct aw_draw *d, struct aw_arena *a, struct commit_host *
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_PERCPU, .commit = head->commit, .host = head->host};
 
+	draw_hold(d, &id);
 	rc = draw_published(d, &id,
 	                    aw_chart_draw_percpu(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:
@@ -201,6 +202,7 @@ int draw_contention_with(struct aw_draw *d, struct aw_arena *a, struct commit_ho
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_CONTENTION, .commit = head->commit, .host = head->host, .name = name};
 
+	draw_hold(d, &id);
 	return draw_published(
 	    d, &id, aw_chart_draw_contention(d->gp, d->data_dir, &id, &chart, d->flags, err));
 }
@@ -334,6 +336,7 @@ int draw_heatmap(struct aw_draw *d, struct aw_arena *a, const char *commit, char
 	const struct aw_chart_heatmap chart = {title, row_names, n_rows, col_names, newest.n, p50};
 	const struct aw_chart_id id = {.kind = AW_CHART_HEATMAP, .commit = commit};
 
+	draw_hold(d, &id);
 	rc = draw_published(d, &id,
 	                    aw_chart_draw_heatmap(d->gp, d->data_dir, &id, &chart, d->flags, err));
 out:

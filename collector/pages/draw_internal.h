@@ -122,9 +122,14 @@ void draw_count_one(struct aw_draw *d, int rc);
  * Returns rc. */
 int draw_count(struct aw_draw *d, int rc, char **err, char **first_err, int *first);
 
+/* Holds chart `id`'s files against the cache's refresh (aw_chart_cache_hold()) before it is
+ * drawn; draw_published() lets them go. Nothing when d publishes nothing. */
+void draw_hold(struct aw_draw *d, const struct aw_chart_id *id);
+
 /* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
  * AW_DRAW_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
- * this collector's disk, but not for the others). Returns rc. */
+ * this collector's disk, but not for the others). Called after draw_hold() whatever the draw's
+ * outcome: it lets the files go. Returns rc. */
 int draw_published(struct aw_draw *d, const struct aw_chart_id *id, int rc);
 
 /* ---- the charts of one commit ---- */

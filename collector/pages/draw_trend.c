@@ -261,6 +261,7 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 	const struct aw_chart_id id = {
 	    .kind = AW_CHART_TREND, .host = t->host, .ref = t->ref, .name = group};
 
+	draw_hold(t->d, &id);
 	return draw_published(
 	    t->d, &id,
 	    aw_chart_draw_trend(t->d->gp, t->d->data_dir, &id, &chart, t->d->flags, err));

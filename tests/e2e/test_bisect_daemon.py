@@ -27,7 +27,7 @@ from harness import check, eq  # noqa: E402
 
 HOST = "bisect-daemon"
 HOST2 = "bisect-twin"
-CONFIG = "detection:\n  confirm_runs: 1\n  confirm_jobs: 0\n"
+CONFIG = "log_level: debug\ndetection:\n  confirm_runs: 1\n  confirm_jobs: 0\n"
 
 
 class Suite:
@@ -166,10 +166,14 @@ def test_trend_marks_culprit():
         svg = a.wait_for(drawn, 120, "a trend chart naming the culprit")
     except AssertionError as e:
         marks = re.findall(r">([^<]*(?:culprit|host)[^<]*)<", seen.get("body", ""))
+        logs = [x for x in S.col.logs().splitlines() if "trends" in x or "warn" in x
+                or "bisect" in x]
         raise AssertionError("%s: the chart (HTTP %s) marks %s; the post-ingest tasks: %s; "
-                             "the bisections: %s" % (e, seen.get("status"), marks,
-                                                      h.postingest_gauges(S.col.port),
-                                                      bisects(project="bd")))
+                             "the bisections: %s; the collector's log of trends and "
+                             "bisections:\n%s" % (e, seen.get("status"), marks,
+                                                   h.postingest_gauges(S.col.port),
+                                                   bisects(project="bd"),
+                                                   "\n".join(logs[-60:])))
     check("culprit" in svg, svg[:200])
 
 

@@ -2,13 +2,18 @@
  * a real SQLite store: a file drawn here is stored once per hash, a collector with an empty
  * cache fetches it, one whose copy is older fetches the new one, the cache never holds more than
  * its bound (oldest used dropped first, with the drawing sidecar), the files already there are
- * counted at start, and the export writes the database's copy. */
+ * counted at start, and the export writes the database's copy. A page asked for while a worker
+ * draws and publishes a chart waits for it: it never writes the database's older copy over the
+ * new drawing (which was then published under the new hash). */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +148,70 @@ static void test_publish_fetch_refresh(void **state)
 	store_close(&s);
 }
 
+struct page_ask {
+	struct store *s;
+	struct aw_chart_cache *cc;
+	atomic_int done;
+	int rc;
+};
+
+/* A page's request for the chart, on its own connection, as the HTTP threads make it. */
+static void *ask_page(void *cls)
+{
+	struct page_ask *p = cls;
+	struct store_conn *c = NULL;
+	char *err = NULL;
+
+	p->rc = store_connect(p->s, &c, &err);
+	if (!p->rc)
+		p->rc = aw_chart_cache_refresh(p->cc, c, REL("1"));
+	store_disconnect(&c);
+	free(err);
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+static void test_refresh_waits_for_a_draw(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_chart_cache *a = NULL;
+	struct page_ask ask = {.s = s};
+	struct timespec pause = {0, 300 * 1000 * 1000};
+	char dir_a[128], dir_x[128], *err = NULL;
+	struct hash_of h = {0};
+	pthread_t t;
+
+	(void)state;
+	snprintf(dir_a, sizeof(dir_a), "%s/held", dir);
+	snprintf(dir_x, sizeof(dir_x), "%s/held-export", dir);
+	assert_int_equal(aw_chart_cache_new(dir_a, 0, true, &a, &err), 0);
+	ask.cc = a;
+	put_file(dir_a, REL("1"), "<svg>old</svg>");
+	assert_int_equal(aw_chart_cache_publish(a, c, REL("1"), "h-old"), 0);
+	/* a worker draws it again (a file of another size), then publishes it; a page asks for
+	 * it in between */
+	aw_chart_cache_hold(a, REL("1"));
+	put_file(dir_a, REL("1"), "<svg>new, with the culprit</svg>");
+	assert_int_equal(pthread_create(&t, NULL, ask_page, &ask), 0);
+	nanosleep(&pause, NULL); /* time enough to fetch the database's copy, were it let */
+	assert_int_equal(atomic_load(&ask.done), 0);
+	assert_string_equal(file_text(dir_a, REL("1")), "<svg>new, with the culprit</svg>");
+	assert_int_equal(aw_chart_cache_publish(a, c, REL("1"), "h-new"), 0);
+	aw_chart_cache_unhold(a, REL("1"));
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(ask.rc, 0);
+	/* the page got the new drawing, and the database holds it under its hash */
+	assert_string_equal(file_text(dir_a, REL("1")), "<svg>new, with the culprit</svg>");
+	assert_int_equal(store_chart_stat(c, REL("1"), on_chart, &h), 0);
+	assert_string_equal(h.hash, "h-new");
+	assert_int_equal(aw_chart_fetch(c, REL("1"), dir_x, &err), 0);
+	assert_string_equal(file_text(dir_x, REL("1")), "<svg>new, with the culprit</svg>");
+	aw_chart_cache_free(&a);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 static void test_bound_and_scan(void **state)
 {
 	struct store_conn *c;
@@ -229,6 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_publish_fetch_refresh),
 	    cmocka_unit_test(test_bound_and_scan),
+	    cmocka_unit_test(test_refresh_waits_for_a_draw),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
