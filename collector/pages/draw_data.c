@@ -390,9 +390,6 @@ static int file_hash(const char *data_dir, const char *rel, bool sidecar, char *
 	return rc;
 }
 
-/* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
- * AW_DRAW_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
- * this collector's disk, but not for the others). Returns rc. */
 void draw_hold(struct aw_draw *d, const struct aw_chart_id *id)
 {
 	char rel[1100];
@@ -410,6 +407,10 @@ static void draw_unhold(struct aw_draw *d, const struct aw_chart_id *id)
 		aw_chart_cache_unhold(d->publish, rel);
 }
 
+/* Stores the files of chart `id` that were just drawn, or found unchanged (rc 0 or
+ * AW_DRAW_CACHED), in the database; a failure there is kept in d->store_rc (the chart is on
+ * this collector's disk, but not for the others). Lets the files go (draw_hold()). Returns
+ * rc. */
 int draw_published(struct aw_draw *d, const struct aw_chart_id *id, int rc)
 {
 	char rel[3][1100], hash[AW_SHA256_HEX_LEN + 1];
