@@ -177,7 +177,7 @@ measure() { # COMMIT REF
 		[ "$i" = 3 ] && confirm="--confirm 3 --confirm-gap-s 0"
 		# shellcheck disable=SC2086 # the options are two words each
 		run_id=$(agent_do run --config "$dir/agent.yaml" --project "$project" \
-			--commit "$1" --ref "$2" --subject libpcpu --quiet $confirm | head -n 1)
+			--commit "$1" --ref "$2" --subject libpcpu --quiet $confirm)
 		printf ' %.8s' "$run_id"
 	done
 	echo
