@@ -57,13 +57,19 @@ struct aw_chart_cache {
 
 /* ---- the index ---- */
 
+/* FNV-1a of the first n bytes of s */
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
 static uint64_t hash_rel(const char *rel)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	for (const unsigned char *p = (const unsigned char *)rel; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return h;
+	return hash_bytes(rel, strlen(rel));
 }
 
 static size_t bucket_of(const struct aw_chart_cache *cc, const char *rel)
@@ -477,11 +483,8 @@ int aw_chart_cache_publish(struct aw_chart_cache *cc, struct store_conn *c, cons
 static pthread_mutex_t *hold_of(struct aw_chart_cache *cc, const char *rel)
 {
 	const char *slash = strrchr(rel, '/');
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
 
-	for (const char *p = rel; p < (slash ? slash : rel); p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return &cc->holds[h % HOLDS];
+	return &cc->holds[hash_bytes(rel, slash ? (size_t)(slash - rel) : 0) % HOLDS];
 }
 
 void aw_chart_cache_hold(struct aw_chart_cache *cc, const char *rel)
