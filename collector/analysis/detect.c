@@ -262,7 +262,11 @@ static double exceedance(const struct cell *c, size_t j, double by)
 
 /* The move of m head runs b[] of a level against its base runs: their median's distance d from
  * the level's centre (log) and its standard errors up and down, the head's own spread counted
- * once three runs can show it (a run alone gets screen_noise at least). a: scratch of m. */
+ * once three runs can show it (a run alone gets screen_noise at least). su is how far above
+ * the truth the head may read, which tests a slowdown and bounds the change from below; sd how
+ * far below, which tests a speed-up and bounds the change from above: a cell whose runs now
+ * and then read low (a fast spell, a reference that overcorrects) has a wide upper bound,
+ * however tight its runs sit above their centre. a: scratch of m. */
 static void head_move(const struct aw_detect_opts *o, const struct cell *c, double centre,
                       size_t n_base, double *b, size_t m, double *a, double *med, double *su,
                       double *sd)
@@ -287,6 +291,25 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 	(void)centre;
 }
 
+/* Whether run i (index into y) was measured with the correcting reference beyond the band of
+ * the baseline's central runs (ref_lo, ref_hi) by more than the cell's noise once corrected: the
+ * history says little about the correction of such a run (one reading of the reference can
+ * stray where the cell did not, and the correction then makes a +10% build read -3%), so like
+ * a run in a state the baseline hardly visits it neither clears the cell nor confirms a move.
+ * Re-measurements at other moments decide. */
+static bool off_band(const struct cell *c, const struct aw_detect_result *r, size_t i)
+{
+	double x, beyond;
+
+	if (r->reference < 0 || !isfinite(c->ref_lo) || !isfinite(c->ref_hi))
+		return false;
+	x = c->x[r->reference][i];
+	if (!isfinite(x))
+		return false;
+	beyond = x > c->ref_hi ? x - c->ref_hi : x < c->ref_lo ? c->ref_lo - x : 0;
+	return r->ref_slope * beyond > fmax(c->up, c->down);
+}
+
 /* Phase 3: each level's change (its head runs against its base runs), and the candidates for
  * the false discovery correction: the levels that count (the dominant one, and every one the
  * host spends level_share of its runs in), Bonferroni over them. A level is unchanged when its
@@ -301,8 +324,14 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 
 	c->p_up = c->p_down = 1;
 	c->up_level = c->down_level = -1;
-	for (size_t i = 0; i < c->nh && i < 256; i++)
+	r->off_n = 0;
+	for (size_t i = 0; i < c->nh && i < 256; i++) {
 		c->head_lev[i] = detect_head_level(c, r, c->nb + i);
+		if (off_band(c, r, c->nb + i)) {
+			c->head_lev[i] = -1; /* in no level: it decides nothing */
+			r->off_n++;
+		}
+	}
 	for (size_t j = 0; j < r->n_levels; j++)
 		counted += j == r->dominant || r->levels[j].share >= o->level_share;
 	for (size_t j = 0; j < r->n_levels; j++) {
@@ -329,8 +358,8 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		           : (sd > 0 ? d / sd : -INFINITY);
 		l->head = exp(med);
 		l->change = expm1(d);
-		l->change_lo = expm1(d - tq * sd);
-		l->change_hi = expm1(d + tq * su);
+		l->change_lo = expm1(d - tq * su);
+		l->change_hi = expm1(d + tq * sd);
 		l->pvalue = aw_t_sf(d >= 0 ? t : -t, c->df);
 		/* bounded within the threshold both ways (a run far faster than the level is no
 		 * pass either: a faster machine state may hide a slower build), by the
@@ -345,11 +374,11 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		} else {
 			med = d, cu = su, cd = sd;
 		}
-		if (med + tq * cu < thr && med - tq * cd > -thr)
+		if (med + tq * cd < thr && med - tq * cu > -thr)
 			l->verdict = AW_VERDICT_UNCHANGED;
 		if (!(j == r->dominant || l->share >= o->level_share))
 			continue;
-		if (d > 0 && d + tq * su >= thr) {
+		if (d > 0 && d + tq * sd >= thr) {
 			double p = fmax(l->pvalue * (double)counted, exceedance(c, j, thr / 2));
 
 			if (p < c->p_up) {
@@ -357,7 +386,7 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 				c->up_level = (int)j;
 			}
 		}
-		if (d < 0 && d - tq * sd <= -thr) {
+		if (d < 0 && d - tq * su <= -thr) {
 			double p = fmax(l->pvalue * (double)counted, exceedance(c, j, -thr / 2));
 
 			if (p < c->p_down) {
@@ -464,7 +493,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	r->agree_n = 0;
 	if (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) {
 		int sign = r->verdict == AW_VERDICT_REGRESSED ? 1 : -1;
-		double one = fmax(sign > 0 ? c->up : c->down, o->screen_noise) *
+		double one = fmax(sign > 0 ? c->down : c->up, o->screen_noise) *
 		             sqrt(1 + 1.0 / (double)c->nb);
 
 		for (size_t i = 0; i < c->nh && i < 256; i++) {
@@ -518,6 +547,14 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	if (r->verdict != AW_VERDICT_UNKNOWN)
 		return;
+	if (!dom->n_head && r->off_n && r->reference >= 0) {
+		snprintf(
+		    r->note, sizeof(r->note),
+		    "%zu of %zu head runs measured with the reference beyond anything usual in "
+		    "the history: they decide nothing",
+		    r->off_n, r->head_n);
+		return;
+	}
 	if (!dom->n_head) {
 		snprintf(r->note, sizeof(r->note),
 		         "no head run in the level of %.0f%% of the history (the machine was in "
@@ -684,6 +721,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		r->pvalue = r->qvalue = 1;
 		if (gather(&in[i], &o, r, c))
 			goto out;
+		c->ref_lo = c->ref_hi = NAN;
 		if (!c->nb) {
 			r->verdict = AW_VERDICT_NEW;
 			r->head = c->raw_head;
@@ -706,7 +744,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 				r->ref_slope = r->ref_gain = NAN;
 				detect_take_levels(c, r, bounds, a, b);
 			} else {
-				detect_adjust(c, r, centre);
+				detect_adjust(c, r, centre, a);
 			}
 		}
 		detect_find_levels(&o, c, r, a, b, s);

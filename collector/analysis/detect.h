@@ -112,6 +112,8 @@ struct aw_detect_result {
 	size_t unseen_n;       /* head runs measured in a memory state beyond the baseline's
 	                          (state_margin): they confirm no move */
 	double unseen_by;      /* the largest such state over the baseline's median (or NAN) */
+	size_t off_n;          /* head runs whose correcting reference read beyond the band of
+	                          the baseline's central runs: they decide nothing */
 	int reference;         /* the input's ref[] index the values were adjusted by, or -1 */
 	double ref_slope;      /* d log(value) / d log(reference) */
 	double ref_gain;       /* share of the spread the reference removed */

@@ -25,6 +25,7 @@
 #define REF_MIN_RUNS     8   /* baseline runs a reference must be measured beside to be used */
 #define LEVEL_MIN_RUNS   2   /* runs of a latent level, at least */
 #define REF_LEVEL_RUNS   3   /* runs of each cluster of a reference that splits the levels */
+#define REF_BAND_Q       0.1 /* the correcting reference's band: its baseline's 10th-90th pct */
 #define MAX_BASE         256 /* baseline runs judged at most (window and base commits) */
 
 struct cell {
@@ -43,9 +44,11 @@ struct cell {
 	double head_med[AW_DETECT_LEVELS];
 	double centre[AW_DETECT_LEVELS];
 	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
-	int head_lev[256];                   /* the level of each head run */
-	bool unseen[256];                    /* head run i's memory state was beyond the
-	                                        baseline's (opts.state_margin) */
+	double ref_lo, ref_hi; /* the band of the correcting reference's central baseline runs
+	                          (ref_band), log; NAN when no reference corrects */
+	int head_lev[256];     /* the level of each head run */
+	bool unseen[256];      /* head run i's memory state was beyond the
+	                          baseline's (opts.state_margin) */
 	/* the history before the baseline: its runs' values and references, and the segment
 	 * (between change points) each lies in; they measure the noise, not the centre */
 	double *ey, *ex[AW_DETECT_REFS];
@@ -109,7 +112,7 @@ static inline void detect_one_sided(double *d, size_t n, double *up, double *dow
 double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
                              struct aw_detect_result *r, double *centre, double *a, double *b,
                              double *s);
-void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre);
+void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre, double *a);
 double detect_pick_level_reference(const struct aw_detect_opts *o, struct cell *c,
                                    struct aw_detect_result *r, double *bounds, double *a, double *b,
                                    double *s);

@@ -86,11 +86,13 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
 /* Applies the control variate detect_pick_reference() chose to every value, baseline and head, each
  * run's reference clamped to the range the history's runs show: a run is adjusted by no more
  * than the history showed the reference moving (one reading of 8 batches can stray where the
- * cell did not). */
-void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre)
+ * cell did not). Keeps the band of the baseline's central runs' reference (ref_lo, ref_hi).
+ * a: scratch of the baseline's length. */
+void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre, double *a)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	int q = r->reference;
+	size_t m = 0;
 
 	if (q < 0)
 		return;
@@ -98,7 +100,13 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 		if (isfinite(c->x[q][i])) {
 			lo = fmin(lo, c->x[q][i]);
 			hi = fmax(hi, c->x[q][i]);
+			a[m++] = c->x[q][i];
 		}
+	if (m) { /* (pick_reference asked every baseline run for it: m >= REF_MIN_RUNS) */
+		aw_sort_doubles(a, m);
+		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
+		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
+	}
 	for (size_t i = 0; i < c->ne; i++)
 		if (isfinite(c->ex[q][i])) {
 			lo = fmin(lo, c->ex[q][i]);

@@ -3,7 +3,8 @@
  * reference that explains the machine's clock, one that leaves the cell and must not be used,
  * levels told by a reference (a change free alone and costly when the ports are shared), a run
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
- * the window cut at a change point, the bimodal flag, and the threshold rules. */
+ * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
+ * reference read beyond its usual band (a run that decides nothing), and the threshold rules. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -360,6 +361,64 @@ static void test_families(void **state)
 	assert_true(out[17].qvalue <= 0.05);
 }
 
+/* Runs that now and then read low (a fast spell: one in four 2.5% below the rest, which sit
+ * within 0.05% above): a head that reads +3.8% against a 5% threshold may be +5% or more, since
+ * its runs too may have read low. The change's upper bound is taken from how far runs fall
+ * below their centre, not above it, so such a head is never bounded within the threshold. */
+static void test_runs_that_read_low_widen_the_upper_bound(void **state)
+{
+	double h[30], x[2] = {10 * 1.038, 10 * 1.038};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++)
+		h[i] = i % 4 == 2 ? 10 * 0.975 : 10 * (1 + 0.0005 * ((i * 7) % 5 - 2));
+	r = judge_one(h, 30, x, 2, 0.05);
+	assert_int_not_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	assert_true(r.change > 0.035 && r.change < 0.04);
+	assert_true(r.change_hi >= 0.05);
+	/* the same head over a history that spreads alike both ways is bounded within it */
+	for (int i = 0; i < 30; i++)
+		h[i] = 10 * (1 + 0.0005 * ((i * 7) % 5 - 2));
+	x[0] = x[1] = 10 * 1.02;
+	r = judge_one(h, 30, x, 2, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+/* A history corrected by a reference (the cell follows it run for run) in which the reference
+ * twice read 11% high while the cell moved 7%: a head run measured with the reference that
+ * high reads -3% once corrected although the build is 8% slower. The history says little about
+ * corrections that large, so that run decides nothing (the cell stays undecided, and says why);
+ * re-measurements with the reference where it usually is show the 8%. */
+static void test_reference_beyond_its_band_decides_nothing(void **state)
+{
+	double h[30], ref[30], x[3] = {10.8, 10.8, 10.8}, xref[3] = {1.11, 1.0, 1.0};
+	bool conf[3] = {false, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 30, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		double ripple = 1 + 0.0005 * ((i * 7) % 5 - 2);
+
+		ref[i] = (i == 9 || i == 21 ? 1.11 : 1.0) * ripple;
+		h[i] = 10 * (i == 9 || i == 21 ? 1.07 : 1.0) * ripple;
+	}
+	in.history_ref[2] = ref;
+	in.head_ref[2] = xref;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, 2);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	assert_int_equal(r.off_n, 1);
+	assert_non_null(strstr(r.note, "reference beyond"));
+	in.n_head = 3;
+	in.head_confirmation = conf;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(r.change > 0.07 && r.change < 0.09);
+}
+
 static void test_threshold_rules(void **state)
 {
 	const struct aw_threshold_rule rules[] = {
@@ -392,6 +451,8 @@ int main(void)
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_bimodal_flag),
 	    cmocka_unit_test(test_families),
+	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
+	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
