@@ -29,8 +29,8 @@ def replay(*args):
 
 def tallies(out):
     """The machine-readable lines: {"aa": (gates, loud, commits), "ab": {(shape, variant):
-    (caught, loud, silent, heads, real, real_caught, real_silent)}, "aashape": {shape:
-    (gates, loud, heads)}}."""
+    (caught, loud, silent, heads, real, real_caught, real_silent, sure, sure_caught,
+    sure_silent)}, "aashape": {shape: (gates, loud, heads)}}."""
     t = {"aa": None, "ab": {}, "aashape": {}}
     for line in out.splitlines():
         f = line.split()
@@ -42,7 +42,8 @@ def tallies(out):
             t["aashape"][" ".join(f[4:-3])] = tuple(int(x) for x in f[-3:])
         elif f[1] == "ab":
             # tally ab PATH LOAD SHAPE... VARIANT SHIFT caught loud silent heads real rc rs
-            t["ab"][(" ".join(f[4:-9]), f[-9])] = tuple(int(x) for x in f[-7:])
+            # sure sc ss
+            t["ab"][(" ".join(f[4:-12]), f[-12])] = tuple(int(x) for x in f[-10:])
     return t
 
 
@@ -68,10 +69,14 @@ class Replay(unittest.TestCase):
         self.assertGreater(commits, 0, "A/A heads")
         self.assertLessEqual(gates + loud, commits)
         self.assertTrue(t["ab"], "A/B tallies")
-        for key, (caught, loud, silent, heads, real, rc, rs) in t["ab"].items():
+        for key, (caught, loud, silent, heads, real, rc, rs, sure, sc, ss) in t["ab"].items():
             self.assertEqual(caught + loud + silent, heads, key)
             self.assertLessEqual(real, heads, key)
             self.assertLessEqual(rc + rs, real, key)
+            self.assertLessEqual(sure, real, key)  # surely at the threshold: at it, first
+            self.assertLessEqual(sc, rc, key)
+            self.assertLessEqual(ss, rs, key)
+            self.assertNotIn("atomwatch-control", key[0], "the control cell is no shape")
         for shape, (g, lo, heads) in t["aashape"].items():
             self.assertEqual(heads, commits, shape)
             self.assertLessEqual(g + lo, heads, shape)
