@@ -507,18 +507,39 @@ static enum aw_verdict shape_verdict(const struct verdict_of *v, const char *key
 	return AW_VERDICT_UNKNOWN;
 }
 
-/* The p50 of cell `key` in a run (NAN when it has none). */
-static double p50_of(const json_t *doc, const char *key)
+#define CLOCK_KERNEL "mulchain-v1" /* the latency chain: the clock, not the ports */
+
+/* The p50 of cell `key` in a run (NAN when it has none) in steps of the latency chain measured
+ * beside it (the document's references), as measured where the run has no such reference. The
+ * machine's clock moves by steps (all four references 4% together in `-38`, between minutes) that a
+ * head and its nearest base runs can straddle; the chain feels the clock and not the sharing of the
+ * core's ports, so a shift in its steps keeps what a change costs in either state of the ports
+ * and drops what the clock did. */
+static double steps_of(const json_t *doc, const char *key)
 {
-	size_t i;
-	json_t *cell;
+	size_t i, k;
+	json_t *cell, *ref;
+	double p50 = NAN;
 
 	json_array_foreach (json_object_get(doc, "cells"), i, cell)
-		if (!strcmp(json_string_value(json_object_get(cell, "key")), key))
-			return json_is_number(json_object_get(cell, "p50"))
-			           ? json_number_value(json_object_get(cell, "p50"))
-			           : NAN;
-	return NAN;
+		if (!strcmp(json_string_value(json_object_get(cell, "key")), key)) {
+			if (json_is_number(json_object_get(cell, "p50")))
+				p50 = json_number_value(json_object_get(cell, "p50"));
+			break;
+		}
+	if (isnan(p50))
+		return NAN;
+	json_array_foreach (json_object_get(doc, "references"), k, ref) {
+		const char *kernel = json_string_value(json_object_get(ref, "kernel"));
+		json_t *v;
+
+		if (!kernel || strcmp(kernel, CLOCK_KERNEL))
+			continue;
+		v = json_array_get(json_object_get(ref, "values"), i);
+		return json_is_number(v) && json_number_value(v) > 0 ? p50 / json_number_value(v)
+		                                                     : p50;
+	}
+	return p50;
 }
 
 static double median_of(double *v, size_t n)
@@ -529,13 +550,13 @@ static double median_of(double *v, size_t n)
 
 #define LOCAL_RUNS 20 /* runs of each side in a head's local shift */
 
-/* The shift a head really had, measured without the model: the median p50 of cell `key` over
- * the head and the next runs of its variant (LOCAL_RUNS / 2 in all) against that of the
- * LOCAL_RUNS base runs nearest to it in measuring order, either side. The variant's shift over
- * the whole recording misleads where the effect of a change depends on the machine's level of
- * the moment; this is the change the head's own hour had. NAN when either side is short. With
- * se, also its standard error (log): a local shift is itself a measurement, and one of a +4.8%
- * build reads 5% or more in about one head in three where its runs spread 2%. */
+/* The shift a head really had, measured without the model: the median p50 of cell `key`, in
+ * the latency chain's steps (steps_of()), over the head and the next runs of its variant
+ * (LOCAL_RUNS / 2 in all) against that of the LOCAL_RUNS base runs nearest to it in measuring
+ * order, either side. The variant's shift over the whole recording misleads where the effect of
+ * a change depends on the machine's level of the moment; this is the change the head's own
+ * hour had. NAN when either side is short. With se, also its standard error (log): a local
+ * shift is itself a measurement, and a build at +4.8% reads 5% or more now and then. */
 static double local_shift(const struct recording *rec, size_t at, const char *key, double *se)
 {
 	double h[LOCAL_RUNS], b[LOCAL_RUNS], x;
@@ -543,14 +564,14 @@ static double local_shift(const struct recording *rec, size_t at, const char *ke
 
 	for (size_t j = at; j < rec->n && nh < LOCAL_RUNS / 2; j++)
 		if (!strcmp(rec->variant[j], rec->variant[at]) &&
-		    !isnan(x = p50_of(rec->docs[j], key)))
+		    !isnan(x = steps_of(rec->docs[j], key)))
 			h[nh++] = x;
 	for (size_t d = 1; d < rec->n && nb < LOCAL_RUNS; d++) {
 		if (at >= d && !strcmp(rec->variant[at - d], "base") &&
-		    !isnan(x = p50_of(rec->docs[at - d], key)))
+		    !isnan(x = steps_of(rec->docs[at - d], key)))
 			b[nb++] = x;
 		if (nb < LOCAL_RUNS && at + d < rec->n && !strcmp(rec->variant[at + d], "base") &&
-		    !isnan(x = p50_of(rec->docs[at + d], key)))
+		    !isnan(x = steps_of(rec->docs[at + d], key)))
 			b[nb++] = x;
 	}
 	if (nh < 3 || nb < 3)
