@@ -262,7 +262,8 @@ static double exceedance(const struct cell *c, size_t j, double by)
 
 /* The move of m head runs b[] of a level against its base runs: their median's distance d from
  * the level's centre (log) and its standard errors up and down, the head's own spread counted
- * once three runs can show it (a run alone gets screen_noise at least). su is how far above
+ * once two runs can show it (a run alone gets screen_noise at least): two re-measurements 3%
+ * apart are no bound of 0.2%, whatever the history's noise. su is how far above
  * the truth the head may read, which tests a slowdown and bounds the change from below; sd how
  * far below, which tests a speed-up and bounds the change from above: a cell whose runs now
  * and then read low (a fast spell, a reference that overcorrects) has a wide upper bound,
@@ -277,7 +278,12 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 	if (m == 1) { /* one run cannot show its own spread */
 		tu = fmax(tu, o->screen_noise);
 		td = fmax(td, o->screen_noise);
-	} else if (m >= 3) {
+	} else if (m == 2) { /* two runs show a spread, not its sides: |difference| / sqrt 2 */
+		double h = fabs(b[1] - b[0]) / sqrt(2);
+
+		tu = fmax(tu, h);
+		td = fmax(td, h);
+	} else {
 		double hu, hd;
 
 		for (size_t i = 0; i < m; i++)

@@ -4,7 +4,8 @@
  * levels told by a reference (a change free alone and costly when the ports are shared), a run
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
  * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
- * reference read beyond its usual band (a run that decides nothing), and the threshold rules. */
+ * reference read beyond its usual band (a run that decides nothing), two re-measurements that
+ * disagree, and the threshold rules. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -419,6 +420,30 @@ static void test_reference_beyond_its_band_decides_nothing(void **state)
 	assert_true(r.change > 0.07 && r.change < 0.09);
 }
 
+/* A head whose first run read +8% and whose two re-measurements read +2% and +5.5% against a
+ * history steady to 0.1%: the re-measurements disagree by 3.5%, so they bound nothing to within
+ * the 5% threshold, however steady the history was (their median, +3.75%, is no pass). */
+static void test_two_runs_that_disagree_bound_nothing(void **state)
+{
+	double h[30], x[3] = {10 * 1.08, 10 * 1.02, 10 * 1.055};
+	bool conf[3] = {false, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 30, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++)
+		h[i] = 10 * (1 + 0.0005 * ((i * 7) % 5 - 2));
+	in.head_confirmation = conf;
+	r = judge_input(&in);
+	assert_int_not_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* two re-measurements that agree with the history do clear it */
+	x[1] = 10 * 1.001;
+	x[2] = 10 * 0.999;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
 static void test_threshold_rules(void **state)
 {
 	const struct aw_threshold_rule rules[] = {
@@ -453,6 +478,7 @@ int main(void)
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
+	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
