@@ -438,12 +438,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->qvalue = q_down;
 	} else if (judged && bounded) {
 		r->verdict = AW_VERDICT_UNCHANGED;
-	} else if (judged && fabs(r->change_ns) < o->min_abs_ns &&
-	           in->threshold * c->raw_base < o->min_abs_ns) {
-		/* a cell whose threshold lies below the resolution, moved below it: nothing in ns
-		 * could tell more (a slower cell's bounds decide: a 10 ns lookup that moved 0.09 ns
-		 * on one run of a 6% noise may still be 6% slower) */
-		r->verdict = AW_VERDICT_UNCHANGED;
+	} else if (judged && fabs(r->change_ns) < o->min_abs_ns) {
+		r->verdict = AW_VERDICT_UNCHANGED; /* whatever else, below resolution */
 	} else {
 		r->verdict = AW_VERDICT_UNKNOWN;
 	}

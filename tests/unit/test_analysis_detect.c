@@ -5,8 +5,7 @@
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
  * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
  * reference read beyond its usual band (a run that decides nothing), two re-measurements that
- * disagree, a move under the resolution (a pass only for a cell whose threshold is under it),
- * and the threshold rules. */
+ * disagree, and the threshold rules. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -445,25 +444,6 @@ static void test_two_runs_that_disagree_bound_nothing(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
 }
 
-/* A 10 ns cell with a 6% noise whose one head run moved 0.09 ns, under the 0.1 ns resolution:
- * its bounds (about +-10%) decide, so it is no pass yet; a 0.5 ns cell, whose 5% threshold
- * itself lies under the resolution, is unchanged when it moved under it. */
-static void test_below_resolution_clears_only_fast_cells(void **state)
-{
-	double h[30], x[1] = {10.09};
-	struct aw_detect_result r;
-
-	(void)state;
-	series(h, 30, 10, 0.12);
-	r = judge_one(h, 30, x, 1, 0.05);
-	assert_int_not_equal(r.verdict, AW_VERDICT_UNCHANGED);
-	assert_true(r.change_hi > 0.05);
-	series(h, 30, 0.5, 0.12);
-	x[0] = 0.55;
-	r = judge_one(h, 30, x, 1, 0.05);
-	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
-}
-
 static void test_threshold_rules(void **state)
 {
 	const struct aw_threshold_rule rules[] = {
@@ -499,7 +479,6 @@ int main(void)
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
-	    cmocka_unit_test(test_below_resolution_clears_only_fast_cells),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
