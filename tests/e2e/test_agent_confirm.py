@@ -308,9 +308,12 @@ def test_fast_build_no_confirmation():
     eq(doc["run_id"], head)
     made, status, why = summary_line(p.stderr)
     if "no suspect cell, nothing to confirm" not in p.stderr:
-        # (a false suspect of one run, which the collector clears: rare, not this test's)
+        # (a false suspect of one run, which the collector clears: rare on an idle machine,
+        # not this test's. Under load the re-measurements, back to back here, can disagree
+        # with each other until the collector's budget (detection.confirm_budget, 10) makes
+        # the cell noisy: then too it passes and no suspect is left)
         print("note: the fast build had a suspect: %s" % p.stderr)
-        check(why == "no suspect left" and made < 10, p.stderr)
+        check(why == "no suspect left" and made <= 10 and status == "pass", p.stderr)
         return
     eq((made, why), (0, "no suspect left"), p.stderr)
     eq(confirmations, [], "no confirmation of a run without suspects")
