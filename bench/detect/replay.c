@@ -555,11 +555,11 @@ static double median_of(double *v, size_t n)
  * (LOCAL_RUNS / 2 in all) against that of the LOCAL_RUNS base runs nearest to it in measuring
  * order, either side. The variant's shift over the whole recording misleads where the effect of
  * a change depends on the machine's level of the moment; this is the change the head's own
- * hour had. NAN when either side is short. With se, also its standard error (log): a local
- * shift is itself a measurement, and a build at +4.8% reads 5% or more now and then. */
+ * hour had. NAN when either side is short. *se gets its standard error (log): a local shift is
+ * itself a measurement, and a build at +4.8% reads 5% or more now and then. */
 static double local_shift(const struct recording *rec, size_t at, const char *key, double *se)
 {
-	double h[LOCAL_RUNS], b[LOCAL_RUNS], x;
+	double h[LOCAL_RUNS], b[LOCAL_RUNS], dev[LOCAL_RUNS], x, mb;
 	size_t nh = 0, nb = 0;
 
 	for (size_t j = at; j < rec->n && nh < LOCAL_RUNS / 2; j++)
@@ -576,21 +576,15 @@ static double local_shift(const struct recording *rec, size_t at, const char *ke
 	}
 	if (nh < 3 || nb < 3)
 		return NAN;
-	if (se) {
-		/* the standard error of the log ratio of two medians, each 1.2533 sigma / sqrt(n),
-		 * sigma the base runs' (1.4826 MAD of their logs) */
-		double mb, dev[LOCAL_RUNS];
-
-		for (size_t i = 0; i < nb; i++)
-			b[i] = log(b[i]);
-		mb = median_of(b, nb);
-		for (size_t i = 0; i < nb; i++)
-			dev[i] = fabs(b[i] - mb);
-		*se = 1.2533 * 1.4826 * median_of(dev, nb) *
-		      sqrt(1.0 / (double)nh + 1.0 / (double)nb);
-		return median_of(h, nh) / exp(mb) - 1;
-	}
-	return median_of(h, nh) / median_of(b, nb) - 1;
+	/* the standard error of the log ratio of two medians, each 1.2533 sigma / sqrt(n), sigma
+	 * the base runs' (1.4826 MAD of their logs) */
+	for (size_t i = 0; i < nb; i++)
+		b[i] = log(b[i]);
+	mb = median_of(b, nb);
+	for (size_t i = 0; i < nb; i++)
+		dev[i] = fabs(b[i] - mb);
+	*se = 1.2533 * 1.4826 * median_of(dev, nb) * sqrt(1.0 / (double)nh + 1.0 / (double)nb);
+	return median_of(h, nh) / exp(mb) - 1;
 }
 
 /* The next `n` runs of `variant` from confirm_after runs after position `at` on, continuing

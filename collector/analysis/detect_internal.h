@@ -45,7 +45,7 @@ struct cell {
 	double centre[AW_DETECT_LEVELS];
 	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
 	double ref_lo, ref_hi; /* the band of the correcting reference's central baseline runs
-	                          (ref_band), log; NAN when no reference corrects */
+	                          (REF_BAND_Q), log; NAN when no reference corrects */
 	int head_lev[256];     /* the level of each head run */
 	bool unseen[256];      /* head run i's memory state was beyond the
 	                          baseline's (opts.state_margin) */
