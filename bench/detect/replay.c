@@ -354,11 +354,6 @@ static bool is_shape_key(const char *key)
 	       strncmp(key, CONTROL_PREFIX, strlen(CONTROL_PREFIX));
 }
 
-static bool is_subject(const struct aw_cell_verdict *c)
-{
-	return is_shape_key(c->key);
-}
-
 /* ---- the comparison methods ---- */
 
 struct cellhist {
@@ -475,13 +470,13 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 	for (size_t i = 0; i < v.n_cells; i++) {
 		const struct aw_cell_verdict *cv = &v.cells[i];
 
-		if (is_subject(cv) && out->n_shapes < MAX_SHAPES) {
+		if (is_shape_key(cv->key) && out->n_shapes < MAX_SHAPES) {
 			out->shape[out->n_shapes] = strdup(cv->key);
 			out->shape_thr[out->n_shapes] = cv->p50.threshold;
 			out->shape_v[out->n_shapes++] = cv->verdict;
 		}
-		if (verbose &&
-		    (is_subject(cv) || (fails_gate(cv) && cv->verdict != AW_VERDICT_UNCHANGED)))
+		if (verbose && (is_shape_key(cv->key) ||
+		                (fails_gate(cv) && cv->verdict != AW_VERDICT_UNCHANGED)))
 			verbose_cell(commit, cv);
 		if (cv->verdict == AW_VERDICT_SUSPECT && fails_gate(cv) && out->n_keys < 4096)
 			out->keys[out->n_keys++] = strdup(cv->key);

@@ -553,7 +553,7 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	if (r->verdict != AW_VERDICT_UNKNOWN)
 		return;
-	if (!dom->n_head && r->off_n && r->reference >= 0) {
+	if (!dom->n_head && r->off_n) { /* (off_band(): only with a reference) */
 		snprintf(
 		    r->note, sizeof(r->note),
 		    "%zu of %zu head runs measured with the reference beyond anything usual in "
