@@ -179,6 +179,10 @@ int aw_metrics_format(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    "workers are running.\n"
 		    "# TYPE atomwatch_postingest_tasks_running gauge\n"
 		    "atomwatch_postingest_tasks_running %llu\n"
+		    "# HELP atomwatch_postingest_charts_asked Charts asked of this collector by "
+		    "pages, waiting or being drawn (counted in atomwatch_postingest_tasks too).\n"
+		    "# TYPE atomwatch_postingest_charts_asked gauge\n"
+		    "atomwatch_postingest_charts_asked %llu\n"
 		    "# HELP atomwatch_postingest_tasks_dead Post-ingest tasks given up after their "
 		    "last attempt failed.\n"
 		    "# TYPE atomwatch_postingest_tasks_dead gauge\n"
@@ -201,6 +205,7 @@ int aw_metrics_format(struct aw_buf *out, const struct aw_metrics_gauges *g)
 		    (unsigned long long)g->postingest.tasks,
 		    (unsigned long long)g->postingest.tasks,
 		    (unsigned long long)g->postingest.running,
+		    (unsigned long long)g->postingest.charts,
 		    (unsigned long long)g->postingest.dead, (unsigned long long)g->postingest.done,
 		    (unsigned long long)g->postingest.failed,
 		    (unsigned long long)g->postingest.chart_cache_bytes,

@@ -351,7 +351,8 @@ void aw_postingest_gauges(struct aw_postingest *p, struct aw_chart_cache *cache,
 	if (p) {
 		pthread_mutex_lock(&p->lock);
 		/* charts of the in-memory queue: waiting, or in hand */
-		g->tasks += p->depth + p->charts_busy;
+		g->charts = p->depth + p->charts_busy;
+		g->tasks += g->charts;
 		g->running = p->running;
 		pthread_mutex_unlock(&p->lock);
 		g->done = atomic_load(&p->done);

@@ -70,6 +70,7 @@ struct aw_postingest_gauges {
 	uint64_t tasks;        /* tasks waiting or running (every collector's), and charts asked of
 	                        * this one not drawn yet */
 	uint64_t running;      /* tasks this collector's workers are running */
+	uint64_t charts;       /* charts asked of this collector, waiting or in hand (in tasks) */
 	uint64_t dead;         /* tasks that used up their attempts */
 	uint64_t done, failed; /* tasks run by this process */
 	uint64_t chart_cache_bytes, chart_cache_files;

@@ -47,6 +47,8 @@ def sanitized():
 
 _procs = []
 _cleanups = []
+_databases = []  # every Database made, for the state a timed-out wait prints
+_collectors = []  # every Collector started, likewise
 
 
 def _track(proc):
@@ -185,6 +187,7 @@ class Database:
             self.pg = pg
             self.name = "aw_%d_%d" % (os.getpid(), Database._serial)
             self.url = pg.create_db(self.name, tablespace)
+        _databases.append(self)
 
     def count(self, table, where=""):
         sql = "SELECT COUNT(*) FROM %s %s" % (table, where)
@@ -243,6 +246,7 @@ class Collector:
         env = dict(os.environ)
         env.update(self.env or {})
         self.proc = _track(subprocess.Popen(argv, stdout=self.log, stderr=self.log, env=env))
+        _collectors.append(self)
         deadline = time.time() + timeout
         while time.time() < deadline:
             with open(self.log_path, "rb") as f:
@@ -351,15 +355,44 @@ def wait_for_chart(port, path, timeout=60):
 def postingest_gauges(port):
     """The post-ingest gauges of a collector's /metrics, by name (the prefix
     atomwatch_postingest_ dropped): tasks (waiting or running, of every collector on the
-    database, plus the charts asked of this one), tasks_running (this one's), tasks_dead."""
+    database, plus the charts asked of this one), tasks_running (this one's), tasks_dead,
+    charts_asked (the charts asked of this one, waiting or being drawn)."""
     text = request(port, "GET", "/metrics").body.decode()
     out = {}
     for line in text.splitlines():
-        if line.startswith("atomwatch_postingest_tasks"):
+        if line.startswith(("atomwatch_postingest_tasks", "atomwatch_postingest_charts")):
             name, value = line.rsplit(" ", 1)
             out[name[len("atomwatch_postingest_"):]] = int(value)
     check("tasks" in out, "the post-ingest gauges: " + text)
     return out
+
+
+def _postingest_state():
+    """What a post-ingest wait that timed out leaves behind: the task rows of every database
+    this process made (who claimed each, when, its attempts and last error) and the last
+    lines of every collector it started (a task that cannot be reported says why there)."""
+    out = []
+    sql = ("SELECT id, kind, commit_sha, host, ref, generation, attempts, max_attempts, owner, "
+           "claimed_at, lease_us, last_error FROM tasks")
+    for db in _databases:
+        try:
+            if db.backend == "sqlite":
+                con = sqlite3.connect(db.path, timeout=30)
+                try:
+                    rows = [repr(r) for r in con.execute(sql)]
+                finally:
+                    con.close()
+            else:
+                rows = db.pg.psql(sql, db.name).splitlines()
+        except Exception as e:  # a database already dropped, or no tasks table yet
+            rows = ["(not readable: %s)" % e]
+        out.append("tasks of %s:\n  %s" % (db.url, "\n  ".join(rows) or "(none)"))
+    for col in _collectors:
+        tail = col.logs().splitlines()[-15:]
+        out.append("collector %s (%s), last lines:\n  %s"
+                   % (col.port, "running" if col.proc and col.proc.poll() is None
+                      else "stopped", "\n  ".join(tail)))
+    return "\n".join(out)
 
 
 def wait_for_postingest(port, timeout=60):
@@ -371,8 +404,8 @@ def wait_for_postingest(port, timeout=60):
         gauges = postingest_gauges(port)
         if gauges["tasks"] == 0:
             return
-        check(time.time() < deadline, "post-ingest tasks pending after %d s: %s"
-              % (timeout, gauges))
+        check(time.time() < deadline, "post-ingest tasks pending after %d s: %s\n%s"
+              % (timeout, gauges, _postingest_state()))
         time.sleep(0.1)
 
 

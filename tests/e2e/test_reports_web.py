@@ -169,6 +169,8 @@ def test_compare_pair_drawn_on_request():
     rh.wait_for_files(S.data, charts, timeout=30)
     text = check_html(get(path), "compare")
     check("chart not drawn yet" not in text, "pending chart after drawing")
+    h.wait_for_postingest(S.col.port)
+    eq(h.postingest_gauges(S.col.port)["charts_asked"], 0, "every chart asked for drawn")
 
 
 def test_hostile_label_is_text():
