@@ -19,7 +19,8 @@
 #include "aw/util.h"
 #include "bisect_queue.h"
 
-#define TASK_RUN    "run"    /* the verdict, change points and the commit's charts */
+#define TASK_RUN    "run"    /* the verdict, change points, confirmation and bisections */
+#define TASK_CHARTS "charts" /* the commit's charts on the host, after every verdict waiting */
 #define TASK_TRENDS "trends" /* the host's trend charts on a ref, after its runs' tasks */
 #define TASK_AB     "ab"     /* an A/B document's chart; its ab_id is the task's ref */
 #define MESSAGE_MAX 512      /* of the last error kept with a failed task */
@@ -143,49 +144,72 @@ out:
 	return rc;
 }
 
-int aw_postingest_after_ingest(struct aw_draw *d, const char *project, const char *commit,
-                               const char *host, const char *ref, char **err_out)
+/* The analysis of a new run: the verdict, cached in the store (into *v, its baseline ref into
+ * dv), the change points, and the confirmation and bisections it asks for. A store failure is
+ * kept in d->store_rc. Returns 0 or the analysis' failure, with *err. */
+static int after_ingest_verdict(struct aw_draw *d, const char *project, const char *commit,
+                                const char *host, const char *ref, struct aw_draw_verdict *dv,
+                                struct aw_host_verdict *v, char **err)
 {
-	struct aw_host_verdict v = {0};
-	struct aw_draw_verdict dv = {.commit = commit, .host = host, .v = &v};
-	struct aw_draw dp = *d;
-	char *err = NULL, *draw_err = NULL;
-	int rc = 0, draw_rc = 0;
+	int rc = 0;
 
 	if (d->analysis) {
 		uint64_t t0 = aw_monotonic_ns();
 
 		rc = aw_analysis_after_ingest_verdict(d->conn, d->analysis, project, commit, host,
-		                                      ref, &v, &err);
+		                                      ref, v, err);
 		aw_debug("postingest: analysis of '%s' on '%s': %.1f ms", commit ? commit : "-",
 		         host, (double)(aw_monotonic_ns() - t0) / 1e6);
 		if (rc && !d->store_rc)
 			d->store_rc = rc;
-		dv.baseline_ref = d->analysis->baseline_ref;
+		dv->baseline_ref = d->analysis->baseline_ref;
 		if (!rc) {
-			int qrc = queue_confirmation(d->conn, d->analysis, project, commit, host,
-			                             ref, &v);
+			int qrc =
+			    queue_confirmation(d->conn, d->analysis, project, commit, host, ref, v);
 
 			if (qrc)
 				aw_warn(
 				    "postingest: cannot queue the confirmation of '%s' on '%s': %s",
 				    commit, host, strerror(-qrc));
-			qrc = aw_bisect_queue(d->conn, d->analysis, project, commit, host, ref, &v);
+			qrc = aw_bisect_queue(d->conn, d->analysis, project, commit, host, ref, v);
 			if (qrc)
 				aw_warn(
 				    "postingest: cannot queue the bisection of '%s' on '%s': %s",
 				    commit, host, strerror(-qrc));
 		}
 	}
-	if (d->gp && commit) {
-		dp.verdict = rc ? NULL : &dv; /* else the compare chart reads the store's */
-		draw_rc = aw_draw_commit(&dp, project, commit, host, &draw_err);
-		d->drawn = dp.drawn;
-		d->cached = dp.cached;
-		d->failed = dp.failed;
-		if (!d->store_rc)
-			d->store_rc = dp.store_rc;
-	}
+	return rc;
+}
+
+/* The charts of the commit on the host, with the verdict `dv` when the caller has it in memory
+ * (NULL: the compare chart reads the store's). A store failure is kept in d->store_rc. */
+static int draw_commit_charts(struct aw_draw *d, const char *project, const char *commit,
+                              const char *host, const struct aw_draw_verdict *dv, char **err)
+{
+	struct aw_draw dp = *d;
+	int rc;
+
+	dp.verdict = dv;
+	rc = aw_draw_commit(&dp, project, commit, host, err);
+	d->drawn = dp.drawn;
+	d->cached = dp.cached;
+	d->failed = dp.failed;
+	if (!d->store_rc)
+		d->store_rc = dp.store_rc;
+	return rc;
+}
+
+int aw_postingest_after_ingest(struct aw_draw *d, const char *project, const char *commit,
+                               const char *host, const char *ref, char **err_out)
+{
+	struct aw_host_verdict v = {0};
+	struct aw_draw_verdict dv = {.commit = commit, .host = host, .v = &v};
+	char *err = NULL, *draw_err = NULL;
+	int rc, draw_rc = 0;
+
+	rc = after_ingest_verdict(d, project, commit, host, ref, &dv, &v, &err);
+	if (d->gp && commit)
+		draw_rc = draw_commit_charts(d, project, commit, host, rc ? NULL : &dv, &draw_err);
 	aw_host_verdict_release(&v);
 	if (!rc && draw_rc) {
 		rc = draw_rc;
@@ -440,14 +464,23 @@ static void run_task(struct worker *w, struct store_conn *conn, const struct tas
 	int rc = 0;
 
 	if (!strcmp(t->kind, TASK_RUN)) {
-		rc = aw_postingest_after_ingest(&d, t->project, t->commit, t->host, t->ref, &err);
-		if (w->gp && !d.store_rc) {
-			int q = store_task_enqueue(conn, TASK_TRENDS, t->project, NULL, t->host,
-			                           t->ref);
+		struct aw_host_verdict v = {0};
+		struct aw_draw_verdict dv = {.commit = t->commit, .host = t->host, .v = &v};
 
-			if (q)
-				d.store_rc = q;
-		}
+		/* The verdict now, the drawing later: every verdict waiting (what gates merges) is
+		 * cached before any chart is drawn, however many uploads arrive. */
+		rc =
+		    after_ingest_verdict(&d, t->project, t->commit, t->host, t->ref, &dv, &v, &err);
+		aw_host_verdict_release(&v);
+		if (w->gp && !d.store_rc && t->commit)
+			d.store_rc = store_task_enqueue(conn, TASK_CHARTS, t->project, t->commit,
+			                                t->host, t->ref);
+		if (w->gp && !d.store_rc)
+			d.store_rc = store_task_enqueue(conn, TASK_TRENDS, t->project, NULL,
+			                                t->host, t->ref);
+	} else if (!strcmp(t->kind, TASK_CHARTS)) {
+		if (w->gp && t->commit)
+			rc = draw_commit_charts(&d, t->project, t->commit, t->host, NULL, &err);
 	} else if (!strcmp(t->kind, TASK_TRENDS)) {
 		if (w->gp) /* a collector with charts off leaves trends undrawn */
 			rc = aw_draw_trends(&d, t->host, t->ref, &err);

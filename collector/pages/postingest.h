@@ -1,7 +1,9 @@
 /* The work after an upload (post-ingest): the commit's verdict on the host and the change points
  * of the host's series (analysis.h), then the commit's charts and the host's trends (draw.h),
  * each chart stored in the database. Each upload enqueues its task in the database in the
- * transaction that stores the run (store.h), so that a task survives a crash and any
+ * transaction that stores the run (store.h); that task caches the verdict and queues the
+ * drawing as tasks of their own, which every waiting verdict's task goes before, so that a
+ * flood of uploads is judged first and drawn after. A task survives a crash and any
  * collector's workers may take it: they wake at once for this collector's uploads, look for
  * those of other collectors every poll interval, take over a task whose claim outlived its
  * lease, and give up on one after a bounded number of attempts. Charts that a page asks for

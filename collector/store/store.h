@@ -495,10 +495,10 @@ struct store_task {
 
 typedef int (*store_task_cb)(const struct store_task *t, void *cls);
 
-/* Queues a task outside an upload (e.g. "trends" after a "run", "ab" for an A/B document's
- * chart, its ab_id as the ref, "retention" for a pass of store_retention_run(), every other
- * field ""); merged as above. -EINVAL for a kind other than "run", "trends", "ab" or
- * "retention". */
+/* Queues a task outside an upload (e.g. "charts" and "trends" after a "run", "ab" for an A/B
+ * document's chart, its ab_id as the ref, "retention" for a pass of store_retention_run(), every
+ * other field ""); merged as above. -EINVAL for a kind other than "run", "charts", "trends",
+ * "ab" or "retention". */
 int store_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                        const char *commit, const char *host, const char *ref);
 

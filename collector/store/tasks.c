@@ -48,8 +48,8 @@ int store_task_enqueue(struct store_conn *c, const char *kind, const char *proje
 	char now[AW_TIME_LEN];
 	int64_t us;
 
-	if (!kind || (strcmp(kind, "run") && strcmp(kind, "trends") && strcmp(kind, "ab") &&
-	              strcmp(kind, "retention")))
+	if (!kind || (strcmp(kind, "run") && strcmp(kind, "charts") && strcmp(kind, "trends") &&
+	              strcmp(kind, "ab") && strcmp(kind, "retention")))
 		return -EINVAL; /* the other columns are the schema's to check */
 	store_now(now, &us);
 	return rows_task_enqueue(c, kind, project, commit, host, ref, now);

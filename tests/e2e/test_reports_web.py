@@ -307,6 +307,28 @@ def test_charts_off_keeps_verdicts():
     check(not os.path.exists(os.path.join(col.dir, "data", "charts")), "nothing drawn")
 
 
+def test_verdicts_before_charts():
+    # a flood of uploads is judged first and drawn after: with eight uploads' tasks waiting (a
+    # collector without workers took them), one worker caches every verdict before it stores
+    # a chart
+    db = h.Database(S.backend, S.pg)
+    ingest = h.Collector(db.url,
+                         config=rh.ONE_RUN_DECIDES + "postingest:\n  workers: 0\n").start()
+    site = rh.load(ingest, n_hosts=2, n_commits=4, cells=CELLS, tag=0xf100d, hostile=False)
+    eq(ingest.stop(), 0)
+    eq(db.count("verdicts"), 0, "nothing judged without workers")
+    col = h.Collector(db.url,
+                      config=rh.ONE_RUN_DECIDES + "postingest:\n  workers: 1\n").start()
+    h.wait_for_postingest(col.port)
+    eq(db.count("verdicts"), 2 * 4, "a verdict per commit and host")
+    check(db.count("charts", "WHERE path LIKE '%%/trend-%%'") > 0, "the trends drawn")
+    check(db.count("charts", "WHERE path LIKE 'charts/commits/%s/%%'" % site.commits[0]) > 0,
+          "the first commit's charts drawn")
+    eq(db.count("verdicts", "WHERE computed_at > (SELECT MIN(updated_at) FROM charts)"), 0,
+       "verdicts cached after the first chart was stored")
+    eq(col.stop(), 0)
+
+
 def test_disturbed_run_shown():
     # a head run 1.5 times slower in every cell and in its reference kernel (a host's slow
     # spell, nothing changed) on a host whose history had two such spells, its cells keeping
