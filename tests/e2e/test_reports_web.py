@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The reports served by a real collector, against SQLite or a real PostgreSQL: charts drawn
-by the post-ingest workers after uploads (polled, with a bound), the HTML pages with their security
+by the post-ingest workers after uploads (polled, with a bound; every waiting verdict cached
+before the first chart is drawn), the HTML pages with their security
 headers and tables, chart files with the right types, refused paths and names (traversal,
 sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text, and the
 `render` and `export` commands (every link of the export resolves to a file).
