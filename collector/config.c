@@ -61,6 +61,7 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->chart_queue_max = 1024;
 	c->chart_timeout_ms = 20000;
 	c->task_lease_ms = 600000;
+	c->trends_interval_ms = 30000;
 	c->task_poll_ms = 500;
 	c->task_attempts = 5;
 	c->chart_cache_bytes = UINT64_C(1) << 30;
@@ -208,6 +209,7 @@ static const struct key keys[] = {
     {"postingest", "lease", K_DURATION, F(task_lease_ms), 1000, UINT64_C(86400000)},
     {"postingest", "poll", K_DURATION, F(task_poll_ms), 10, 60000},
     {"postingest", "attempts", K_UINT, F(task_attempts), 1, 100},
+    {"postingest", "trends_interval", K_DURATION, F(trends_interval_ms), 0, UINT64_C(86400000)},
     {"postingest", "chart_cache", K_SIZE, F(chart_cache_bytes), 1u << 20, UINT64_C(1) << 44},
     /* 0 is refused below, with a word on why (the range admits it to get there) */
     {"retention", "raw_days", K_UINT, F(retention_raw_days), 0, 36500},

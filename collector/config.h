@@ -81,6 +81,7 @@ struct aw_collector_config {
 	uint64_t task_lease_ms;      /* a claimed task is taken over after this */
 	uint64_t task_poll_ms;       /* how often idle workers look for other collectors' tasks */
 	unsigned task_attempts;      /* claims of a task before it is given up */
+	uint64_t trends_interval_ms; /* a host's trends redrawn at most once in this */
 	uint64_t chart_cache_bytes;  /* chart files kept in the data dir */
 
 	/* retention (off unless retention.raw_days is set): raw runs for raw_days, and the newest

@@ -389,6 +389,7 @@ int aw_collector_serve(const struct aw_collector_config *cfg)
 		    .lease_ms = cfg->task_lease_ms,
 		    .poll_ms = cfg->task_poll_ms,
 		    .attempts = cfg->task_attempts,
+		    .trends_rest_ms = cfg->trends_interval_ms,
 		    .analysis = &col.analysis,
 		    .retention = col.retention.raw_days ? &col.retention : NULL,
 		    .cache = col.charts};

@@ -508,6 +508,15 @@ static void run_task(struct worker *w, struct store_conn *conn, const struct tas
 			         "attempts: %s",
 			         t->kind, t->commit ? t->commit : "-", t->host, t->attempts,
 			         message);
+	} else if (!strcmp(t->kind, TASK_TRENDS) && p->o.trends_rest_ms) {
+		struct timespec now;
+
+		/* uploads meanwhile merge into the resting task: one redraw at its end */
+		clock_gettime(CLOCK_REALTIME, &now);
+		rc = store_task_done_rest(conn, t->id, t->generation,
+		                          (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 +
+		                              (int64_t)p->o.trends_rest_ms * 1000);
+		atomic_fetch_add(&p->done, 1);
 	} else {
 		rc = store_task_done(conn, t->id, t->generation);
 		atomic_fetch_add(&p->done, 1);

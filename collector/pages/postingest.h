@@ -34,14 +34,16 @@ struct aw_postingest;
 
 struct aw_postingest_opts {
 	const char *data_dir;
-	const char *gnuplot; /* NULL: /usr/bin/gnuplot */
-	unsigned timeout_ms; /* most time one chart may take; 0: the reports default */
-	unsigned workers;    /* threads, each with its own gnuplot when charts are on; >= 1 */
-	bool charts;         /* false: verdicts and change points only, no gnuplot */
-	unsigned queue_max;  /* charts asked for by pages, waiting at most; more are dropped */
-	uint64_t lease_ms;   /* a claim older than this is taken over (its collector died) */
-	uint64_t poll_ms;    /* how often idle workers look for other collectors' tasks */
-	unsigned attempts;   /* claims of one task before it is given up */
+	const char *gnuplot;     /* NULL: /usr/bin/gnuplot */
+	unsigned timeout_ms;     /* most time one chart may take; 0: the reports default */
+	unsigned workers;        /* threads, each with its own gnuplot when charts are on; >= 1 */
+	bool charts;             /* false: verdicts and change points only, no gnuplot */
+	unsigned queue_max;      /* charts asked for by pages, waiting at most; more are dropped */
+	uint64_t lease_ms;       /* a claim older than this is taken over (its collector died) */
+	uint64_t poll_ms;        /* how often idle workers look for other collectors' tasks */
+	unsigned attempts;       /* claims of one task before it is given up */
+	uint64_t trends_rest_ms; /* a host's trends drawn at most once in this; 0: after each
+	                          * upload's verdict */
 	const struct aw_analysis_opts *analysis; /* must outlive the workers */
 	/* what a "retention" task thins (store_retention_run()); NULL: such a task is done
 	 * without thinning (a collector that keeps every run). Must outlive the workers. */

@@ -310,6 +310,15 @@ const char *const store_sqlite_migrations[] = {
     "ALTER TABLE jobs ADD COLUMN bisect TEXT;"
     "ALTER TABLE job_polls ADD COLUMN subjects TEXT;"
     "ALTER TABLE job_polls ADD COLUMN step TEXT;",
+    /* 10: a task may rest (collector/store/tasks.c): a host's trends, once drawn, are not
+     * claimed again before not_before_us, whatever uploads ask meanwhile; a resting task with
+     * nothing asked of it (idle) stays as the mark of its last pass. The claim walks only the
+     * tasks that are not idle. */
+    "ALTER TABLE tasks ADD COLUMN not_before_us INTEGER;"
+    "ALTER TABLE tasks ADD COLUMN idle INTEGER NOT NULL DEFAULT 0;"
+    "DROP INDEX tasks_claim;"
+    "CREATE INDEX tasks_claim ON tasks ((CASE WHEN kind = 'run' THEN 0 ELSE 1 END), id) "
+    "WHERE idle = 0;",
 };
 
 _Static_assert(sizeof(store_sqlite_migrations) / sizeof(store_sqlite_migrations[0]) ==
@@ -604,6 +613,12 @@ const char *const store_pg_migrations[] = {
     "ALTER TABLE jobs ADD COLUMN bisect TEXT;"
     "ALTER TABLE job_polls ADD COLUMN subjects TEXT;"
     "ALTER TABLE job_polls ADD COLUMN step TEXT;",
+    /* 10: resting tasks (see SQLite's above) */
+    "ALTER TABLE tasks ADD COLUMN not_before_us BIGINT;"
+    "ALTER TABLE tasks ADD COLUMN idle INTEGER NOT NULL DEFAULT 0;"
+    "DROP INDEX tasks_claim;"
+    "CREATE INDEX tasks_claim ON tasks ((CASE WHEN kind = 'run' THEN 0 ELSE 1 END), id) "
+    "WHERE idle = 0;",
 };
 
 _Static_assert(sizeof(store_pg_migrations) / sizeof(store_pg_migrations[0]) == STORE_SCHEMA_VERSION,

@@ -521,12 +521,18 @@ int store_task_claim_at(struct store_conn *c, const char *owner, int64_t now_us,
  * claim (it was enqueued again meanwhile). -ENOENT when there is no such task. */
 int store_task_done(struct store_conn *c, int64_t id, int64_t generation);
 
+/* store_task_done() of a task that then rests until `until_us` (the store's clock, microseconds
+ * since the epoch): it stays, idle, and an equal task enqueued before then merges with it and
+ * is claimed no sooner (one enqueued while it ran waits the same). A host's trends are drawn at
+ * most once per rest this way, however many uploads ask. until_us <= 0: store_task_done(). */
+int store_task_done_rest(struct store_conn *c, int64_t id, int64_t generation, int64_t until_us);
+
 /* The task failed: releases the claim and keeps `message` (may be NULL) as its last error;
  * it is retried until max_attempts claims were made. -ENOENT when there is no such task. */
 int store_task_fail(struct store_conn *c, int64_t id, const char *message);
 
-/* Tasks waiting or claimed (*pending), and those that used up their attempts (*dead). Either
- * pointer may be NULL. */
+/* Tasks waiting, resting with something asked of them, or claimed (*pending), and those that
+ * used up their attempts (*dead). Either pointer may be NULL. */
 int store_task_count(struct store_conn *c, int64_t *pending, int64_t *dead);
 
 /* ---- charts: the drawn files, where every collector reads them ---- */

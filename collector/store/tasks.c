@@ -14,7 +14,8 @@
 	"claimed_us <= CAST(?1 AS BIGINT) - lease_us))"
 
 /* Merged with an equal task: a waiting one is left as it is, a claimed one gets another
- * generation (its worker's done leaves it queued); either gets its attempts back, since
+ * generation (its worker's done leaves it queued), an idle one (resting after its last pass)
+ * is asked again, still not before the end of its rest; each gets its attempts back, since
  * what it has to do changed. */
 static const struct stmt_def sql_task_enqueue = {
     .id = S_TASK_ENQUEUE,
@@ -23,7 +24,7 @@ static const struct stmt_def sql_task_enqueue = {
            "attempts, enqueued_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, 0, ?6) "
            "ON CONFLICT (kind, project, commit_sha, host, ref) DO UPDATE SET "
            "generation = tasks.generation + CASE WHEN tasks.owner IS NULL "
-           "THEN 0 ELSE 1 END, attempts = 0"};
+           "THEN 0 ELSE 1 END, attempts = 0, idle = 0"};
 
 int rows_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                       const char *commit, const char *host, const char *ref, const char *now)
@@ -81,17 +82,20 @@ static int task_row(struct store_stmt *s, void *cls)
 	return tr->cb(&t, tr->cls);
 }
 
-/* "run" tasks first, then the oldest; a claim older than its lease is taken over */
+/* "run" tasks first, then the oldest; a claim older than its lease is taken over; a task
+ * that is idle or resting is not there yet */
 static const struct stmt_def sql_task_claim = {
     .id = S_TASK_CLAIM,
     .what = "claim a task",
     .sql = "UPDATE tasks SET owner = ?1, claimed_at = ?2, claimed_us = ?3, lease_us = ?4, "
            "max_attempts = ?5, attempts = attempts + 1 WHERE id = (SELECT id FROM tasks WHERE "
+           "idle = 0 AND (not_before_us IS NULL OR not_before_us <= CAST(?3 AS BIGINT)) AND "
            "(owner IS NULL OR claimed_us <= CAST(?3 AS BIGINT) - CAST(?4 AS BIGINT)) AND "
            "attempts < ?5 ORDER BY CASE WHEN kind = 'run' THEN 0 ELSE 1 END, id LIMIT 1) "
            "RETURNING " TASK_COLS,
     .pg = "UPDATE tasks SET owner = ?1, claimed_at = ?2, claimed_us = ?3, lease_us = ?4, "
           "max_attempts = ?5, attempts = attempts + 1 WHERE id = (SELECT id FROM tasks WHERE "
+          "idle = 0 AND (not_before_us IS NULL OR not_before_us <= CAST(?3 AS BIGINT)) AND "
           "(owner IS NULL OR claimed_us <= CAST(?3 AS BIGINT) - CAST(?4 AS BIGINT)) AND "
           "attempts < ?5 ORDER BY CASE WHEN kind = 'run' THEN 0 ELSE 1 END, id LIMIT 1 "
           "FOR UPDATE SKIP LOCKED) RETURNING " TASK_COLS};
@@ -149,6 +153,33 @@ static const struct stmt_def sql_task_release = {
     .sql = "UPDATE tasks SET owner = NULL, claimed_at = NULL, claimed_us = NULL, "
            "attempts = 0 WHERE id = ?1"};
 
+/* Done, and resting until ?2: idle unless it was enqueued again while it ran (then it is
+ * claimed again after the rest, with attempts of its own). */
+static const struct stmt_def sql_task_rest = {
+    .id = S_TASK_REST,
+    .what = "rest a task",
+    .sql = "UPDATE tasks SET owner = NULL, claimed_at = NULL, claimed_us = NULL, attempts = 0, "
+           "not_before_us = ?2, idle = CASE WHEN generation = ?3 THEN 1 ELSE 0 END "
+           "WHERE id = ?1"};
+
+int store_task_done_rest(struct store_conn *c, int64_t id, int64_t generation, int64_t until_us)
+{
+	struct store_stmt *s;
+	int64_t changed = 0;
+	int rc;
+
+	if (until_us <= 0)
+		return store_task_done(c, id, generation);
+	rc = rows_get(c, &sql_task_rest, &s);
+	if (rc)
+		return rc;
+	b_i64(s, 1, id);
+	b_i64(s, 2, until_us);
+	b_i64(s, 3, generation);
+	rc = rows_run_done(s, &changed);
+	return rc ? rc : changed ? 0 : -ENOENT;
+}
+
 int store_task_done(struct store_conn *c, int64_t id, int64_t generation)
 {
 	struct store_stmt *s;
@@ -199,7 +230,8 @@ static const struct stmt_def sql_task_count = {
     .id = S_TASK_COUNT,
     .what = "count tasks",
     .sql = "SELECT COALESCE(SUM(CASE WHEN " TASK_DEAD " THEN 0 ELSE 1 "
-           "END), 0), COALESCE(SUM(CASE WHEN " TASK_DEAD " THEN 1 ELSE 0 END), 0) FROM tasks"};
+           "END), 0), COALESCE(SUM(CASE WHEN " TASK_DEAD " THEN 1 ELSE 0 END), 0) FROM tasks "
+           "WHERE idle = 0"};
 
 int store_task_count(struct store_conn *c, int64_t *pending, int64_t *dead)
 {

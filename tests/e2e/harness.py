@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -199,6 +200,18 @@ class Database:
                 con.close()
         return int(self.pg.psql(sql, self.name))
 
+    def value(self, sql):
+        """The first column of the first row of `sql` as text (None when there is no row)."""
+        if self.backend == "sqlite":
+            con = sqlite3.connect(self.path, timeout=30)
+            try:
+                row = con.execute(sql).fetchone()
+            finally:
+                con.close()
+            return None if row is None or row[0] is None else str(row[0])
+        out = self.pg.psql(sql, self.name)
+        return out.splitlines()[0] if out else None
+
     def counts(self):
         """Rows of every table that ingest touches."""
         return {t: self.count(t) for t in
@@ -208,14 +221,38 @@ class Database:
 
 # ---- the collector ----
 
+def _trends_at_once(config):
+    """`config` with postingest.trends_interval 0 added (appended, so that the line numbers of
+    what the test wrote stay), unless it sets one: a test that waits for every chart after a
+    few uploads must not wait for the trends' rest (30 s by default)."""
+    if config is not None and "trends_interval" in config:
+        return config
+    config = config or ""
+    if config and not config.endswith("\n"):
+        config += "\n"
+    if re.search(r"^postingest:", config, re.M):
+        # the key goes at the end of the postingest block (its indented lines)
+        lines = config.splitlines(True)
+        at = next(i for i, l in enumerate(lines) if l.startswith("postingest:"))
+        end = at + 1
+        while end < len(lines) and (lines[end].startswith(" ") or not lines[end].strip()):
+            end += 1
+        lines.insert(end, "  trends_interval: 0s\n")
+        return "".join(lines)
+    return config + "postingest:\n  trends_interval: 0s\n"
+
+
 class Collector:
-    def __init__(self, db_url, config=None, args=(), env=None):
+    def __init__(self, db_url, config=None, args=(), env=None, trends_at_once=True):
+        """trends_at_once: the host's trends redrawn after every upload (the collector's
+        postingest.trends_interval 0) unless `config` sets an interval; False: the
+        collector's own default."""
         self.binary = collector_binary()
         self.db_url = db_url
         self.dir = tempdir("aw-col-")
         self.log_path = os.path.join(self.dir, "collector.log")
         self.args = list(args)
-        self.config = config
+        self.config = _trends_at_once(config) if trends_at_once else config
         self.env = env
         self.proc = None
         self.port = None

@@ -9,6 +9,7 @@ sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text,
 usage: test_reports_web.py --backend sqlite|postgres"""
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -327,6 +328,58 @@ def test_verdicts_before_charts():
           "the first commit's charts drawn")
     eq(db.count("verdicts", "WHERE computed_at > (SELECT MIN(updated_at) FROM charts)"), 0,
        "verdicts cached after the first chart was stored")
+    eq(col.stop(), 0)
+
+
+def test_trends_rest():
+    # postingest.trends_interval: a host's trends are drawn at once after a quiet spell, then
+    # at most once per interval however many uploads arrive; the uploads' verdicts and their
+    # commits' charts are not held up
+    rest = 8.0  # longer than three verdicts take on any machine this runs on
+    db = h.Database(S.backend, S.pg)
+    col = h.Collector(db.url, config=rh.ONE_RUN_DECIDES
+                      + "postingest:\n  workers: 1\n  trends_interval: 8s\n").start()
+    host = "resting-0"
+    token = col.token("agent", host)
+    trend = "charts/hosts/%s/refs/main/trend-llsc.svg" % host
+    stored = "SELECT updated_at FROM charts WHERE path = '%s'" % trend
+
+    def upload(k):
+        doc = h.make_doc(host=host, commit=rh.commit_sha(0x7e57, k), cells=CELLS, seed=900 + k,
+                         commit_time="2026-11-%02dT09:00:00Z" % (k + 1),
+                         started_at="2026-11-%02dT10:00:00.000000Z" % (k + 1))
+        eq(col.request("POST", "/api/v1/results", doc, token=token).status, 201)
+
+    def when(stamp):  # the store's UTC time, e.g. 2026-12-05T00:50:00.123456Z
+        return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+
+    upload(0)
+    h.wait_for_postingest(col.port)
+    first = db.value(stored)
+    check(first is not None, "the trends drawn at once after the first upload")
+    for k in (1, 2, 3):
+        upload(k)
+    seen, judged_at, judged_trend = [first], None, None
+    deadline = time.time() + 60
+    while h.postingest_gauges(col.port)["tasks"] != 0:
+        now = db.value(stored)
+        if now != seen[-1]:
+            seen.append(now)
+        if judged_at is None and db.count("verdicts") == 4:
+            judged_at, judged_trend = time.time(), now
+        check(time.time() < deadline, "post-ingest not done in 60 s: %s" % seen)
+        time.sleep(0.05)
+    if db.value(stored) != seen[-1]:
+        seen.append(db.value(stored))
+    eq(db.count("verdicts"), 4, "every upload judged")
+    eq(len(seen), 2, "one redraw of the trends for the three uploads: %s" % seen)
+    check(when(seen[1]) >= when(first) + rest,
+          "redrawn %.2f s after the first drawing, within the %.0f s rest"
+          % (when(seen[1]) - when(first), rest))
+    if judged_at is not None and judged_at < when(first) + rest - 0.5:
+        eq(judged_trend, first, "the verdicts cached while the trends rest")
+    eq(db.count("tasks", "WHERE kind = 'trends' AND idle = 1"), 1, "the trends rest, idle")
     eq(col.stop(), 0)
 
 

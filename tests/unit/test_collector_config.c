@@ -291,10 +291,11 @@ static void test_postingest_keys(void **state)
 	assert_int_equal(c.task_lease_ms, 600000);
 	assert_int_equal(c.task_poll_ms, 500);
 	assert_int_equal(c.task_attempts, 5);
+	assert_int_equal(c.trends_interval_ms, 30000);
 	assert_int_equal(c.chart_cache_bytes, UINT64_C(1) << 30);
 	assert_null(parse(&c, "postingest:\n  workers: 3\n  charts: off\n  queue: 20\n"
 	                      "  gnuplot: /opt/gp\n  timeout: 7s\n  lease: 2m\n  poll: 50ms\n"
-	                      "  attempts: 2\n  chart_cache: 64MiB\n"));
+	                      "  attempts: 2\n  chart_cache: 64MiB\n  trends_interval: 0\n"));
 	assert_int_equal(c.postingest_workers, 3);
 	assert_false(c.charts);
 	assert_int_equal(c.chart_queue_max, 20);
@@ -303,6 +304,7 @@ static void test_postingest_keys(void **state)
 	assert_int_equal(c.task_lease_ms, 120000);
 	assert_int_equal(c.task_poll_ms, 50);
 	assert_int_equal(c.task_attempts, 2);
+	assert_int_equal(c.trends_interval_ms, 0);
 	assert_int_equal(c.chart_cache_bytes, 64u << 20);
 	assert_int_equal(c.deprecated_keys, 0);
 	aw_config_release(&c);
@@ -318,6 +320,12 @@ static void test_postingest_keys(void **state)
 	expect_error("postingest:\n  chart_cache: 1KiB\n",
 	             "collector.yaml:2:16: 'postingest.chart_cache' must be between 1048576 and "
 	             "17592186044416 bytes");
+	expect_error("postingest:\n  trends_interval: 25h\n",
+	             "collector.yaml:2:20: 'postingest.trends_interval' must be between 0 and "
+	             "86400000 ms");
+	expect_error("postingest:\n  trends_interval: soon\n",
+	             "collector.yaml:2:20: 'postingest.trends_interval' must be a duration such as "
+	             "30s, not 'soon'");
 	expect_error("postingest:\n  charts: maybe\n",
 	             "collector.yaml:2:11: 'postingest.charts' must be true or false, not 'maybe'");
 }
@@ -482,6 +490,7 @@ static void test_shipped_file(void **state)
 	assert_int_equal(c.task_lease_ms, d.task_lease_ms);
 	assert_int_equal(c.task_poll_ms, d.task_poll_ms);
 	assert_int_equal(c.task_attempts, d.task_attempts);
+	assert_int_equal(c.trends_interval_ms, d.trends_interval_ms);
 	assert_int_equal(c.chart_cache_bytes, d.chart_cache_bytes);
 	assert_int_equal(c.max_connections, d.max_connections);
 	assert_int_equal(c.max_per_client, d.max_per_client);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -226,6 +227,57 @@ static void test_runs_before_trends(void **state)
 	store_close(&s);
 }
 
+/* A task done with a rest stays, idle, until the rest ends: what is enqueued meanwhile merges
+ * into it and is claimed once, no sooner than the rest's end (also when it was enqueued while
+ * the task ran); resting with something asked counts as pending, idle not at all. */
+static void test_rest(void **state)
+{
+	struct timespec ts;
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct claimed k = {0};
+	int64_t now, until;
+
+	(void)state;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	until = now + INT64_C(3600000000); /* an hour: no claim by the clock reaches it */
+	assert_int_equal(store_task_enqueue(c, "trends", "linux", NULL, "grace", "main"), 0);
+	assert_int_equal(store_task_claim(c, "a", LEASE, 5, on_task, &k), 0);
+	assert_int_equal(store_task_done_rest(c, k.id, k.generation, until), 0);
+	counts(c, 0, 0); /* idle: nothing to do */
+	assert_int_equal(store_task_claim(c, "a", LEASE, 5, on_task, &k), -ENOENT);
+	/* three uploads ask for the trends while they rest: one task, not before the rest ends */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_task_enqueue(c, "trends", "linux", NULL, "grace", "main"),
+		                 0);
+	counts(c, 1, 0);
+	assert_int_equal(store_task_claim(c, "a", LEASE, 5, on_task, &k), -ENOENT);
+	assert_int_equal(store_task_claim_at(c, "a", until - 1, LEASE, 5, on_task, &k), -ENOENT);
+	/* an upload's task is not held up by it */
+	put(c, "11111111-1111-4111-8111-111111111111", "grace", SHA2);
+	assert_int_equal(store_task_claim(c, "a", LEASE, 5, on_task, &k), 0);
+	assert_string_equal(k.kind, "run");
+	assert_int_equal(store_task_done(c, k.id, k.generation), 0);
+	assert_int_equal(store_task_claim_at(c, "a", until, LEASE, 5, on_task, &k), 0);
+	assert_string_equal(k.kind, "trends");
+	assert_int_equal(k.attempts, 1);
+	/* enqueued while it ran: it rests, then runs once more */
+	assert_int_equal(store_task_enqueue(c, "trends", "linux", NULL, "grace", "main"), 0);
+	assert_int_equal(store_task_done_rest(c, k.id, k.generation, until + 1000), 0);
+	counts(c, 1, 0);
+	assert_int_equal(store_task_claim_at(c, "a", until + 999, LEASE, 5, on_task, &k), -ENOENT);
+	assert_int_equal(store_task_claim_at(c, "a", until + 1000, LEASE, 5, on_task, &k), 0);
+	/* without a rest: gone, as store_task_done() */
+	assert_int_equal(store_task_done_rest(c, k.id, k.generation, 0), 0);
+	assert_int_equal(store_task_done_rest(c, k.id, k.generation, until), -ENOENT);
+	assert_int_equal(store_task_enqueue(c, "trends", "linux", NULL, "grace", "main"), 0);
+	counts(c, 1, 0);
+	assert_int_equal(store_task_claim(c, "a", LEASE, 5, on_task, &k), 0); /* no rest left */
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 struct got {
 	char path[128], type[32], hash[80], updated_at[40];
 	unsigned char data[64];
@@ -297,6 +349,7 @@ int main(void)
 	    cmocka_unit_test(test_enqueued_while_claimed_runs_again),
 	    cmocka_unit_test(test_failures_and_takeover),
 	    cmocka_unit_test(test_runs_before_trends),
+	    cmocka_unit_test(test_rest),
 	    cmocka_unit_test(test_charts),
 	};
 
