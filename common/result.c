@@ -1,5 +1,6 @@
 /* The result document model, its JSON form and its validation; see result.h. */
 #include "aw/result.h"
+#include "result_internal.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -462,25 +463,37 @@ static bool printable(const char *s)
 	return true;
 }
 
-enum str_rule {
-	STR_ANY,
-	STR_NAME,
-	STR_COMMIT,
-	STR_REF,
-	STR_UUID,
-	STR_TIME,
-	STR_HEX
-};
+bool aw_result_str_valid(const char *s, enum aw_str_rule rule)
+{
+	int64_t t;
+
+	switch (rule) {
+	case AW_STR_ANY:
+		return *s != '\0';
+	case AW_STR_NAME:
+		return aw_valid_name(s);
+	case AW_STR_COMMIT:
+		return aw_valid_commit(s);
+	case AW_STR_REF:
+		return aw_valid_ref(s);
+	case AW_STR_UUID:
+		return aw_valid_uuid(s);
+	case AW_STR_TIME:
+		return aw_time_parse(s, &t) == 0;
+	case AW_STR_HEX:
+		return strlen(s) >= 8 && strlen(s) <= 64 &&
+		       strspn(s, "0123456789abcdef") == strlen(s);
+	}
+	return false;
+}
 
 /* Reads field `k` of `o` as a string under `rule`; *out is NULL when the field is absent or
  * null and that is allowed. */
 static int get_str(struct vctx *v, const json_t *o, const char *k, const char *path, bool required,
-                   enum str_rule rule, const char **out)
+                   enum aw_str_rule rule, const char **out)
 {
 	json_t *j = json_object_get(o, k);
 	const char *s;
-	int64_t t;
-	bool good = true;
 
 	*out = NULL;
 	if (!j || json_is_null(j)) {
@@ -496,31 +509,7 @@ static int get_str(struct vctx *v, const json_t *o, const char *k, const char *p
 		            v->lim->max_string);
 	if (strlen(s) != json_string_length(j) || !printable(s))
 		return verr(v, "invalid", path, "'%s' holds control characters", k);
-	switch (rule) {
-	case STR_ANY:
-		good = *s != '\0';
-		break;
-	case STR_NAME:
-		good = aw_valid_name(s);
-		break;
-	case STR_COMMIT:
-		good = aw_valid_commit(s);
-		break;
-	case STR_REF:
-		good = aw_valid_ref(s);
-		break;
-	case STR_UUID:
-		good = aw_valid_uuid(s);
-		break;
-	case STR_TIME:
-		good = aw_time_parse(s, &t) == 0;
-		break;
-	case STR_HEX:
-		good =
-		    strlen(s) >= 8 && strlen(s) <= 64 && strspn(s, "0123456789abcdef") == strlen(s);
-		break;
-	}
-	if (!good) {
+	if (!aw_result_str_valid(s, rule)) {
 		static const char *const what[] = {
 		    "a non-empty string",
 		    "a name of 1 to 64 characters from [A-Za-z0-9._-]",
@@ -628,10 +617,10 @@ static int validate_host(struct vctx *v, const json_t *host)
 	if (!json_is_object(host))
 		return verr(v, "type", "host", "'host' must be an object, not %s",
 		            json_type_name(host));
-	if ((rc = get_str(v, host, "name", "host.name", true, STR_NAME, &s)) ||
-	    (rc = get_str(v, host, "arch", "host.arch", true, STR_NAME, &s)) ||
-	    (rc = get_str(v, host, "cpu_model", "host.cpu_model", true, STR_ANY, &s)) ||
-	    (rc = get_str(v, host, "platform_hash", "host.platform_hash", false, STR_HEX, &s)))
+	if ((rc = get_str(v, host, "name", "host.name", true, AW_STR_NAME, &s)) ||
+	    (rc = get_str(v, host, "arch", "host.arch", true, AW_STR_NAME, &s)) ||
+	    (rc = get_str(v, host, "cpu_model", "host.cpu_model", true, AW_STR_ANY, &s)) ||
+	    (rc = get_str(v, host, "platform_hash", "host.platform_hash", false, AW_STR_HEX, &s)))
 		return rc;
 	if (!json_object_get(host, "labels"))
 		return verr(v, "required", "host.labels", "'labels' is required");
@@ -641,6 +630,14 @@ static int validate_host(struct vctx *v, const json_t *host)
 	if (size > 65536)
 		return verr(v, "too_large", "host", "the host fingerprint is larger than 64 KiB");
 	return 0;
+}
+
+bool aw_result_host_valid(const json_t *host, const struct aw_result_limits *lim)
+{
+	struct aw_verr e;
+	struct vctx v = {.lim = lim, .e = &e, .cell = -1};
+
+	return validate_host(&v, host) == 0;
 }
 
 static const char *const cell_keys[] = {"key",    "op",        "reader",      "subject",
@@ -670,25 +667,25 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	v->cell = (long)idx;
 	if ((rc = check_keys(v, j, cell_keys, "")))
 		return rc;
-	if ((rc = get_str(v, j, "key", P("key"), true, STR_ANY, &s)))
+	if ((rc = get_str(v, j, "key", P("key"), true, AW_STR_ANY, &s)))
 		return rc;
 	if (json_object_get(seen, s))
 		return verr(v, "duplicate", P("key"), "cell key '%.64s' appears twice", s);
 	if (json_object_set_new(seen, s, json_true()) || dup_into(v, &c->key, s))
 		return verr(v, "internal", "", "out of memory");
-	if ((rc = get_str(v, j, "op", P("op"), true, STR_NAME, &s)) ||
+	if ((rc = get_str(v, j, "op", P("op"), true, AW_STR_NAME, &s)) ||
 	    (rc = dup_into(v, &c->op, s)))
 		return rc;
-	if ((rc = get_str(v, j, "reader", P("reader"), false, STR_NAME, &s)) ||
+	if ((rc = get_str(v, j, "reader", P("reader"), false, AW_STR_NAME, &s)) ||
 	    (rc = dup_into(v, &c->reader, s)))
 		return rc;
-	if ((rc = get_str(v, j, "subject", P("subject"), false, STR_NAME, &s)) ||
+	if ((rc = get_str(v, j, "subject", P("subject"), false, AW_STR_NAME, &s)) ||
 	    (rc = dup_into(v, &c->subject, s)))
 		return rc;
-	if ((rc = get_str(v, j, "kernel", P("kernel"), false, STR_NAME, &s)) ||
+	if ((rc = get_str(v, j, "kernel", P("kernel"), false, AW_STR_NAME, &s)) ||
 	    (rc = dup_into(v, &c->kernel, s)))
 		return rc;
-	if ((rc = get_str(v, j, "placement", P("placement"), false, STR_NAME, &s)))
+	if ((rc = get_str(v, j, "placement", P("placement"), false, AW_STR_NAME, &s)))
 		return rc;
 	if (s && strcmp(s, "near") && strcmp(s, "far"))
 		return verr(v, "invalid", "placement", "'placement' must be \"near\" or \"far\"");
@@ -703,11 +700,11 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	if ((rc = get_int(v, j, "c", P("c"), false, 0, INT64_C(1) << 40, AW_NONE, &c->c)) ||
 	    (rc = get_int(v, j, "d", P("d"), false, 0, INT64_C(1) << 40, 0, &c->d)))
 		return rc;
-	if ((rc = get_str(v, j, "unit", P("unit"), true, STR_ANY, &s)))
+	if ((rc = get_str(v, j, "unit", P("unit"), true, AW_STR_ANY, &s)))
 		return rc;
 	if (strcmp(s, "ns"))
 		return verr(v, "invalid", "unit", "'unit' must be \"ns\", got '%.16s'", s);
-	if ((rc = get_str(v, j, "status", P("status"), true, STR_ANY, &s)))
+	if ((rc = get_str(v, j, "status", P("status"), true, AW_STR_ANY, &s)))
 		return rc;
 	for (c->status = AW_CELL_OK; c->status <= AW_CELL_FAILED; c->status++)
 		if (!strcmp(s, status_names[c->status]))
@@ -715,7 +712,7 @@ static int validate_cell(struct vctx *v, const json_t *j, size_t idx, struct aw_
 	if (c->status > AW_CELL_FAILED)
 		return verr(v, "invalid", "status",
 		            "'status' must be ok, skipped or failed, got '%.16s'", s);
-	if ((rc = get_str(v, j, "reason", P("reason"), c->status != AW_CELL_OK, STR_ANY, &s)) ||
+	if ((rc = get_str(v, j, "reason", P("reason"), c->status != AW_CELL_OK, AW_STR_ANY, &s)) ||
 	    (rc = dup_into(v, &c->reason, s)))
 		return rc;
 	if ((rc = get_int(v, j, "n", P("n"), c->status == AW_CELL_OK, c->status == AW_CELL_OK,
@@ -790,7 +787,7 @@ static int validate_series(struct vctx *v, const json_t *o, const char *path,
 		            json_type_name(o));
 	snprintf(prefix, sizeof(prefix), "%s.", path);
 	if ((rc = check_keys(v, o, keys, prefix)) ||
-	    (rc = get_str(v, o, "kernel", FIELD("kernel"), true, STR_NAME, &s)))
+	    (rc = get_str(v, o, "kernel", FIELD("kernel"), true, AW_STR_NAME, &s)))
 		return rc;
 	k = aw_ref_lookup(s);
 	_Static_assert(AW_REF_COUNT == 4, "the message names every kernel");
@@ -806,7 +803,7 @@ static int validate_series(struct vctx *v, const json_t *o, const char *path,
 		return verr(v, "duplicate", FIELD("kernel"), "reference kernel '%s' appears twice",
 		            ref_names[k]);
 	*seen |= 1u << k;
-	if ((rc = get_str(v, o, "unit", FIELD("unit"), true, STR_ANY, &s)))
+	if ((rc = get_str(v, o, "unit", FIELD("unit"), true, AW_STR_ANY, &s)))
 		return rc;
 	if (strcmp(s, "ns"))
 		return verr(v, "invalid", FIELD("unit"), "'unit' must be \"ns\", got '%.16s'", s);
@@ -943,7 +940,7 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 	}
 	if (check_keys(&v, doc, top_keys, ""))
 		goto fail;
-	if (get_str(&v, doc, "schema", "schema", true, STR_ANY, &s))
+	if (get_str(&v, doc, "schema", "schema", true, AW_STR_ANY, &s))
 		goto fail;
 	if (strcmp(s, AW_RESULT_SCHEMA)) {
 		if (!strncmp(s, AW_RESULT_SCHEMA_PREFIX, strlen(AW_RESULT_SCHEMA_PREFIX)))
@@ -961,29 +958,29 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 		verr(&v, "internal", "", "out of memory");
 		goto fail;
 	}
-	if (get_str(&v, doc, "run_id", "run_id", true, STR_UUID, &s))
+	if (get_str(&v, doc, "run_id", "run_id", true, AW_STR_UUID, &s))
 		goto fail;
 	memcpy(r->run_id, s, AW_UUID_LEN + 1);
-	if (get_str(&v, doc, "project", "project", true, STR_NAME, &s) ||
+	if (get_str(&v, doc, "project", "project", true, AW_STR_NAME, &s) ||
 	    dup_into(&v, &r->project, s) ||
-	    get_str(&v, doc, "commit", "commit", false, STR_COMMIT, &s) ||
-	    dup_into(&v, &r->commit, s) || get_str(&v, doc, "ref", "ref", true, STR_REF, &s) ||
+	    get_str(&v, doc, "commit", "commit", false, AW_STR_COMMIT, &s) ||
+	    dup_into(&v, &r->commit, s) || get_str(&v, doc, "ref", "ref", true, AW_STR_REF, &s) ||
 	    dup_into(&v, &r->ref, s) ||
-	    get_str(&v, doc, "commit_time", "commit_time", false, STR_TIME, &s) ||
+	    get_str(&v, doc, "commit_time", "commit_time", false, AW_STR_TIME, &s) ||
 	    dup_into(&v, &r->commit_time, s))
 		goto fail;
-	if (get_str(&v, doc, "trigger", "trigger", true, STR_ANY, &s))
+	if (get_str(&v, doc, "trigger", "trigger", true, AW_STR_ANY, &s))
 		goto fail;
 	if (aw_trigger_parse(s, &r->trigger)) {
 		verr(&v, "invalid", "trigger",
 		     "'trigger' must be ci, schedule, manual, import or bisect, got '%.16s'", s);
 		goto fail;
 	}
-	if (get_str(&v, doc, "started_at", "started_at", true, STR_TIME, &s))
+	if (get_str(&v, doc, "started_at", "started_at", true, AW_STR_TIME, &s))
 		goto fail;
 	snprintf(r->started_at, sizeof(r->started_at), "%s", s);
 	aw_time_parse(s, &started);
-	if (get_str(&v, doc, "finished_at", "finished_at", true, STR_TIME, &s))
+	if (get_str(&v, doc, "finished_at", "finished_at", true, AW_STR_TIME, &s))
 		goto fail;
 	snprintf(r->finished_at, sizeof(r->finished_at), "%s", s);
 	aw_time_parse(s, &finished);
@@ -1009,16 +1006,16 @@ struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_
 		goto fail;
 	}
 	if (check_keys(&v, m, matrix_keys, "matrix.") ||
-	    get_str(&v, m, "name", "matrix.name", true, STR_NAME, &s) ||
+	    get_str(&v, m, "name", "matrix.name", true, AW_STR_NAME, &s) ||
 	    dup_into(&v, &r->matrix_name, s) ||
 	    get_int(&v, m, "version", "matrix.version", true, 1, INT32_MAX, 0,
 	            &r->matrix_version) ||
-	    get_str(&v, m, "hash", "matrix.hash", true, STR_HEX, &s) ||
+	    get_str(&v, m, "hash", "matrix.hash", true, AW_STR_HEX, &s) ||
 	    dup_into(&v, &r->matrix_hash, s) ||
-	    get_str(&v, m, "profile", "matrix.profile", false, STR_NAME, &s) ||
+	    get_str(&v, m, "profile", "matrix.profile", false, AW_STR_NAME, &s) ||
 	    dup_into(&v, &r->matrix_profile, s))
 		goto fail;
-	if (get_str(&v, doc, "confirmation_of", "confirmation_of", false, STR_UUID, &s) ||
+	if (get_str(&v, doc, "confirmation_of", "confirmation_of", false, AW_STR_UUID, &s) ||
 	    dup_into(&v, &r->confirmation_of, s) ||
 	    get_int(&v, doc, "confirm", "confirm", false, 1, AW_RESULT_MAX_CONFIRM, 0, &r->confirm))
 		goto fail;
