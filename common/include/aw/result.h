@@ -210,6 +210,18 @@ json_t *aw_cell_to_json(const struct aw_cell *c);
 struct aw_result *aw_result_from_json(const json_t *doc, const struct aw_result_limits *lim,
                                       struct aw_verr *e);
 
+/* The fast path of reading a document from its text (an upload's body, `len` bytes, as
+ * json_loadb(text, len, JSON_REJECT_DUPLICATES) would read it) under `lim` (NULL: the
+ * defaults), without a JSON tree. It accepts only documents it can prove valid: the result it
+ * returns (caller frees) is the one aw_result_from_json() builds from the parsed text, field for
+ * field and bit for bit. NULL says only that it gave up: the document may be invalid, hold
+ * something it leaves to the slow path (an unknown field, an escape in a string, a byte outside
+ * printable ASCII, a number it cannot convert as jansson does), or memory ran out; the caller
+ * then parses the text with jansson and aw_result_from_json(), which decides and words any
+ * error. */
+struct aw_result *aw_result_parse_fast(const char *text, size_t len,
+                                       const struct aw_result_limits *lim);
+
 /* The reference series of r as a store keeps them beside the cells, or NULL when r carries no
  * mulchain-v1 series (r->reference_kernel NULL) or on allocation failure. Caller owns the
  * reference. It is mulchain-v1's {kernel, unit, values} (one value per cell), what readers
