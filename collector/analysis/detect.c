@@ -323,9 +323,10 @@ static bool off_band(const struct cell *c, const struct aw_detect_result *r, siz
  * its re-measurements alone: the run that raised a suspicion was picked for being far off, and
  * keeps no cell from clearing when the runs measured because of it agree with the history. */
 static void judge_levels(const struct aw_detect_input *in, const struct aw_detect_opts *o,
-                         struct cell *c, struct aw_detect_result *r, double *a, double *b)
+                         struct cell *c, struct aw_detect_result *r, struct aw_t_memo *tm,
+                         double *a, double *b)
 {
-	double tq = aw_t_quantile(0.05, c->df), thr = log1p(in->threshold);
+	double tq = c->tq = aw_t_quantile_memo(tm, 0.05, c->df), thr = log1p(in->threshold);
 	size_t counted = 0;
 
 	c->p_up = c->p_down = 1;
@@ -403,11 +404,12 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	}
 }
 
-/* Phase 5: the verdict from the corrected p-values. a: scratch of the baseline's length. */
+/* Phase 5: the verdict from the corrected p-values (c->tq: judge_levels()'s). a: scratch of the
+ * baseline's length. */
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o, struct cell *c,
                    struct aw_detect_result *r, double q_up, double q_down, double *a)
 {
-	double thr = log1p(in->threshold), tq = aw_t_quantile(0.05, c->df);
+	double thr = log1p(in->threshold), tq = c->tq;
 	size_t dom = r->dominant;
 	bool bounded = true, judged = false;
 	int lvl = -1;
@@ -698,6 +700,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 	struct cell *cells = calloc(n ? n : 1, sizeof(*cells));
 	size_t longest = 1;
 	double *a = NULL, *b = NULL, *s = NULL, *qu = NULL, *qd = NULL, *qa = NULL, *qb = NULL;
+	struct aw_t_memo tm = {0};
 	int rc = -ENOMEM;
 
 	for (size_t i = 0; i < n; i++) {
@@ -761,7 +764,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		qu[i] = qd[i] = 1;
 		if (!cells[i].nb || !cells[i].nh)
 			continue;
-		judge_levels(&in[i], &o, &cells[i], &out[i], a, b);
+		judge_levels(&in[i], &o, &cells[i], &out[i], &tm, a, b);
 		qu[i] = cells[i].p_up;
 		qd[i] = cells[i].p_down;
 	}

@@ -314,3 +314,21 @@ double aw_t_quantile(double p, double df)
 	}
 	return (lo + hi) / 2;
 }
+
+double aw_t_quantile_memo(struct aw_t_memo *m, double p, double df)
+{
+	size_t at;
+
+	/* equal p and df give the same quantile (+0 and -0 alike: both are taken as 200) */
+	for (size_t i = 0; i < m->n; i++)
+		if (m->p[i] == p && m->df[i] == df)
+			return m->t[i];
+	at = m->next;
+	m->next = (m->next + 1) % AW_T_MEMO_N;
+	if (m->n < AW_T_MEMO_N)
+		m->n++;
+	m->p[at] = p;
+	m->df[at] = df;
+	m->t[at] = aw_t_quantile(p, df);
+	return m->t[at];
+}

@@ -20,6 +20,19 @@ double aw_t_sf(double t, double df);
  * above 200 is taken as 200). */
 double aw_t_quantile(double p, double df);
 
+/* The last AW_T_MEMO_N quantiles aw_t_quantile_memo() computed. aw_t_quantile() costs some
+ * 60 incomplete beta functions, and one verdict asks it for the same few degrees of freedom
+ * hundreds of times (a group's cells share them). Zero it before its first use. */
+#define AW_T_MEMO_N 8
+struct aw_t_memo {
+	double p[AW_T_MEMO_N], df[AW_T_MEMO_N], t[AW_T_MEMO_N];
+	size_t n, next; /* entries held; the one replaced next */
+};
+
+/* aw_t_quantile(p, df), the very same value, remembered in m (the caller's, used by one thread
+ * at a time): one asked for before is not computed again. */
+double aw_t_quantile_memo(struct aw_t_memo *m, double p, double df);
+
 /* The regularised incomplete beta function I_x(a, b), 0 <= x <= 1, a, b > 0. */
 double aw_betainc(double a, double b, double x);
 

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,40 @@ static void test_tails(void **state)
 	assert_close(aw_t_sf(3, 1e6), aw_norm_sf(3), 1e-5);
 	assert_close(aw_betainc(2, 3, 0.4), 0.5248, 1e-10);
 	assert_close(aw_betainc(0.5, 0.5, 0.5), 0.5, 1e-10);
+}
+
+/* The memo gives aw_t_quantile()'s very bits, keeps the last AW_T_MEMO_N, forgets the oldest. */
+static void test_t_quantile_memo(void **state)
+{
+	struct aw_t_memo m = {0};
+
+	(void)state;
+	assert_close(aw_t_quantile(0.025, 9), 2.262157162740992, 1e-9); /* R: qt(0.975, 9) */
+	for (int round = 0; round < 2; round++)
+		for (int df = 1; df <= 2 * AW_T_MEMO_N; df++) {
+			double want = aw_t_quantile(0.05, df),
+			       got = aw_t_quantile_memo(&m, 0.05, df);
+
+			assert_memory_equal(&got, &want, sizeof(got));
+		}
+	assert_int_equal(m.n, AW_T_MEMO_N);
+	/* the last AW_T_MEMO_N asked for are held, the first ones forgotten */
+	for (int df = AW_T_MEMO_N + 1; df <= 2 * AW_T_MEMO_N; df++) {
+		bool held = false;
+
+		for (size_t i = 0; i < m.n; i++)
+			held = held || (m.df[i] == df && m.p[i] == 0.05);
+		assert_true(held);
+	}
+	for (size_t i = 0; i < m.n; i++)
+		assert_true(m.df[i] > AW_T_MEMO_N);
+	/* another p is another quantile; df beyond 200 and NAN as aw_t_quantile() takes them */
+	assert_true(aw_t_quantile_memo(&m, 0.025, 9) > aw_t_quantile_memo(&m, 0.05, 9));
+	assert_close(aw_t_quantile_memo(&m, 0.025, 9), 2.262157162740992, 1e-9);
+	assert_true(aw_t_quantile_memo(&m, 0.05, 1e6) == aw_t_quantile(0.05, 200));
+	/* (twice: a NAN is never found, only computed again) */
+	assert_true(aw_t_quantile_memo(&m, 0.05, NAN) == aw_t_quantile(0.05, 200));
+	assert_true(aw_t_quantile_memo(&m, 0.05, NAN) == aw_t_quantile(0.05, 200));
 }
 
 static void test_gamma_family(void **state)
@@ -168,10 +203,10 @@ static void test_changepoints(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tails),          cmocka_unit_test(test_welch),
-	    cmocka_unit_test(test_mann_whitney),   cmocka_unit_test(test_bh),
-	    cmocka_unit_test(test_changepoints),   cmocka_unit_test(test_gamma_family),
-	    cmocka_unit_test(test_hodges_lehmann),
+	    cmocka_unit_test(test_tails),           cmocka_unit_test(test_welch),
+	    cmocka_unit_test(test_mann_whitney),    cmocka_unit_test(test_bh),
+	    cmocka_unit_test(test_changepoints),    cmocka_unit_test(test_gamma_family),
+	    cmocka_unit_test(test_t_quantile_memo), cmocka_unit_test(test_hodges_lehmann),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
