@@ -71,7 +71,8 @@ struct series {
 };
 
 struct table {
-	struct aw_strmap *index; /* key -> position */
+	struct aw_strmap *index;      /* key -> position */
+	struct store_cell_book *book; /* the runs' cells as described (analysis_read_runs()) */
 	struct series *s;
 	size_t n, cap;
 	const struct aw_detect_opts *detect;

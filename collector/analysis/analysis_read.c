@@ -170,6 +170,7 @@ void analysis_table_release(struct table *t)
 	for (int k = 0; k < 3; k++)
 		free(t->memory[k]);
 	aw_strmap_free(&t->index);
+	store_cell_book_free(&t->book);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -366,7 +367,9 @@ int analysis_read_runs(struct store_conn *c, struct table *t, const struct run_l
 	free(t->memory[reading]);
 	t->memory[reading] = malloc((l->n ? l->n : 1) * sizeof(double));
 	t->n_memory[reading] = l->n;
-	if (!t->memory[reading])
+	if (!t->book)
+		t->book = store_cell_book_new();
+	if (!t->memory[reading] || !t->book)
 		return -ENOMEM;
 	for (size_t i = 0; !rc && i < l->n; i++) {
 		t->run = i;
@@ -375,7 +378,7 @@ int analysis_read_runs(struct store_conn *c, struct table *t, const struct run_l
 		t->n_anchor_mem = 0;
 		rc = map_kernels(t, t->ref);
 		if (!rc)
-			rc = store_run_cells(c, l->r[i].seq, read_cell, t);
+			rc = store_run_values(c, t->book, l->r[i].seq, read_cell, t);
 		t->memory[reading][i] = NAN;
 		if (t->n_anchor_mem) {
 			aw_sort_doubles(t->anchor_mem, t->n_anchor_mem);

@@ -33,6 +33,8 @@ enum stmt_id {
 	S_MEAS_ADD = S_CELLS_ADD + N_CHUNKS, /* likewise */
 	S_RUN_GET = S_MEAS_ADD + N_CHUNKS,
 	S_RUN_CELLS,
+	S_RUN_VALUES,
+	S_RUN_BOOK,
 	S_COMMIT_REORDER,
 	S_REF_HISTORY,                       /* a filtered_def of 1 filter: 2 slots */
 	S_RUN_LIST = S_REF_HISTORY + 2,      /* 4 filters: 16 slots */

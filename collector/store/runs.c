@@ -236,6 +236,207 @@ int store_run_cells(struct store_conn *c, int64_t seq, store_cell_cb cb, void *c
 	return rows_each_row(s, cell_row, &cr);
 }
 
+/* ---- a run's values, its cells described once per book ---- */
+
+/* The cells met so far, sorted by id. Cells are never changed once stored, so a description read
+ * for one run holds for every other run that measured the cell. */
+struct book_entry {
+	int64_t id;
+	struct aw_cell cell; /* its description: key, op, reader, subject, kernel, placement, cpu,
+	                        contender_cpu, c, d */
+};
+
+struct store_cell_book {
+	struct book_entry *e;
+	size_t n, cap;
+};
+
+/* One measurement of a run, as read (in the primary key's order), until it is handed on. */
+struct value_row {
+	int64_t cell_id, ord;
+	enum aw_cell_status status;
+	double p50, p99, ci_lo, ci_hi;
+	char *reason;
+};
+
+struct value_rows {
+	struct value_row *v;
+	size_t n, cap;
+};
+
+struct store_cell_book *store_cell_book_new(void)
+{
+	return calloc(1, sizeof(struct store_cell_book));
+}
+
+void store_cell_book_free(struct store_cell_book **bp)
+{
+	struct store_cell_book *b = *bp;
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n; i++)
+		aw_cell_release(&b->e[i].cell);
+	free(b->e);
+	free(b);
+	*bp = NULL;
+}
+
+/* The index in b of cell `id`, or of where it would go (*found false). */
+static size_t book_find(const struct store_cell_book *b, int64_t id, bool *found)
+{
+	size_t lo = 0, hi = b->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->e[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < b->n && b->e[lo].id == id;
+	return lo;
+}
+
+/* A row of sql_run_book (the id, then the description) into the book, unless already there. */
+static int book_row(struct store_stmt *s, void *cls)
+{
+	struct store_cell_book *b = cls;
+	int64_t id = c_i64(s, 0);
+	struct aw_cell cell = {0};
+	bool found;
+	size_t at = book_find(b, id, &found);
+
+	if (found)
+		return 0;
+	if (aw_array_reserve(&b->e, b->n, &b->cap, sizeof(*b->e), 256))
+		return -ENOMEM;
+	if (aw_set_str(&cell.key, c_text(s, 1)) || aw_set_str(&cell.op, c_text(s, 2)) ||
+	    aw_set_str(&cell.reader, c_text(s, 3)) || aw_set_str(&cell.subject, c_text(s, 4)) ||
+	    aw_set_str(&cell.kernel, c_text(s, 5)) || aw_set_str(&cell.placement, c_text(s, 6))) {
+		aw_cell_release(&cell);
+		return -ENOMEM;
+	}
+	cell.cpu = (int)c_opt(s, 7);
+	cell.contender_cpu = (int)c_opt(s, 8);
+	cell.c = c_opt(s, 9);
+	cell.d = c_i64(s, 10);
+	/* (the rows come by cell id: each is appended) */
+	memmove(b->e + at + 1, b->e + at, (b->n - at) * sizeof(*b->e));
+	b->e[at].id = id;
+	b->e[at].cell = cell;
+	b->n++;
+	return 0;
+}
+
+static int value_row(struct store_stmt *s, void *cls)
+{
+	struct value_rows *rows = cls;
+	struct value_row *v;
+
+	if (aw_array_reserve(&rows->v, rows->n, &rows->cap, sizeof(*rows->v), 256))
+		return -ENOMEM;
+	v = &rows->v[rows->n];
+	memset(v, 0, sizeof(*v));
+	v->cell_id = c_i64(s, 0);
+	v->ord = c_i64(s, 1);
+	if (store_status_parse(c_text(s, 2), &v->status))
+		return -EIO;
+	v->p50 = c_real(s, 3);
+	v->p99 = c_real(s, 4);
+	v->ci_lo = c_real(s, 5);
+	v->ci_hi = c_real(s, 6);
+	if (aw_set_str(&v->reason, c_text(s, 7)))
+		return -ENOMEM;
+	rows->n++;
+	return 0;
+}
+
+static int cmp_ord(const void *a, const void *b)
+{
+	const struct value_row *x = a, *y = b;
+
+	if (x->ord != y->ord)
+		return x->ord < y->ord ? -1 : 1;
+	return x->cell_id < y->cell_id ? -1 : x->cell_id > y->cell_id;
+}
+
+/* The measurements in the primary key's order, no cells joined: SQLite's ORDER BY m.ord
+ * sorted every row of every run through a temporary B-tree, which cost more than the reading. */
+static const struct stmt_def sql_run_values = {
+    .id = S_RUN_VALUES,
+    .what = "read a run's values",
+    .sql = "SELECT m.cell_id, m.ord, m.status, m.p50, m.p99, m.ci_lo, m.ci_hi, m.reason "
+           "FROM measurements m WHERE m.run_seq = ?1"};
+
+static const struct stmt_def sql_run_book = {
+    .id = S_RUN_BOOK,
+    .what = "describe a run's cells",
+    .sql = "SELECT k.id, k.key, k.op, k.reader, k.subject, k.kernel, k.placement, k.cpu, "
+           "k.contender_cpu, k.c, k.d FROM measurements m JOIN cells k ON k.id = m.cell_id "
+           "WHERE m.run_seq = ?1"};
+
+/* Describes in b every cell of run `seq` that it lacks, when one of rows' lacks it. */
+static int book_fill(struct store_conn *c, struct store_cell_book *b, int64_t seq,
+                     const struct value_rows *rows)
+{
+	struct store_stmt *s;
+	bool found = true;
+	int rc;
+
+	for (size_t i = 0; i < rows->n && found; i++)
+		book_find(b, rows->v[i].cell_id, &found);
+	if (found)
+		return 0;
+	rc = rows_get(c, &sql_run_book, &s);
+	if (rc)
+		return rc;
+	b_i64(s, 1, seq);
+	return rows_each_row(s, book_row, b);
+}
+
+int store_run_values(struct store_conn *c, struct store_cell_book *b, int64_t seq, store_cell_cb cb,
+                     void *cls)
+{
+	struct value_rows rows = {0};
+	struct store_stmt *s;
+	int rc = rows_get(c, &sql_run_values, &s);
+
+	if (!rc) {
+		b_i64(s, 1, seq);
+		rc = rows_each_row(s, value_row, &rows);
+	}
+	if (!rc)
+		rc = book_fill(c, b, seq, &rows);
+	if (!rc && rows.n)
+		qsort(rows.v, rows.n, sizeof(*rows.v), cmp_ord);
+	for (size_t i = 0; !rc && i < rows.n; i++) {
+		const struct value_row *v = &rows.v[i];
+		struct aw_cell cell;
+		bool found;
+		size_t at = book_find(b, v->cell_id, &found);
+
+		if (!found) {
+			rc = -EIO; /* a measurement of no cell: the foreign key forbids it */
+			break;
+		}
+		cell = b->e[at].cell; /* its strings stay the book's */
+		cell.status = v->status;
+		cell.p50 = v->p50;
+		cell.p99 = v->p99;
+		cell.ci_lo = v->ci_lo;
+		cell.ci_hi = v->ci_hi;
+		cell.min = cell.p95 = cell.max = cell.mean = cell.stddev = cell.baseline_ns = NAN;
+		cell.reason = v->reason;
+		rc = cb(&cell, cls);
+	}
+	for (size_t i = 0; i < rows.n; i++)
+		free(rows.v[i].reason);
+	free(rows.v);
+	return rc;
+}
+
 /* The header of a run from sql_run_get into a new result. Returns 0 or -ENOMEM/-EIO. */
 static int fill_header(struct store_stmt *s, struct aw_result *r)
 {

@@ -195,6 +195,20 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 typedef int (*store_cell_cb)(const struct aw_cell *cell, void *cls);
 int store_run_cells(struct store_conn *c, int64_t seq, store_cell_cb cb, void *cls);
 
+/* The cells described so far by the store_run_values() calls given it. Returns NULL when out
+ * of memory; store_cell_book_free() frees it and NULLs the pointer. */
+struct store_cell_book;
+struct store_cell_book *store_cell_book_new(void);
+void store_cell_book_free(struct store_cell_book **b);
+
+/* As store_run_cells(), for a reader of many runs (a verdict's history): each cell with its
+ * description (key, op, reader, subject, kernel, placement, cpu, contender_cpu, c, d; read
+ * once per book, which keeps them), status, p50, p99, ci_lo, ci_hi and reason; n and batch 0,
+ * the other values NAN. The cell is the callback's for the call only. Returns 0, cb's non-zero
+ * return, or a negative errno. */
+int store_run_values(struct store_conn *c, struct store_cell_book *b, int64_t seq, store_cell_cb cb,
+                     void *cls);
+
 /* ---- trends ---- */
 
 enum store_metric {

@@ -372,6 +372,13 @@ static void test_lists_and_order(void **state)
 	store_close(&s);
 }
 
+static int stop_at_first_cell(const struct aw_cell *cell, void *cls)
+{
+	(void)cell;
+	(void)cls;
+	return 7;
+}
+
 static int count_cell(const struct aw_cell *cell, void *cls)
 {
 	(*(int *)cls)++;
@@ -392,6 +399,135 @@ static int on_fp(const struct store_fingerprint *f, void *cls)
 	(*(int *)cls) += 100;
 	assert_int_equal(strlen(f->hash), 64);
 	return 0;
+}
+
+/* The cells of a run as store_run_cells() gives them, in its order, for store_run_values(). */
+struct cells_seen {
+	struct aw_cell cell[32];
+	size_t n;
+};
+
+static int keep_cell(const struct aw_cell *cell, void *cls)
+{
+	struct cells_seen *seen = cls;
+	struct aw_cell *c = &seen->cell[seen->n++];
+
+	assert_true(seen->n <= 32);
+	*c = *cell;
+	c->key = c->op = c->reader = c->subject = c->kernel = c->placement = c->reason = NULL;
+	assert_int_equal(aw_set_str(&c->key, cell->key), 0);
+	assert_int_equal(aw_set_str(&c->op, cell->op), 0);
+	assert_int_equal(aw_set_str(&c->reader, cell->reader), 0);
+	assert_int_equal(aw_set_str(&c->subject, cell->subject), 0);
+	assert_int_equal(aw_set_str(&c->kernel, cell->kernel), 0);
+	assert_int_equal(aw_set_str(&c->placement, cell->placement), 0);
+	assert_int_equal(aw_set_str(&c->reason, cell->reason), 0);
+	return 0;
+}
+
+static void assert_same_str(const char *a, const char *b)
+{
+	if (!a || !b)
+		assert_ptr_equal(a, b);
+	else
+		assert_string_equal(a, b);
+}
+
+/* What store_run_values() gives of each cell is store_run_cells()'s, in the same order. */
+static void assert_values_of_cells(const struct cells_seen *want, const struct cells_seen *got)
+{
+	assert_int_equal(got->n, want->n);
+	for (size_t i = 0; i < want->n; i++) {
+		const struct aw_cell *w = &want->cell[i], *g = &got->cell[i];
+
+		assert_string_equal(g->key, w->key);
+		assert_same_str(g->op, w->op);
+		assert_same_str(g->reader, w->reader);
+		assert_same_str(g->subject, w->subject);
+		assert_same_str(g->kernel, w->kernel);
+		assert_same_str(g->placement, w->placement);
+		assert_same_str(g->reason, w->reason);
+		assert_int_equal(g->cpu, w->cpu);
+		assert_int_equal(g->contender_cpu, w->contender_cpu);
+		assert_int_equal(g->c, w->c);
+		assert_int_equal(g->d, w->d);
+		assert_int_equal(g->status, w->status);
+		assert_memory_equal(&g->p50, &w->p50, sizeof(double));
+		assert_memory_equal(&g->p99, &w->p99, sizeof(double));
+		assert_memory_equal(&g->ci_lo, &w->ci_lo, sizeof(double));
+		assert_memory_equal(&g->ci_hi, &w->ci_hi, sizeof(double));
+		assert_int_equal(g->n, 0);
+		assert_true(isnan(g->mean) && isnan(g->baseline_ns));
+	}
+}
+
+static void cells_seen_release(struct cells_seen *seen)
+{
+	for (size_t i = 0; i < seen->n; i++)
+		aw_cell_release(&seen->cell[i]);
+	seen->n = 0;
+}
+
+/* A verdict's reads: runs whose cells come in another order than they were first stored in,
+ * and with cells the book has not met yet, read through one book. */
+static void test_run_values(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_result *r = make_result("00000000-0000-4000-8000-000000000001", "h1", "c111111",
+	                                  "2026-01-01T00:00:00Z", 12, 1);
+	struct store_cell_book *book = store_cell_book_new();
+	struct cells_seen want = {0}, got = {0};
+	char first_key[64] = "";
+	int64_t seq[3];
+
+	(void)state;
+	assert_non_null(book);
+	put_one(c, r, STORE_CREATED, &seq[0]);
+	aw_result_free(&r);
+	/* the same cells in reverse, then four more cells than the book has met, first */
+	r = make_result("00000000-0000-4000-8000-000000000002", "h1", "c222222",
+	                "2026-01-01T01:00:00Z", 12, 1.5);
+	for (size_t i = 0; i < r->n_cells / 2; i++) {
+		struct aw_cell t = r->cells[i];
+
+		r->cells[i] = r->cells[r->n_cells - 1 - i];
+		r->cells[r->n_cells - 1 - i] = t;
+	}
+	put_one(c, r, STORE_CREATED, &seq[1]);
+	aw_result_free(&r);
+	r = make_result("00000000-0000-4000-8000-000000000003", "h1", "c333333",
+	                "2026-01-01T02:00:00Z", 16, 2);
+	for (size_t i = 0; i < 4; i++) {
+		struct aw_cell t = r->cells[i];
+
+		r->cells[i] = r->cells[12 + i];
+		r->cells[12 + i] = t;
+	}
+	put_one(c, r, STORE_CREATED, &seq[2]);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(store_run_cells(c, seq[i], keep_cell, &want), 0);
+		assert_int_equal(store_run_values(c, book, seq[i], keep_cell, &got), 0);
+		assert_int_equal(want.n, i == 2 ? 16 : 12);
+		assert_values_of_cells(&want, &got);
+		/* (the second run's first cell is the first run's last: not by cell id) */
+		if (i == 0)
+			snprintf(first_key, sizeof(first_key), "%s", got.cell[11].key);
+		if (i == 1)
+			assert_string_equal(got.cell[0].key, first_key);
+		cells_seen_release(&want);
+		cells_seen_release(&got);
+	}
+	/* a run of nothing stored; the callback's non-zero return is the call's */
+	assert_int_equal(store_run_values(c, book, seq[2] + 100, keep_cell, &got), 0);
+	assert_int_equal(got.n, 0);
+	assert_int_equal(store_run_values(c, book, seq[0], stop_at_first_cell, NULL), 7);
+	store_cell_book_free(&book);
+	assert_null(book);
+	store_cell_book_free(&book);
+	aw_result_free(&r);
+	store_disconnect(&c);
+	store_close(&s);
 }
 
 static void test_hosts_and_cells(void **state)
@@ -1680,6 +1816,7 @@ int main(void)
 	    cmocka_unit_test(test_idempotency_and_atomicity),
 	    cmocka_unit_test(test_lists_and_order),
 	    cmocka_unit_test(test_hosts_and_cells),
+	    cmocka_unit_test(test_run_values),
 	    cmocka_unit_test(test_tokens),
 	    cmocka_unit_test(test_jobs),
 	    cmocka_unit_test(test_bisects),
