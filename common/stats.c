@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "aw/result.h"
 
@@ -15,9 +16,44 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* glibc's qsort() of doubles, step for step (its merge sort: halves of n / 2 and the rest, the
+ * left element taken unless it compares greater), without its call through a function pointer
+ * for each comparison, which cost a verdict of 300 cells a fifth of its time. Following its
+ * steps keeps even the order NANs end up in (they compare equal to anything) as it was. */
+static void merge_sort(double *v, size_t n, double *tmp)
+{
+	size_t n1 = n / 2, n2 = n - n1, k = 0;
+	double *b1 = v, *b2 = v + n1;
+
+	if (n <= 1)
+		return;
+	merge_sort(b1, n1, tmp);
+	merge_sort(b2, n2, tmp);
+	while (n1 > 0 && n2 > 0) {
+		if (!(*b1 > *b2)) {
+			tmp[k++] = *b1++;
+			n1--;
+		} else {
+			tmp[k++] = *b2++;
+			n2--;
+		}
+	}
+	if (n1 > 0)
+		memcpy(tmp + k, b1, n1 * sizeof(*v));
+	memcpy(v, tmp, (n - n2) * sizeof(*v));
+}
+
 void aw_sort_doubles(double *v, size_t n)
 {
-	qsort(v, n, sizeof(*v), cmp_double);
+	double small[256], *tmp = n <= 256 ? small : malloc(n * sizeof(*v));
+
+	if (!tmp) {
+		qsort(v, n, sizeof(*v), cmp_double); /* (as glibc does without the memory) */
+		return;
+	}
+	merge_sort(v, n, tmp);
+	if (tmp != small)
+		free(tmp);
 }
 
 double aw_quantile_sorted(const double *sorted, size_t n, double q)

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -102,6 +104,39 @@ static void test_empty(void **state)
 	assert_int_equal(aw_summarize(v, 0, &s), -22);
 }
 
+static int cmp_like_qsort(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* aw_sort_doubles() leaves every bit where qsort() did: ties, -0 beside 0, NANs (equal to
+ * anything) among the numbers; short arrays and long ones (past its stack buffer). */
+static void test_sort_like_qsort(void **state)
+{
+	static double want[700], got[700];
+	const double odd[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 1.5, 1.5};
+	unsigned seed = 12345;
+
+	(void)state;
+	for (size_t n = 0; n <= 700; n += n < 40 ? 1 : 37) {
+		for (int round = 0; round < 4; round++) {
+			for (size_t i = 0; i < n; i++) {
+				seed = seed * 1103515245u + 12345u;
+				want[i] = (double)(seed >> 16 & 0xff) - 100;
+				if (round && seed % (round == 3 ? 2 : 7) == 0)
+					want[i] = odd[(seed >> 8) % 7];
+			}
+			memcpy(got, want, n * sizeof(*want));
+			qsort(want, n, sizeof(*want), cmp_like_qsort);
+			aw_sort_doubles(got, n);
+			if (n)
+				assert_memory_equal(got, want, n * sizeof(*want));
+		}
+	}
+}
+
 static void test_mad(void **state)
 {
 	double v[] = {1, 1, 2, 2, 4, 6, 9};
@@ -115,9 +150,13 @@ static void test_mad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_n1),    cmocka_unit_test(test_n2),
-	    cmocka_unit_test(test_n10),   cmocka_unit_test(test_ci_ranks),
-	    cmocka_unit_test(test_empty), cmocka_unit_test(test_mad),
+	    cmocka_unit_test(test_n1),
+	    cmocka_unit_test(test_n2),
+	    cmocka_unit_test(test_n10),
+	    cmocka_unit_test(test_ci_ranks),
+	    cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_mad),
+	    cmocka_unit_test(test_sort_like_qsort),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,8 @@ double aw_quantile_sorted(const double *sorted, size_t n, double q);
  * achieved coverage. */
 double aw_median_ci_ranks(size_t n, double level, size_t *lo, size_t *hi);
 
-/* Sorts a copy-free array with qsort (ascending, total order on finite doubles). */
+/* Sorts v ascending, in place, as glibc's qsort() with a (x > y) - (x < y) comparison does, step
+ * for step (NANs and -0 end up where it put them), without its call per comparison. */
 void aw_sort_doubles(double *v, size_t n);
 
 /* Median absolute deviation of sorted values (unscaled). n must be > 0. `scratch` holds n
