@@ -223,35 +223,39 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 	struct aw_detect_result *out = NULL;
 	double *buf = NULL;
 	bool *conf = NULL;
-	size_t n = t->n, w = 1;
+	size_t n = t->n, wh = 1, wx = 1, wb = 1, per;
 	int rc = -ENOMEM;
 
 	if (!n)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		w = t->s[i].hist.n > w ? t->s[i].hist.n : w;
-		w = t->s[i].head.n > w ? t->s[i].head.n : w;
-		w = t->s[i].base.n > w ? t->s[i].base.n : w;
+		wh = t->s[i].hist.n > wh ? t->s[i].hist.n : wh;
+		wx = t->s[i].head.n > wx ? t->s[i].head.n : wx;
+		wb = t->s[i].base.n > wb ? t->s[i].base.n : wb;
 	}
+	/* per metric: history, its se, head, its se, base, each with REFS kernels, each side as
+	 * long as its own longest (a head of one run in as much room as the history's 40 had
+	 * this buffer at 6 MB for 300 cells, every page of it written, and faulted in, anew) */
+	per = (2 + REFS) * wh + (2 + REFS) * wx + (1 + REFS) * wb;
 	in = calloc(2 * n, sizeof(*in));
 	out = calloc(2 * n, sizeof(*out));
 	conf = calloc(2 * n * MAX_HEAD_RUNS, sizeof(*conf));
-	/* per metric: history, its se, head, its se, base, each with REFS kernels */
-	buf = malloc(2 * n * 5 * (1 + REFS) * w * sizeof(double));
+	buf = malloc(2 * n * per * sizeof(double));
 	v->cells = calloc(n, sizeof(*v->cells));
 	if (!in || !out || !buf || !conf || !v->cells)
 		goto out;
 	for (size_t i = 0; i < 2 * n; i++) {
 		const struct series *s = &t->s[i / 2];
 		bool p99 = i % 2;
-		double *b = buf + i * 5 * (1 + REFS) * w, *hr[REFS], *xr[REFS], *br[REFS];
-		double *hv = b, *hse = b + w, *xv = b + 2 * w, *xse = b + 3 * w, *bv = b + 4 * w;
+		double *b = buf + i * per, *hr[REFS], *xr[REFS], *br[REFS];
+		double *hv = b, *hse = hv + wh, *xv = hse + (1 + REFS) * wh, *xse = xv + wx;
+		double *bv = xse + (1 + REFS) * wx;
 		size_t nh, nx, nb;
 
 		for (int q = 0; q < REFS; q++) {
-			hr[q] = b + (5 + 3 * (size_t)q) * w;
-			xr[q] = hr[q] + w;
-			br[q] = xr[q] + w;
+			hr[q] = hse + (1 + (size_t)q) * wh;
+			xr[q] = xse + (1 + (size_t)q) * wx;
+			br[q] = bv + (1 + (size_t)q) * wb;
 		}
 		nh = dense(&s->hist, p99, hv, p99 ? NULL : hse, hr);
 		nx = dense(&s->head, p99, xv, p99 ? NULL : xse, xr);
