@@ -182,7 +182,6 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	    .project = project, .host = host, .commit = commit, .limit = HEAD_RUNS};
 	struct runs head = {.max = 1}, base = {.max = BASELINE_RUNS, .skip_commit = commit};
 	json_t *fp_head = NULL, *fp_base = NULL;
-	struct store_cell_book *book = NULL;
 	char what[TEXT_MAX] = "";
 	double shift = 0, most = 0, move, moves[N_SERIES];
 	size_t n_moves = 0;
@@ -213,10 +212,10 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		fingerprint_change(fp_base, fp_head, what, sizeof(what));
 	/* the control: each series' shift, the head's value over the baseline runs' median (none
 	 * within the series' own noise there), and the control's as a whole, the median of them */
-	book = store_cell_book_new();
-	rc = book ? store_run_values(c, book, head.r[0].seq, on_cell, &head.r[0]) : -ENOMEM;
+	rc = store_run_subject_cells(c, head.r[0].seq, AW_CONTROL_SUBJECT, on_cell, &head.r[0]);
 	for (size_t i = 0; !rc && i < base.n; i++)
-		rc = store_run_values(c, book, base.r[i].seq, on_cell, &base.r[i]);
+		rc = store_run_subject_cells(c, base.r[i].seq, AW_CONTROL_SUBJECT, on_cell,
+		                             &base.r[i]);
 	if (rc)
 		goto out;
 	for (int s = 0; s < N_SERIES; s++) {
@@ -277,7 +276,6 @@ out:
 	if (rc && rc != -ENOMEM)
 		aw_errorf(err, rc, "cannot read the control of %s on %s: %s", commit, host,
 		          strerror(-rc));
-	store_cell_book_free(&book);
 	json_decref(fp_head);
 	json_decref(fp_base);
 	return rc;

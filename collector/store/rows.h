@@ -34,6 +34,7 @@ enum stmt_id {
 	S_RUN_GET = S_MEAS_ADD + N_CHUNKS,
 	S_RUN_CELLS,
 	S_RUN_VALUES,
+	S_RUN_SUBJECT_CELLS,
 	S_RUN_BOOK,
 	S_COMMIT_REORDER,
 	S_REF_HISTORY,                       /* a filtered_def of 1 filter: 2 slots */

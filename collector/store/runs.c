@@ -236,6 +236,27 @@ int store_run_cells(struct store_conn *c, int64_t seq, store_cell_cb cb, void *c
 	return rows_each_row(s, cell_row, &cr);
 }
 
+static const struct stmt_def sql_run_subject_cells = {
+    .id = S_RUN_SUBJECT_CELLS,
+    .what = "read a run's cells of a subject",
+    .sql = "SELECT " CELL_COLS " FROM measurements m JOIN cells k ON k.id = m.cell_id "
+           "WHERE m.run_seq = ?1 AND m.cell_id IN (SELECT id FROM cells WHERE subject = ?2) "
+           "ORDER BY m.ord"};
+
+int store_run_subject_cells(struct store_conn *c, int64_t seq, const char *subject,
+                            store_cell_cb cb, void *cls)
+{
+	struct cell_rows cr = {cb, cls, NULL};
+	struct store_stmt *s;
+	int rc = rows_get(c, &sql_run_subject_cells, &s);
+
+	if (rc)
+		return rc;
+	b_i64(s, 1, seq);
+	b_text(s, 2, subject);
+	return rows_each_row(s, cell_row, &cr);
+}
+
 /* ---- a run's values, its cells described once per book ---- */
 
 /* The cells met so far, sorted by id. Cells are never changed once stored, so a description read

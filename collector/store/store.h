@@ -195,6 +195,12 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 typedef int (*store_cell_cb)(const struct aw_cell *cell, void *cls);
 int store_run_cells(struct store_conn *c, int64_t seq, store_cell_cb cb, void *cls);
 
+/* As store_run_cells(), the cells of one subject only (the control's, of ten runs): the cells
+ * table searched for the subject, the run's measurements of those cells found by their primary
+ * key, rather than every measurement of the run read. */
+int store_run_subject_cells(struct store_conn *c, int64_t seq, const char *subject,
+                            store_cell_cb cb, void *cls);
+
 /* The cells described so far by the store_run_values() calls given it. Returns NULL when out
  * of memory; store_cell_book_free() frees it and NULLs the pointer. */
 struct store_cell_book;

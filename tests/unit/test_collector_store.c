@@ -518,6 +518,32 @@ static void test_run_values(void **state)
 		cells_seen_release(&want);
 		cells_seen_release(&got);
 	}
+	/* one subject's cells of a run, in its order: those store_run_cells() gives of it */
+	for (size_t i = 0; i < r->n_cells; i++)
+		aw_cell_release(&r->cells[i]);
+	r->n_cells = 0;
+	for (int i = 0; i < 5; i++) {
+		struct aw_cell *cell = aw_result_add_cell(r);
+
+		assert_int_equal(aw_set_str(&cell->op, "chain"), 0);
+		assert_int_equal(aw_set_str(&cell->subject, i % 2 ? "ctl" : "lib"), 0);
+		cell->cpu = 4 - i;
+		cell->p50 = cell->p99 = cell->ci_lo = cell->ci_hi = 10 + i;
+		assert_int_equal(aw_cell_make_key(cell), 0);
+	}
+	snprintf(r->run_id, sizeof(r->run_id), "00000000-0000-4000-8000-000000000004");
+	put_one(c, r, STORE_CREATED, &seq[0]);
+	assert_int_equal(store_run_cells(c, seq[0], keep_cell, &want), 0);
+	assert_int_equal(store_run_subject_cells(c, seq[0], "ctl", keep_cell, &got), 0);
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.cell[0].key, want.cell[1].key);
+	assert_string_equal(got.cell[1].key, want.cell[3].key);
+	assert_true(got.cell[0].p50 == 11 && got.cell[1].p50 == 13);
+	assert_string_equal(got.cell[1].subject, "ctl");
+	cells_seen_release(&want);
+	cells_seen_release(&got);
+	assert_int_equal(store_run_subject_cells(c, seq[1], "ctl", keep_cell, &got), 0);
+	assert_int_equal(got.n, 0);
 	/* a run of nothing stored; the callback's non-zero return is the call's */
 	assert_int_equal(store_run_values(c, book, seq[2] + 100, keep_cell, &got), 0);
 	assert_int_equal(got.n, 0);
