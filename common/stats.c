@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,15 +44,62 @@ static void merge_sort(double *v, size_t n, double *tmp)
 	memcpy(v, tmp, (n - n2) * sizeof(*v));
 }
 
+/* A stable insertion sort, for short runs of values without NANs. */
+static void insertion_sort(double *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		double x = v[i];
+		size_t j = i;
+
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+/* merge_sort() with runs of up to 16 values sorted by insertion: stable too, so that without
+ * NANs it leaves every value (-0 and 0 too, which compare equal) where merge_sort() does, in
+ * about half its time for the few dozen values of a verdict's medians. */
+static void merge_sort_finite(double *v, size_t n, double *tmp)
+{
+	size_t n1 = n / 2, n2 = n - n1, k = 0;
+	double *b1 = v, *b2 = v + n1;
+
+	if (n <= 16) {
+		insertion_sort(v, n);
+		return;
+	}
+	merge_sort_finite(b1, n1, tmp);
+	merge_sort_finite(b2, n2, tmp);
+	while (n1 > 0 && n2 > 0) {
+		if (!(*b1 > *b2)) {
+			tmp[k++] = *b1++;
+			n1--;
+		} else {
+			tmp[k++] = *b2++;
+			n2--;
+		}
+	}
+	if (n1 > 0)
+		memcpy(tmp + k, b1, n1 * sizeof(*v));
+	memcpy(v, tmp, (n - n2) * sizeof(*v));
+}
+
 void aw_sort_doubles(double *v, size_t n)
 {
 	double small[256], *tmp = n <= 256 ? small : malloc(n * sizeof(*v));
+	bool nan = false;
 
 	if (!tmp) {
 		qsort(v, n, sizeof(*v), cmp_double); /* (as glibc does without the memory) */
 		return;
 	}
-	merge_sort(v, n, tmp);
+	for (size_t i = 0; i < n && !nan; i++)
+		nan = isnan(v[i]);
+	if (nan)
+		merge_sort(v, n, tmp);
+	else
+		merge_sort_finite(v, n, tmp);
 	if (tmp != small)
 		free(tmp);
 }
