@@ -9,15 +9,17 @@
 #include "aw/buf.h"
 #include "aw/log.h"
 #include "internal.h"
+#include "json_write.h"
 #include "metrics.h"
 #include "postingest.h"
 #include "reports.h"
 #include "writer.h"
 
-#define LIST_DEFAULT   100
-#define LIST_MAX       1000
-#define SERIES_DEFAULT 500
-#define SERIES_MAX     10000
+#define LIST_DEFAULT    100
+#define LIST_MAX        1000
+#define SERIES_DEFAULT  500
+#define SERIES_MAX      10000
+#define SERIES_TEXT_MAX ((size_t)64 << 20) /* 10,000 points are about 2.7 MB */
 
 /* A JSON object parsed from stored canonical text; null when there is none. */
 static json_t *stored_json(const char *text)
@@ -339,29 +341,96 @@ out:
 
 /* ---- series ---- */
 
+/* A series reply is written straight as text (json_write.h): a jansson tree of 500 points cost
+ * as much as reading them from the store. What it writes, and how it fails, is what the
+ * json_pack() and json_dumps() before it gave: a field that json_pack() refused (a NULL or
+ * invalid UTF-8 string, a non-finite "f" number) fails the read (-ENOMEM, as the tree's
+ * allocation did). */
+struct series_text {
+	struct aw_buf b;
+	bool first; /* no point written yet */
+};
+
+/* `"key":` then `s` as a string that must be one (json_pack's "s"). */
+static int put_field_str(struct aw_buf *b, const char *key, const char *s)
+{
+	int rc = aw_buf_puts(b, key);
+
+	if (!rc && !s)
+		rc = -EINVAL;
+	return rc ? rc : aw_json_put_str(b, s);
+}
+
+/* `"key":` then a finite number. */
+static int put_field_real(struct aw_buf *b, const char *key, double v)
+{
+	int rc = aw_buf_puts(b, key);
+
+	return rc ? rc : aw_json_put_real(b, v);
+}
+
 static int on_point(const struct store_point *p, void *cls)
 {
+	struct series_text *t = cls;
+	struct aw_buf *b = &t->b;
 	char order[AW_TIME_LEN];
-	json_t *o;
+	int rc;
 
 	time_us(p->order_us, order);
-	o = json_pack("{s:s, s:I, s:o, s:s, s:s, s:s, s:s, s:o}", "run_id", p->run_id, "seq",
-	              (json_int_t)p->seq, "commit", aw_json_str(p->commit), "order_time", order,
-	              "started_at", p->started_at, "matrix_hash", p->matrix_hash, "status",
-	              p->status, "value", isfinite(p->value) ? json_real(p->value) : json_null());
-	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
+	rc = aw_buf_puts(b, t->first ? "{" : ",{");
+	t->first = false;
+	rc = rc ? rc : put_field_str(b, "\"run_id\":", p->run_id);
+	rc = rc ? rc : aw_buf_puts(b, ",\"seq\":");
+	rc = rc ? rc : aw_json_put_int(b, p->seq);
+	rc = rc ? rc : aw_buf_puts(b, ",\"commit\":");
+	rc = rc ? rc : aw_json_put_str(b, p->commit);
+	rc = rc ? rc : put_field_str(b, ",\"order_time\":", order);
+	rc = rc ? rc : put_field_str(b, ",\"started_at\":", p->started_at);
+	rc = rc ? rc : put_field_str(b, ",\"matrix_hash\":", p->matrix_hash);
+	rc = rc ? rc : put_field_str(b, ",\"status\":", p->status);
+	if (!rc && isfinite(p->value))
+		rc = put_field_real(b, ",\"value\":", p->value);
+	else if (!rc)
+		rc = aw_buf_puts(b, ",\"value\":null");
+	rc = rc ? rc : aw_buf_puts(b, "}");
+	return rc ? -ENOMEM : 0;
 }
 
 static int on_period(const struct store_aggregate *a, void *cls)
 {
+	struct series_text *t = cls;
+	struct aw_buf *b = &t->b;
 	char start[AW_TIME_LEN];
-	json_t *o;
+	int rc;
 
+	if (!isfinite(a->min) || !isfinite(a->median) || !isfinite(a->max))
+		return -ENOMEM; /* json_pack's "f" refused it */
 	time_us(a->start_us, start);
-	o = json_pack("{s:s, s:I, s:I, s:f, s:f, s:f}", "start", start, "count",
-	              (json_int_t)a->count, "thinned", (json_int_t)a->stored, "min", a->min,
-	              "median", a->median, "max", a->max);
-	return o && !json_array_append_new(cls, o) ? 0 : -ENOMEM;
+	rc = aw_buf_puts(b, t->first ? "{" : ",{");
+	t->first = false;
+	rc = rc ? rc : put_field_str(b, "\"start\":", start);
+	rc = rc ? rc : aw_buf_puts(b, ",\"count\":");
+	rc = rc ? rc : aw_json_put_int(b, a->count);
+	rc = rc ? rc : aw_buf_puts(b, ",\"thinned\":");
+	rc = rc ? rc : aw_json_put_int(b, a->stored);
+	rc = rc ? rc : put_field_real(b, ",\"min\":", a->min);
+	rc = rc ? rc : put_field_real(b, ",\"median\":", a->median);
+	rc = rc ? rc : put_field_real(b, ",\"max\":", a->max);
+	rc = rc ? rc : aw_buf_puts(b, "}");
+	return rc ? -ENOMEM : 0;
+}
+
+/* The reply's fields before its points, up to the points' '['. */
+static int series_head(struct aw_buf *b, const struct store_series_query *q)
+{
+	int rc = put_field_str(b, "{\"host\":", q->host);
+
+	rc = rc ? rc : put_field_str(b, ",\"cell\":", q->cell_key);
+	rc = rc ? rc : put_field_str(b, ",\"metric\":", store_metric_name(q->metric));
+	rc = rc ? rc : put_field_str(b, ",\"ref\":", q->ref);
+	rc = rc ? rc : aw_buf_puts(b, ",\"project\":");
+	rc = rc ? rc : aw_json_put_str(b, q->project);
+	return rc ? rc : aw_buf_puts(b, ",\"points\":[");
 }
 
 void aw_api_series(struct aw_ctx *x)
@@ -370,11 +439,11 @@ void aw_api_series(struct aw_ctx *x)
 	const char *metric = aw_httpd_query(x->req, "metric");
 	const char *downsample = aw_httpd_query(x->req, "downsample");
 	enum store_period period = STORE_PERIOD_DAY;
-	json_t *reply;
-	json_t *points = json_array();
+	struct series_text t = {.first = true};
 	struct store_conn *c;
-	int rc;
+	int rc, head_rc;
 
+	aw_buf_init(&t.b, SERIES_TEXT_MAX);
 	if (aw_query_checked(x, "host", aw_valid_name, "a host name", &q.host) ||
 	    aw_query_checked(x, "ref", aw_valid_ref, "a git ref name", &q.ref) ||
 	    aw_query_checked(x, "project", aw_valid_name, "a name", &q.project) ||
@@ -412,26 +481,24 @@ void aw_api_series(struct aw_ctx *x)
 	}
 	if (downsample && !strcmp(downsample, "week"))
 		period = STORE_PERIOD_WEEK;
-	rc = points ? aw_ctx_conn(x, &c) : -ENOMEM;
+	/* a field the head cannot hold (a cell key of invalid UTF-8) fails the reply, not the
+	 * read: the read's own failure is the answer when both fail, as before */
+	head_rc = series_head(&t.b, &q);
+	rc = aw_ctx_conn(x, &c);
 	if (!rc)
-		rc = downsample ? store_series_periods(c, &q, period, on_period, points)
-		                : store_series(c, &q, on_point, points);
+		rc = downsample ? store_series_periods(c, &q, period, on_period, &t)
+		                : store_series(c, &q, on_point, &t);
 	if (rc) {
 		aw_reply_store_error(x->req, rc);
 		goto out;
 	}
-	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "host", q.host, "cell", q.cell_key,
-	                  "metric", store_metric_name(q.metric), "ref", q.ref, "project",
-	                  aw_json_str(q.project), "points", points);
-	if (reply && downsample &&
-	    json_object_set_new(reply, "downsample", json_string(downsample))) {
-		json_decref(reply);
-		reply = NULL;
-	}
-	aw_reply_json(x->req, 200, reply);
-	return;
+	rc = head_rc ? head_rc : aw_buf_puts(&t.b, "]");
+	if (!rc && downsample)
+		rc = put_field_str(&t.b, ",\"downsample\":", downsample);
+	rc = rc ? rc : aw_buf_puts(&t.b, "}");
+	aw_reply_json_text(x->req, 200, &t.b, rc);
 out:
-	json_decref(points);
+	aw_buf_release(&t.b);
 }
 
 /* ---- service ---- */

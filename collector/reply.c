@@ -20,20 +20,39 @@ int aw_parse_id(const char *s, int64_t *out)
 	return 0;
 }
 
+/* The reply to a body that could not be built or serialised. */
+static void reply_internal(struct aw_httpd_req *req)
+{
+	static const char oom[] =
+	    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":\"\"}}";
+	char *copy = strdup(oom);
+
+	aw_httpd_reply(req, 500, "application/json", copy, copy ? strlen(copy) : 0);
+}
+
 void aw_reply_json(struct aw_httpd_req *req, unsigned status, json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
 	json_decref(body);
 	if (!text) {
-		static const char oom[] =
-		    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"field\":\"\"}}";
-		char *copy = strdup(oom);
-
-		aw_httpd_reply(req, 500, "application/json", copy, copy ? strlen(copy) : 0);
+		reply_internal(req);
 		return;
 	}
 	aw_httpd_reply(req, status, "application/json", text, strlen(text));
+}
+
+void aw_reply_json_text(struct aw_httpd_req *req, unsigned status, struct aw_buf *text, int rc)
+{
+	size_t len = text->len;
+	char *body = rc ? NULL : aw_buf_detach(text);
+
+	aw_buf_release(text);
+	if (!body) {
+		reply_internal(req);
+		return;
+	}
+	aw_httpd_reply(req, status, "application/json", body, len);
 }
 
 void aw_reply_error(struct aw_httpd_req *req, unsigned status, const char *code, const char *field,

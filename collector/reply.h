@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aw/buf.h"
 #include "httpd.h"
 
 struct aw_ctx;
@@ -22,6 +23,11 @@ int aw_ctx_conn(struct aw_ctx *x, struct store_conn **out);
 /* Replies with `body` as JSON (the reference is stolen; NULL or a body that cannot be
  * serialised gets 500 with an "internal" error). */
 void aw_reply_json(struct aw_httpd_req *req, unsigned status, json_t *body);
+
+/* Replies with `text`, JSON written by the handler (json_write.h), when `rc` is 0; else, or
+ * when the text cannot be taken, with what aw_reply_json() gives a body it cannot serialise
+ * (500, "internal"). Takes the text's data and leaves `text` released in every case. */
+void aw_reply_json_text(struct aw_httpd_req *req, unsigned status, struct aw_buf *text, int rc);
 
 /* Replies {"error":{"code","message","field"}}; field "" when it is about no field. 401 adds
  * WWW-Authenticate, 503 adds Retry-After: 1, 507 Retry-After: 60. */

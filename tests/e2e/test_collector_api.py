@@ -433,6 +433,11 @@ def test_queries():
             ("c0000002", "2026-10-02T00:00:00Z", 2.0)]):
         doc = h.make_doc(host=host, commit=commit, commit_time=ctime, scale=scale, seed=20 + i,
                          cells=40)
+        if commit == "c0000002":  # a cell without values: its point's value is null
+            skipped = [c for c in doc["cells"] if c["key"] == "op=stadd cpu=0"][0]
+            skipped.update({k: None for k in ("min", "p50", "p95", "p99", "max", "mean",
+                                              "stddev", "ci_lo", "ci_hi")})
+            skipped.update({"status": "skipped", "reason": "no such \"op\" here", "n": 0})
         ids.append(doc["run_id"])
         eq(post(doc, token=token).status, 201)
     r = get("/api/v1/runs?host=%s&limit=2" % host)
@@ -450,7 +455,21 @@ def test_queries():
     eq(r.status, 200, r)
     points = r.json()["points"]
     eq([p["commit"] for p in points], ["c0000001", "c0000002", "c0000003"], "commit order")
-    check(points[0]["value"] < points[1]["value"] < points[2]["value"], points)
+    check(points[0]["value"] < points[2]["value"], points)
+    eq((points[1]["value"], points[1]["status"]), (None, "skipped"), points)
+    # the reply's fields in their order (written as text, not by jansson), each point's too
+    eq(list(r.json()), ["host", "cell", "metric", "ref", "project", "points"])
+    eq(list(points[0]), ["run_id", "seq", "commit", "order_time", "started_at", "matrix_hash",
+                         "status", "value"])
+    eq(r.body.count(b'"value":'), 3, r.body)
+    check(b'"value":null,' not in r.body and b'"value":null}' in r.body, r.body)
+    # an unknown cell: no points, its key given back escaped as JSON
+    odd = 'x"y\\z/\t\u00e9\u20ac\x01'
+    r = get("/api/v1/series?host=%s&cell=%s&project=linux" % (host, q(odd)))
+    eq(r.status, 200, r)
+    eq(r.json(), {"host": host, "cell": odd, "metric": "p50", "ref": "main", "project": "linux",
+                  "points": []})
+    check(b'"cell":"x\\"y\\\\z/\\t\xc3\xa9\xe2\x82\xac\\u0001"' in r.body, r.body)
     eq(len(get("/api/v1/series?host=%s&cell=%s&limit=1" % (host, q("op=stadd cpu=0")))
            .json()["points"]), 1)
     r = get("/api/v1/hosts")
