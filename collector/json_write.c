@@ -3,6 +3,8 @@
  * json_dumps() wrote before. */
 #include "json_write.h"
 
+#include "aw/util.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,37 +13,6 @@
 #include <string.h>
 
 #define REAL_MAX 32 /* %.17g of a double takes at most 24 bytes */
-
-/* Length of the valid UTF-8 sequence at p (2-4) that starts with a byte >= 0x80, or 0 when it
- * is not one (overlong forms, surrogates, code points above U+10FFFF): what jansson's
- * utf8_check_full() accepts. */
-static size_t utf8_len(const unsigned char *p)
-{
-	size_t n;
-	uint32_t cp;
-
-	if (p[0] >= 0xC2 && p[0] <= 0xDF) {
-		n = 2;
-		cp = p[0] & 0x1Fu;
-	} else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-		n = 3;
-		cp = p[0] & 0x0Fu;
-	} else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-		n = 4;
-		cp = p[0] & 0x07u;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xC0) != 0x80) /* the terminator stops here too */
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3Fu);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return n;
-}
 
 /* The escape of byte c, or NULL when it is written as it is. `seq` holds a \u00XX one. */
 static const char *escape_of(unsigned char c, char seq[8])
@@ -84,7 +55,7 @@ int aw_json_put_str(struct aw_buf *b, const char *s)
 		size_t n = 1;
 
 		if (*p >= 0x80) {
-			n = utf8_len(p);
+			n = aw_utf8_len(p);
 			if (!n)
 				return -EINVAL;
 			p += n;

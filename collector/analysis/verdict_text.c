@@ -5,6 +5,8 @@
  * trailing text), then read with helpers that may assume it is valid. */
 #include "verdict_doc.h"
 
+#include "aw/util.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -57,36 +59,6 @@ static int hex4(const char *p)
 	return v;
 }
 
-/* Length of the valid UTF-8 sequence at p (first byte >= 0x80), or 0: what jansson's
- * utf8_check_full() accepts (no overlong form, surrogate, or code point above U+10FFFF). */
-static size_t utf8_len(const unsigned char *p)
-{
-	size_t n;
-	unsigned cp;
-
-	if (p[0] >= 0xC2 && p[0] <= 0xDF) {
-		n = 2;
-		cp = p[0] & 0x1Fu;
-	} else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-		n = 3;
-		cp = p[0] & 0x0Fu;
-	} else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-		n = 4;
-		cp = p[0] & 0x07u;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3Fu);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return n;
-}
-
 /* The text after the string at p ('"'), or NULL when it is not one jansson takes: no control
  * character, known escapes, \u pairs for surrogates, no \u0000, valid UTF-8. */
 static const char *check_string(const char *p)
@@ -101,7 +73,7 @@ static const char *check_string(const char *p)
 		if (*u < 0x20) /* the terminator too */
 			return NULL;
 		if (*u >= 0x80) {
-			size_t n = utf8_len(u);
+			size_t n = aw_utf8_len(u);
 
 			if (!n)
 				return NULL;

@@ -141,4 +141,9 @@ int aw_parse_duration_ms(const char *s, uint64_t *out_ms);
 /* Sleeps for `ns` nanoseconds, resuming after signals unless *stop becomes non-zero. */
 void aw_sleep_ns(uint64_t ns, volatile int *stop);
 
+/* The length (2-4) of the valid UTF-8 sequence at p, whose first byte is >= 0x80, or 0 when it
+ * is not one (overlong forms, surrogates, code points above U+10FFFF, a byte that does not
+ * continue it, the terminator included): what jansson's utf8_check_full() accepts. */
+size_t aw_utf8_len(const unsigned char *p);
+
 #endif
