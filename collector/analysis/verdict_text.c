@@ -261,12 +261,13 @@ static bool ends_scalar(char c)
 /* The text after the checked string at p ('"'). */
 static const char *skip_string(const char *p)
 {
-	for (p++;; p++) {
+	p++;
+	for (;;) {
 		while (stop[(unsigned char)*p] != QUOTE && stop[(unsigned char)*p] != ESCAPE)
 			p++;
 		if (*p == '"')
 			return p + 1;
-		p++; /* the escaped character */
+		p += 2; /* the backslash and the character it escapes */
 	}
 }
 
