@@ -7,7 +7,9 @@ N alike; each figure is printed beside N = 100's with the ratio and the least-sq
 each further run (the fit per run).
 
   gate        GET /api/v1/gate of a new head (a commit on a pull-request ref, its runs
-              uploaded and judged first), judged against main on each request
+              uploaded and its verdict cached by the post-ingest worker first): what CI asks
+  gate_spot   the same gate with cells=* (every cell): judged against main on each request,
+              as a gate asked before the worker got to the head is, and as the worker judges
   series      GET /api/v1/series of one cell (the default 500 newest points)
   overview    GET /
   commit      GET /commits/SHA of the newest commit on main
@@ -50,10 +52,10 @@ import harness as h  # noqa: E402
 HOST = "bench-host-0"          # the host ingest_bench fill stores
 T0 = 1704067200                # its first commit's time (2024-01-01), then an hour each
 CELL = "op=stadd cpu=0"        # the series read
-FIGURES = ("gate", "series", "overview", "commit", "charts", "cpu", "db_cpu", "gnuplot_cpu",
-           "rss")
-UNITS = {"gate": "ms", "series": "ms", "overview": "ms", "commit": "ms", "charts": "s",
-         "cpu": "ms", "db_cpu": "ms", "gnuplot_cpu": "ms", "rss": "MiB"}
+FIGURES = ("gate", "gate_spot", "series", "overview", "commit", "charts", "cpu", "db_cpu",
+           "gnuplot_cpu", "rss")
+UNITS = {"gate": "ms", "gate_spot": "ms", "series": "ms", "overview": "ms", "commit": "ms",
+         "charts": "s", "cpu": "ms", "db_cpu": "ms", "gnuplot_cpu": "ms", "rss": "MiB"}
 
 
 def machine():
@@ -205,8 +207,9 @@ def measure_reads(setups, reps):
     cell = urllib.parse.quote(CELL)
     for _ in range(reps):
         for s in setups:
-            s.samples["gate"].append(s.get("/api/v1/gate?project=linux&commit=%s"
-                                           "&baseline_ref=main" % s.pr_head))
+            gate = "/api/v1/gate?project=linux&commit=%s&baseline_ref=main" % s.pr_head
+            s.samples["gate"].append(s.get(gate))
+            s.samples["gate_spot"].append(s.get(gate + "&cells=*"))
             s.samples["series"].append(s.get("/api/v1/series?host=%s&cell=%s&ref=main"
                                              % (HOST, cell)))
             s.samples["overview"].append(s.get("/"))
