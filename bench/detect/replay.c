@@ -639,6 +639,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	struct aw_analysis_opts one;
 	bool flags[M_COUNT] = {0}, subj[M_COUNT] = {0}, real[MAX_SHAPES] = {0};
 	bool sure[MAX_SHAPES] = {0};
+	double shift_of[MAX_SHAPES] = {0};
 	size_t next[MAX_CONFIRM], k, used = 0, first_keys, remeasured = 0;
 
 	snprintf(label, sizeof(label), "%s:%zu:%u", rec->path, at, ++serial);
@@ -689,6 +690,7 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 				thr = now.shape_thr[i];
 		double se = NAN, shift = local_shift(rec, at, shapes[s], &se);
 
+		shift_of[s] = shift;
 		real[s] = shift >= thr;
 		sure[s] = log1p(shift) - 1.645 * se >= log1p(thr);
 	}
@@ -726,6 +728,10 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 				st[m][s].sure++;
 				st[m][s].sure_caught += caught;
 				st[m][s].sure_silent += !caught && !loud;
+				if (verbose && m == M_CONFIRM && !caught && !loud)
+					fprintf(stderr,
+					        "  => silent pass: %s %s, local shift %+.2f%%\n",
+					        shapes[s], rec->variant[at], 100 * shift_of[s]);
 			}
 		}
 	}
