@@ -114,8 +114,13 @@ static int cmp_cells(const void *a, const void *b)
  * confirm_runs (runs measured in a memory state the baseline never saw do not count) is
  * suspect, and inconclusive once the budget is spent if such runs are why; an undecided metric is
  * suspect while its budget lasts, then inconclusive when its estimate reaches the threshold; one
- * whose estimate stays under it and that even the whole budget could not bound is noisy (at once,
- * when its noise says so). */
+ * whose estimate stays under it and that even the whole budget could not bound is noisy, at once
+ * when its noise says so: the bound the whole budget would give, about the estimate as it stands,
+ * would still cross the threshold. Re-measurements are spent on a move whose estimate reaches the
+ * threshold (to confirm it) and on a cell they could clear; a 10 ns lookup with a 7% noise and a
+ * 5% threshold that read 1% slower is neither, and is said to be noisy after one run instead of
+ * ten (on the recordings, going on to ten caught 1-4 more heads of a shape and passed up to 7
+ * more silently: runs that agree by chance bound a move the first run hid). */
 static enum aw_verdict confirmed(const struct aw_detect_result *r, double threshold,
                                  const struct aw_analysis_opts *o)
 {
@@ -137,10 +142,12 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	default:
 		return r->verdict;
 	}
-	/* the bound the head's change would have after the whole budget */
+	/* the bound the head's change would have after the whole budget: about the estimate as it
+	 * stands, it would still cross the threshold */
 	reach = aw_t_quantile(0.05, 30) * r->noise *
 	        sqrt(1.0 / (1 + o->confirm_budget) + 1.0 / (r->window_n ? r->window_n : 1));
-	if (reach >= log1p(threshold) && !(log1p(r->change) >= log1p(threshold)))
+	if (fabs(log1p(r->change)) + reach >= log1p(threshold) &&
+	    !(log1p(r->change) >= log1p(threshold)))
 		return AW_VERDICT_NOISY;
 	if (o->confirm_runs > 1 && r->head_n < 1 + o->confirm_budget)
 		return AW_VERDICT_SUSPECT;

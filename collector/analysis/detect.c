@@ -260,6 +260,32 @@ static double exceedance(const struct cell *c, size_t j, double by)
 	return binom_sf(k, m, ((double)beyond + 1) / ((double)c->n_res + 2));
 }
 
+/* The level of the bounds' distribution-free side (the t bound's too: judge_levels()). */
+#define TAIL_ALPHA 0.05
+
+/* Whether the m head runs b[] of a level (log) lie too far from a change of `by` (log; negative: a
+ * speed-up) for it: each at least as far short of it as the nearest of them is, at the history's
+ * own rate of runs that far from their centre (one in n + 2 at least), has a chance of alpha or
+ * less. The distribution-free side of a bound, as exceedance() is of the test: a history whose runs
+ * now and then read 7% low (a fast spell no reference feels) does not bound a head that read 2% low
+ * within a 5% change, however tight the rest of its runs sit. A history too short to show a tail
+ * that rare (n + 2 < 1 / alpha) leaves the bound to the t distribution. */
+static bool tail_bounds(const struct cell *c, double centre, const double *b, size_t m, double by,
+                        double alpha)
+{
+	double near = by > 0 ? -INFINITY : INFINITY;
+	size_t beyond = 0;
+
+	if ((double)(c->n_res + 2) * alpha < 1)
+		return true; /* (the history cannot show a tail that rare) */
+	for (size_t i = 0; i < m; i++)
+		near = by > 0 ? fmax(near, b[i] - centre) : fmin(near, b[i] - centre);
+	near -= by; /* how far short of the change the nearest run read */
+	for (size_t i = 0; i < c->n_res; i++)
+		beyond += by > 0 ? c->res[i] <= near : c->res[i] >= near;
+	return pow(((double)beyond + 1) / ((double)c->n_res + 2), (double)m) <= alpha;
+}
+
 /* The move of m head runs b[] of a level against its base runs: their median's distance d from
  * the level's centre (log) and its standard errors up and down, the head's own spread counted
  * once two runs can show it (a run alone gets screen_noise at least): two re-measurements 3%
@@ -373,15 +399,21 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		 * re-measurements once there are two or more (one alone cannot outweigh the
 		 * run that raised the suspicion) */
 		for (size_t i = 0; c->confirming && i < c->nh && i < 256; i++)
-			if (c->head_lev[i] == (int)j && c->confirming[i])
-				b[mc++] = c->y[c->nb + i];
+			mc += c->head_lev[i] == (int)j && c->confirming[i];
 		if (mc >= 2) {
+			mc = 0;
+			for (size_t i = 0; i < c->nh && i < 256; i++)
+				if (c->head_lev[i] == (int)j && c->confirming[i])
+					b[mc++] = c->y[c->nb + i];
 			head_move(o, c, c->centre[j], l->n_base, b, mc, a, &med, &cu, &cd);
 			med -= c->centre[j];
 		} else {
+			mc = m; /* (b[] holds the level's head runs still) */
 			med = d, cu = su, cd = sd;
 		}
-		if (med + tq * cd < thr && med - tq * cu > -thr)
+		if (med + tq * cd < thr && med - tq * cu > -thr &&
+		    tail_bounds(c, c->centre[j], b, mc, thr, TAIL_ALPHA) &&
+		    tail_bounds(c, c->centre[j], b, mc, -thr, TAIL_ALPHA))
 			l->verdict = AW_VERDICT_UNCHANGED;
 		if (!(j == r->dominant || l->share >= o->level_share))
 			continue;
@@ -440,8 +472,15 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->qvalue = q_down;
 	} else if (judged && bounded) {
 		r->verdict = AW_VERDICT_UNCHANGED;
-	} else if (judged && fabs(r->change_ns) < o->min_abs_ns) {
-		r->verdict = AW_VERDICT_UNCHANGED; /* whatever else, below resolution */
+	} else if (judged && fabs(r->change_ns) < o->min_abs_ns &&
+	           (fmax(c->up, c->down) * c->raw_base < o->min_abs_ns ||
+	            (double)(c->n_res + 2) * TAIL_ALPHA < 1)) {
+		/* a cell whose runs scatter less than the resolution (0.1 ns): any change it could
+		 * show is below what a nanosecond clock resolves. (A 10 ns lookup with a 7% noise
+		 * that read 0.09 ns slower shows nothing either way: it stays undecided.) A history
+		 * too short to show its own scatter (tail_bounds()) keeps the resolution's word:
+		 * its noise is the group's, moderated, and would hold every head of a new host. */
+		r->verdict = AW_VERDICT_UNCHANGED;
 	} else {
 		r->verdict = AW_VERDICT_UNKNOWN;
 	}

@@ -5,7 +5,8 @@
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
  * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
  * reference read beyond its usual band (a run that decides nothing), two re-measurements that
- * disagree, and the threshold rules. */
+ * disagree, rare fast runs that bound no single run, a move under the resolution that clears only
+ * a cell the resolution can tell, and the threshold rules. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -444,6 +445,62 @@ static void test_two_runs_that_disagree_bound_nothing(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
 }
 
+/* Runs that now and then read far low (a fast spell no reference feels: 3 runs of 40, 8% low)
+ * bound no head that read 2% low on one run within a 5% change: a build 5% slower would read that
+ * low as often as the history did. Two re-measurements there do bound it: twice in a row is
+ * rarer than the history's one run in ten. */
+static void test_rare_fast_runs_bound_no_single_run(void **state)
+{
+	double h[40], x[3] = {10 * 0.98, 10 * 0.98, 10 * 0.981};
+	bool conf[3] = {false, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 40, .head = x, .n_head = 1, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 40, 10, 0.002);
+	h[5] = h[18] = h[31] = 10 * 0.92;
+	r = judge_input(&in);
+	assert_int_not_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	assert_int_not_equal(r.verdict, AW_VERDICT_IMPROVED);
+	/* (a history without the fast runs bounds the same run) */
+	h[5] = h[18] = h[31] = 10;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	h[5] = h[18] = h[31] = 10 * 0.92;
+	in.head_confirmation = conf;
+	in.n_head = 3;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
+/* A move under the resolution (0.1 ns) clears only a cell whose runs scatter less than that: a
+ * 10 ns lookup whose runs scatter by 6% and whose head read 0.05 ns slower showed nothing either
+ * way (undecided: re-measure), while a 0.5 ns op whose runs scatter by 0.03 ns and whose head
+ * read 0.04 ns (+8%) slower is unchanged, as far as a nanosecond clock can tell. A history too
+ * short to show its scatter (fewer than 18 runs) keeps the resolution's word. */
+static void test_resolution_clears_what_it_resolves(void **state)
+{
+	double h[30], x[1] = {10.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 30, 10, 0.07);
+	r = judge_one(h, 30, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	assert_true(r.change_hi >= 0.05);
+	series(h, 30, 0.5, 0.06);
+	x[0] = 0.54;
+	r = judge_one(h, 30, x, 1, 0.05);
+	assert_true(r.change_hi >= 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* a history too short to show its own scatter (8 runs) keeps the resolution's word */
+	series(h, 8, 10, 0.07);
+	x[0] = 10.05;
+	r = judge_one(h, 8, x, 1, 0.05);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
 static void test_threshold_rules(void **state)
 {
 	const struct aw_threshold_rule rules[] = {
@@ -479,6 +536,8 @@ int main(void)
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
+	    cmocka_unit_test(test_rare_fast_runs_bound_no_single_run),
+	    cmocka_unit_test(test_resolution_clears_what_it_resolves),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 

@@ -528,6 +528,51 @@ static void test_budget_inconclusive(void **state)
 	store_close(&s);
 }
 
+/* A cell that even the whole budget could not clear is noisy after one run: a subject whose runs
+ * wander by about 3% read +3.5% in its head run; ten more runs would bound its change to about
+ * +-2% (t x noise x sqrt(1/11 + 1/window)), which about +3.5% still crosses the 5% threshold.
+ * Nor is a regression its estimate would show: the cell is noisy at once and the host passes, no
+ * re-measurement asked. A head that read +0.5%, which the budget could clear, stays suspect. */
+static void test_noisy_at_once(void **state)
+{
+	static const double wider[12] = {0,    4.4, -3.6, 1.7, -4.6, 3.0,
+	                                 -1.4, 4.7, -3.3, 0.9, -2.3, 3.7};
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	const struct aw_cell_verdict *cv;
+	const char *key = "subject=chain op=op cpu=0";
+	char *err = NULL;
+	double reach;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	assert_true(o.confirm_runs > 1);
+	load_spread_of(c, "grace", wider);
+	put(c, as_subject(run_of("grace", "badc0de7", "feature", 14, 5.0, 52.0, 10.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de7", NULL, "grace", &v, &err), 0);
+	cv = cell_of(&v, key);
+	reach = 1.697 * cv->p50.noise *
+	        sqrt(1.0 / (1 + o.confirm_budget) + 1.0 / (double)cv->p50.window);
+	/* (its noise alone would not make it noisy: the budget could bound a change of 0) */
+	assert_true(reach < log1p(cv->p50.threshold));
+	assert_true(fabs(log1p(cv->p50.change)) + reach >= log1p(cv->p50.threshold));
+	assert_int_equal(cv->n_head, 1);
+	assert_int_equal(cv->p50.verdict, AW_VERDICT_NOISY);
+	assert_int_equal(v.status, AW_VERDICT_PASS);
+	aw_host_verdict_release(&v);
+
+	put(c, as_subject(run_of("grace", "badc0de8", "feature", 15, 5.0, 50.25, 10.0, HASH)));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de8", NULL, "grace", &v, &err), 0);
+	assert_int_equal(cell_of(&v, key)->p50.verdict, AW_VERDICT_SUSPECT);
+	assert_int_equal(v.status, AW_VERDICT_UNCONFIRMED);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* detection.screen_noise: on main the subject follows the runs' common ripple (no spread of
  * its own), so one run at +4% is precisely +4% as far as the history can tell, and its bound
  * falls short of the 5% threshold. The screen widens that bound to 1% of noise, so the run is
@@ -970,6 +1015,7 @@ int main(void)
 	    cmocka_unit_test(test_clock_regimes),
 	    cmocka_unit_test(test_p99_gate),
 	    cmocka_unit_test(test_cached_verdict),
+	    cmocka_unit_test(test_noisy_at_once), /* (last: run_of()'s ripple counts every run) */
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
