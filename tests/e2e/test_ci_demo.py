@@ -159,10 +159,12 @@ def test_reference_hosts():
     p50 = {c["key"]: c["p50"] for c in doc["cells"]}
     check(p50["op=stadd cpu=0"] > 10 * p50["op=ldadd cpu=0"],
           "STADD ten times slower than LDADD on Neoverse-V2: %s" % p50)
-    # this host's runs of B (three, as for every commit) sit beside them
+    # this host's runs of B (three, as for every commit, and the re-measurements of the third
+    # when it left suspects: up to three more) sit beside them
     runs = h.request(port, "GET", "/api/v1/runs?host=%s&commit=%s"
                      % (S.env["HOST"], S.env["COMMIT_B"])).json()["runs"]
-    eq(len(runs), 3)
+    eq(len([r for r in runs if not r.get("confirmation_of")]), 3, runs)
+    check(len(runs) <= 6, runs)
 
 
 def test_imported_duty_rows_stay_in_their_grid():
@@ -188,6 +190,7 @@ def test_imported_duty_rows_stay_in_their_grid():
 def test_commit_page():
     """The report the demo prints: the hardened commit on every host, its refs, the heat map."""
     port, b = int(S.env["URL"].rsplit(":", 1)[1]), S.env["COMMIT_B"]
+    h.wait_for_postingest(port)  # (the page shows the verdict cached after the last upload)
     r = h.request(port, "GET", "/commits/" + b)
     eq(r.status, 200, r)
     page = r.body.decode()
@@ -197,7 +200,9 @@ def test_commit_page():
     for host in (S.env["HOST"], "neoverse-v2-ref", "neoverse-v2-contention"):
         check(">%s</a>" % host in page, "a section for %s" % host)
     check("/charts/commits/%s/heatmap.svg" % b in page, "the heat map")
-    check(SUBJECT_CELL in page and "regressed" in page, "the regressed cell in the table")
+    row = re.search(re.escape(SUBJECT_CELL) + r".{0,400}", page)
+    check(SUBJECT_CELL in page and "regressed" in page, "the regressed cell in the table: %s" % (
+          row.group(0) if row else re.sub(r"<[^>]*>", " ", page[page.find("<main"):])[:3000]))
 
 
 def test_compare():
