@@ -175,47 +175,6 @@ static double cell_change(const struct aw_cell_verdict *c)
 	return isfinite(m->change) && m->change > -1 ? log1p(m->change) : INFINITY;
 }
 
-/* Whether the host's move (log) explains the cell's: what the cell's change leaves once the
- * move is taken out lies within its threshold. A cell 30% slower on a host 15% slower is not
- * explained by it, and is not the host's. (The change, not its upper bound: every cell of a run
- * 1.5x slow on a short history has a bound wider than its move, and is the host's.) */
-static bool explained(const struct aw_cell_verdict *c, double move)
-{
-	const struct aw_metric_verdict *m = metric_would_regress(&c->p50) ? &c->p50 : &c->p99;
-
-	return !(isfinite(m->change) && m->change > -1 && isfinite(m->threshold) &&
-	         log1p(m->change) - move >= log1p(m->threshold));
-}
-
-/* A regression the host's move does not explain, which it may have inflated: inconclusive, its
- * metrics' notes saying why (never a pass, never a bisection). Returns 0 or -ENOMEM. */
-static int not_explained(struct aw_host_verdict *v, struct aw_cell_verdict *cv, double move)
-{
-	struct aw_metric_verdict *ms[2] = {&cv->p50, &cv->p99};
-
-	if (cv->verdict != AW_VERDICT_REGRESSED)
-		return 0; /* (a suspect is re-measured; an inconclusive one says so already) */
-	v->counts[cv->verdict]--;
-	v->counts[AW_VERDICT_INCONCLUSIVE]++;
-	cv->verdict = AW_VERDICT_INCONCLUSIVE;
-	for (int i = 0; i < 2; i++) {
-		char *note;
-
-		if (ms[i]->verdict != AW_VERDICT_REGRESSED)
-			continue;
-		ms[i]->verdict = AW_VERDICT_INCONCLUSIVE;
-		note = aw_asprintf("the host moved %+.1f%% in the same run, the cell %+.1f%%: more "
-		                   "than the host explains, but how much is the commit's the run "
-		                   "cannot tell",
-		                   100 * expm1(move), 100 * ms[i]->change);
-		if (!note)
-			return -ENOMEM;
-		free(ms[i]->note);
-		ms[i]->note = note;
-	}
-	return 0;
-}
-
 int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                      const char *commit, const char *host, struct aw_host_verdict *v, char **err)
 {
@@ -292,12 +251,6 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		if (!what[0] &&
 		    !(shifted >= 0 && move >= AW_CONTROL_SHIFT_MIN && move >= cell_change(cv) / 2))
 			continue;
-		if (!what[0] && !explained(cv, move)) {
-			rc = not_explained(v, cv, move);
-			if (rc)
-				goto out;
-			continue;
-		}
 		v->counts[cv->verdict]--;
 		v->counts[AW_VERDICT_HOST_CHANGED]++;
 		cv->verdict = AW_VERDICT_HOST_CHANGED;

@@ -3,11 +3,10 @@
  * `subject=atomwatch-control op=chain cpu=N` and the reference kernels beside each cell). A
  * regression that coincides with a shift of the control, or with a change of the host's
  * fingerprint between the newest baseline run and the head run (kernel, microcode, firmware,
- * governor, compiler...), is the host's and not the commit's (as far as the control's shift
- * explains the cell's move: one that moved beyond it by its threshold is inconclusive): its cell
- * is `host changed` (AW_VERDICT_HOST_CHANGED), the verdict names what changed, and it fails no
- * gate and starts no bisection. The control cell itself never gates. analysis.c calls this after
- * judging, before the host's status is decided. */
+ * governor, compiler...), is the host's and not the commit's: its cell is `host changed`
+ * (AW_VERDICT_HOST_CHANGED), the verdict names what changed, and it fails no gate and starts
+ * no bisection. The control cell itself never gates. analysis.c calls this after judging,
+ * before the host's status is decided. */
 #ifndef AW_COLLECTOR_CONTROL_H
 #define AW_COLLECTOR_CONTROL_H
 
