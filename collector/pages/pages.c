@@ -132,6 +132,7 @@ static int on_run(const struct store_run *r, void *cls)
 	x->started_at = aw_arena_strdup(l->a, r->started_at);
 	x->commit_time = aw_arena_strdup(l->a, r->commit_time);
 	x->trigger = aw_arena_strdup(l->a, r->trigger);
+	x->confirmation = r->confirmation_of != NULL;
 	return l->a->rc;
 }
 

@@ -27,33 +27,41 @@ static int cmp_host(const void *x, const void *y)
 	              (*(const struct run_copy *const *)y)->host);
 }
 
-/* The newest run of each host among `runs` (newest first), sorted by host name. */
+/* The newest full run of each host among `runs` (newest first), sorted by host name: a
+ * re-measurement of suspects holds only those cells, so it stands for its host only when the
+ * host has nothing else. */
 static int newest_per_host(struct aw_arena *a, const struct runs *runs,
                            const struct run_copy ***out, size_t *n)
 {
 	struct aw_strmap *seen = aw_strmap_new(COMMIT_RUNS_MAX);
 	const struct run_copy **v = NULL;
 	size_t cap = 0;
-	int64_t one;
+	int64_t pos;
+	int rc = 0;
 
 	*n = 0;
 	if (!seen)
 		return -ENOMEM;
-	for (size_t i = 0; i < runs->n; i++) {
-		const struct run_copy **slot;
+	for (size_t i = 0; i < runs->n && !rc && !a->rc; i++) {
+		const struct run_copy *run = &runs->v[i], **slot;
 
-		if (!aw_strmap_get(seen, runs->v[i].host, &one) ||
-		    aw_strmap_put(seen, runs->v[i].host, 1))
+		if (!aw_strmap_get(seen, run->host, &pos)) {
+			if (v[pos]->confirmation && !run->confirmation)
+				v[pos] = run;
 			continue;
+		}
+		rc = aw_strmap_put(seen, run->host, (int64_t)*n);
+		if (rc)
+			break;
 		slot = aw_arena_push(a, &v, n, &cap, sizeof(*slot));
 		if (slot)
-			*slot = &runs->v[i];
+			*slot = run;
 	}
 	aw_strmap_free(&seen);
 	if (*n)
 		qsort(v, *n, sizeof(*v), cmp_host);
 	*out = v;
-	return a->rc;
+	return rc ? rc : a->rc;
 }
 
 struct cell_copy {

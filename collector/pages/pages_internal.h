@@ -33,6 +33,7 @@ enum aw_verdict site_worst(enum aw_verdict a, enum aw_verdict b);
 struct run_copy {
 	int64_t seq;
 	const char *run_id, *commit, *ref, *host, *started_at, *commit_time, *trigger;
+	bool confirmation; /* re-measures another run's suspects: a subset of its cells */
 };
 
 struct runs {

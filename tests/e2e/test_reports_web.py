@@ -3,8 +3,9 @@
 by the post-ingest workers after uploads (polled, with a bound; every waiting verdict cached
 before the first chart is drawn), the HTML pages with their security
 headers and tables, chart files with the right types, refused paths and names (traversal,
-sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text, and the
-`render` and `export` commands (every link of the export resolves to a file).
+sidecars, symlinks, FIFOs, bad hosts and commits), hostile labels shown as text, a commit page
+that shows its first run's every cell after a re-measurement of two of them, and the `render`
+and `export` commands (every link of the export resolves to a file).
 
 usage: test_reports_web.py --backend sqlite|postgres"""
 
@@ -443,6 +444,42 @@ def test_disturbed_run_shown():
     g = col.request("GET", "/api/v1/gate?project=linux&commit=%s" % steady["commit"]).json()
     check("the control moved +50" in (g["hosts"][0]["host_changed"] or ""), g["hosts"][0])
     check("v-fail" not in sec[:sec.find("</h2>")], "the host does not fail")
+    eq(col.stop(), 0)
+
+
+def test_confirmation_keeps_the_table():
+    # a commit's first run and then a re-measurement of two of its cells (confirmation_of the
+    # first, as `atomwatch-agent run --confirm` uploads): the commit page still shows every cell
+    # of the first run with its verdict, not the two cells the newest run holds
+    db = h.Database(S.backend, S.pg)
+    col = h.Collector(db.url, config=rh.ONE_RUN_DECIDES + "postingest:\n  charts: off\n").start()
+    site = rh.load(col, n_hosts=1, n_commits=4, cells=CELLS, tag=0xc0f, hostile=False,
+                   prefix="confirmed")
+    host, sha = site.hosts[0], site.commits[-1]
+    first = col.request("GET", "/api/v1/runs?host=%s&commit=%s" % (host, sha),
+                        token=col.token("ci")).json()["runs"]
+    eq(len(first), 1, first)
+    doc = h.make_doc(host=host, commit=sha, cells=CELLS, seed=4242,
+                     commit_time="2026-11-04T09:00:00Z",
+                     started_at="2026-11-04T11:00:00.000000Z")
+    rh.regress(doc)
+    doc["cells"] = [c for c in doc["cells"] if c["key"] in (rh.REGRESSED_CELL, "op=plain cpu=0")]
+    eq(len(doc["cells"]), 2, "the re-measured cells")
+    doc["confirmation_of"] = first[0]["run_id"]
+    r = col.request("POST", "/api/v1/results", doc, token=col.token("agent", host))
+    eq(r.status, 201, r)
+    h.wait_for_postingest(col.port)
+    text = check_html(col.request("GET", "/commits/" + sha), "a confirmed commit")
+    sec = section(text, host)
+    eq(sec.count("<tr><td><code>"), CELLS, "every cell of the first run")
+    gate = col.request("GET", "/api/v1/gate?project=linux&commit=%s&all=1" % sha).json()
+    cell = [c for c in gate["hosts"][0]["cells"] if c["key"] == rh.REGRESSED_CELL][0]
+    eq(cell["head_runs"], 2, "the regressed cell judged on both runs: %s" % cell)
+    # (one re-measurement against a history of three confirms nothing: each run is as likely
+    # as one in five to lie beyond the history's furthest; the page says what the gate says)
+    eq(row_verdict(text, host, rh.REGRESSED_CELL), cell["verdict"].replace("_", "-"),
+       "the page's verdict of the re-measured cell: %s" % cell)
+    check("op=stadd cpu=2" in sec, "a cell the re-measurement did not measure")
     eq(col.stop(), 0)
 
 
