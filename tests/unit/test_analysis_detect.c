@@ -306,6 +306,34 @@ static void test_heavy_tail_needs_confirmations(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
+/* A lock where an increment was (0.1 ns -> 28 ns) against a short, tight history of fifteen
+ * runs, among forty cells: its first run and two re-measurements show it. By the rank of its runs
+ * alone, a run beyond the furthest of fifteen is as likely as one in seventeen, and three
+ * re-measurements were needed; the history's spread says a run that far is far rarer. One
+ * re-measurement alone is still judged by its rank, and the same two against a history whose
+ * runs reach that far now and then confirm nothing. */
+static void test_far_move_short_history(void **state)
+{
+	double h[15], x[3] = {28.1, 28.4, 27.9};
+	bool conf[3] = {false, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 15, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 15, 0.1, 0.01);
+	in.head_confirmation = conf;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	in.n_head = 2;
+	r = judge_input(&in);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+	in.n_head = 3;
+	h[4] = h[11] = 28.2;
+	r = judge_input(&in);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+}
+
 /* The baseline is the runs after the last change point: a ref that stepped up 20% three
  * commits ago is the new normal, not a regression of every later commit; the runs before the
  * step still measure the noise. */
@@ -530,6 +558,7 @@ int main(void)
 	    cmocka_unit_test(test_levels_by_reference),
 	    cmocka_unit_test(test_fast_run_is_no_pass),
 	    cmocka_unit_test(test_heavy_tail_needs_confirmations),
+	    cmocka_unit_test(test_far_move_short_history),
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_bimodal_flag),
 	    cmocka_unit_test(test_families),
