@@ -42,7 +42,7 @@ static int newest_per_host(struct aw_arena *a, const struct runs *runs,
 	*n = 0;
 	if (!seen)
 		return -ENOMEM;
-	for (size_t i = 0; i < runs->n && !rc && !a->rc; i++) {
+	for (size_t i = 0; i < runs->n && !a->rc; i++) {
 		const struct run_copy *run = &runs->v[i], **slot;
 
 		if (!aw_strmap_get(seen, run->host, &pos)) {
