@@ -13,10 +13,12 @@ and the collector's confirm_budget; --confirm 0, -1 and x, --confirm-budget-s 0,
 daemon host (one that polls for jobs), the collector queues the confirmation job itself after the
 first run (detection.confirm_jobs at most, for that host only, with the anchors) and the daemon
 runs the same adaptive loop. Each re-measurement waits --confirm-gap-s (the daemon's
-schedule.confirm_gap) after the last measurement's end: the tests that count runs pass 0; one
-passes 1.5 s and finds each confirmation run started that long after the run before it ended
-(a lower bound, the machine's speed aside), and bad values (-1, x, 3601, nan) are usage errors
-that name the option. No other timing in seconds is asserted: only counts.
+schedule.confirm_gap) after the last measurement's end: the tests that count runs pass 0, the
+unchanged build's 2 s (back to back, re-measurements under load sit in one spell of the machine
+and can confirm it as a move); one passes 1.5 s and finds each confirmation run started that
+long after the run before it ended (a lower bound, the machine's speed aside), and bad values
+(-1, x, 3601, nan) are usage errors that name the option. No other timing in seconds is
+asserted: only counts.
 
 usage: test_agent_confirm.py [--backend sqlite|postgres]"""
 
@@ -300,8 +302,12 @@ def test_confirmations_apart():
 
 
 def test_fast_build_no_confirmation():
-    # the fast build again after main's history: nothing suspect, nothing re-measured
-    p = run(MAIN[HISTORY], "main", "--confirm", "10")
+    # the fast build again after main's history: nothing suspect, nothing re-measured. Should a
+    # run under load raise a suspect, its re-measurements are 2 s apart: back to back they all
+    # sit in the spell of the machine that raised it (here spells last seconds, and a sub-ns
+    # cell reads 0.04 ns in one, 0.17 ns in the next), and a spell that lasts through ten of
+    # them confirms a move the code never made: the reason the agent's default gap is 30 s
+    p = run(MAIN[HISTORY], "main", "--confirm", "10", "--confirm-gap-s", "2")
     eq(p.returncode, 0, p.stderr)
     head = p.stdout.strip()
     doc, confirmations = confirmations_of(HOST, MAIN[HISTORY])
@@ -309,11 +315,13 @@ def test_fast_build_no_confirmation():
     made, status, why = summary_line(p.stderr)
     if "no suspect cell, nothing to confirm" not in p.stderr:
         # (a false suspect of one run, which the collector clears: rare on an idle machine,
-        # not this test's. Under load the re-measurements, back to back here, can disagree
-        # with each other until the collector's budget (detection.confirm_budget, 10) makes
-        # the cell noisy: then too it passes and no suspect is left)
+        # not this test's. Under load the re-measurements can disagree with each other until
+        # the collector's budget (detection.confirm_budget, 10) is spent: the cell is then
+        # noisy (a pass) or, where its estimate stays beyond the threshold, inconclusive, the
+        # collector's word for evidence that stayed split. Never a failure: the code is main's)
         print("note: the fast build had a suspect: %s" % p.stderr)
-        check(why == "no suspect left" and made <= 10 and status == "pass", p.stderr)
+        check(why == "no suspect left" and made <= 10 and status in ("pass", "inconclusive"),
+              p.stderr)
         return
     eq((made, why), (0, "no suspect left"), p.stderr)
     eq(confirmations, [], "no confirmation of a run without suspects")
