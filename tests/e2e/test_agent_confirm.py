@@ -14,7 +14,7 @@ daemon host (one that polls for jobs), the collector queues the confirmation job
 first run (detection.confirm_jobs at most, for that host only, with the anchors) and the daemon
 runs the same adaptive loop. Each re-measurement waits --confirm-gap-s (the daemon's
 schedule.confirm_gap) after the last measurement's end: the tests that count runs pass 0, the
-unchanged build's 2 s (back to back, re-measurements under load sit in one spell of the machine
+unchanged build's 5 s (back to back, re-measurements under load sit in one spell of the machine
 and can confirm it as a move); one passes 1.5 s and finds each confirmation run started that
 long after the run before it ended (a lower bound, the machine's speed aside), and bad values
 (-1, x, 3601, nan) are usage errors that name the option. No other timing in seconds is
@@ -303,11 +303,11 @@ def test_confirmations_apart():
 
 def test_fast_build_no_confirmation():
     # the fast build again after main's history: nothing suspect, nothing re-measured. Should a
-    # run under load raise a suspect, its re-measurements are 2 s apart: back to back they all
+    # run under load raise a suspect, its re-measurements are 5 s apart: back to back they all
     # sit in the spell of the machine that raised it (here spells last seconds, and a sub-ns
     # cell reads 0.04 ns in one, 0.17 ns in the next), and a spell that lasts through ten of
     # them confirms a move the code never made: the reason the agent's default gap is 30 s
-    p = run(MAIN[HISTORY], "main", "--confirm", "10", "--confirm-gap-s", "2")
+    p = run(MAIN[HISTORY], "main", "--confirm", "10", "--confirm-gap-s", "5")
     eq(p.returncode, 0, p.stderr)
     head = p.stdout.strip()
     doc, confirmations = confirmations_of(HOST, MAIN[HISTORY])
