@@ -317,11 +317,16 @@ def test_fast_build_no_confirmation():
         # (a false suspect of one run, which the collector clears: rare on an idle machine,
         # not this test's. Under load the re-measurements can disagree with each other until
         # the collector's budget (detection.confirm_budget, 10) is spent: the cell is then
-        # noisy (a pass) or, where its estimate stays beyond the threshold, inconclusive, the
-        # collector's word for evidence that stayed split. Never a failure: the code is main's)
-        print("note: the fast build had a suspect: %s" % p.stderr)
-        check(why == "no suspect left" and made <= 10 and status in ("pass", "inconclusive"),
-              p.stderr)
+        # noisy (a pass) or inconclusive. The loop's mechanism is what is checked here; the
+        # status it ends on is the A/A false-gate rate, which bench/detect measures on
+        # recordings with histories spread as a CI's are (docs/detection.md). This history is
+        # ten runs in seven seconds, and its sub-ns cells (a difference from an empty call)
+        # read 0.04 ns in one agent process and 2 ns in another: seen failing the gate on
+        # main's own code in 1 run of 3 on a noisy VM with the re-measurements 5 s apart)
+        print("note: the fast build had a suspect (the collector says '%s'): %s"
+              % (status, p.stderr))
+        check(why == "no suspect left" and made <= 10 and
+              status in ("pass", "inconclusive", "fail"), p.stderr)
         return
     eq((made, why), (0, "no suspect left"), p.stderr)
     eq(confirmations, [], "no confirmation of a run without suspects")
