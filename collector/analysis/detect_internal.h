@@ -26,6 +26,7 @@
 #define LEVEL_MIN_RUNS   2   /* runs of a latent level, at least */
 #define REF_LEVEL_RUNS   3   /* runs of each cluster of a reference that splits the levels */
 #define REF_BAND_Q       0.1 /* the correcting reference's band: its baseline's 10th-90th pct */
+#define REF_BAND_RUNS    9   /* readings that band needs at least (1 / REF_BAND_Q - 1) */
 #define MAX_BASE         256 /* baseline runs judged at most (window and base commits) */
 
 struct cell {

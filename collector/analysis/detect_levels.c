@@ -86,13 +86,18 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
 /* Applies the control variate detect_pick_reference() chose to every value, baseline and head, each
  * run's reference clamped to the range the history's runs show: a run is adjusted by no more
  * than the history showed the reference moving (one reading of 8 batches can stray where the
- * cell did not). Keeps the band of the baseline's central runs' reference (ref_lo, ref_hi).
- * a: scratch of the baseline's length. */
+ * cell did not). Keeps the band of the reference's usual readings (ref_lo, ref_hi): the
+ * baseline's 10th-90th percentile when it has REF_BAND_RUNS runs, else that of the baseline and
+ * the earlier history together (a compare's base commit of three runs), else none. A new reading
+ * from the same distribution falls beyond the k-th smallest or largest of n with probability
+ * 2k / (n + 1): fewer than 9 readings bound no 80% band, and three readings leave a new one
+ * beyond them half the time. a: scratch of the baseline's and the earlier history's length. */
 void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre, double *a)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	int q = r->reference;
 	size_t m = 0;
+	bool pool;
 
 	if (q < 0)
 		return;
@@ -102,16 +107,19 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 			hi = fmax(hi, c->x[q][i]);
 			a[m++] = c->x[q][i];
 		}
-	if (m) { /* (pick_reference asked every baseline run for it: m >= REF_MIN_RUNS) */
-		aw_sort_doubles(a, m);
-		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
-		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
-	}
+	pool = m < REF_BAND_RUNS;
 	for (size_t i = 0; i < c->ne; i++)
 		if (isfinite(c->ex[q][i])) {
 			lo = fmin(lo, c->ex[q][i]);
 			hi = fmax(hi, c->ex[q][i]);
+			if (pool)
+				a[m++] = c->ex[q][i];
 		}
+	if (m >= REF_BAND_RUNS) {
+		aw_sort_doubles(a, m);
+		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
+		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
+	}
 	for (size_t i = 0; i < c->nb + c->nh; i++)
 		c->y[i] -= r->ref_slope * (fmin(hi, fmax(lo, c->x[q][i])) - centre);
 	/* (an earlier run without that reference measures the noise as it is) */

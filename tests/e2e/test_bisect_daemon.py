@@ -107,7 +107,12 @@ def test_finding_bisected():
     try:
         b = a.wait_for(done, 300, "the bisection")[0]
     except AssertionError:
-        raise AssertionError("the bisection did not end: %s\n%s" % (seen, S.ag.logs()))
+        gate = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s&all=1" % (S.shas[-1], HOST))
+        logs = [x for x in S.col.logs().splitlines() if " GET " not in x]
+        raise AssertionError("the bisection did not end: %s\nthe last commit's gate (HTTP %s): "
+                             "%s\nthe collector's log (requests left out):\n%s\n%s"
+                             % (seen, gate.status, gate.body.decode(errors="replace")[:6000],
+                                "\n".join(logs[-80:]), S.ag.logs()))
     eq(b["state"], "done", b)
     eq((b["good"], b["bad"], b["subject"], b["host"], b["runner"], b["reason"]),
        (S.shas[0], S.shas[-1], "s", HOST, HOST, "verdict"), b)
@@ -166,8 +171,8 @@ def test_trend_marks_culprit():
         svg = a.wait_for(drawn, 120, "a trend chart naming the culprit")
     except AssertionError as e:
         marks = re.findall(r">([^<]*(?:culprit|host)[^<]*)<", seen.get("body", ""))
-        logs = [x for x in S.col.logs().splitlines() if "trends" in x or "warn" in x
-                or "bisect" in x]
+        logs = [x for x in S.col.logs().splitlines() if " GET " not in x and (
+            "trends" in x or "warn" in x or "bisect" in x)]
         raise AssertionError("%s: the chart (HTTP %s) marks %s; the post-ingest tasks: %s; "
                              "the bisections: %s; the collector's log of trends and "
                              "bisections:\n%s" % (e, seen.get("status"), marks,

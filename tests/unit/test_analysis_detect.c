@@ -449,6 +449,52 @@ static void test_reference_beyond_its_band_decides_nothing(void **state)
 	assert_true(r.change > 0.07 && r.change < 0.09);
 }
 
+/* A compare of a head against a base commit of three runs, on a host whose reference (and the
+ * cell with it) wanders over 6% in its history: the base's three runs happened to read their
+ * reference within 0.2% of each other, the head's three 2% above them, inside the history's
+ * usual range. Three readings bound no band (a fourth falls beyond them half the time), so the
+ * band is the history's and the head's runs decide: +50% is a regression, not "beyond anything
+ * usual". */
+static void test_short_base_borrows_the_history_band(void **state)
+{
+	double h[30], ref[30], base[3], bref[3] = {1.0, 1.002, 0.999};
+	double x[3], xref[3] = {1.02, 1.025, 1.018};
+	struct aw_detect_input in = {.history = h,
+	                             .n_history = 30,
+	                             .base = base,
+	                             .n_base = 3,
+	                             .head = x,
+	                             .n_head = 3,
+	                             .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		ref[i] = 1 + 0.03 * sin(i * 1.3);
+		h[i] = 10 * ref[i] * (1 + 0.0008 * ((i * 7) % 5 - 2));
+	}
+	for (int i = 0; i < 3; i++) {
+		base[i] = 10 * bref[i] * (1 + 0.0008 * (i - 1));
+		x[i] = 15 * xref[i] * (1 + 0.0008 * (1 - i));
+	}
+	in.history_ref[2] = ref;
+	in.base_ref[2] = bref;
+	in.head_ref[2] = xref;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, 2);
+	assert_int_equal(r.off_n, 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(r.change > 0.45 && r.change < 0.55);
+	/* a head reading its reference beyond the history's usual still decides nothing */
+	for (int i = 0; i < 3; i++) {
+		xref[i] = 1.09 + 0.001 * i;
+		x[i] = 15 * xref[i];
+	}
+	r = judge_input(&in);
+	assert_int_equal(r.off_n, 3);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+}
+
 /* A head whose first run read +8% and whose two re-measurements read +2% and +5.5% against a
  * history steady to 0.1%: the re-measurements disagree by 3.5%, so they bound nothing to within
  * the 5% threshold, however steady the history was (their median, +3.75%, is no pass). */
@@ -564,6 +610,7 @@ int main(void)
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
+	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
 	    cmocka_unit_test(test_rare_fast_runs_bound_no_single_run),
 	    cmocka_unit_test(test_resolution_clears_what_it_resolves),
