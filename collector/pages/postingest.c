@@ -33,6 +33,7 @@
 struct first_run {
 	char run_id[AW_UUID_LEN + 1];
 	bool found, confirming; /* a first run; some run of the commit is or wants a confirmation */
+	bool by_bisect;         /* the newest first run is a bisection's step */
 };
 
 static int find_first_run(const struct store_run *run, void *cls)
@@ -44,13 +45,15 @@ static int find_first_run(const struct store_run *run, void *cls)
 	} else if (!f->found) {
 		snprintf(f->run_id, sizeof(f->run_id), "%s", run->run_id);
 		f->found = true; /* runs come newest first: the newest first run */
+		f->by_bisect = run->trigger && !strcmp(run->trigger, "bisect");
 	}
 	return 0;
 }
 
 /* After the verdict `v` of (project, commit) on a daemon host: when it has fail-level
- * suspects, no run of the commit is a confirmation or asked to confirm itself, and no
- * confirmation job of its newest first run exists, queue one for that host only: re-measure
+ * suspects, no run of the commit is a confirmation or asked to confirm itself, its newest first
+ * run is no bisection's step (the bisection re-measures what it needs, and its daemon is busy
+ * with it), and no confirmation job of that run exists, queue one for that host only: re-measure
  * those cells (with the run's anchor cells) up to o->confirm_jobs times. Returns 0 or a store
  * error (logged by the caller). */
 static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opts *o,
@@ -74,8 +77,8 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	if (!o->confirm_jobs || !commit || v->status != AW_VERDICT_UNCONFIRMED)
 		return 0;
 	rc = store_list_runs(c, &f, find_first_run, &first);
-	if (rc || !first.found || first.confirming)
-		return rc;
+	if (rc || !first.found || first.confirming || first.by_bisect)
+		return rc; /* a bisection judges its own steps (as it starts no bisection) */
 	rc = store_job_polls(c, host, o->confirm_ttl_us, &polls);
 	if (rc || !polls)
 		return rc; /* not a daemon host: its CI job runs the agent with --confirm */
