@@ -2,8 +2,9 @@
 """The bisection the collector starts, end to end on the real collector (SQLite or PostgreSQL)
 and a real agent daemon: CI jobs measure the first commit of a subject repository six times
 and its last once (16 commits, the culprit in the middle a real code change, the rest comments
-only; tests/e2e/bisect_repo.py); the verdict of the last commit regresses on the daemon host, so
-the collector queues a bisection for it (the daemon reported the subject when it polled); the
+only; tests/e2e/bisect_repo.py); the verdict of the last commit regresses on the daemon host
+(confirmed by the re-measurement the collector asks of the daemon, as deployed), so the
+collector queues a bisection for it (the daemon reported the subject when it polled); the
 daemon bisects, reports its progress and its answer, and the culprit shows in
 GET /api/v1/bisects (filters project, host, state), on the culprit's commit page, the overview
 and the host's trend chart. A second host of the same platform that sees the same finding starts
@@ -27,7 +28,12 @@ from harness import check, eq  # noqa: E402
 
 HOST = "bisect-daemon"
 HOST2 = "bisect-twin"
-CONFIG = "log_level: debug\ndetection:\n  confirm_runs: 1\n  confirm_jobs: 0\n"
+# the detection's defaults, as deployed: a regression needs a re-measurement that agrees, which
+# the collector asks of the daemon (a confirmation job); a head run of an unusual moment (a busy
+# CI machine) is re-measured rather than left inconclusive, with no bisection
+CONFIG = "log_level: debug\n"
+# the daemon's re-measurements 3 s apart (30 s by default)
+SCHEDULE = "schedule:\n  confirm_gap: 3s\n"
 
 
 class Suite:
@@ -51,7 +57,7 @@ def setup(backend):
     extra = (bisect_repo.subject_config(S.repo, "s", checkout=True)
              + bisect_repo.subject_config(S.slow, "slow", checkout=True,
                                           before="sleep 2").replace("subjects:\n", ""))
-    S.ag = a.Agent(S.url, S.token, HOST, extra=extra,
+    S.ag = a.Agent(S.url, S.token, HOST, extra=extra + SCHEDULE,
                    matrix="matrix:\n  profile: quick\n  ops: [plain]\n  samples: 20\n",
                    collector_extra="  poll_wait: 2s\n")
     S.daemon = S.ag.start("daemon")
@@ -189,14 +195,22 @@ def test_one_finding_one_bisection():
                    extra=bisect_repo.subject_config(S.repo, "s", checkout=True),
                    matrix="matrix:\n  profile: quick\n  ops: [plain]\n  samples: 20\n")
     for commit in [S.shas[0]] * 6 + [S.shas[-1]]:
+        confirm = ["--confirm", "3", "--confirm-gap-s", "2"] if commit == S.shas[-1] else []
         p = twin.run("run", "--project", "bd", "--commit", commit, "--ref", "main", "--subject",
-                     "s", "--quiet", timeout=300)
+                     "s", "--quiet", *confirm, timeout=300)
         eq(p.returncode, 0, p.stderr)
     # the twin's verdict of the last commit regresses too (the post-ingest work has run)
+    last = {}
+
     def judged():
         r = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], HOST2))
+        last["reply"] = r.body.decode(errors="replace")
         return r.json() if r.status == 200 and r.json()["status"] == "fail" else None
-    a.wait_for(judged, 60, "the twin's verdict")
+    try:
+        a.wait_for(judged, 60, "the twin's verdict")
+    except AssertionError as e:
+        raise AssertionError("%s: the gate: %s\nthe twin's agent: %s"
+                             % (e, last.get("reply", "")[:6000], p.stderr[-4000:]))
     a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
                "the post-ingest work")
     eq([x["id"] for x in bisects(project="bd")], [S.bisect_id])
