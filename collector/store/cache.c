@@ -13,6 +13,18 @@
 
 /* ---- analysis ---- */
 
+/* Two collectors' workers replacing one host's change points at once: on PostgreSQL (read
+ * committed) the second's DELETE waited for the first, found the rows it had meant to delete
+ * gone and did not see the first's new ones, and both sets stayed (every change point twice).
+ * A lock on (project, host, ref) for the transaction makes the second wait before it deletes.
+ * SQLite's write transaction (BEGIN IMMEDIATE) already admits one writer: there a no-op. */
+static const struct stmt_def sql_cp_lock = {
+    .id = S_CP_LOCK,
+    .what = "lock a host's change points",
+    .sql = "SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT)",
+    .pg = "SELECT pg_advisory_xact_lock(hashtextextended(CAST(?1 AS TEXT) || chr(31) || "
+          "CAST(?2 AS TEXT) || chr(31) || CAST(?3 AS TEXT), 0))"};
+
 static const struct stmt_def sql_cp_delete = {
     .id = S_CP_DELETE,
     .what = "clear change points",
@@ -33,7 +45,15 @@ int store_changepoints_replace(struct store_conn *c, const char *project, const 
 
 	if (rc)
 		return rc;
-	rc = rows_get(c, &sql_cp_delete, &s);
+	rc = rows_get(c, &sql_cp_lock, &s);
+	if (!rc) {
+		b_text(s, 1, project);
+		b_text(s, 2, host);
+		b_text(s, 3, ref);
+		rc = rows_run_done(s, NULL);
+	}
+	if (!rc)
+		rc = rows_get(c, &sql_cp_delete, &s);
 	if (!rc) {
 		b_text(s, 1, project);
 		b_text(s, 2, host);

@@ -63,6 +63,7 @@ enum stmt_id {
 	S_JOB_POLLED_SET,
 	S_JOB_POLLED_GET,
 	S_JOB_CONFIRM_FIND,
+	S_CP_LOCK,
 	S_CP_DELETE,
 	S_CP_ADD,
 	S_CP_LIST, /* 2 filters: 4 slots */

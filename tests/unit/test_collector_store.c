@@ -1219,6 +1219,83 @@ static void *claim_all(void *arg)
 	return NULL;
 }
 
+#define N_ROUNDS 40
+
+struct replacer {
+	struct store *s;
+	pthread_barrier_t *start;
+	const struct store_changepoint *items;
+	int rc;
+};
+
+static void *replace_once(void *arg)
+{
+	struct replacer *k = arg;
+	struct store_conn *c = NULL;
+	char *err = NULL;
+
+	k->rc = store_connect(k->s, &c, &err);
+	free(err);
+	pthread_barrier_wait(k->start);
+	if (!k->rc)
+		k->rc = store_changepoints_replace(c, "linux", "grace", "main", k->items, 2);
+	store_disconnect(&c);
+	return NULL;
+}
+
+static int count_cp(const struct store_changepoint *p, void *cls)
+{
+	(void)p;
+	++*(int *)cls;
+	return 0;
+}
+
+/* Two workers replacing one host's change points at the same moment, round after round: one
+ * set stays, never both (on PostgreSQL each DELETE saw none of the other's new rows, and both
+ * sets stayed: every change point twice, e2e.collector.gate.postgres). */
+static void test_changepoints_concurrent_replace(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct store_changepoint items[2][2];
+
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++)
+			items[i][j] = (struct store_changepoint){
+			    .cell_key = j ? "op=stadd cpu=0" : "op=ldadd cpu=1",
+			    .metric = "p50",
+			    .commit = "abcdef01",
+			    .run_id = "00000000-0000-4000-8000-000000000401",
+			    .order_us = INT64_C(1791115200000000),
+			    .before = 1,
+			    .after = 2 + i,
+			    .pvalue = 0.001,
+			    .computed_at = "2026-12-05T18:11:56.553457Z"};
+	for (int round = 0; round < N_ROUNDS; round++) {
+		struct replacer k[2];
+		pthread_barrier_t start;
+		pthread_t tid[2];
+		int n = 0;
+
+		pthread_barrier_init(&start, NULL, 2);
+		for (int i = 0; i < 2; i++) {
+			k[i] = (struct replacer){.s = s, .start = &start, .items = items[i]};
+			assert_int_equal(pthread_create(&tid[i], NULL, replace_once, &k[i]), 0);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(tid[i], NULL);
+		pthread_barrier_destroy(&start);
+		assert_int_equal(k[0].rc, 0);
+		assert_int_equal(k[1].rc, 0);
+		assert_int_equal(
+		    store_changepoints_list(c, NULL, "grace", "main", NULL, count_cp, &n), 0);
+		assert_int_equal(n, 2);
+	}
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 static void test_task_concurrent_claims(void **state)
 {
 	struct store_conn *c;
@@ -1853,6 +1930,7 @@ int main(void)
 	    cmocka_unit_test(test_task_queue),
 	    cmocka_unit_test(test_task_callback_failure),
 	    cmocka_unit_test(test_task_concurrent_claims),
+	    cmocka_unit_test(test_changepoints_concurrent_replace),
 	    cmocka_unit_test(test_late_failures_roll_back),
 	    cmocka_unit_test(test_charts),
 	    cmocka_unit_test(test_migrate_release),
