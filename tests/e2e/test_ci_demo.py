@@ -8,6 +8,7 @@ The collector the story leaves running is stopped here.
 
 usage: test_ci_demo.py"""
 
+import json
 import os
 import re
 import signal
@@ -82,11 +83,33 @@ def tell_the_story():
             k, _, v = line.partition("=")
             S.env[k] = v
     print("     the story took %.1f s" % S.took)
+    S.diag = diagnose() if S.proc.returncode else ""
+
+
+def diagnose():
+    """The verdicts of A and B with every cell, read from the story's database by a collector of
+    its own (the story stopped its own), for a story that did not go as told."""
+    out = []
+    try:
+        with open(os.path.join(S.dir, "collector.yaml")) as f:
+            config = f.read()
+        col = h.Collector("sqlite:" + os.path.join(S.dir, "atomwatch.db"), config=config).start()
+        token = col.token("ci")
+        for name in ("COMMIT_A", "COMMIT_B"):
+            r = col.request("GET", "/api/v1/gate?project=%s&commit=%s&hosts=%s&all=1" % (
+                S.env.get("PROJECT"), S.env.get(name), S.env.get("HOST")), token=token)
+            cells = ([c for x in (r.json().get("hosts") or []) for c in x.get("cells", [])
+                      if c.get("verdict") != "unchanged" and c.get("gate") == "fail"]
+                     if r.status == 200 else r.body.decode(errors="replace"))
+            out.append("%s (HTTP %s): %s" % (name, r.status, json.dumps(cells)[:8000]))
+    except Exception as e:  # (what it could read is all it adds)
+        out.append("no diagnosis: %r" % e)
+    return "\n".join(out)
 
 
 def test_story_exit_statuses():
     p = S.proc
-    eq(p.returncode, 0, "the story:\n%s\n%s" % (p.stdout, p.stderr))
+    eq(p.returncode, 0, "the story:\n%s\n%s\nthe verdicts:\n%s" % (p.stdout, p.stderr, S.diag))
     eq((S.env["GATE_A"], S.env["GATE_B"]), ("0", "1"), "gate exit statuses; the story:\n%s\n%s"
        % (p.stdout, p.stderr))
     url, b, pid = S.env["URL"], S.env["COMMIT_B"], S.env["PID"]
