@@ -121,6 +121,7 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 	}
 	c->nb = k - from;
 	c->ne = in->base ? nh : from;
+	c->base_commit = in->base != NULL;
 	if (c->ne) {
 		size_t seg = 0;
 

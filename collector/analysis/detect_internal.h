@@ -26,7 +26,7 @@
 #define LEVEL_MIN_RUNS   2   /* runs of a latent level, at least */
 #define REF_LEVEL_RUNS   3   /* runs of each cluster of a reference that splits the levels */
 #define REF_BAND_Q       0.1 /* the correcting reference's band: its baseline's 10th-90th pct */
-#define REF_BAND_RUNS    9   /* readings that band needs at least (1 / REF_BAND_Q - 1) */
+#define REF_BAND_RUNS    9   /* a compare's base commit with fewer borrows the history's */
 #define MAX_BASE         256 /* baseline runs judged at most (window and base commits) */
 
 struct cell {
@@ -49,6 +49,7 @@ struct cell {
 	double head_med[AW_DETECT_LEVELS];
 	double centre[AW_DETECT_LEVELS];
 	double ref_centre[AW_DETECT_LEVELS]; /* of the level reference's clusters */
+	bool base_commit;      /* the baseline is a base commit's runs (a compare), not a window */
 	double ref_lo, ref_hi; /* the band of the correcting reference's central baseline runs
 	                          (REF_BAND_Q), log; NAN when no reference corrects */
 	int head_lev[256];     /* the level of each head run */

@@ -87,11 +87,14 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
  * run's reference clamped to the range the history's runs show: a run is adjusted by no more
  * than the history showed the reference moving (one reading of 8 batches can stray where the
  * cell did not). Keeps the band of the reference's usual readings (ref_lo, ref_hi): the
- * baseline's 10th-90th percentile when it has REF_BAND_RUNS runs, else that of the baseline and
- * the earlier history together (a compare's base commit of three runs), else none. A new reading
- * from the same distribution falls beyond the k-th smallest or largest of n with probability
- * 2k / (n + 1): fewer than 9 readings bound no 80% band, and three readings leave a new one
- * beyond them half the time. a: scratch of the baseline's and the earlier history's length. */
+ * baseline's 10th-90th percentile. A new reading from the same distribution falls beyond the k-th
+ * smallest or largest of n with probability 2k / (n + 1): fewer than 9 readings bound no 80% band,
+ * and three leave a new one beyond them half the time. A compare's base commit with fewer than
+ * REF_BAND_RUNS runs is a sample of the host's recent runs, not a regime of its own: its band is
+ * that of its runs and the history's together. A gate's window after a change point is a regime,
+ * and the runs before it another: a short window keeps its own band (pooled, a loaded run whose
+ * reference read like the earlier regime's was corrected from +26% to +8% and failed an unchanged
+ * build, docs/detection.md). a: scratch of the baseline's and the earlier history's length. */
 void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre, double *a)
 {
 	double lo = INFINITY, hi = -INFINITY;
@@ -107,7 +110,7 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 			hi = fmax(hi, c->x[q][i]);
 			a[m++] = c->x[q][i];
 		}
-	pool = m < REF_BAND_RUNS;
+	pool = c->base_commit && m < REF_BAND_RUNS;
 	for (size_t i = 0; i < c->ne; i++)
 		if (isfinite(c->ex[q][i])) {
 			lo = fmin(lo, c->ex[q][i]);
@@ -115,7 +118,7 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 			if (pool)
 				a[m++] = c->ex[q][i];
 		}
-	if (m >= REF_BAND_RUNS) {
+	if (m) { /* (pick_reference asked every baseline run for it) */
 		aw_sort_doubles(a, m);
 		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
 		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
