@@ -390,7 +390,9 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
                          struct cell *c, struct aw_detect_result *r, struct aw_t_memo *tm,
                          double *a, double *b)
 {
-	double tq = c->tq = aw_t_quantile_memo(tm, 0.05, c->df), thr = log1p(in->threshold);
+	double tu = c->tq_up = aw_t_quantile_memo(tm, 0.05, c->df_up),
+	       td = c->tq_down = aw_t_quantile_memo(tm, 0.05, c->df_down),
+	       thr = log1p(in->threshold);
 	size_t counted = 0;
 
 	c->p_up = c->p_down = 1;
@@ -429,9 +431,9 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		           : (sd > 0 ? d / sd : -INFINITY);
 		l->head = exp(med);
 		l->change = expm1(d);
-		l->change_lo = expm1(d - tq * su);
-		l->change_hi = expm1(d + tq * sd);
-		l->pvalue = aw_t_sf(d >= 0 ? t : -t, c->df);
+		l->change_lo = expm1(d - tu * su);
+		l->change_hi = expm1(d + td * sd);
+		l->pvalue = aw_t_sf(d >= 0 ? t : -t, d >= 0 ? c->df_up : c->df_down);
 		/* bounded within the threshold both ways (a run far faster than the level is no
 		 * pass either: a faster machine state may hide a slower build), by the
 		 * re-measurements once there are two or more (one alone cannot outweigh the
@@ -449,13 +451,13 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 			mc = m; /* (b[] holds the level's head runs still) */
 			med = d, cu = su, cd = sd;
 		}
-		if (med + tq * cd < thr && med - tq * cu > -thr &&
+		if (med + td * cd < thr && med - tu * cu > -thr &&
 		    tail_bounds(c, c->centre[j], b, mc, thr, TAIL_ALPHA) &&
 		    tail_bounds(c, c->centre[j], b, mc, -thr, TAIL_ALPHA))
 			l->verdict = AW_VERDICT_UNCHANGED;
 		if (!(j == r->dominant || l->share >= o->level_share))
 			continue;
-		if (d > 0 && d + tq * sd >= thr) {
+		if (d > 0 && d + td * sd >= thr) {
 			double p = fmax(l->pvalue * (double)counted, exceedance(c, j, thr / 2));
 
 			if (p < c->p_up) {
@@ -463,7 +465,7 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 				c->up_level = (int)j;
 			}
 		}
-		if (d < 0 && d - tq * su <= -thr) {
+		if (d < 0 && d - tu * su <= -thr) {
 			double p = fmax(l->pvalue * (double)counted, exceedance(c, j, -thr / 2));
 
 			if (p < c->p_down) {
@@ -474,12 +476,12 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	}
 }
 
-/* Phase 5: the verdict from the corrected p-values (c->tq: judge_levels()'s). a: scratch of the
- * baseline's length. */
+/* Phase 5: the verdict from the corrected p-values (c->tq_up and tq_down: judge_levels()'s). a:
+ * scratch of the baseline's length. */
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o, struct cell *c,
                    struct aw_detect_result *r, double q_up, double q_down, double *a)
 {
-	double thr = log1p(in->threshold), tq = c->tq;
+	double thr = log1p(in->threshold);
 	size_t dom = r->dominant;
 	bool bounded = true, judged = false;
 	int lvl = -1;
@@ -579,7 +581,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	if (r->verdict == AW_VERDICT_REGRESSED || r->verdict == AW_VERDICT_IMPROVED) {
 		int sign = r->verdict == AW_VERDICT_REGRESSED ? 1 : -1;
 		double one = fmax(sign > 0 ? c->down : c->up, o->screen_noise) *
-		             sqrt(1 + 1.0 / (double)c->nb);
+		             sqrt(1 + 1.0 / (double)c->nb),
+		       tq = sign > 0 ? c->tq_down : c->tq_up;
 
 		for (size_t i = 0; i < c->nh && i < 256; i++) {
 			double d = c->y[c->nb + i] - c->centre[lvl];
@@ -729,13 +732,13 @@ static void moderate(const struct aw_detect_input *in, size_t n, const struct aw
 				/* the group's noise can raise a cell's own, never lower it: a noisy
 				 * cell among steady ones is no steadier for it */
 				v = fmax(own, sqrt((fo * own * own + d0 * s0 * s0) / (fo + d0)));
-				c->df = fo + d0;
+				*(down ? &c->df_down : &c->df_up) = fo + d0;
 			} else if (fo > 0) {
 				v = own;
-				c->df = fo;
+				*(down ? &c->df_down : &c->df_up) = fo;
 			} else {
 				v = UNKNOWN_NOISE;
-				c->df = 1;
+				*(down ? &c->df_down : &c->df_up) = 1;
 			}
 			if (!(v >= o->noise_floor))
 				v = o->noise_floor;

@@ -39,11 +39,10 @@ struct cell {
 	double s_own;                /* the runs' own precision (median se / value), NAN unknown */
 	double s_up, s_down, f_cell; /* own one-sided noises about the levels, their degrees of
 	                                freedom */
-	double up, down, df;         /* moderated: `noise` of a slowdown and of a speed-up, and
-	                                one count of degrees of freedom for both: the speed-up
-	                                side's, moderated last (docs/detection.md, "Tried and not
-	                                kept (stop 40)": each side its own gave false gates) */
-	double tq;                   /* the t quantile of df at 0.05 (judge_levels()) */
+	double up, down;             /* moderated: `noise` of a slowdown and of a speed-up */
+	double df_up, df_down;       /* the degrees of freedom of each (each side its own: a cell
+	                                floored at the resolution has no noise below) */
+	double tq_up, tq_down;       /* the t quantile of each at 0.05 (judge_levels()) */
 	double p_up, p_down;         /* candidates for the correction (1: none) */
 	int up_level, down_level;    /* the level behind each, -1 the share test */
 	double head_med[AW_DETECT_LEVELS];

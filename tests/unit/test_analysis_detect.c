@@ -495,6 +495,34 @@ static void test_short_base_borrows_the_history_band(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
 }
 
+/* A sub-ns increment measured as the difference from an empty call: its history reads 0 to
+ * 0.04 ns in most runs (floored at the resolution, 0.1 ns) and 0.18-0.2 ns in four, so it has a
+ * noise above its level and none below; nothing else in its group has a noise below either (it
+ * is judged alone). The slow build reads 10.6-11 ns in its first run and three re-measurements
+ * (e2e.agent.confirm's daemon job, under load). A slowdown is tested on the noise above with
+ * that noise's degrees of freedom: given the side below's one degree (no noise of its own, no
+ * prior), a t of 30 read p = 0.01, which among six cells left a 100x lock suspect after its
+ * confirmations. */
+static void test_each_side_its_own_degrees(void **state)
+{
+	double h[10] = {0, 0.041, 0.04, 0.039, 0.18, 0.175, 0.177, 0, 0.039, 0.203},
+	       x[4] = {10.597, 10.619, 10.655, 10.999};
+	bool conf[4] = {false, true, true, true};
+	struct aw_detect_input in = {.history = h,
+	                             .n_history = 10,
+	                             .head = x,
+	                             .n_head = 4,
+	                             .head_confirmation = conf,
+	                             .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	assert_int_equal(aw_detect(&in, 1, NULL, &r), 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(r.levels[0].pvalue < 1e-4);
+	assert_true(r.change_lo > 10);
+}
+
 /* A head whose first run read +8% and whose two re-measurements read +2% and +5.5% against a
  * history steady to 0.1%: the re-measurements disagree by 3.5%, so they bound nothing to within
  * the 5% threshold, however steady the history was (their median, +3.75%, is no pass). */
@@ -611,6 +639,7 @@ int main(void)
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
+	    cmocka_unit_test(test_each_side_its_own_degrees),
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
 	    cmocka_unit_test(test_rare_fast_runs_bound_no_single_run),
 	    cmocka_unit_test(test_resolution_clears_what_it_resolves),
