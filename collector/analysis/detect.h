@@ -13,7 +13,8 @@
  * every level with head runs is bounded within the threshold both ways; anything else is
  * undecided, which the analysis turns into a suspect (re-measure) or, once the confirmation
  * budget is spent, inconclusive or noisy. Head runs measured in a memory state far from the
- * baseline's confirm no move.
+ * baseline's confirm no move, unless the head's runs in a state it saw show the cell does not
+ * feel the difference.
  *
  * Pure computation: no database, no I/O. */
 #ifndef AW_DETECT_H
@@ -108,9 +109,10 @@ struct aw_detect_result {
 	size_t head_n;         /* head runs */
 	size_t agree_n;        /* of a move: head runs that each could show it alone (their
 	                          change's bound reaches the threshold, the right way), measured
-	                          in a memory state the baseline saw */
+	                          in a memory state the baseline saw, or bridged to one */
 	size_t unseen_n;       /* head runs measured in a memory state beyond the baseline's
-	                          (state_margin): they confirm no move */
+	                          (state_margin) that the head's other runs do not bridge: they
+	                          confirm no move */
 	double unseen_by;      /* the largest such state over the baseline's median (or NAN) */
 	size_t off_n;          /* head runs whose correcting reference read beyond the band of
 	                          the baseline's central runs: they decide nothing */

@@ -5,8 +5,9 @@
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
  * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
  * reference read beyond its usual band (a run that decides nothing), two re-measurements that
- * disagree, rare fast runs that bound no single run, a move under the resolution that clears only
- * a cell the resolution can tell, and the threshold rules. */
+ * disagree, re-measurements in a memory state the history never saw, rare fast runs that bound no
+ * single run, a move under the resolution that clears only a cell the resolution can tell, and the
+ * threshold rules. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -449,6 +450,54 @@ static void test_reference_beyond_its_band_decides_nothing(void **state)
 	assert_true(r.change > 0.07 && r.change < 0.09);
 }
 
+/* A compute-bound loop (28 ns) slowed by 42%, its first head run measured in the memory state
+ * its history knew and its three re-measurements beside a neighbour whose cache traffic made
+ * the memory walk 2.4x slower: those runs cannot be compared with the baseline, but they read
+ * what the first run read, so the state does not move this cell and they confirm the move.
+ * Re-measurements that read higher than the first run in that state (a lookup the state lifts)
+ * still confirm nothing; without a head run in a known state nothing bridges them, nor does one
+ * for a cell whose noise (+-10%) would hide a lift the size of the threshold. */
+static void test_runs_in_an_unseen_memory_state(void **state)
+{
+	double h[30], mem[30], x[4] = {40.0, 40.2, 39.9, 40.1}, xmem[4] = {1.05, 2.4, 2.0, 2.8},
+	                       lifted[4] = {40.0, 52.0, 49.0, 55.0}, none[4] = {2.4, 2.0, 2.8, 2.5};
+	bool conf[4] = {false, true, true, true};
+	struct aw_detect_input in = {.history = h,
+	                             .n_history = 30,
+	                             .head = x,
+	                             .n_head = 4,
+	                             .head_confirmation = conf,
+	                             .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 30, 28, 0.005);
+	for (int i = 0; i < 30; i++)
+		mem[i] = 1 + 0.05 * ((i * 7) % 5 - 2);
+	in.history_ref[AW_DETECT_MEMORY] = mem;
+	in.head_ref[AW_DETECT_MEMORY] = xmem;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.unseen_n, 0);
+	assert_int_equal(r.agree_n, 4);
+	in.head = lifted;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.unseen_n, 3);
+	assert_int_equal(r.agree_n, 1);
+	assert_non_null(strstr(r.note, "memory state"));
+	in.head = x;
+	in.head_ref[AW_DETECT_MEMORY] = none;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 4);
+	assert_int_equal(r.agree_n, 0);
+	in.head_ref[AW_DETECT_MEMORY] = xmem;
+	series(h, 30, 28, 0.12);
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 3);
+	assert_true(r.agree_n <= 1);
+}
+
 /* A compare of a head against a base commit of three runs, on a host whose reference (and the
  * cell with it) wanders over 6% in its history: the base's three runs happened to read their
  * reference within 0.2% of each other, the head's three 2% above them, inside the history's
@@ -638,6 +687,7 @@ int main(void)
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
+	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_each_side_its_own_degrees),
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
