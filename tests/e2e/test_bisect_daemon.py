@@ -199,18 +199,27 @@ def test_one_finding_one_bisection():
         p = twin.run("run", "--project", "bd", "--commit", commit, "--ref", "main", "--subject",
                      "s", "--quiet", *confirm, timeout=300)
         eq(p.returncode, 0, p.stderr)
-    # the twin's verdict of the last commit regresses too (the post-ingest work has run)
-    last = {}
+    # the twin's verdict of the last commit regresses too (the post-ingest work has run); left
+    # unconfirmed (its re-measurements beside other work read unlike its first run), it is
+    # measured once more, as the gate asks of a CI job
+    last, agent_log = {}, p.stderr
 
-    def judged():
+    def gate(want):
         r = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], HOST2))
         last["reply"] = r.body.decode(errors="replace")
-        return r.json() if r.status == 200 and r.json()["status"] == "fail" else None
+        return r.json() if r.status == 200 and r.json()["status"] in want else None
     try:
-        a.wait_for(judged, 60, "the twin's verdict")
+        if a.wait_for(lambda: gate(("fail", "unconfirmed")), 60,
+                      "the twin's verdict")["status"] == "unconfirmed":
+            p = twin.run("run", "--project", "bd", "--commit", S.shas[-1], "--ref", "main",
+                         "--subject", "s", "--quiet", "--confirm", "3", "--confirm-gap-s", "2",
+                         timeout=300)
+            eq(p.returncode, 0, p.stderr)
+            agent_log += p.stderr
+        a.wait_for(lambda: gate(("fail",)), 60, "the twin's verdict")
     except AssertionError as e:
         raise AssertionError("%s: the gate: %s\nthe twin's agent: %s"
-                             % (e, last.get("reply", "")[:6000], p.stderr[-4000:]))
+                             % (e, last.get("reply", "")[:6000], agent_log[-6000:]))
     a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
                "the post-ingest work")
     eq([x["id"] for x in bisects(project="bd")], [S.bisect_id])
