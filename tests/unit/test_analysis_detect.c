@@ -5,9 +5,9 @@
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
  * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
  * reference read beyond its usual band (a run that decides nothing), two re-measurements that
- * disagree, re-measurements in a memory state the history never saw, rare fast runs that bound no
- * single run, a move under the resolution that clears only a cell the resolution can tell, and the
- * threshold rules. */
+ * disagree, a sub-ns cell's runs off the band but within the resolution, re-measurements in a
+ * memory state the history never saw, rare fast runs that bound no single run, a move under the
+ * resolution that clears only a cell the resolution can tell, and the threshold rules. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -450,6 +450,36 @@ static void test_reference_beyond_its_band_decides_nothing(void **state)
 	assert_true(r.change > 0.07 && r.change < 0.09);
 }
 
+/* A 0.36 ns reader that tracks its reference, whose head runs were all measured while the
+ * reference read 0.71x anything the history saw (off its band: they decide nothing by the line).
+ * Read 0.28 ns, within the resolution of its baseline as measured and as corrected, it moved
+ * nothing a nanosecond clock resolves: unchanged, not a suspect that holds its host unconfirmed.
+ * Read 0.50 ns, 0.14 ns over it as measured, it stays undecided. */
+static void test_off_band_runs_within_the_resolution(void **state)
+{
+	double h[30], ref[30], x[3] = {0.28, 0.28, 0.28}, far[3] = {0.5, 0.5, 0.5},
+	                       xref[3] = {0.711, 0.711, 0.711};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 30, .head = x, .n_head = 3, .threshold = 0.5};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		ref[i] = 1 + 0.04 * ((i * 7) % 5 - 2);
+		h[i] = 0.36 * ref[i] * (1 + 0.002 * ((i * 3) % 4 - 1.5));
+	}
+	in.history_ref[2] = ref;
+	in.head_ref[2] = xref;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, 2);
+	assert_int_equal(r.off_n, 3);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	in.head = far;
+	r = judge_input(&in);
+	assert_int_equal(r.off_n, 3);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+}
+
 /* A compute-bound loop (28 ns) slowed by 42%, its first head run measured in the memory state
  * its history knew and its three re-measurements beside a neighbour whose cache traffic made
  * the memory walk 2.4x slower: those runs cannot be compared with the baseline, but they read
@@ -687,6 +717,7 @@ int main(void)
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
+	    cmocka_unit_test(test_off_band_runs_within_the_resolution),
 	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_each_side_its_own_degrees),
