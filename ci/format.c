@@ -700,10 +700,12 @@ int aw_ci_format_text(const struct aw_ci_report *r, const char *base_url, struct
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more suspects\n", n - TEXT_MAX_ROWS);
 	if (n)
-		putf(&s,
-		     "  (%zu suspect metric%s: regressed in too few head runs to fail the gate; "
-		     "measure again, e.g. atomwatch-agent run --confirm 3)\n",
-		     n, n == 1 ? "" : "s");
+		putf(
+		    &s,
+		    "  (%zu suspect metric%s: too few head runs to decide, a move not yet shown by "
+		    "enough of them or runs that could not be judged; measure again, e.g. "
+		    "atomwatch-agent run --confirm 3)\n",
+		    n, n == 1 ? "" : "s");
 	n = each_listed(&s, r, L_WARNING, TEXT_MAX_ROWS, text_regression, warning_label);
 	if (n > TEXT_MAX_ROWS)
 		putf(&s, "  ... and %zu more warnings\n", n - TEXT_MAX_ROWS);
@@ -954,9 +956,11 @@ int aw_ci_format_markdown(const struct aw_ci_report *r, const char *base_url, st
 			     n - MD_MAX_ROWS);
 		put(&s, "\n");
 	}
-	md_listed(&s, r, L_SUSPECT, base_url,
-	          "### Unconfirmed\n\nThese cells regressed in too few head runs to fail the gate; "
-	          "re-measuring them (`atomwatch-agent run --confirm 3`) decides.\n\n");
+	md_listed(
+	    &s, r, L_SUSPECT, base_url,
+	    "### Unconfirmed\n\nToo few head runs decide these cells: a move not yet shown by "
+	    "enough of them, or runs that could not be judged; re-measuring them "
+	    "(`atomwatch-agent run --confirm 3`) decides.\n\n");
 	md_listed(&s, r, L_WARNING, base_url,
 	          "### Warnings\n\nCells of gate level warn (contended and duty cells by "
 	          "default): listed, never failing the gate.\n\n");
@@ -1140,8 +1144,8 @@ static void junit_metric(struct sink *s, const struct aw_ci_report *r, const str
 		put(s, l == L_WARNING           ? "warning (gate: warn, never fails): "
 		       : c->gate == AW_GATE_OFF ? "not gated (gate: off): "
 		       : v == AW_VERDICT_SUSPECT
-		           ? "unconfirmed: regressed in too few head runs to fail the gate, "
-		             "re-measure to confirm: "
+		           ? "unconfirmed: too few head runs decide this cell, re-measure to "
+		             "confirm: "
 		           : "warning (never fails the gate): ");
 		put_xml(s, aw_verdict_name(v));
 		if (m) {
