@@ -484,16 +484,13 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
  * would hide one (a hash lookup, 5-15% from run to run: -44 had an unchanged one read +11% in
  * eleven head runs, nine of them in unseen states, which its two seen ones bridged) keeps the
  * unseen runs out. A compute-bound loop re-measured beside a neighbour's cache traffic confirms
- * its +42% this way; no seen head run, no bridge. thr: log1p(threshold); top: the baseline's
- * median state (log); a: scratch of the head's length at least. */
-static void bridge_unseen(struct cell *c, struct aw_detect_result *r, double thr, double top,
-                          double *a)
+ * its +42% this way; no seen head run, no bridge. Clears the flag of each run it bridges. thr:
+ * log1p(threshold); a: scratch of the head's length at least. */
+static void bridge_unseen(struct cell *c, double thr, double *a)
 {
 	size_t m = 0;
 	double seen, tol;
 
-	if (!r->unseen_n)
-		return;
 	for (size_t i = 0; i < c->nh && i < 256; i++)
 		if (!c->unseen[i])
 			a[m++] = c->y[c->nb + i];
@@ -504,22 +501,9 @@ static void bridge_unseen(struct cell *c, struct aw_detect_result *r, double thr
 	tol = c->tq_up * fmax(c->up, UNKNOWN_NOISE) * sqrt(1 + 1.0 / (double)m);
 	if (!(tol < thr))
 		return;
-	r->unseen_n = 0;
-	r->unseen_by = NAN;
-	for (size_t i = 0; i < c->nh && i < 256; i++) {
-		double by;
-
-		if (!c->unseen[i])
-			continue;
-		if (c->y[c->nb + i] <= seen + tol) {
+	for (size_t i = 0; i < c->nh && i < 256; i++)
+		if (c->unseen[i] && c->y[c->nb + i] <= seen + tol)
 			c->unseen[i] = false;
-			continue;
-		}
-		r->unseen_n++;
-		by = exp(c->x[AW_DETECT_MEMORY][c->nb + i] - top);
-		if (!(by <= r->unseen_by))
-			r->unseen_by = by;
-	}
 }
 
 /* Whether every head run was measured off the correcting reference's band (off_band(): they
@@ -533,14 +517,9 @@ static void bridge_unseen(struct cell *c, struct aw_detect_result *r, double thr
 static bool off_within(const struct cell *c, const struct aw_detect_result *r, double res,
                        double *a)
 {
-	size_t m = 0;
-
 	if (!r->off_n || r->off_n < c->nh)
 		return false;
-	for (size_t i = 0; i < c->nh; i++)
-		a[m++] = c->y[c->nb + i];
-	aw_sort_doubles(a, m);
-	return fabs(exp(aw_quantile_sorted(a, m, 0.5)) - exp(c->centre[r->dominant])) < res;
+	return fabs(exp(detect_median(c->y + c->nb, c->nh, a)) - exp(c->centre[r->dominant])) < res;
 }
 
 /* Phase 5: the verdict from the corrected p-values (c->tq_up and tq_down: judge_levels()'s). a:
@@ -627,6 +606,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		double top = NAN;
 		const double *x = c->x[AW_DETECT_MEMORY];
 		size_t m = 0;
+		bool any = false;
 
 		for (size_t i = 0; i < c->nb; i++)
 			if (isfinite(x[i]))
@@ -639,13 +619,18 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			double by = x[c->nb + i] - top;
 
 			c->unseen[i] = isfinite(by) && by > log(o->state_margin);
-			if (c->unseen[i]) {
-				r->unseen_n++;
-				if (!(exp(by) <= r->unseen_by))
-					r->unseen_by = exp(by);
-			}
+			any |= c->unseen[i];
 		}
-		bridge_unseen(c, r, thr, top, a);
+		if (any)
+			bridge_unseen(c, thr, a);
+		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++)
+			if (c->unseen[i]) {
+				double by = exp(x[c->nb + i] - top);
+
+				r->unseen_n++;
+				if (!(by <= r->unseen_by))
+					r->unseen_by = by;
+			}
 	}
 	/* the head runs that could each show the move alone */
 	r->agree_n = 0;
@@ -793,7 +778,8 @@ static void moderate(const struct aw_detect_input *in, size_t n, const struct aw
 		estimate_prior(s, f, k, o->prior_df_max, &s0, &d0);
 		for (size_t j = i; j < n; j++) {
 			struct cell *c = &cells[j];
-			double own = down ? c->s_down : c->s_up, fo, v;
+			double own = down ? c->s_down : c->s_up, fo, v,
+			       *df = down ? &c->df_down : &c->df_up;
 
 			if (in[j].group != in[i].group)
 				continue;
@@ -803,13 +789,13 @@ static void moderate(const struct aw_detect_input *in, size_t n, const struct aw
 				/* the group's noise can raise a cell's own, never lower it: a noisy
 				 * cell among steady ones is no steadier for it */
 				v = fmax(own, sqrt((fo * own * own + d0 * s0 * s0) / (fo + d0)));
-				*(down ? &c->df_down : &c->df_up) = fo + d0;
+				*df = fo + d0;
 			} else if (fo > 0) {
 				v = own;
-				*(down ? &c->df_down : &c->df_up) = fo;
+				*df = fo;
 			} else {
 				v = UNKNOWN_NOISE;
-				*(down ? &c->df_down : &c->df_up) = 1;
+				*df = 1;
 			}
 			if (!(v >= o->noise_floor))
 				v = o->noise_floor;
