@@ -36,6 +36,7 @@ struct runs {
 	size_t n, max;
 	const char *skip_commit;
 	const char *platform; /* keep runs of this platform only (NULL: any) */
+	bool confirmations;   /* keep re-measurements too (the head's newest state) */
 };
 
 /* The median of each reference kernel's values over the run's cells. */
@@ -72,7 +73,7 @@ static int on_run(const struct store_run *r, void *cls)
 	struct runs *l = cls;
 	struct run_pick *p;
 
-	if (l->n >= l->max || r->confirmation_of || !r->commit ||
+	if (l->n >= l->max || (r->confirmation_of && !l->confirmations) || !r->commit ||
 	    (l->skip_commit && !strcmp(r->commit, l->skip_commit)) ||
 	    (l->platform && r->platform_hash && strcmp(r->platform_hash, l->platform)))
 		return 0;
@@ -175,12 +176,49 @@ static double cell_change(const struct aw_cell_verdict *c)
 	return isfinite(m->change) && m->change > -1 ? log1p(m->change) : INFINITY;
 }
 
+/* Whether a re-measurement may still come to the cell: confirmation is on, the cell gates (the
+ * agent re-measures fail-level suspects) and its head runs are fewer than 1 + the budget. */
+static bool may_confirm(const struct aw_analysis_opts *o, const struct aw_cell_verdict *c)
+{
+	const struct aw_metric_verdict *m = metric_would_regress(&c->p50) ? &c->p50 : &c->p99;
+
+	return o->confirm_runs > 1 && c->gate == AW_GATE_FAIL &&
+	       m->head_n < 1 + (size_t)o->confirm_budget;
+}
+
+/* Makes the would-be regressions of `cv` suspect, saying why in their notes. */
+static int to_suspect(struct aw_host_verdict *v, struct aw_cell_verdict *cv, double shift)
+{
+	struct aw_metric_verdict *m[2] = {&cv->p50, &cv->p99};
+
+	v->counts[cv->verdict]--;
+	v->counts[AW_VERDICT_SUSPECT]++;
+	cv->verdict = AW_VERDICT_SUSPECT;
+	for (int i = 0; i < 2; i++) {
+		char *note;
+
+		if (!metric_would_regress(m[i]))
+			continue;
+		m[i]->verdict = AW_VERDICT_SUSPECT;
+		note =
+		    aw_asprintf("the control moved %+.1f%% in the newest head run: measured again "
+		                "before the move is the host's",
+		                100 * expm1(shift));
+		if (!note)
+			return -ENOMEM;
+		free(m[i]->note);
+		m[i]->note = note;
+	}
+	return 0;
+}
+
 int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                      const char *commit, const char *host, struct aw_host_verdict *v, char **err)
 {
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = HEAD_RUNS};
-	struct runs head = {.max = 1}, base = {.max = BASELINE_RUNS, .skip_commit = commit};
+	struct runs head = {.max = 1, .confirmations = true},
+	            base = {.max = BASELINE_RUNS, .skip_commit = commit};
 	json_t *fp_head = NULL, *fp_base = NULL;
 	char what[TEXT_MAX] = "";
 	double shift = 0, most = 0, move, moves[N_SERIES];
@@ -251,6 +289,15 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		if (!what[0] &&
 		    !(shifted >= 0 && move >= AW_CONTROL_SHIFT_MIN && move >= cell_change(cv) / 2))
 			continue;
+		/* with the fingerprint unchanged the shift is a moment of the host, not a change of
+		 * it: the cell is measured again while it may be, and the host is blamed only
+		 * when the budget ends with the newest run still shifted */
+		if (!what[0] && may_confirm(o, cv)) {
+			rc = to_suspect(v, cv, shift);
+			if (rc)
+				goto out;
+			continue;
+		}
 		v->counts[cv->verdict]--;
 		v->counts[AW_VERDICT_HOST_CHANGED]++;
 		cv->verdict = AW_VERDICT_HOST_CHANGED;

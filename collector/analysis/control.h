@@ -5,7 +5,10 @@
  * fingerprint between the newest baseline run and the head run (kernel, microcode, firmware,
  * governor, compiler...), is the host's and not the commit's: its cell is `host changed`
  * (AW_VERDICT_HOST_CHANGED), the verdict names what changed, and it fails no gate and starts
- * no bisection. The control cell itself never gates. analysis.c calls this after judging,
+ * no bisection. A control shift with the fingerprint unchanged is a moment of the host: while
+ * the cell may still be re-measured it is suspect instead (measured again), and host changed
+ * only once the budget is spent with the newest head run still shifted. The control cell
+ * itself never gates. analysis.c calls this after judging,
  * before the host's status is decided. */
 #ifndef AW_COLLECTOR_CONTROL_H
 #define AW_COLLECTOR_CONTROL_H
@@ -31,8 +34,10 @@
 
 /* Decides which would-be regressions of `v` (cells whose p50 or p99 regressed, is suspect or
  * is inconclusive, in the verdict of `commit` on `host` against o->baseline_ref, just judged)
- * are the host's: sets their verdicts (cell and metrics) to
- * AW_VERDICT_HOST_CHANGED, moves their counts, and sets v->host_changed to what changed
+ * are the host's, judged by the newest head run (a re-measurement included): sets their
+ * verdicts (cell and metrics) to AW_VERDICT_HOST_CHANGED, or to AW_VERDICT_SUSPECT (with a
+ * note) for a moment that may still be re-measured, moves their counts, and sets
+ * v->host_changed to what changed
  * ("kernel 6.1.0-57-amd64 -> 6.1.0-58-amd64", "the control moved +12.4% (the median of
  * its 5 series; the most, mulchain-v1 +12.9%)"). The control cell gets gate level off.
  * Returns 0 or a store errno with *err. */

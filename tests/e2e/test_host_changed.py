@@ -22,6 +22,7 @@ import copy
 import os
 import re
 import sys
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import agent_helpers as a  # noqa: E402
@@ -76,14 +77,14 @@ def upload(host, token, d):
     eq(r.status, 201, r)
 
 
-def history(host, chase=(1, 1, 1, 1, 1, 1), same_second=False):
+def history(host, chase=(1, 1, 1, 1, 1, 1), same_second=False, runs=6):
     token = S.col.token("agent", host)
     # a daemon host that could bisect a matrix cell (the step command's way)
     r = S.col.request("GET", "/api/v1/jobs/next?host=%s&subjects=&step=kernel" % host,
                       token=token)
     eq(r.status, 204, r)
-    for i in range(6):
-        upload(host, token, doc(host, i, chase=chase[i], same_second=same_second))
+    for i in range(runs):
+        upload(host, token, doc(host, i, chase=chase[i % len(chase)], same_second=same_second))
     return token
 
 
@@ -237,6 +238,48 @@ def test_fingerprint_change_is_host_changed():
                      + head["commit"]).json()["bisects"], [])
 
 
+def test_control_moment_measured_again():
+    # with confirmation on (the default: two runs, here a budget of two re-measurements), a
+    # control shift with the fingerprint unchanged is a moment of the host: the cell is
+    # suspect and measured again, a regression the quiet re-measurements show fails the gate,
+    # and the host is blamed only when the budget ends with the newest run still shifted
+    db = h.Database(S.db.backend, S.pg)
+    col = h.Collector(db.url, config="detection:\n  confirm_runs: 2\n  confirm_budget: 2\n"
+                      "  confirm_jobs: 0\n").start()
+    saved, S.col = S.col, col
+    try:
+        for host, later in (("h-moment", (1.0, 1.0)), ("h-moved", (1.3, 1.3))):
+            token = history(host, runs=20)
+            # (the chains, the atomics and the control cell moved; the memory walk held, so the
+            # runs' memory states are alike)
+            head = doc(host, 20, slow=1.3, control=1.3, chase=1 / 1.3)
+            upload(host, token, head)
+            g = verdict(host, head["commit"])
+            eq(g["status"], "unconfirmed", g["hosts"][0]["counts"])
+            cell = cell_of(g, KEY)
+            eq(cell["verdict"], "suspect", cell)
+            check("control moved" in (cell["p50"].get("note") or ""), cell)
+            for control in later:  # the re-measurements, as the agent uploads them
+                again = doc(host, 20, slow=1.3, control=control, chase=1 / control)
+                again["run_id"] = str(uuid.uuid4())
+                again["confirmation_of"] = head["run_id"]
+                upload(host, token, again)
+            g = verdict(host, head["commit"])
+            eq(cell_of(g, KEY)["head_runs"], 3, cell_of(g, KEY))
+            if later[-1] == 1.0:
+                eq(g["status"], "fail", cell_of(g, KEY))
+                eq(cell_of(g, KEY)["verdict"], "regressed", cell_of(g, KEY))
+                check(g["hosts"][0]["host_changed"] is None, g["hosts"][0]["host_changed"])
+            else:
+                eq(g["status"], "pass", g["hosts"][0]["counts"])
+                eq(cell_of(g, KEY)["verdict"], "host changed", cell_of(g, KEY))
+                said = g["hosts"][0]["host_changed"]
+                check("control moved" in said, said)
+    finally:
+        S.col = saved
+        col.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
@@ -249,6 +292,7 @@ def main():
              ("test_noisy_reference_is_no_shift", test_noisy_reference_is_no_shift),
              ("test_one_series_is_no_shift", test_one_series_is_no_shift),
              ("test_fingerprint_change_is_host_changed", test_fingerprint_change_is_host_changed),
+             ("test_control_moment_measured_again", test_control_moment_measured_again),
              ("test_commits_of_one_second", test_commits_of_one_second)]
     h.run(tests, "host changed (%s)" % args.backend)
 
