@@ -32,7 +32,7 @@ struct run_pick {
 };
 
 struct runs {
-	struct run_pick r[BASELINE_RUNS];
+	struct run_pick r[HEAD_RUNS]; /* (HEAD_RUNS >= BASELINE_RUNS) */
 	size_t n, max;
 	const char *skip_commit;
 	const char *platform; /* keep runs of this platform only (NULL: any) */
@@ -200,10 +200,9 @@ static int to_suspect(struct aw_host_verdict *v, struct aw_cell_verdict *cv, dou
 		if (!metric_would_regress(m[i]))
 			continue;
 		m[i]->verdict = AW_VERDICT_SUSPECT;
-		note =
-		    aw_asprintf("the control moved %+.1f%% in the newest head run: measured again "
-		                "before the move is the host's",
-		                100 * expm1(shift));
+		note = aw_asprintf("the control moved %+.1f%% or more in every head run: measured "
+		                   "again before the move is the host's",
+		                   100 * expm1(shift));
 		if (!note)
 			return -ENOMEM;
 		free(m[i]->note);
@@ -212,16 +211,54 @@ static int to_suspect(struct aw_host_verdict *v, struct aw_cell_verdict *cv, dou
 	return 0;
 }
 
+/* The control's shift in one head run `h` (log): each series' move, its value over the
+ * baseline runs' median (none within the series' own noise there), and their median; *most
+ * and *shifted the series that moved most, *n_moves how many series were measured. */
+static double run_shift(const struct runs *base, const struct run_pick *h, double *most,
+                        int *shifted, size_t *n_moves)
+{
+	double moves[N_SERIES];
+
+	*most = 0;
+	*shifted = -1;
+	*n_moves = 0;
+	for (int s = 0; s < N_SERIES; s++) {
+		double vals[BASELINE_RUNS], b, moved;
+		size_t n = 0;
+
+		for (size_t i = 0; i < base->n; i++)
+			if (isfinite(base->r[i].value[s]) && base->r[i].value[s] > 0)
+				vals[n++] = base->r[i].value[s];
+		if (!n || !isfinite(h->value[s]) || !(h->value[s] > 0))
+			continue;
+		b = median_of(vals, n);
+		moved = log(h->value[s] / b);
+		/* a series that swings this far in the baseline itself says nothing (a memory
+		 * chase beside another tenant's cache traffic) */
+		if (moved <= series_noise(vals, n, b) * AW_CONTROL_NOISE_K)
+			moved = 0;
+		moves[(*n_moves)++] = moved;
+		if (moved > *most) {
+			*most = moved;
+			*shifted = s;
+		}
+	}
+	/* one series alone is no shift of the host: a memory chase 25% slower beside another
+	 * tenant's traffic while the chains and the atomics held explains no chain's +40% */
+	return *n_moves ? median_of(moves, *n_moves) : 0;
+}
+
 int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, const char *project,
                      const char *commit, const char *host, struct aw_host_verdict *v, char **err)
 {
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = HEAD_RUNS};
-	struct runs head = {.max = 1, .confirmations = true},
+	struct runs head = {.max = HEAD_RUNS, .confirmations = true},
 	            base = {.max = BASELINE_RUNS, .skip_commit = commit};
+	const struct run_pick *first;
 	json_t *fp_head = NULL, *fp_base = NULL;
 	char what[TEXT_MAX] = "";
-	double shift = 0, most = 0, move, moves[N_SERIES];
+	double shift = 0, most = 0, move;
 	size_t n_moves = 0;
 	int shifted = -1, rc;
 
@@ -232,13 +269,14 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	rc = store_list_runs(c, &f, on_run, &head);
 	if (rc || !head.n)
 		goto out;
-	base.platform = head.r[0].platform[0] ? head.r[0].platform : NULL;
+	first = &head.r[head.n - 1]; /* (newest first) */
+	base.platform = first->platform[0] ? first->platform : NULL;
 	/* (at the head's own position, those measured before it: analysis.c's history) */
-	rc = store_ref_history(c, project, host, o->baseline_ref, head.r[0].order_us, head.r[0].seq,
+	rc = store_ref_history(c, project, host, o->baseline_ref, first->order_us, first->seq,
 	                       BASELINE_RUNS * 2, on_run, &base);
 	if (rc || !base.n)
 		goto out;
-	/* the fingerprint: the head run's against the newest baseline run's */
+	/* the fingerprint: the newest head run's against the newest baseline run's */
 	rc = store_run_fingerprint(c, head.r[0].run_id, on_fingerprint, &fp_head);
 	if (!rc)
 		rc = store_run_fingerprint(c, base.r[0].run_id, on_fingerprint, &fp_base);
@@ -248,38 +286,31 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		goto out;
 	if (fp_head && fp_base)
 		fingerprint_change(fp_base, fp_head, what, sizeof(what));
-	/* the control: each series' shift, the head's value over the baseline runs' median (none
-	 * within the series' own noise there), and the control's as a whole, the median of them */
-	rc = store_run_subject_cells(c, head.r[0].seq, AW_CONTROL_SUBJECT, on_cell, &head.r[0]);
+	/* the control in each head run (a re-measurement measures the reference kernels beside its
+	 * cells, not the control cell) and the baseline runs */
+	for (size_t i = 0; !rc && i < head.n; i++)
+		rc = store_run_subject_cells(c, head.r[i].seq, AW_CONTROL_SUBJECT, on_cell,
+		                             &head.r[i]);
 	for (size_t i = 0; !rc && i < base.n; i++)
 		rc = store_run_subject_cells(c, base.r[i].seq, AW_CONTROL_SUBJECT, on_cell,
 		                             &base.r[i]);
 	if (rc)
 		goto out;
-	for (int s = 0; s < N_SERIES; s++) {
-		double vals[BASELINE_RUNS], b, moved;
-		size_t n = 0;
+	/* the host moved only where it moved in every head run: the least shifted one speaks
+	 * (a head run whose control held is judged by the detection like any other) */
+	for (size_t i = 0; i < head.n; i++) {
+		double m, sh;
+		int which;
+		size_t nm;
 
-		for (size_t i = 0; i < base.n; i++)
-			if (isfinite(base.r[i].value[s]) && base.r[i].value[s] > 0)
-				vals[n++] = base.r[i].value[s];
-		if (!n || !isfinite(head.r[0].value[s]) || !(head.r[0].value[s] > 0))
-			continue;
-		b = median_of(vals, n);
-		moved = log(head.r[0].value[s] / b);
-		/* a series that swings this far in the baseline itself says nothing (a memory
-		 * chase beside another tenant's cache traffic) */
-		if (moved <= series_noise(vals, n, b) * AW_CONTROL_NOISE_K)
-			moved = 0;
-		moves[n_moves++] = moved;
-		if (moved > most) {
-			most = moved;
-			shifted = s;
+		sh = run_shift(&base, &head.r[i], &m, &which, &nm);
+		if (!i || sh < shift) {
+			shift = sh;
+			most = m;
+			shifted = which;
+			n_moves = nm;
 		}
 	}
-	/* one series alone is no shift of the host: a memory chase 25% slower beside another
-	 * tenant's traffic while the chains and the atomics held explains no chain's +40% */
-	shift = n_moves ? median_of(moves, n_moves) : 0;
 	for (size_t i = 0; i < v->n_cells; i++) {
 		struct aw_cell_verdict *cv = &v->cells[i];
 
@@ -291,7 +322,7 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 			continue;
 		/* with the fingerprint unchanged the shift is a moment of the host, not a change of
 		 * it: the cell is measured again while it may be, and the host is blamed only
-		 * when the budget ends with the newest run still shifted */
+		 * when the budget ends with every head run still shifted */
 		if (!what[0] && may_confirm(o, cv)) {
 			rc = to_suspect(v, cv, shift);
 			if (rc)

@@ -7,7 +7,7 @@
  * (AW_VERDICT_HOST_CHANGED), the verdict names what changed, and it fails no gate and starts
  * no bisection. A control shift with the fingerprint unchanged is a moment of the host: while
  * the cell may still be re-measured it is suspect instead (measured again), and host changed
- * only once the budget is spent with the newest head run still shifted. The control cell
+ * only once the budget is spent with every head run still shifted. The control cell
  * itself never gates. analysis.c calls this after judging,
  * before the host's status is decided. */
 #ifndef AW_COLLECTOR_CONTROL_H
@@ -34,7 +34,7 @@
 
 /* Decides which would-be regressions of `v` (cells whose p50 or p99 regressed, is suspect or
  * is inconclusive, in the verdict of `commit` on `host` against o->baseline_ref, just judged)
- * are the host's, judged by the newest head run (a re-measurement included): sets their
+ * are the host's, judged by the least shifted head run (re-measurements included): sets their
  * verdicts (cell and metrics) to AW_VERDICT_HOST_CHANGED, or to AW_VERDICT_SUSPECT (with a
  * note) for a moment that may still be re-measured, moves their counts, and sets
  * v->host_changed to what changed

@@ -229,9 +229,19 @@ def test_one_finding_one_bisection():
 
 def test_cancel_leaves_no_half_step():
     measure_history("slow", "slow", S.slow_shas)
-    b = a.wait_for(lambda: [x for x in bisects(project="slow")
-                            if x["state"] == "running" and x["progress"]["steps_done"] >= 1],
-                   300, "a running bisection")[0]
+    seen = []
+
+    def running():
+        seen[:] = bisects(project="slow")
+        return [x for x in seen if x["state"] == "running" and x["progress"]["steps_done"] >= 1]
+    try:
+        b = a.wait_for(running, 300, "a running bisection")[0]
+    except AssertionError:
+        gate = api("GET", "/api/v1/gate?project=slow&commit=%s&hosts=%s"
+                   % (S.slow_shas[-1], HOST))
+        raise AssertionError("no running bisection: %s\nthe last commit's gate (HTTP %s): %s\n%s"
+                             % (seen, gate.status, gate.body.decode(errors="replace")[:6000],
+                                S.ag.logs()[-6000:]))
     r = api("POST", "/api/v1/bisects/%d/cancel" % b["id"])
     eq(r.status, 200, r)
     eq(r.json()["bisect"]["state"], "cancelled")
