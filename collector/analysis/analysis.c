@@ -132,7 +132,7 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	case AW_VERDICT_IMPROVED:
 		if (r->agree_n >= need)
 			return r->verdict;
-		if (r->head_n < 1 + o->confirm_budget)
+		if (aw_analysis_budget_left(o, r->head_n))
 			return AW_VERDICT_SUSPECT;
 		/* the budget is spent: a move that only runs in a memory state the baseline
 		 * never saw showed cannot be vouched for either way */
@@ -149,7 +149,7 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	if (fabs(log1p(r->change)) + reach >= log1p(threshold) &&
 	    !(log1p(r->change) >= log1p(threshold)))
 		return AW_VERDICT_NOISY;
-	if (o->confirm_runs > 1 && r->head_n < 1 + o->confirm_budget)
+	if (o->confirm_runs > 1 && aw_analysis_budget_left(o, r->head_n))
 		return AW_VERDICT_SUSPECT;
 	/* the budget is spent: bounded under the threshold (only faster than it could tell) is a
 	 * pass; a change whose estimate reaches the threshold, but that the runs could not

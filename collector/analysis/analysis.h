@@ -64,6 +64,13 @@ struct aw_analysis_opts {
  * globs, confirm_runs 2, confirm_budget 10. */
 void aw_analysis_opts_default(struct aw_analysis_opts *o);
 
+/* Whether a metric measured by `head_n` head runs may still get a re-measurement: fewer runs
+ * than the first plus the budget. */
+static inline bool aw_analysis_budget_left(const struct aw_analysis_opts *o, size_t head_n)
+{
+	return head_n < 1 + (size_t)o->confirm_budget;
+}
+
 /* Judges `commit` of `project` on `host`. The baseline is the last o->history runs of
  * o->baseline_ref that come before the commit in commit order, or, when `base_commit` is not
  * NULL, the runs of base_commit on that host (compare). A host without a run of the commit is

@@ -177,36 +177,32 @@ static double cell_change(const struct aw_cell_verdict *c)
 }
 
 /* Whether a re-measurement may still come to the cell: confirmation is on, the cell gates (the
- * agent re-measures fail-level suspects) and its head runs are fewer than 1 + the budget. */
+ * agent re-measures fail-level suspects) and its budget is not spent. */
 static bool may_confirm(const struct aw_analysis_opts *o, const struct aw_cell_verdict *c)
 {
 	const struct aw_metric_verdict *m = metric_would_regress(&c->p50) ? &c->p50 : &c->p99;
 
 	return o->confirm_runs > 1 && c->gate == AW_GATE_FAIL &&
-	       m->head_n < 1 + (size_t)o->confirm_budget;
+	       aw_analysis_budget_left(o, m->head_n);
 }
 
-/* Makes the would-be regressions of `cv` suspect, saying why in their notes. */
-static int to_suspect(struct aw_host_verdict *v, struct aw_cell_verdict *cv, double shift)
+/* Gives the would-be regressions of `cv` (the cell and those of its metrics) the verdict `to`,
+ * moving the counts; with `note`, each such metric's note becomes a copy of it. Returns 0 or
+ * -ENOMEM. */
+static int retag(struct aw_host_verdict *v, struct aw_cell_verdict *cv, enum aw_verdict to,
+                 const char *note)
 {
 	struct aw_metric_verdict *m[2] = {&cv->p50, &cv->p99};
 
 	v->counts[cv->verdict]--;
-	v->counts[AW_VERDICT_SUSPECT]++;
-	cv->verdict = AW_VERDICT_SUSPECT;
+	v->counts[to]++;
+	cv->verdict = to;
 	for (int i = 0; i < 2; i++) {
-		char *note;
-
 		if (!metric_would_regress(m[i]))
 			continue;
-		m[i]->verdict = AW_VERDICT_SUSPECT;
-		note = aw_asprintf("the control moved %+.1f%% or more in every head run: measured "
-		                   "again before the move is the host's",
-		                   100 * expm1(shift));
-		if (!note)
+		m[i]->verdict = to;
+		if (note && aw_set_str(&m[i]->note, note))
 			return -ENOMEM;
-		free(m[i]->note);
-		m[i]->note = note;
 	}
 	return 0;
 }
@@ -324,18 +320,20 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 		 * it: the cell is measured again while it may be, and the host is blamed only
 		 * when the budget ends with every head run still shifted */
 		if (!what[0] && may_confirm(o, cv)) {
-			rc = to_suspect(v, cv, shift);
+			char note[TEXT_MAX];
+
+			snprintf(note, sizeof(note),
+			         "the control moved %+.1f%% or more in every head run: measured "
+			         "again before the move is the host's",
+			         100 * expm1(shift));
+			rc = retag(v, cv, AW_VERDICT_SUSPECT, note);
 			if (rc)
 				goto out;
 			continue;
 		}
-		v->counts[cv->verdict]--;
-		v->counts[AW_VERDICT_HOST_CHANGED]++;
-		cv->verdict = AW_VERDICT_HOST_CHANGED;
-		if (metric_would_regress(&cv->p50))
-			cv->p50.verdict = AW_VERDICT_HOST_CHANGED;
-		if (metric_would_regress(&cv->p99))
-			cv->p99.verdict = AW_VERDICT_HOST_CHANGED;
+		rc = retag(v, cv, AW_VERDICT_HOST_CHANGED, NULL);
+		if (rc)
+			goto out;
 		if (v->host_changed)
 			continue;
 		if (what[0])
