@@ -13,7 +13,8 @@
 
 static const char *const status_names[] = {"ok", "skipped", "failed"};
 static const char *const ref_names[AW_REF_COUNT] = {AW_REF_MULCHAIN_NAME, AW_REF_MULINDEP_NAME,
-                                                    AW_REF_ATOMICADD_NAME, AW_REF_MEMCHASE_NAME};
+                                                    AW_REF_ATOMICADD_NAME, AW_REF_MEMCHASE_NAME,
+                                                    AW_REF_MEMGATHER_NAME};
 
 const char *aw_ref_name(enum aw_ref k)
 {
@@ -790,11 +791,12 @@ static int validate_series(struct vctx *v, const json_t *o, const char *path,
 	    (rc = get_str(v, o, "kernel", FIELD("kernel"), true, AW_STR_NAME, &s)))
 		return rc;
 	k = aw_ref_lookup(s);
-	_Static_assert(AW_REF_COUNT == 4, "the message names every kernel");
+	_Static_assert(AW_REF_COUNT == 5, "the message names every kernel");
 	if (k < 0)
-		return verr(v, "unknown_kernel", FIELD("kernel"),
-		            "unknown reference kernel '%.64s' (this side knows %s, %s, %s and %s)",
-		            s, ref_names[0], ref_names[1], ref_names[2], ref_names[3]);
+		return verr(
+		    v, "unknown_kernel", FIELD("kernel"),
+		    "unknown reference kernel '%.64s' (this side knows %s, %s, %s, %s and %s)", s,
+		    ref_names[0], ref_names[1], ref_names[2], ref_names[3], ref_names[4]);
 	if (only >= 0 && k != only)
 		return verr(v, "invalid", FIELD("kernel"),
 		            "'%s' holds only %s; %s goes in 'references'", path, ref_names[only],

@@ -120,7 +120,8 @@ uint64_t aw_reference_twin(uint64_t x, uint64_t steps);
  * machine can be slower than usual (docs/result-schema.md, "references"): mulchain-v1 above by
  * the clock alone; mulindep-v1 by what shares the core's execution ports (an SMT sibling,
  * another tenant); atomicadd-v1 by what an atomic read-modify-write costs at the moment;
- * memchase-v1 by what shares the caches, the TLB and the memory. Each works on its own state
+ * memchase-v1 and memgather-v1 by what shares the caches, the TLB and the memory (the walk
+ * the latency of one miss, the gather the misses in flight together). Each works on its own state
  * in an aw_slot (never the cell's), l->duty and l->call are ignored, and each returns the
  * elapsed timer ticks of l->iters steps (a multiple of AW_UNROLL). Changing what a step is
  * means a new name (enum aw_ref in aw/result.h holds the names). */
@@ -175,6 +176,23 @@ const void *aw_memchase_walk(void);
 /* The twin: the line index after `steps` steps from line `index`, from the permutation alone
  * (not the walk's pointers); UINT32_MAX when out of memory. */
 uint32_t aw_memchase_twin(uint32_t index, uint64_t steps);
+
+/* memgather-v1: independent loads of pseudo-random lines of memchase-v1's walk (the same 4 MiB,
+ * the same pages). A step takes the line the top 16 bits of a 64-bit LCG name (x = x *
+ * AW_MEMGATHER_MUL + AW_MEMGATHER_ADD, Knuth's MMIX constants), adds the word there to a sum and
+ * steps the LCG; no load waits for another, so a step's time is how many misses the core keeps in
+ * flight at once and what each costs: what a hash table's lookups feel, where the walk waits for
+ * each miss in turn and feels only its latency. The state: the LCG in slot->value, the sum in
+ * slot->pair_hi, the walk's address in slot->pad[0]. */
+#define AW_MEMGATHER_MUL  UINT64_C(6364136223846793005)
+#define AW_MEMGATHER_ADD  UINT64_C(1442695040888963407)
+#define AW_MEMGATHER_SEED UINT64_C(0x6d656d6761746872)
+_Static_assert(AW_MEMCHASE_LINES == UINT32_C(1) << 16, "memgather-v1 names a line in 16 bits");
+uint64_t aw_memgather_timed(const struct aw_loop *l);
+uint64_t aw_memgather_portable(const struct aw_loop *l);
+/* The twin: the LCG and the sum after `steps` more steps, from the permutation alone (the walk's
+ * line i holds the address of line permutation[i]); -ENOMEM, or 0. */
+int aw_memgather_twin(struct aw_slot *s, uint64_t steps);
 
 /* The architecture this build measures: "x86_64", "aarch64" or another uname machine. */
 const char *aw_build_arch(void);

@@ -302,6 +302,23 @@ uint64_t aw_atomicadd_timed(const struct aw_loop *l)
 
 AW_DEFINE_MEMCHASE(aw_memchase_timed, MEMCHASE_STEP)
 
+/* memgather-v1: the line the LCG's top 16 bits name, its word added to sum, the LCG's step. */
+#define MEMGATHER_STEP(x, sum, walk, mul, add)                          \
+	do {                                                            \
+		uint64_t line_;                                         \
+                                                                        \
+		__asm__ __volatile__("lsr %2, %0, #48\n\t"              \
+		                     "add %2, %3, %2, lsl #6\n\t"       \
+		                     "ldr %2, [%2]\n\t"                 \
+		                     "add %1, %1, %2\n\t"               \
+		                     "madd %0, %0, %4, %5"              \
+		                     : "+r"(x), "+r"(sum), "=&r"(line_) \
+		                     : "r"(walk), "r"(mul), "r"(add)    \
+		                     : "memory");                       \
+	} while (0)
+
+AW_DEFINE_MEMGATHER(aw_memgather_timed, MEMGATHER_STEP)
+
 const char *aw_build_arch(void)
 {
 	return "aarch64";

@@ -239,6 +239,36 @@ _Static_assert(__builtin_offsetof(struct aw_slot, unlocks) == 2 * sizeof(uint64_
 		__asm__ __volatile__("" : "+r"(p)); \
 	} while (0)
 
+/* A timed batch of memgather-v1 (kernels.h) with STEP(x, sum, walk, mul, add) as one load
+ * added to sum and one LCG step; the state lives in registers between the timer reads and in
+ * the slot before and after. */
+#define AW_DEFINE_MEMGATHER(fname, STEP)                                     \
+	uint64_t fname(const struct aw_loop *l)                              \
+	{                                                                    \
+		uint64_t x = l->slot->value, sum = l->slot->pair_hi, t0, t1; \
+		uint64_t mul = AW_MEMGATHER_MUL, add = AW_MEMGATHER_ADD;     \
+		uintptr_t walk = (uintptr_t)l->slot->pad[0];                 \
+		uint64_t n = l->iters / AW_UNROLL;                           \
+                                                                             \
+		t0 = aw_timer_read();                                        \
+		for (; n; n--) {                                             \
+			AW_REP16(STEP(x, sum, walk, mul, add);)              \
+		}                                                            \
+		t1 = aw_timer_read();                                        \
+		l->slot->value = x;                                          \
+		l->slot->pair_hi = sum;                                      \
+		return t1 - t0;                                              \
+	}
+
+/* The memgather-v1 step in C: the line the LCG's top 16 bits name, then the LCG's step; the
+ * empty asm keeps the compiler from batching the loads of several steps. */
+#define AW_MEMGATHER_C_STEP(x, sum, walk, mul, add)                                    \
+	do {                                                                           \
+		(sum) += *(const uint64_t *)((walk) + ((x) >> 48) * AW_MEMCHASE_LINE); \
+		(x) = (x) * (mul) + (add);                                             \
+		__asm__ __volatile__("" : "+r"(x), "+r"(sum));                         \
+	} while (0)
+
 /* The shared baseline loop (kernels_table.c). */
 uint64_t aw_empty_loop(const struct aw_loop *l);
 

@@ -52,6 +52,11 @@ uint64_t aw_memchase_timed(const struct aw_loop *l)
 	return aw_memchase_portable(l);
 }
 
+uint64_t aw_memgather_timed(const struct aw_loop *l)
+{
+	return aw_memgather_portable(l);
+}
+
 const char *aw_build_arch(void)
 {
 	static struct utsname u;

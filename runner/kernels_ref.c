@@ -1,5 +1,6 @@
 /* The family of reference kernels (kernels.h): their table, the plain C loops every build
- * carries, the twins, and the walk of memchase-v1, built once per process and NUMA node. */
+ * carries, the twins, and the walk of memchase-v1 (which memgather-v1 reads too), built once per
+ * process and NUMA node. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 AW_DEFINE_MULINDEP(aw_mulindep_portable, AW_MULINDEP_C_STEP)
 AW_DEFINE_LOOP(atomicadd_c11, AW_C11_RELAXED_STEP)
 AW_DEFINE_MEMCHASE(aw_memchase_portable, AW_MEMCHASE_C_STEP)
+AW_DEFINE_MEMGATHER(aw_memgather_portable, AW_MEMGATHER_C_STEP)
 
 uint64_t aw_atomicadd_portable(const struct aw_loop *l)
 {
@@ -128,6 +130,24 @@ uint32_t aw_memchase_twin(uint32_t index, uint64_t steps)
 	return index;
 }
 
+int aw_memgather_twin(struct aw_slot *s, uint64_t steps)
+{
+	uint32_t *perm = malloc(AW_MEMCHASE_LINES * sizeof(*perm));
+	uint64_t x = s->value, sum = s->pair_hi;
+
+	if (!perm)
+		return -ENOMEM;
+	make_cycle(perm);
+	for (; steps; steps--) {
+		sum += s->pad[0] + (uint64_t)perm[x >> 48] * AW_MEMCHASE_LINE;
+		x = x * AW_MEMGATHER_MUL + AW_MEMGATHER_ADD;
+	}
+	free(perm);
+	s->value = x;
+	s->pair_hi = sum;
+	return 0;
+}
+
 /* ---- the table ---- */
 
 static int start_mulchain(struct aw_slot *s)
@@ -163,6 +183,18 @@ static int start_memchase(struct aw_slot *s)
 	return 0;
 }
 
+static int start_memgather(struct aw_slot *s)
+{
+	const void *walk = aw_memchase_walk();
+
+	if (!walk)
+		return -ENOMEM;
+	s->value = AW_MEMGATHER_SEED;
+	s->pair_hi = 0;
+	s->pad[0] = (uintptr_t)walk;
+	return 0;
+}
+
 const struct aw_reference_kernel *aw_reference_kernels(unsigned *n)
 {
 	static const struct aw_reference_kernel family[] = {
@@ -174,6 +206,8 @@ const struct aw_reference_kernel *aw_reference_kernels(unsigned *n)
 	     start_atomicadd},
 	    {AW_REF_MEMCHASE, AW_REF_MEMCHASE_NAME, aw_memchase_timed, aw_memchase_portable,
 	     start_memchase},
+	    {AW_REF_MEMGATHER, AW_REF_MEMGATHER_NAME, aw_memgather_timed, aw_memgather_portable,
+	     start_memgather},
 	};
 
 	_Static_assert(sizeof(family) / sizeof(family[0]) == AW_REF_COUNT, "every kernel");

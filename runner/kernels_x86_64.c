@@ -126,6 +126,24 @@ uint64_t aw_atomicadd_timed(const struct aw_loop *l)
 
 AW_DEFINE_MEMCHASE(aw_memchase_timed, MEMCHASE_STEP)
 
+/* memgather-v1: the line the LCG's top 16 bits name, its word added to sum, the LCG's step. */
+#define MEMGATHER_STEP(x, sum, walk, mul, add)                          \
+	do {                                                            \
+		uint64_t line_;                                         \
+                                                                        \
+		__asm__ __volatile__("movq %0, %2\n\t"                  \
+		                     "shrq $48, %2\n\t"                 \
+		                     "shlq $6, %2\n\t"                  \
+		                     "addq (%3,%2), %1\n\t"             \
+		                     "imulq %4, %0\n\t"                 \
+		                     "addq %5, %0"                      \
+		                     : "+r"(x), "+r"(sum), "=&r"(line_) \
+		                     : "r"(walk), "r"(mul), "r"(add)    \
+		                     : "cc", "memory");                 \
+	} while (0)
+
+AW_DEFINE_MEMGATHER(aw_memgather_timed, MEMGATHER_STEP)
+
 const char *aw_build_arch(void)
 {
 	return "x86_64";

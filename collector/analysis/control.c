@@ -58,7 +58,9 @@ static void reference_medians(const char *text, double *out)
 		double buf[256];
 		size_t n = 0, j;
 
-		if (k < 0)
+		/* the memory counts once, as the walk: the gather feels the same caches, and a
+		 * median of the series must not hear one cause twice */
+		if (k < 0 || k == AW_REF_MEMGATHER)
 			continue;
 		json_array_foreach (values, j, v)
 			if (n < 256 && json_is_number(v) && json_number_value(v) > 0)

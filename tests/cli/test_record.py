@@ -23,7 +23,7 @@ import jsonschema
 ARGS = None
 VARIANTS = ["base", "plus2", "plus5", "plus10"]
 SHAPES = ["overlap", "hash", "branchy", "chain"]
-KERNELS = ["mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1"]
+KERNELS = ["mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1", "memgather-v1"]
 
 
 def record(tmp, *args, timeout=600):

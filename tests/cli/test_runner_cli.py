@@ -123,7 +123,7 @@ class QuickProfile(unittest.TestCase):
         refs = self.doc["references"]
         self.assertEqual([(r["kernel"], r["unit"]) for r in refs],
                          [("mulchain-v1", "ns"), ("mulindep-v1", "ns"), ("atomicadd-v1", "ns"),
-                          ("memchase-v1", "ns")])
+                          ("memchase-v1", "ns"), ("memgather-v1", "ns")])
         for ref in refs:
             self.assertEqual(len(ref["values"]), len(self.doc["cells"]))
             for c, v in zip(self.doc["cells"], ref["values"]):

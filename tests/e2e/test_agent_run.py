@@ -166,7 +166,8 @@ def test_reference_series():
     doc = a.read_json(spooled[0])
     refs = doc["references"]
     eq([(ref["kernel"], ref["unit"]) for ref in refs],
-       [(k, "ns") for k in ("mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1")])
+       [(k, "ns") for k in ("mulchain-v1", "mulindep-v1", "atomicadd-v1", "memchase-v1",
+                         "memgather-v1")])
     for ref in refs:
         eq(len(ref["values"]), len(doc["cells"]))
         for c, v in zip(doc["cells"], ref["values"]):

@@ -327,6 +327,10 @@ static void check_family_loop(const struct aw_reference_kernel *k, aw_loop_fn lo
 			assert_int_not_equal(twin->value, UINT32_MAX);
 			twin->value = walk + twin->value * AW_MEMCHASE_LINE;
 			break;
+		case AW_REF_MEMGATHER:
+			assert_int_equal(twin->pad[0], (uintptr_t)aw_memchase_walk());
+			assert_int_equal(aw_memgather_twin(twin, steps), 0);
+			break;
 		case AW_REF_COUNT:
 			fail();
 		}
@@ -342,8 +346,8 @@ static void check_family_loop(const struct aw_reference_kernel *k, aw_loop_fn lo
 }
 
 /* The family of reference kernels: named as the result document names them, in enum aw_ref
- * order, each asm and C loop matching its twin; mulindep-v1's chains stay odd and apart, and
- * the walk of memchase-v1 is a single cycle through every line. */
+ * order, each asm and C loop matching its twin; mulindep-v1's chains stay odd and apart, the
+ * walk of memchase-v1 is a single cycle through every line, and memgather-v1's lines scatter. */
 static void test_reference_family(void **state)
 {
 	unsigned n;
@@ -381,6 +385,18 @@ static void test_reference_family(void **state)
 		steps++;
 	} while (p != walk && steps <= AW_MEMCHASE_LINES);
 	assert_int_equal(steps, AW_MEMCHASE_LINES);
+	/* memgather-v1's lines scatter over the walk: 4,096 steps meet ~3,970 lines at random */
+	{
+		static uint8_t seen[AW_MEMCHASE_LINES];
+		uint64_t x = AW_MEMGATHER_SEED;
+		unsigned distinct = 0;
+
+		for (unsigned i = 0; i < 4096; i++, x = x * AW_MEMGATHER_MUL + AW_MEMGATHER_ADD)
+			if (!seen[x >> 48]++)
+				distinct++;
+		if (distinct < 3800)
+			fail_msg("memgather-v1 met %u lines in 4096 steps", distinct);
+	}
 	free(s);
 }
 

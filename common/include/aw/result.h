@@ -36,6 +36,7 @@ enum aw_ref {
 	AW_REF_MULINDEP,  /* "mulindep-v1": twelve independent multiply chains (throughput-bound) */
 	AW_REF_ATOMICADD, /* "atomicadd-v1": an atomic add to a private line */
 	AW_REF_MEMCHASE,  /* "memchase-v1": a dependent pointer chase over 4 MiB */
+	AW_REF_MEMGATHER, /* "memgather-v1": independent loads of random lines of those 4 MiB */
 	AW_REF_COUNT
 };
 
@@ -43,6 +44,7 @@ enum aw_ref {
 #define AW_REF_MULINDEP_NAME  "mulindep-v1"
 #define AW_REF_ATOMICADD_NAME "atomicadd-v1"
 #define AW_REF_MEMCHASE_NAME  "memchase-v1"
+#define AW_REF_MEMGATHER_NAME "memgather-v1"
 #define AW_REF_ALL            ((1u << AW_REF_COUNT) - 1) /* a mask of every kernel */
 
 /* The name of reference kernel k (static). */
@@ -53,8 +55,9 @@ int aw_ref_lookup(const char *name);
 
 /* Whether kernel k keeps to registers and a line of its own, so that nothing the cell beside it
  * does moves it (mulchain, mulindep, atomicadd): the analysis may judge a cell in its units. The
- * memory walk shares the caches with the cell beside it (a cell that touches megabytes slows it),
- * so it tells the run's memory state and never explains a cell's change. */
+ * memory kernels (the walk and the gather) share the caches with the cell beside it (a cell that
+ * touches megabytes slows them), so they tell the run's memory state and never explain a cell's
+ * change. */
 bool aw_ref_independent(enum aw_ref k);
 
 /* One measured configuration. Strings are owned by the cell; statistics are net ns per op (per
