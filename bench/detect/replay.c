@@ -253,6 +253,9 @@ static bool anchor_key(const json_t *cell, size_t *seen)
  * gate of that shape), or stayed suspect or inconclusive (loud), of one recording. */
 static struct shape_tally aa_shape[MAX_SHAPES];
 
+/* --without: the reference kernel left out of every document (NULL: none). */
+static const char *without;
+
 /* The anchor cells the last put() kept beside the suspects. */
 static size_t last_anchors;
 
@@ -279,6 +282,16 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 
 	if (!d || !cells || !id)
 		die("out of memory", NULL);
+	if (without) { /* --without: as the agent would have sent it with the family less one */
+		json_t *family = json_object_get(d, "references");
+
+		for (i = json_array_size(family); i-- > 0;) {
+			const json_t *k = json_object_get(json_array_get(family, i), "kernel");
+
+			if (json_is_string(k) && !strcmp(json_string_value(k), without))
+				json_array_remove(family, i);
+		}
+	}
 	if (json_is_object(json_object_get(d, "reference")))
 		series[n_series++] = json_object_get(d, "reference");
 	json_array_foreach (json_object_get(d, "references"), i, o) {
@@ -1073,12 +1086,21 @@ int main(int argc, char **argv)
 			screen_noise = x;
 		} else if (!strcmp(argv[i], "--thresholds") && i + 1 < argc) {
 			th_path = argv[++i];
+		} else if (!strcmp(argv[i], "--without") && i + 1 < argc) {
+			without = argv[++i];
+			if (aw_ref_lookup(without) < 0) {
+				fprintf(stderr,
+				        "bench_detect_replay: --without takes a reference kernel's "
+				        "name, not '%s'\n",
+				        without);
+				return 2;
+			}
 		} else {
 			fprintf(
 			    stderr,
 			    "usage: bench_detect_replay [--confirm N] [--confirm-after K] "
 			    "[--confirm-gap-s S] [--spaced SEED] [--screen-noise X] [--thresholds FILE] "
-			    "RECORDING...\n");
+			    "[--without KERNEL] RECORDING...\n");
 			return 2;
 		}
 	}
@@ -1107,6 +1129,8 @@ int main(int argc, char **argv)
 		    "Confirmations measured apart: the i-th the first run of its kind started %g s "
 		    "x i or more after the head (--confirm-gap-s).\n",
 		    confirm_gap_s);
+	if (without)
+		printf("Every run's reference kernel %s left out (--without).\n", without);
 	if (spaced_seed)
 		printf(
 		    "History drawn with seed %lu, leaving out %d runs on either side of the head "

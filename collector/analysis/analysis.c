@@ -163,7 +163,7 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 /* The name of reference slot q: a kernel's, or the memory state's. */
 static const char *slot_name(const struct table *t, int q)
 {
-	return q == MEMORY ? MEMORY_NAME : t->kernel[q];
+	return q == MEMORY ? MEMORY_NAME : q == GATHER ? GATHER_NAME : t->kernel[q];
 }
 
 /* The document's form of one metric (names of the table's kernels copied). */
@@ -289,10 +289,10 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 		     * it */
 		    .family = o->confirm_runs > 1 && s->head.n >= o->confirm_runs};
 		/* only the kernels a cell cannot move itself (aw_ref_independent()), and the run's
-		 * memory state */
+		 * memory states */
 		for (int q = 0; q < REFS; q++) {
 			int k = (size_t)q < t->n_kernels ? aw_ref_lookup(t->kernel[q]) : -1;
-			bool use = q == MEMORY || (k >= 0 && aw_ref_independent((enum aw_ref)k));
+			bool use = q >= KERNELS || (k >= 0 && aw_ref_independent((enum aw_ref)k));
 
 			in[i].history_ref[q] = use ? hr[q] : NULL;
 			in[i].head_ref[q] = use ? xr[q] : NULL;
@@ -444,7 +444,7 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	                base = {.max = o->history, .firsts_only = true};
 	struct run_list ref = {.max = MAX_HEAD_RUNS};
 	struct table t = {.detect = &o->detect,
-	                  .memchase = -1,
+	                  .state_kernel = {-1, -1},
 	                  .globs = o->globs,
 	                  .n_globs = o->n_globs < AW_ANALYSIS_MAX_GLOBS ? o->n_globs
 	                                                                : AW_ANALYSIS_MAX_GLOBS};
@@ -621,7 +621,7 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
                              const char *project, const char *host, const char *ref, char **err)
 {
 	struct run_list runs = {.max = o->history, .firsts_only = true};
-	struct table t = {.detect = &o->detect};
+	struct table t = {.detect = &o->detect, .state_kernel = {-1, -1}};
 	struct cp_set set = {0};
 	struct aw_changepoint cps[MAX_CP];
 	char now[AW_TIME_LEN];

@@ -17,11 +17,14 @@
 #define MAX_CELLS     65536
 #define MAX_CP        32
 #define REFS          AW_DETECT_REFS
-#define KERNELS       (REFS - 1) /* slots of kernels; the last is the run's memory state */
-#define MEMORY        (REFS - 1)
-#define MEMORY_NAME   "memory" /* how verdicts name that slot */
-#define DISTURB_MIN   0.03     /* a head run's reference this far from usual (log) ... */
-#define DISTURB_K     4        /* ... and this many of its history's spreads is disturbed */
+#define KERNELS       AW_DETECT_KERNELS /* slots of kernels; then the run's memory states */
+#define MEMORY        AW_DETECT_MEMORY
+#define GATHER        AW_DETECT_GATHER
+#define STATES        2        /* the memory states: MEMORY, GATHER */
+#define MEMORY_NAME   "memory" /* how verdicts name those slots */
+#define GATHER_NAME   "memory-gather"
+#define DISTURB_MIN   0.03 /* a head run's reference this far from usual (log) ... */
+#define DISTURB_K     4    /* ... and this many of its history's spreads is disturbed */
 
 /* What is being read into a table. */
 enum analysis_reading {
@@ -78,13 +81,14 @@ struct table {
 	const struct aw_detect_opts *detect;
 	char *kernel[KERNELS]; /* the reference kernels met, in slot order */
 	size_t n_kernels;
-	int memchase; /* the slot of the memory walk, -1 until met */
-	/* each run's memory state: the memory walk's median beside its anchor cells (NAN:
-	 * none), by reading (history, base, head) and run */
-	double *memory[3];
+	int state_kernel[STATES]; /* the slots of the walk and the gather, -1 until met */
+	/* each run's memory states: the walk's and the gather's median beside its anchor cells
+	 * (NAN: none), by state, reading (history, base, head) and run */
+	double *memory[STATES][3];
 	size_t n_memory[3];
-	double anchor_mem[AW_ANCHORS]; /* while reading a run: the walk beside its first anchors */
-	size_t n_anchor_mem;
+	/* while reading a run: the walk and the gather beside its first anchors */
+	double anchor_mem[STATES][AW_ANCHORS];
+	size_t n_anchor_mem[STATES];
 	const char *const *globs; /* only cells matching one of these (none: every cell) */
 	size_t n_globs;
 	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
@@ -106,7 +110,7 @@ void analysis_table_release(struct table *t);
 /* Reads the cells of every run of `l` into t as `reading`. Returns 0 or a negative errno. */
 int analysis_read_runs(struct store_conn *c, struct table *t, const struct run_list *l,
                        int reading);
-/* Each run's memory state from the memory walk beside its anchor cells. */
+/* Each run's memory states from the walk and the gather beside its anchor cells. */
 void analysis_fill_memory(struct table *t);
 
 #endif

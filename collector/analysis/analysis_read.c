@@ -167,8 +167,9 @@ void analysis_table_release(struct table *t)
 	free(t->s);
 	for (size_t k = 0; k < t->n_kernels; k++)
 		free(t->kernel[k]);
-	for (int k = 0; k < 3; k++)
-		free(t->memory[k]);
+	for (int m = 0; m < STATES; m++)
+		for (int k = 0; k < 3; k++)
+			free(t->memory[m][k]);
 	aw_strmap_free(&t->index);
 	store_cell_book_free(&t->book);
 	memset(t, 0, sizeof(*t));
@@ -285,12 +286,14 @@ static int read_cell(const struct aw_cell *c, void *cls)
 	 * measured as its head's was. (Over all of a full run's anchors, a confirmation's state,
 	 * from three, sat apart from its head's by as much as the walk varies along a run, and
 	 * the hash shape's +10% heads read +4% once the reference had corrected them.) */
-	if (c->status == AW_CELL_OK && aw_cell_is_anchor(c) && t->memchase >= 0 &&
-	    t->n_anchor_mem < AW_ANCHORS)
-		for (size_t k = 0; t->ref && k < t->ref->n_kernels && k < KERNELS; k++)
-			if (t->slot[k] == t->memchase && ord < t->ref->n_ref[k] &&
-			    isfinite(t->ref->ref[k][ord]))
-				t->anchor_mem[t->n_anchor_mem++] = t->ref->ref[k][ord];
+	for (int m = 0; m < STATES; m++)
+		if (c->status == AW_CELL_OK && aw_cell_is_anchor(c) && t->state_kernel[m] >= 0 &&
+		    t->n_anchor_mem[m] < AW_ANCHORS)
+			for (size_t k = 0; t->ref && k < t->ref->n_kernels && k < KERNELS; k++)
+				if (t->slot[k] == t->state_kernel[m] && ord < t->ref->n_ref[k] &&
+				    isfinite(t->ref->ref[k][ord]))
+					t->anchor_mem[m][t->n_anchor_mem[m]++] =
+					    t->ref->ref[k][ord];
 	if (c->status == AW_CELL_SKIPPED || !wanted(t, c->key))
 		return 0;
 	if (c->status == AW_CELL_FAILED && t->reading != READ_HEAD)
@@ -352,7 +355,9 @@ static int map_kernels(struct table *t, const struct run_ref *r)
 				return -ENOMEM;
 			t->n_kernels++;
 			if (aw_ref_lookup(r->kernel[k]) == AW_REF_MEMCHASE)
-				t->memchase = (int)j;
+				t->state_kernel[0] = (int)j;
+			if (aw_ref_lookup(r->kernel[k]) == AW_REF_MEMGATHER)
+				t->state_kernel[1] = (int)j;
 		}
 		t->slot[k] = (int)j;
 	}
@@ -364,47 +369,58 @@ int analysis_read_runs(struct store_conn *c, struct table *t, const struct run_l
 	int rc = 0;
 
 	t->reading = reading;
-	free(t->memory[reading]);
-	t->memory[reading] = malloc((l->n ? l->n : 1) * sizeof(double));
 	t->n_memory[reading] = l->n;
+	for (int m = 0; m < STATES; m++) {
+		free(t->memory[m][reading]);
+		t->memory[m][reading] = malloc((l->n ? l->n : 1) * sizeof(double));
+		if (!t->memory[m][reading])
+			return -ENOMEM;
+	}
 	if (!t->book)
 		t->book = store_cell_book_new();
-	if (!t->memory[reading] || !t->book)
+	if (!t->book)
 		return -ENOMEM;
 	for (size_t i = 0; !rc && i < l->n; i++) {
 		t->run = i;
 		t->ord = 0;
 		t->ref = &l->r[i];
-		t->n_anchor_mem = 0;
+		memset(t->n_anchor_mem, 0, sizeof(t->n_anchor_mem));
 		rc = map_kernels(t, t->ref);
 		if (!rc)
 			rc = store_run_values(c, t->book, l->r[i].seq, read_cell, t);
-		t->memory[reading][i] = NAN;
-		if (t->n_anchor_mem) {
-			aw_sort_doubles(t->anchor_mem, t->n_anchor_mem);
-			t->memory[reading][i] =
-			    aw_quantile_sorted(t->anchor_mem, t->n_anchor_mem, 0.5);
+		for (int m = 0; m < STATES; m++) {
+			t->memory[m][reading][i] = NAN;
+			if (t->n_anchor_mem[m]) {
+				aw_sort_doubles(t->anchor_mem[m], t->n_anchor_mem[m]);
+				t->memory[m][reading][i] =
+				    aw_quantile_sorted(t->anchor_mem[m], t->n_anchor_mem[m], 0.5);
+			}
 		}
 	}
 	t->ref = NULL;
 	return rc;
 }
 
-/* Every series' memory-state slot: its runs' memory states (analysis_read_runs()). */
+/* Every series' memory-state slots: its runs' memory states (analysis_read_runs()). */
 void analysis_fill_memory(struct table *t)
 {
-	for (size_t i = 0; i < t->n; i++) {
-		struct series *s = &t->s[i];
+	for (int m = 0; m < STATES; m++) {
+		int q = m ? GATHER : MEMORY;
+		double *const *st = t->memory[m];
 
-		for (size_t r = 0; r < s->hist.n && r < t->n_memory[READ_HISTORY]; r++)
-			s->hist.ref[MEMORY][r] = t->memory[READ_HISTORY][r];
-		for (size_t h = 0; h < s->head.n; h++)
-			s->head.ref[MEMORY][h] = s->head_run[h] < t->n_memory[READ_HEAD]
-			                             ? t->memory[READ_HEAD][s->head_run[h]]
-			                             : NAN;
-		for (size_t b = 0; b < s->base.n; b++)
-			s->base.ref[MEMORY][b] = s->base_run[b] < t->n_memory[READ_BASE]
-			                             ? t->memory[READ_BASE][s->base_run[b]]
-			                             : NAN;
+		for (size_t i = 0; i < t->n; i++) {
+			struct series *s = &t->s[i];
+
+			for (size_t r = 0; r < s->hist.n && r < t->n_memory[READ_HISTORY]; r++)
+				s->hist.ref[q][r] = st[READ_HISTORY][r];
+			for (size_t h = 0; h < s->head.n; h++)
+				s->head.ref[q][h] = s->head_run[h] < t->n_memory[READ_HEAD]
+				                        ? st[READ_HEAD][s->head_run[h]]
+				                        : NAN;
+			for (size_t b = 0; b < s->base.n; b++)
+				s->base.ref[q][b] = s->base_run[b] < t->n_memory[READ_BASE]
+				                        ? st[READ_BASE][s->base_run[b]]
+				                        : NAN;
+		}
 	}
 }

@@ -23,15 +23,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "aw/result.h" /* enum aw_ref */
 #include "aw/verdict.h"
 #include "changepoint.h"
 #include "verdict_doc.h" /* struct aw_level */
 
-/* The references a verdict weighs: the kernels beside each cell (4) and the run's memory
- * state (the memory walk beside its anchor cells, aw_cell_is_anchor()). */
-#define AW_DETECT_REFS 5
-/* The slot of the run's memory state among them. */
-#define AW_DETECT_MEMORY (AW_DETECT_REFS - 1)
+/* The references a verdict weighs: the kernels beside each cell (one slot per kernel of the
+ * family) and the run's two memory states, each a memory kernel beside the run's anchor cells
+ * (aw_cell_is_anchor()): the walk's (memchase-v1, the latency of a miss) and the gather's
+ * (memgather-v1, the misses in flight together). */
+#define AW_DETECT_KERNELS AW_REF_COUNT
+#define AW_DETECT_MEMORY  AW_DETECT_KERNELS       /* the walk's state */
+#define AW_DETECT_GATHER  (AW_DETECT_KERNELS + 1) /* the gather's state */
+#define AW_DETECT_REFS    (AW_DETECT_KERNELS + 2)
 /* The most levels a cell's history is split into. */
 #define AW_DETECT_LEVELS AW_VERDICT_LEVELS
 

@@ -727,6 +727,93 @@ static void test_clock_regimes(void **state)
 	store_close(&s);
 }
 
+/* The run of `r` on a host whose memory state is `mem` times its usual (other tenants' cache
+ * traffic): the family beside every cell, the chains and the atomic add steady, the walk
+ * steady too (a dependent chase that waits for each miss does not feel it), the gather
+ * (misses in flight together) `mem` times its usual 8 ns, and stadd, a lookup in a table of
+ * megabytes, keeping time with the gather; `gather` false: the document carries no gather, as
+ * an agent from before it sends. */
+static struct aw_result *in_memory(struct aw_result *r, double mem, bool gather)
+{
+	unsigned mask = AW_REF_ALL & ~(gather ? 0u : 1u << AW_REF_MEMGATHER);
+	static const double usual[AW_REF_COUNT] = {0.8357, 1.09, 5.45, 150.0, 8.0};
+
+	assert_int_equal(aw_result_set_references(r, mask), 0);
+	for (size_t i = 0; i < r->n_cells; i++) {
+		struct aw_cell *c = &r->cells[i];
+
+		for (int k = 0; k < AW_REF_COUNT; k++)
+			c->ref_ns[k] =
+			    mask & (1u << k) ? usual[k] * (k == AW_REF_MEMGATHER ? mem : 1) : NAN;
+		if (!strcmp(c->op, "stadd"))
+			scale_cell(c, mem);
+	}
+	return r;
+}
+
+/* The gather's memory state through the store: on a host whose memory state wanders over two
+ * to one from run to run, a cell that keeps time with the gather beside the run's anchor cells
+ * is judged on its runs corrected by it (the verdict's reference names "memory-gather"): +30%
+ * in a usual state is a suspect of +30%, and an unchanged head measured while the memory was
+ * 30% slower (within the history's usual band) is unchanged. Without the gather in the
+ * documents, that head reads +21%. */
+static void test_memory_gather_state(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	for (int with = 1; with >= 0; with--) {
+		const char *host = with ? "gather" : "no-gather";
+
+		for (int i = 1; i <= 30; i++) {
+			char sha[16];
+			double u = fmod(i * 0.6180339887, 1.0); /* spread evenly, in no clusters */
+
+			snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+			put(c, in_memory(run_of(host, sha, "main", i, 5.0, 50.0, 20.0, HASH),
+			                 0.7 + 0.75 * u, with));
+		}
+		put(c, in_memory(run_of(host, "9a7e0001", "feature", 31, 5.0, 65.0, 20.0, HASH),
+		                 1.0, with));
+		put(c, in_memory(run_of(host, "9a7e0002", "feature", 32, 5.0, 50.0, 20.0, HASH),
+		                 1.3, with));
+		assert_int_equal(aw_analysis_host(c, &o, "linux", "9a7e0001", NULL, host, &v, &err),
+		                 0);
+		if (with) {
+			const struct aw_metric_verdict *m = &cell_of(&v, "op=stadd cpu=0")->p50;
+
+			assert_non_null(m->reference);
+			assert_string_equal(m->reference, "memory-gather");
+			assert_true(fabs(m->change - 0.30) < 0.01);
+			assert_int_equal(m->verdict, AW_VERDICT_SUSPECT);
+		}
+		aw_host_verdict_release(&v);
+		assert_int_equal(aw_analysis_host(c, &o, "linux", "9a7e0002", NULL, host, &v, &err),
+		                 0);
+		{
+			const struct aw_metric_verdict *m = &cell_of(&v, "op=stadd cpu=0")->p50;
+
+			if (with) {
+				assert_string_equal(m->reference, "memory-gather");
+				assert_true(fabs(m->change) < 0.01);
+				assert_int_equal(m->verdict, AW_VERDICT_UNCHANGED);
+			} else {
+				assert_null(m->reference);
+				assert_true(m->change > 0.15);
+				assert_int_not_equal(m->verdict, AW_VERDICT_UNCHANGED);
+			}
+		}
+		aw_host_verdict_release(&v);
+	}
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 /* thresholds' p99_gate (default warn): a tail twice as high in a run and in both its
  * re-measurements regresses p99, which is listed as a warning and fails no gate; with
  * p99_gate fail it fails it. */
@@ -1005,17 +1092,15 @@ int main(void)
 	    cmocka_unit_test(test_incomplete_and_compare),
 	    cmocka_unit_test(test_changepoints_and_cache),
 	    cmocka_unit_test(test_changepoints_below_threshold),
-	    cmocka_unit_test(test_bimodal_badge),
-	    cmocka_unit_test(test_gate_levels),
-	    cmocka_unit_test(test_cell_globs),
-	    cmocka_unit_test(test_confirmation),
+	    cmocka_unit_test(test_bimodal_badge), cmocka_unit_test(test_gate_levels),
+	    cmocka_unit_test(test_cell_globs), cmocka_unit_test(test_confirmation),
 	    cmocka_unit_test(test_confirmation_of_suspects),
-	    cmocka_unit_test(test_budget_inconclusive),
-	    cmocka_unit_test(test_screen_noise),
-	    cmocka_unit_test(test_clock_regimes),
-	    cmocka_unit_test(test_p99_gate),
+	    cmocka_unit_test(test_budget_inconclusive), cmocka_unit_test(test_screen_noise),
+	    cmocka_unit_test(test_clock_regimes), cmocka_unit_test(test_p99_gate),
 	    cmocka_unit_test(test_cached_verdict),
-	    cmocka_unit_test(test_noisy_at_once), /* (last: run_of()'s ripple counts every run) */
+	    /* (after the others: run_of()'s ripple counts every run before it) */
+	    cmocka_unit_test(test_noisy_at_once),
+	    cmocka_unit_test(test_memory_gather_state), /* (its ripple does not matter) */
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
