@@ -23,6 +23,7 @@
 #define UNKNOWN_NOISE    0.01 /* assumed when nothing measures the noise */
 #define MAX_CP           32
 #define REF_MIN_RUNS     8   /* baseline runs a reference must be measured beside to be used */
+#define STATE_MIN_RUNS   16  /* ... and a memory state (detect_pick_reference()) */
 #define LEVEL_MIN_RUNS   2   /* runs of a latent level, at least */
 #define REF_LEVEL_RUNS   3   /* runs of each cluster of a reference that splits the levels */
 #define REF_BAND_Q       0.1 /* the correcting reference's band: its baseline's 10th-90th pct */

@@ -53,7 +53,12 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
 		}
 		for (size_t i = 0; i < c->nb; i++)
 			has = has && isfinite(c->x[q][i]);
-		if (!has || m < REF_MIN_RUNS)
+		/* the memory states swing with other tenants' traffic by far more than the
+		 * compute kernels (their spread over one run's cells is 50-180%), so a line on
+		 * one needs more runs to be told from a coincidence: in e2e.ci.demo a history of
+		 * twelve runs made the gather's state the line of a 13 ns srcu reader, and ten
+		 * head runs in a quieter memory state (0.61x) then decided nothing */
+		if (!has || m < (q >= AW_DETECT_MEMORY ? STATE_MIN_RUNS : REF_MIN_RUNS))
 			continue;
 		xc = detect_median(c->x[q], c->nb, a);
 		bq = theil_sen(b, s, nall, a);

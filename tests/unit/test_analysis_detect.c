@@ -450,6 +450,36 @@ static void test_reference_beyond_its_band_decides_nothing(void **state)
 	assert_true(r.change > 0.07 && r.change < 0.09);
 }
 
+/* A cell that keeps time with the gather's memory state: in a history of twelve runs the state
+ * is no candidate (a memory state needs 16: it swings too far for fewer to tell a line from a
+ * coincidence), in one of twenty it is the reference; a compute kernel is one from eight. */
+static void test_memory_state_needs_more_runs(void **state)
+{
+	double h[20], ref[20], x[2] = {10.0, 10.0}, xref[2] = {1.0, 1.0};
+	struct aw_detect_input in = {.history = h, .head = x, .n_head = 2, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 20; i++) {
+		ref[i] = 1 + 0.3 * ((i * 7) % 5 - 2) / 2.0;
+		h[i] = 10 * ref[i] * (1 + 0.002 * ((i * 3) % 4 - 1.5));
+	}
+	in.history_ref[AW_DETECT_GATHER] = ref;
+	in.head_ref[AW_DETECT_GATHER] = xref;
+	in.n_history = 12;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, -1);
+	in.n_history = 20;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, AW_DETECT_GATHER);
+	in.history_ref[AW_DETECT_GATHER] = in.head_ref[AW_DETECT_GATHER] = NULL;
+	in.history_ref[1] = ref;
+	in.head_ref[1] = xref;
+	in.n_history = 12;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, 1);
+}
+
 /* A 0.36 ns reader that tracks its reference, whose head runs were all measured while the
  * reference read 0.71x anything the history saw (off its band: they decide nothing by the line).
  * Read 0.28 ns, within the resolution of its baseline as measured and as corrected, it moved
@@ -718,6 +748,7 @@ int main(void)
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_off_band_runs_within_the_resolution),
+	    cmocka_unit_test(test_memory_state_needs_more_runs),
 	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_each_side_its_own_degrees),
