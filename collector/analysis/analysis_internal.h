@@ -100,6 +100,21 @@ struct table {
 	enum analysis_reading reading;
 };
 
+/* The stored references of a run (aw_result_reference_to_json()): one series {kernel, unit,
+ * values}, with the family of kernels in its "references" when the run has one, into x's
+ * kernel slots. What does not parse is no series (the run is judged without it). 0 or
+ * -ENOMEM. */
+int analysis_parse_references(const char *text, struct run_ref *x);
+/* As analysis_parse_references(), from the process's cache of the runs' parsed references when
+ * it holds the run `run_id` with this very text (refcache.c); thread-safe. */
+int analysis_references(const char *run_id, const char *text, struct run_ref *x);
+/* The cache's lookups that found the run and those that parsed it, and the bytes it holds (at
+ * most AW_REFCACHE_BYTES: 20,000 uploads of 300 cells from 16 hosts cached every verdict in
+ * 687 s with 16 MiB, and with 10 MiB only 6,013 in 900 s, hardly more than with none, while
+ * the collector's RSS reached 66.5 MiB with 16 and 47.4 with 10; docs/benchmarks.md). */
+#define AW_REFCACHE_BYTES (16u << 20)
+void analysis_refcache_counts(uint64_t *hits, uint64_t *misses, size_t *bytes);
+
 /* store_list_runs()'s callback: the run into the run_list `cls` (its references parsed),
  * unless the list leaves it out. */
 int analysis_collect_run(const struct store_run *run, void *cls);

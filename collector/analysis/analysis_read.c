@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fnmatch.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,57 +23,6 @@ static void run_ref_release(struct run_ref *x)
 		free(x->kernel[k]);
 		free(x->ref[k]);
 	}
-}
-
-/* One stored series {kernel, unit, values} into the run's next kernel slot. */
-static int add_series(const json_t *doc, struct run_ref *x)
-{
-	const char *kernel = json_string_value(json_object_get(doc, "kernel"));
-	const json_t *values = json_object_get(doc, "values"), *v;
-	size_t i, k = x->n_kernels;
-
-	if (!kernel || !json_is_array(values) || !json_array_size(values) || k >= KERNELS)
-		return 0;
-	x->kernel[k] = strdup(kernel);
-	x->ref[k] = malloc(json_array_size(values) * sizeof(double));
-	if (!x->kernel[k] || !x->ref[k]) {
-		free(x->kernel[k]);
-		free(x->ref[k]);
-		return -ENOMEM;
-	}
-	json_array_foreach (values, i, v) {
-		double d = json_is_number(v) ? json_number_value(v) : NAN;
-
-		x->ref[k][i] = d > 0 ? d : NAN;
-	}
-	x->n_ref[k] = json_array_size(values);
-	x->n_kernels++;
-	return 0;
-}
-
-/* The stored references of a run (aw_result_reference_to_json()): one series {kernel, unit,
- * values}, with the family of kernels in its "references" when the run has one. What does
- * not parse is no series (the run is judged without it). */
-static int parse_references(const char *text, struct run_ref *x)
-{
-	json_t *doc, *one;
-	size_t i;
-	int rc = 0;
-
-	if (!text)
-		return 0;
-	doc = json_loads(text, 0, NULL);
-	/* {kernel, unit, values} (mulchain-v1's, as before the family), with the whole family
-	 * in "references" since there is one */
-	if (json_is_array(json_object_get(doc, "references"))) {
-		json_array_foreach (json_object_get(doc, "references"), i, one)
-			if (!rc)
-				rc = add_series(one, x);
-	} else if (json_is_object(doc)) {
-		rc = add_series(doc, x);
-	}
-	json_decref(doc);
-	return rc;
 }
 
 int analysis_collect_run(const struct store_run *run, void *cls)
@@ -98,7 +46,7 @@ int analysis_collect_run(const struct store_run *run, void *cls)
 	if (aw_set_str(&x->run_id, run->run_id) || aw_set_str(&x->commit, run->commit) ||
 	    aw_set_str(&x->matrix_hash, run->matrix_hash) ||
 	    aw_set_str(&x->platform_hash, run->platform_hash) ||
-	    parse_references(run->reference, x)) {
+	    analysis_references(run->run_id, run->reference, x)) {
 		run_ref_release(x);
 		return -ENOMEM;
 	}

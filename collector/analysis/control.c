@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis_internal.h"
 #include "aw/stats.h"
 #include "aw/util.h"
 
@@ -39,35 +40,34 @@ struct runs {
 	bool confirmations;   /* keep re-measurements too (the head's newest state) */
 };
 
-/* The median of each reference kernel's values over the run's cells. */
-static void reference_medians(const char *text, double *out)
+/* The median of each reference kernel's values over the run's cells (the run's parsed
+ * references, analysis_references()). 0 or -ENOMEM. */
+static int reference_medians(const char *run_id, const char *text, double *out)
 {
-	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *family;
-	size_t i;
+	struct run_ref x = {0};
+	int rc = analysis_references(run_id, text, &x);
 
 	for (int k = 0; k < AW_REF_COUNT; k++)
 		out[k] = NAN;
-	family = json_object_get(doc, "references");
-	if (!json_is_array(family)) /* a run from before the family: mulchain-v1 alone */
-		family = NULL;
-	for (i = 0; i < (family ? json_array_size(family) : 1); i++) {
-		const json_t *series = family ? json_array_get(family, i) : doc;
-		const json_t *values = json_object_get(series, "values"), *v;
-		const char *kernel = json_string_value(json_object_get(series, "kernel"));
-		int k = kernel ? aw_ref_lookup(kernel) : -1;
+	for (size_t i = 0; !rc && i < x.n_kernels; i++) {
+		int k = aw_ref_lookup(x.kernel[i]);
 		double buf[256];
-		size_t n = 0, j;
+		size_t n = 0;
 
 		/* the memory counts once, as the walk: the gather feels the same caches, and a
 		 * median of the series must not hear one cause twice */
 		if (k < 0 || k == AW_REF_MEMGATHER)
 			continue;
-		json_array_foreach (values, j, v)
-			if (n < 256 && json_is_number(v) && json_number_value(v) > 0)
-				buf[n++] = json_number_value(v);
+		for (size_t j = 0; j < x.n_ref[i] && n < 256; j++)
+			if (x.ref[i][j] > 0)
+				buf[n++] = x.ref[i][j];
 		out[k] = n ? median_of(buf, n) : NAN;
 	}
-	json_decref(doc);
+	for (size_t i = 0; i < x.n_kernels; i++) {
+		free(x.kernel[i]);
+		free(x.ref[i]);
+	}
+	return rc;
 }
 
 static int on_run(const struct store_run *r, void *cls)
@@ -85,8 +85,7 @@ static int on_run(const struct store_run *r, void *cls)
 	snprintf(p->run_id, sizeof(p->run_id), "%s", r->run_id);
 	snprintf(p->platform, sizeof(p->platform), "%s", r->platform_hash ? r->platform_hash : "");
 	p->value[0] = NAN;
-	reference_medians(r->reference, p->value + 1);
-	return 0;
+	return reference_medians(r->run_id, r->reference, p->value + 1);
 }
 
 static int on_cell(const struct aw_cell *cell, void *cls)
