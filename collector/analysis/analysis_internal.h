@@ -108,6 +108,8 @@ int analysis_parse_references(const char *text, struct run_ref *x);
 /* As analysis_parse_references(), from the process's cache of the runs' parsed references when
  * it holds the run `run_id` with this very text (refcache.c); thread-safe. */
 int analysis_references(const char *run_id, const char *text, struct run_ref *x);
+/* Frees x's kernel names and series (what the two above filled) and empties its slots. */
+void analysis_references_release(struct run_ref *x);
 /* The cache's lookups that found the run and those that parsed it, and the bytes it holds (at
  * most AW_REFCACHE_BYTES: 20,000 uploads of 300 cells from 16 hosts cached every verdict in
  * 687 s with 16 MiB, and with 10 MiB only 6,013 in 900 s, hardly more than with none, while

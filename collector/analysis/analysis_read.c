@@ -19,10 +19,7 @@ static void run_ref_release(struct run_ref *x)
 	free(x->commit);
 	free(x->matrix_hash);
 	free(x->platform_hash);
-	for (size_t k = 0; k < x->n_kernels; k++) {
-		free(x->kernel[k]);
-		free(x->ref[k]);
-	}
+	analysis_references_release(x);
 }
 
 int analysis_collect_run(const struct store_run *run, void *cls)

@@ -63,10 +63,7 @@ static int reference_medians(const char *run_id, const char *text, double *out)
 				buf[n++] = x.ref[i][j];
 		out[k] = n ? median_of(buf, n) : NAN;
 	}
-	for (size_t i = 0; i < x.n_kernels; i++) {
-		free(x.kernel[i]);
-		free(x.ref[i]);
-	}
+	analysis_references_release(&x);
 	return rc;
 }
 

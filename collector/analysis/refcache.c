@@ -109,7 +109,7 @@ int analysis_parse_references(const char *text, struct run_ref *x)
 	return rc;
 }
 
-static void refs_release(struct run_ref *x)
+void analysis_references_release(struct run_ref *x)
 {
 	for (size_t k = 0; k < x->n_kernels; k++) {
 		free(x->kernel[k]);
@@ -129,7 +129,7 @@ static int refs_copy(struct run_ref *to, const struct run_ref *from)
 		to->n_ref[k] = from->n_ref[k];
 		to->n_kernels = k + 1;
 		if (!to->kernel[k] || !to->ref[k]) {
-			refs_release(to);
+			analysis_references_release(to);
 			return -ENOMEM;
 		}
 		memcpy(to->ref[k], from->ref[k], from->n_ref[k] * sizeof(double));
@@ -174,7 +174,7 @@ static void evict(struct entry *e)
 	*p = e->chain;
 	lru_unlink(e);
 	held -= e->bytes;
-	refs_release(&e->refs);
+	analysis_references_release(&e->refs);
 	free(e);
 }
 
@@ -223,7 +223,7 @@ int analysis_references(const char *run_id, const char *text, struct run_ref *x)
 				break;
 		if (o) {
 			pthread_mutex_unlock(&lock);
-			refs_release(&e->refs);
+			analysis_references_release(&e->refs);
 			free(e);
 			return 0;
 		}

@@ -15,15 +15,6 @@
 
 #include "analysis_internal.h"
 
-static void release(struct run_ref *x)
-{
-	for (size_t k = 0; k < x->n_kernels; k++) {
-		free(x->kernel[k]);
-		free(x->ref[k]);
-	}
-	memset(x, 0, sizeof(*x));
-}
-
 /* Whether a and b hold the same kernels and values (NAN where NAN), bit for bit. */
 static bool same(const struct run_ref *a, const struct run_ref *b)
 {
@@ -77,8 +68,8 @@ static void check_run(const char *run_id, const char *text)
 	assert_int_equal(analysis_parse_references(text, &want), 0);
 	assert_int_equal(analysis_references(run_id, text, &got), 0);
 	assert_true(same(&want, &got));
-	release(&want);
-	release(&got);
+	analysis_references_release(&want);
+	analysis_references_release(&got);
 }
 
 /* Served from the cache the second time, as parsed; another text under the same id (another
