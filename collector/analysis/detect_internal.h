@@ -30,6 +30,13 @@
 #define REF_BAND_RUNS    9   /* a compare's base commit with fewer borrows the history's */
 #define MAX_BASE         256 /* baseline runs judged at most (window and base commits) */
 
+/* A memory state of ratio s explains a cell's slowdown up to s^STATE_EXPLAINS (in log, a
+ * multiple of the state's): over the sixteen amd26 recordings' base runs in a state 1.5x their
+ * window's or more (2,556 uncontended cell readings) the most was s^2.6, a hash lookup's; only
+ * contended cells, whose threads other tenants also preempt, went further (s^7.4), and replays
+ * of -22, -31, -52, -54 read the same with 3 as with 8 */
+#define STATE_EXPLAINS 3.0
+
 struct cell {
 	double *y;                   /* log values: the baseline's, then the head's */
 	double *x[AW_DETECT_REFS];   /* log reference values, likewise (NAN: none) */
@@ -52,9 +59,11 @@ struct cell {
 	bool base_commit;      /* the baseline is a base commit's runs (a compare), not a window */
 	double ref_lo, ref_hi; /* the band of the correcting reference's central baseline runs
 	                          (REF_BAND_Q), log; NAN when no reference corrects */
-	int head_lev[256];     /* the level of each head run */
-	bool unseen[256];      /* head run i's memory state was beyond the
-	                          baseline's (opts.state_margin) */
+	double ref_min, ref_max, ref_mid; /* the range the correction clamps the reference to,
+	                                     and its centre (detect_adjust()), log */
+	int head_lev[256];                /* the level of each head run */
+	bool unseen[256];                 /* head run i's memory state was beyond the
+	                                     baseline's (opts.state_margin) */
 	/* the history before the baseline: its runs' values and references, and the segment
 	 * (between change points) each lies in; they measure the noise, not the centre */
 	double *ey, *ex[AW_DETECT_REFS];

@@ -128,6 +128,9 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
 		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
 	}
+	c->ref_min = lo;
+	c->ref_max = hi;
+	c->ref_mid = centre;
 	for (size_t i = 0; i < c->nb + c->nh; i++)
 		c->y[i] -= r->ref_slope * (fmin(hi, fmax(lo, c->x[q][i])) - centre);
 	/* (an earlier run without that reference measures the noise as it is) */

@@ -510,17 +510,58 @@ static void test_off_band_runs_within_the_resolution(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
 }
 
+/* A 12 ns reader that tracks its reference, all ten head runs measured while the reference read
+ * 1.2x anything the history saw: as measured +7%, corrected in full by the line -11%. At a 50%
+ * threshold both ends lie within half of it: whatever share of the reference's move the reader
+ * felt, it moved less than the threshold (unchanged). At 10% neither end bounds it, and +40% as
+ * measured at 50% is not bounded either: those stay undecided. */
+static void test_off_band_runs_bounded_both_ways(void **state)
+{
+	double h[30], ref[30], x[10], xref[10];
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 30, .head = x, .n_head = 10, .threshold = 0.5};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		ref[i] = 1 + 0.04 * ((i * 7) % 5 - 2);
+		h[i] = 12 * ref[i] * (1 + 0.002 * ((i * 3) % 4 - 1.5));
+	}
+	for (int i = 0; i < 10; i++) {
+		xref[i] = 1.3 + 0.002 * (i % 3);
+		x[i] = 12 * 1.07 * (1 + 0.003 * (i % 4 - 1.5));
+	}
+	in.history_ref[2] = ref;
+	in.head_ref[2] = xref;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, 2);
+	assert_int_equal(r.off_n, 10);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	in.threshold = 0.1;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	in.threshold = 0.5;
+	for (int i = 0; i < 10; i++)
+		x[i] = 12 * 1.4 * (1 + 0.003 * (i % 4 - 1.5));
+	r = judge_input(&in);
+	assert_int_equal(r.off_n, 10);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+}
+
 /* A compute-bound loop (28 ns) slowed by 42%, its first head run measured in the memory state
  * its history knew and its three re-measurements beside a neighbour whose cache traffic made
  * the memory walk 2.4x slower: those runs cannot be compared with the baseline, but they read
  * what the first run read, so the state does not move this cell and they confirm the move.
  * Re-measurements that read higher than the first run in that state (a lookup the state lifts)
  * still confirm nothing; without a head run in a known state nothing bridges them, nor does one
- * for a cell whose noise (+-10%) would hide a lift the size of the threshold. */
+ * for a cell whose noise (+-10%) would hide a lift the size of the threshold. A move larger
+ * than the states (the walk's and the gather's) could make is no state's doing: it counts. */
 static void test_runs_in_an_unseen_memory_state(void **state)
 {
 	double h[30], mem[30], x[4] = {40.0, 40.2, 39.9, 40.1}, xmem[4] = {1.05, 2.4, 2.0, 2.8},
-	                       lifted[4] = {40.0, 52.0, 49.0, 55.0}, none[4] = {2.4, 2.0, 2.8, 2.5};
+	                       lifted[4] = {40.0, 52.0, 49.0, 55.0}, none[4] = {2.4, 2.0, 2.8, 2.5},
+	                       big[4] = {140, 141, 139, 140}, triple[4] = {84, 85, 83, 84},
+	                       slight[4] = {1.6, 1.6, 1.6, 1.6}, gather[4] = {2, 2, 2, 2};
 	bool conf[4] = {false, true, true, true};
 	struct aw_detect_input in = {.history = h,
 	                             .n_history = 30,
@@ -556,6 +597,25 @@ static void test_runs_in_an_unseen_memory_state(void **state)
 	r = judge_input(&in);
 	assert_int_equal(r.unseen_n, 3);
 	assert_true(r.agree_n <= 1);
+	/* a state of ratio s explains a slowdown of s^3 at most: 5x in states of 1.6x (4.1x) is
+	 * no state's doing and counts; 3x is not beyond it, nor is 5x where the gather's state
+	 * read 2x */
+	series(h, 30, 28, 0.005);
+	in.head = big;
+	in.head_ref[AW_DETECT_MEMORY] = slight;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.unseen_n, 0);
+	assert_int_equal(r.agree_n, 4);
+	in.head = triple;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 4);
+	in.head = big;
+	in.history_ref[AW_DETECT_GATHER] = mem;
+	in.head_ref[AW_DETECT_GATHER] = gather;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 4);
+	assert_int_equal(r.agree_n, 0);
 }
 
 /* A compare of a head against a base commit of three runs, on a host whose reference (and the
@@ -749,6 +809,7 @@ int main(void)
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_off_band_runs_within_the_resolution),
 	    cmocka_unit_test(test_memory_state_needs_more_runs),
+	    cmocka_unit_test(test_off_band_runs_bounded_both_ways),
 	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_each_side_its_own_degrees),
