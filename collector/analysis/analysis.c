@@ -459,6 +459,8 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		goto out;
 	}
 	rc = store_list_runs(c, &f, analysis_collect_run, &head);
+	if (!rc)
+		rc = analysis_list_references(c, &head);
 	if (rc)
 		goto fail;
 	if (!head.n) {
@@ -487,6 +489,9 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 		if (rc)
 			goto fail;
 		analysis_keep_comparable(&ref, &head.r[0]);
+		rc = analysis_list_references(c, &ref);
+		if (rc)
+			goto fail;
 	}
 	/* earlier commits on the baseline ref: before the head's position, and at that position
 	 * (commits whose times tie: git's are whole seconds, and a rebase gives a series one)
@@ -498,6 +503,9 @@ int aw_analysis_host(struct store_conn *c, const struct aw_analysis_opts *o, con
 	if (rc)
 		goto fail;
 	analysis_keep_comparable(&base, &head.r[0]);
+	rc = analysis_list_references(c, &base);
+	if (rc)
+		goto fail;
 	out->n_baseline_runs = base_commit ? ref.n : base.n;
 	t.index = aw_strmap_new(MAX_CELLS);
 	if (!t.index) {
@@ -635,6 +643,9 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 	if (rc)
 		goto fail;
 	analysis_keep_comparable(&runs, runs.n ? &runs.r[0] : NULL);
+	rc = analysis_list_references(c, &runs);
+	if (rc)
+		goto fail;
 	if (runs.n < 2 * o->detect.cp.min_segment)
 		goto store; /* too short for any change: clear what was there */
 	t.index = aw_strmap_new(MAX_CELLS);
@@ -710,12 +721,13 @@ out:
 /* ---- after ingest ---- */
 
 struct order_of {
-	int64_t order_us;
+	int64_t order_us, seq;
 };
 
 static int take_order(const struct store_run *run, void *cls)
 {
 	((struct order_of *)cls)->order_us = run->order_us;
+	((struct order_of *)cls)->seq = run->seq;
 	return 1;
 }
 
@@ -733,7 +745,8 @@ int aw_analysis_after_ingest_verdict(struct store_conn *c, const struct aw_analy
 	struct aw_host_verdict v;
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = 1};
-	struct order_of ord = {0};
+	struct order_of ord = {0, INT64_MAX};
+	int64_t newest = 0;
 	struct store_verdict sv;
 	char now[AW_TIME_LEN], *text = NULL;
 	json_t *doc = NULL;
@@ -741,7 +754,18 @@ int aw_analysis_after_ingest_verdict(struct store_conn *c, const struct aw_analy
 
 	if (keep)
 		memset(keep, 0, sizeof(*keep));
-	rc = aw_analysis_changepoints(c, o, project, host, ref, err);
+	/* The change points, unless a later run of the host on the ref is stored: its own task
+	 * (queued, or done over a window that holds this run) computes them. A backlog of
+	 * uploads then reads each host's newest window once, not once for each of its runs,
+	 * and a task that ends after a later one's leaves the newer change points in place. */
+	rc = commit ? store_list_runs(c, &f, take_order, &ord) : 0;
+	if (rc >= 0)
+		rc = store_ref_newest_seq(c, project, host, ref, &newest);
+	if (rc < 0)
+		return aw_errorf(err, rc, "cannot read the runs of %s on %s: %s", host, ref,
+		                 strerror(-rc));
+	rc = commit && newest > ord.seq ? 0
+	                                : aw_analysis_changepoints(c, o, project, host, ref, err);
 	if (rc)
 		return rc;
 	if (!commit)
@@ -749,9 +773,6 @@ int aw_analysis_after_ingest_verdict(struct store_conn *c, const struct aw_analy
 	rc = aw_analysis_host(c, o, project, commit, NULL, host, &v, err);
 	if (rc)
 		return rc;
-	rc = store_list_runs(c, &f, take_order, &ord);
-	if (rc < 0)
-		goto fail;
 	doc = aw_host_verdict_json(&v, false);
 	text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
 	if (!text) {
@@ -768,10 +789,9 @@ int aw_analysis_after_ingest_verdict(struct store_conn *c, const struct aw_analy
 	                            .computed_at = now,
 	                            .order_us = ord.order_us};
 	rc = store_verdict_put(c, &sv);
-	if (!rc)
-		goto out;
-fail:
-	aw_errorf(err, rc, "cannot cache the verdict of %s on %s: %s", commit, host, strerror(-rc));
+	if (rc)
+		aw_errorf(err, rc, "cannot cache the verdict of %s on %s: %s", commit, host,
+		          strerror(-rc));
 out:
 	free(text);
 	json_decref(doc);

@@ -41,7 +41,8 @@ struct run_ref {
 	char *kernel[KERNELS];
 	double *ref[KERNELS]; /* NAN: none beside that cell */
 	size_t n_ref[KERNELS], n_kernels;
-	bool confirmation; /* re-measures another run's suspects */
+	bool confirmation;  /* re-measures another run's suspects */
+	bool has_reference; /* stored with reference series (analysis_list_references()) */
 };
 
 struct run_list {
@@ -94,7 +95,8 @@ struct table {
 	uint64_t globs_matched; /* bit i: globs[i] matched a head cell */
 	/* while reading one run */
 	size_t run;
-	size_t ord;                /* the cell's position in its document */
+	size_t runs; /* in the list being read: a history's sides are sized for them at once */
+	size_t ord;  /* the cell's position in its document */
 	const struct run_ref *ref; /* the run being read */
 	int slot[KERNELS];         /* its kernels' slots in the table */
 	enum analysis_reading reading;
@@ -106,20 +108,28 @@ struct table {
  * -ENOMEM. */
 int analysis_parse_references(const char *text, struct run_ref *x);
 /* As analysis_parse_references(), from the process's cache of the runs' parsed references when
- * it holds the run `run_id` with this very text (refcache.c); thread-safe. */
-int analysis_references(const char *run_id, const char *text, struct run_ref *x);
+ * it holds `key`, else of the text fetch(cls, &text) gives (the caller's to free; NULL: none),
+ * then kept under the key (refcache.c); thread-safe. A key must name one text forever. 0 or
+ * fetch's negative errno, or -ENOMEM. */
+#define REFCACHE_KEY_LEN 48
+typedef int (*analysis_ref_text_fn)(void *cls, char **text);
+int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, struct run_ref *x);
+/* The references of run `seq` of the store c reads (store_run_reference()), by
+ * analysis_references() under the store's generation and the sequence. */
+int analysis_run_references(struct store_conn *c, int64_t seq, struct run_ref *x);
 /* Frees x's kernel names and series (what the two above filled) and empties its slots. */
 void analysis_references_release(struct run_ref *x);
 /* The cache's lookups that found the run and those that parsed it, and the bytes it holds (at
- * most AW_REFCACHE_BYTES: 20,000 uploads of 300 cells from 16 hosts cached every verdict in
- * 687 s with 16 MiB, and with 10 MiB only 6,013 in 900 s, hardly more than with none, while
- * the collector's RSS reached 66.5 MiB with 16 and 47.4 with 10; docs/benchmarks.md). */
-#define AW_REFCACHE_BYTES (16u << 20)
+ * most AW_REFCACHE_BYTES: 16 hosts' 41 runs of 300 cells, 12 KB each, are 8 MB; a budget
+ * below the runs in play keeps none of them, as 10 MiB did while each post-ingest task of a
+ * backlog also read the newest window for its change points; docs/benchmarks.md). */
+#define AW_REFCACHE_BYTES (10u << 20)
 void analysis_refcache_counts(uint64_t *hits, uint64_t *misses, size_t *bytes);
 
-/* store_list_runs()'s callback: the run into the run_list `cls` (its references parsed),
- * unless the list leaves it out. */
+/* store_list_runs()'s callback: the run into the run_list `cls`, unless the list leaves it
+ * out; analysis_list_references() then reads its references. */
 int analysis_collect_run(const struct store_run *run, void *cls);
+int analysis_list_references(struct store_conn *c, struct run_list *l);
 void analysis_run_list_release(struct run_list *l);
 /* Leaves out the runs of another matrix, or of another platform, than `like`. */
 void analysis_keep_comparable(struct run_list *l, const struct run_ref *like);

@@ -42,13 +42,23 @@ int analysis_collect_run(const struct store_run *run, void *cls)
 	x->confirmation = run->confirmation_of != NULL;
 	if (aw_set_str(&x->run_id, run->run_id) || aw_set_str(&x->commit, run->commit) ||
 	    aw_set_str(&x->matrix_hash, run->matrix_hash) ||
-	    aw_set_str(&x->platform_hash, run->platform_hash) ||
-	    analysis_references(run->run_id, run->reference, x)) {
+	    aw_set_str(&x->platform_hash, run->platform_hash)) {
 		run_ref_release(x);
 		return -ENOMEM;
 	}
+	x->has_reference = run->has_reference;
 	l->n++;
 	return 0;
+}
+
+int analysis_list_references(struct store_conn *c, struct run_list *l)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < l->n; i++)
+		if (l->r[i].has_reference && !l->r[i].n_kernels)
+			rc = analysis_run_references(c, l->r[i].seq, &l->r[i]);
+	return rc;
 }
 
 void analysis_run_list_release(struct run_list *l)
@@ -120,11 +130,12 @@ void analysis_table_release(struct table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Room for run `run` in a side (runs read in order; values of runs that lack the cell NAN).
+/* Room for run `run` in a side (runs read in order; values of runs that lack the cell NAN), at
+ * least `want` at once (a history's runs: one allocation per side, not one per doubling).
  * Returns 0 or -ENOMEM. */
-static int side_reserve(struct side *d, size_t run)
+static int side_reserve(struct side *d, size_t run, size_t want)
 {
-	size_t cap = d->cap ? d->cap : 16;
+	size_t cap = d->cap ? d->cap : want > 16 ? want : 16;
 	double *m;
 
 	if (run < d->cap)
@@ -265,7 +276,7 @@ static int read_cell(const struct aw_cell *c, void *cls)
 			s->base_run[at] = t->run;
 		}
 	}
-	if (side_reserve(d, at))
+	if (side_reserve(d, at, t->reading == READ_HISTORY ? t->runs : 0))
 		return -ENOMEM;
 	d->p50[at] = c->p50;
 	d->p99[at] = c->p99;
@@ -314,6 +325,7 @@ int analysis_read_runs(struct store_conn *c, struct table *t, const struct run_l
 	int rc = 0;
 
 	t->reading = reading;
+	t->runs = l->n;
 	t->n_memory[reading] = l->n;
 	for (int m = 0; m < STATES; m++) {
 		free(t->memory[m][reading]);

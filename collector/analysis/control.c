@@ -29,6 +29,7 @@ struct run_pick {
 	int64_t seq, order_us;
 	char run_id[AW_UUID_LEN + 1];
 	char platform[AW_SHA256_HEX_LEN + 1];
+	bool has_reference;
 	double value[N_SERIES]; /* NAN: none */
 };
 
@@ -41,11 +42,11 @@ struct runs {
 };
 
 /* The median of each reference kernel's values over the run's cells (the run's parsed
- * references, analysis_references()). 0 or -ENOMEM. */
-static int reference_medians(const char *run_id, const char *text, double *out)
+ * references, analysis_run_references()). 0 or a negative errno. */
+static int reference_medians(struct store_conn *c, const struct run_pick *p, double *out)
 {
 	struct run_ref x = {0};
-	int rc = analysis_references(run_id, text, &x);
+	int rc = p->has_reference ? analysis_run_references(c, p->seq, &x) : 0;
 
 	for (int k = 0; k < AW_REF_COUNT; k++)
 		out[k] = NAN;
@@ -81,8 +82,10 @@ static int on_run(const struct store_run *r, void *cls)
 	p->order_us = r->order_us;
 	snprintf(p->run_id, sizeof(p->run_id), "%s", r->run_id);
 	snprintf(p->platform, sizeof(p->platform), "%s", r->platform_hash ? r->platform_hash : "");
-	p->value[0] = NAN;
-	return reference_medians(r->run_id, r->reference, p->value + 1);
+	p->has_reference = r->has_reference;
+	for (int k = 0; k < N_SERIES; k++)
+		p->value[k] = NAN;
+	return 0;
 }
 
 static int on_cell(const struct aw_cell *cell, void *cls)
@@ -288,6 +291,10 @@ int aw_control_check(struct store_conn *c, const struct aw_analysis_opts *o, con
 	for (size_t i = 0; !rc && i < base.n; i++)
 		rc = store_run_subject_cells(c, base.r[i].seq, AW_CONTROL_SUBJECT, on_cell,
 		                             &base.r[i]);
+	for (size_t i = 0; !rc && i < head.n; i++)
+		rc = reference_medians(c, &head.r[i], head.r[i].value + 1);
+	for (size_t i = 0; !rc && i < base.n; i++)
+		rc = reference_medians(c, &base.r[i], base.r[i].value + 1);
 	if (rc)
 		goto out;
 	/* the host moved only where it moved in every head run: the least shifted one speaks

@@ -1,15 +1,17 @@
 /* The runs' reference series: their parse from the stored text, and the process's cache of it;
  * see analysis_internal.h. Every verdict reads its history's 40 runs, and the next upload's
  * verdict the same runs less one plus one; a run's references (300 cells x 5 kernels in a 20 KB
- * JSON text) took jansson about half a millisecond to parse, each time. Runs never change once
- * stored, so the parsed series are kept, keyed by the run's id and checked against the text they
- * came from (its length and a hash of it: a run id is unique within a store, not across the
- * stores one process may open), and shared by every thread (the post-ingest workers, the HTTP
- * threads' gates) under one mutex. Least recently used first out, within CACHE_BYTES (a budget
- * below the runs in play thrashes: a host's runs come back only after every other host's). */
+ * JSON text) took jansson about half a millisecond to parse, each time, and reading the text
+ * out of the store as long again. Runs never change once stored, so the parsed series are kept,
+ * keyed by the store's generation and the run's sequence (store_conn_generation(): a sequence
+ * is unique within a store, not across the stores one process may open), and shared by every
+ * thread (the post-ingest workers, the HTTP threads' gates) under one mutex; the text is read
+ * only for a run not kept. Least recently used first out, within CACHE_BYTES (a budget below
+ * the runs in play thrashes: a host's runs come back only after every other host's). */
 #include "analysis_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -23,9 +25,8 @@
 struct entry {
 	struct entry *chain;       /* the next in its bucket */
 	struct entry *prev, *next; /* least recently used: head->next */
-	char run_id[AW_UUID_LEN + 1];
-	uint64_t text_hash;
-	size_t text_len, bytes;
+	char key[REFCACHE_KEY_LEN];
+	size_t bytes;
 	struct run_ref refs; /* the kernels' names and values (nothing else of it) */
 };
 
@@ -42,23 +43,6 @@ static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
 		h *= UINT64_C(0x100000001b3);
 	}
 	return h;
-}
-
-/* The text's check: eight bytes a step, then the rest byte by byte (for a 20 KB text 4.4 us
- * on the development VM, where FNV-1a byte by byte took 24 us and jansson's parse 490 us). */
-static uint64_t text_hash(const char *s, size_t n)
-{
-	uint64_t h = UINT64_C(0xcbf29ce484222325) ^ n;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, s + i, 8);
-		h = (h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
-		h ^= h >> 29;
-	}
-	return fnv1a(s + i, n - i, h);
 }
 
 /* One stored series {kernel, unit, values} into the run's next kernel slot. */
@@ -146,9 +130,19 @@ static size_t refs_bytes(const struct run_ref *x)
 	return n;
 }
 
-static struct entry **slot_of(const char *run_id)
+static struct entry **slot_of(const char *key)
 {
-	return &buckets[fnv1a(run_id, strlen(run_id), UINT64_C(0xcbf29ce484222325)) % BUCKETS];
+	return &buckets[fnv1a(key, strlen(key), UINT64_C(0xcbf29ce484222325)) % BUCKETS];
+}
+
+static struct entry *find(const char *key)
+{
+	struct entry *e;
+
+	for (e = *slot_of(key); e; e = e->chain)
+		if (!strcmp(e->key, key))
+			break;
+	return e;
 }
 
 static void lru_unlink(struct entry *e)
@@ -167,7 +161,7 @@ static void lru_push(struct entry *e) /* as the most recently used */
 
 static void evict(struct entry *e)
 {
-	struct entry **p = slot_of(e->run_id);
+	struct entry **p = slot_of(e->key);
 
 	while (*p != e)
 		p = &(*p)->chain;
@@ -178,20 +172,21 @@ static void evict(struct entry *e)
 	free(e);
 }
 
-int analysis_references(const char *run_id, const char *text, struct run_ref *x)
+int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, struct run_ref *x)
 {
-	size_t len = text ? strlen(text) : 0;
-	uint64_t h;
 	struct entry *e;
+	char *text = NULL;
 	int rc;
 
-	if (!text || !run_id || strlen(run_id) > AW_UUID_LEN)
-		return analysis_parse_references(text, x);
-	h = text_hash(text, len);
+	if (!key || strlen(key) >= REFCACHE_KEY_LEN) {
+		rc = fetch(cls, &text);
+		if (!rc)
+			rc = analysis_parse_references(text, x);
+		free(text);
+		return rc;
+	}
 	pthread_mutex_lock(&lock);
-	for (e = *slot_of(run_id); e; e = e->chain)
-		if (!strcmp(e->run_id, run_id) && e->text_len == len && e->text_hash == h)
-			break;
+	e = find(key);
 	if (e) {
 		hits++;
 		lru_unlink(e);
@@ -202,40 +197,55 @@ int analysis_references(const char *run_id, const char *text, struct run_ref *x)
 	}
 	misses++;
 	pthread_mutex_unlock(&lock);
-	rc = analysis_parse_references(text, x);
+	rc = fetch(cls, &text);
+	if (!rc)
+		rc = analysis_parse_references(text, x);
+	free(text);
 	if (rc || refs_bytes(x) > ENTRY_MAX || !(e = calloc(1, sizeof(*e))))
 		return rc;
 	if (refs_copy(&e->refs, x)) {
 		free(e);
 		return 0; /* (x has its series: only the cache goes without) */
 	}
-	snprintf(e->run_id, sizeof(e->run_id), "%s", run_id);
-	e->text_len = len;
-	e->text_hash = h;
+	snprintf(e->key, sizeof(e->key), "%s", key);
 	e->bytes = refs_bytes(&e->refs);
 	pthread_mutex_lock(&lock);
-	{
-		struct entry *o, **p = slot_of(run_id);
-
-		/* (another thread may have parsed the same run meanwhile) */
-		for (o = *p; o; o = o->chain)
-			if (!strcmp(o->run_id, run_id) && o->text_len == len && o->text_hash == h)
-				break;
-		if (o) {
-			pthread_mutex_unlock(&lock);
-			analysis_references_release(&e->refs);
-			free(e);
-			return 0;
-		}
-		while (held + e->bytes > CACHE_BYTES && lru.next != &lru)
-			evict(lru.next);
-		e->chain = *p;
-		*p = e;
-		lru_push(e);
-		held += e->bytes;
+	if (find(key)) { /* (another thread may have parsed the same run meanwhile) */
+		pthread_mutex_unlock(&lock);
+		analysis_references_release(&e->refs);
+		free(e);
+		return 0;
 	}
+	while (held + e->bytes > CACHE_BYTES && lru.next != &lru)
+		evict(lru.next);
+	e->chain = *slot_of(key);
+	*slot_of(key) = e;
+	lru_push(e);
+	held += e->bytes;
 	pthread_mutex_unlock(&lock);
 	return 0;
+}
+
+struct run_text {
+	struct store_conn *c;
+	int64_t seq;
+};
+
+static int run_text(void *cls, char **text)
+{
+	const struct run_text *r = cls;
+	int rc = store_run_reference(r->c, r->seq, text);
+
+	return rc == -ENOENT ? 0 : rc; /* (a run gone since it was listed: judged without) */
+}
+
+int analysis_run_references(struct store_conn *c, int64_t seq, struct run_ref *x)
+{
+	struct run_text r = {c, seq};
+	char key[REFCACHE_KEY_LEN];
+
+	snprintf(key, sizeof(key), "%" PRIx64 ":%" PRId64, store_conn_generation(c), seq);
+	return analysis_references(key, run_text, &r, x);
 }
 
 void analysis_refcache_counts(uint64_t *hit, uint64_t *miss, size_t *bytes)

@@ -84,8 +84,31 @@ int draw_on_run(const struct store_run *r, void *cls)
 	x->commit = aw_arena_strdup(l->a, r->commit);
 	x->ref = aw_arena_strdup(l->a, r->ref);
 	x->host = aw_arena_strdup(l->a, r->host);
-	x->reference = r->reference ? aw_arena_strdup(l->a, r->reference) : NULL;
+	x->has_reference = r->has_reference;
+	x->reference = NULL;
 	return l->a->rc;
+}
+
+int draw_read_references(struct store_conn *c, struct run_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct run_ref *x = &l->runs[i];
+		char *text = NULL;
+		int rc;
+
+		if (!x->has_reference || x->reference)
+			continue;
+		rc = store_run_reference(c, x->seq, &text);
+		if (rc == -ENOENT)
+			continue; /* (gone since it was listed: drawn without) */
+		if (rc)
+			return rc;
+		x->reference = text ? aw_arena_strdup(l->a, text) : NULL;
+		free(text);
+		if (l->a->rc)
+			return l->a->rc;
+	}
+	return 0;
 }
 
 int draw_cellset_init(struct cellset *s, struct aw_arena *a)

@@ -25,7 +25,8 @@
 struct run_ref {
 	int64_t seq, order_us;
 	const char *run_id, *commit, *ref, *host;
-	const char *reference; /* the run's reference series (JSON), or NULL */
+	bool has_reference;    /* the run has reference series */
+	const char *reference; /* them (JSON) once draw_read_references() read them, or NULL */
 };
 
 struct run_list {
@@ -33,6 +34,10 @@ struct run_list {
 	struct run_ref *runs;
 	size_t n, cap;
 };
+
+/* The reference series of every run of l that has some (store_run_reference(); a listing
+ * carries none), into its arena. 0 or a negative errno. */
+int draw_read_references(struct store_conn *c, struct run_list *l);
 
 /* A store_list_runs() callback: appends the run to the struct run_list `cls`. */
 int draw_on_run(const struct store_run *r, void *cls);

@@ -249,6 +249,8 @@ static int trend_draw_group(struct trend_ctx *t, const char *group, char **err)
 	}
 	/* the control's chart draws the reference kernels beside the control cell */
 	if (!rc && !strcmp(group, "control"))
+		rc = draw_read_references(t->d->conn, &t->runs);
+	if (!rc && !strcmp(group, "control"))
 		rc = aw_reference_series(t->a, &t->runs.runs[0].reference, sizeof(t->runs.runs[0]),
 		                         t->runs.n, &series, &n_series, &cap);
 	if (rc || t->a->rc)

@@ -3,6 +3,9 @@
 #include "rows.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The filters of the verdict lists, in the order of their bits (project, commit, host): each
  * combination its own statement, read through its index (the primary key, verdicts_commit,
@@ -326,4 +329,221 @@ static const struct stmt_def sql_chart_stat = {.id = S_CHART_STAT,
 int store_chart_stat(struct store_conn *c, const char *path, store_chart_cb cb, void *cls)
 {
 	return chart_read(c, &sql_chart_stat, path, cb, cls);
+}
+
+/* ---- the runs' values, kept once per process ----
+ *
+ * (rows.h) every verdict reads its history's 40 runs, and
+ * the next upload's verdict the same runs less one plus one, as do the change points; a run of
+ * 300 cells took SQLite's reading and sorting of its measurements about 60% of a post-ingest
+ * task's CPU (docs/benchmarks.md). A run's measurements never change once committed, and only
+ * retention removes them (it forgets the run here), so they are kept, keyed by the store that
+ * read them (its generation: two stores of one process, or one reopened, never share) and the
+ * run's sequence, shared by every connection and thread under one mutex, least recently used
+ * first out within VALCACHE_BYTES. Each row is kept compact (48 bytes); a reader gets its own
+ * copy. */
+#define VALCACHE_BYTES AW_VALCACHE_BYTES
+#define KEPT_BUCKETS   4096
+
+struct kept_row {
+	double p50, p99, ci_lo, ci_hi;
+	int64_t cell_id;
+	int32_t status;
+	int32_t reason; /* offset in the entry's text, -1 none */
+};
+
+struct kept_run {
+	struct kept_run *chain;       /* the next in its bucket */
+	struct kept_run *prev, *next; /* least recently used: lru.next */
+	uint64_t gen;
+	int64_t seq;
+	size_t n, bytes;
+	char *text; /* the rows' reasons, each NUL-terminated (NULL: none) */
+	struct kept_row row[];
+};
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kept_run *buckets[KEPT_BUCKETS];
+static struct kept_run lru = {.prev = &lru, .next = &lru};
+static size_t held;
+static uint64_t hits, misses;
+
+static struct kept_run **slot_of(uint64_t gen, int64_t seq)
+{
+	uint64_t h = (gen * UINT64_C(0x9e3779b97f4a7c15)) ^ (uint64_t)seq;
+
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	return &buckets[(h >> 32) % KEPT_BUCKETS];
+}
+
+static struct kept_run *find(uint64_t gen, int64_t seq)
+{
+	for (struct kept_run *e = *slot_of(gen, seq); e; e = e->chain)
+		if (e->gen == gen && e->seq == seq)
+			return e;
+	return NULL;
+}
+
+static void lru_unlink(struct kept_run *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+}
+
+static void lru_push(struct kept_run *e) /* as the most recently used */
+{
+	e->prev = lru.prev;
+	e->next = &lru;
+	lru.prev->next = e;
+	lru.prev = e;
+}
+
+static void drop(struct kept_run *e)
+{
+	struct kept_run **p = slot_of(e->gen, e->seq);
+
+	while (*p != e)
+		p = &(*p)->chain;
+	*p = e->chain;
+	lru_unlink(e);
+	held -= e->bytes;
+	free(e->text);
+	free(e);
+}
+
+int valcache_get(uint64_t gen, int64_t seq, struct value_rows *out)
+{
+	struct kept_run *e;
+	int rc = 1;
+
+	memset(out, 0, sizeof(*out));
+	if (!gen)
+		return 0;
+	pthread_mutex_lock(&kept_lock);
+	e = find(gen, seq);
+	if (!e) {
+		misses++;
+		pthread_mutex_unlock(&kept_lock);
+		return 0;
+	}
+	hits++;
+	lru_unlink(e);
+	lru_push(e);
+	out->v = calloc(e->n ? e->n : 1, sizeof(*out->v));
+	if (!out->v)
+		rc = -ENOMEM;
+	for (size_t i = 0; rc > 0 && i < e->n; i++) {
+		const struct kept_row *k = &e->row[i];
+		struct value_row *v = &out->v[i];
+
+		v->cell_id = k->cell_id;
+		v->ord = (int64_t)i;
+		v->status = (enum aw_cell_status)k->status;
+		v->p50 = k->p50;
+		v->p99 = k->p99;
+		v->ci_lo = k->ci_lo;
+		v->ci_hi = k->ci_hi;
+		out->n = i + 1;
+		if (k->reason >= 0 && !(v->reason = strdup(e->text + k->reason)))
+			rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	if (rc < 0) {
+		for (size_t i = 0; i < out->n; i++)
+			free(out->v[i].reason);
+		free(out->v);
+		memset(out, 0, sizeof(*out));
+	}
+	return rc;
+}
+
+void valcache_put(uint64_t gen, int64_t seq, const struct value_rows *rows)
+{
+	size_t text = 0, bytes, at = 0;
+	struct kept_run *e;
+
+	if (!gen)
+		return;
+	for (size_t i = 0; i < rows->n; i++)
+		if (rows->v[i].reason)
+			text += strlen(rows->v[i].reason) + 1;
+	bytes = sizeof(*e) + rows->n * sizeof(e->row[0]) + text;
+	if (bytes > VALCACHE_BYTES / 64)
+		return; /* (a run this large is read every time) */
+	e = malloc(sizeof(*e) + rows->n * sizeof(e->row[0]));
+	if (!e)
+		return; /* (a cache: the run is read again next time) */
+	e->text = text ? malloc(text) : NULL;
+	if (text && !e->text) {
+		free(e);
+		return;
+	}
+	e->gen = gen;
+	e->seq = seq;
+	e->n = rows->n;
+	e->bytes = bytes;
+	for (size_t i = 0; i < rows->n; i++) {
+		const struct value_row *v = &rows->v[i];
+		struct kept_row *k = &e->row[i];
+
+		k->p50 = v->p50;
+		k->p99 = v->p99;
+		k->ci_lo = v->ci_lo;
+		k->ci_hi = v->ci_hi;
+		k->cell_id = v->cell_id;
+		k->status = (int32_t)v->status;
+		k->reason = -1;
+		if (v->reason) {
+			size_t n = strlen(v->reason) + 1;
+
+			memcpy(e->text + at, v->reason, n);
+			k->reason = (int32_t)at;
+			at += n;
+		}
+	}
+	pthread_mutex_lock(&kept_lock);
+	if (find(gen, seq)) { /* (another thread read it meanwhile) */
+		pthread_mutex_unlock(&kept_lock);
+		free(e->text);
+		free(e);
+		return;
+	}
+	while (held + bytes > VALCACHE_BYTES && lru.next != &lru)
+		drop(lru.next);
+	e->chain = *slot_of(gen, seq);
+	*slot_of(gen, seq) = e;
+	lru_push(e);
+	held += bytes;
+	pthread_mutex_unlock(&kept_lock);
+}
+
+void valcache_forget(uint64_t gen, int64_t seq)
+{
+	struct kept_run *e;
+
+	pthread_mutex_lock(&kept_lock);
+	e = find(gen, seq);
+	if (e)
+		drop(e);
+	pthread_mutex_unlock(&kept_lock);
+}
+
+void valcache_forget_store(uint64_t gen)
+{
+	pthread_mutex_lock(&kept_lock);
+	for (struct kept_run *e = lru.next, *next; e != &lru; e = next) {
+		next = e->next;
+		if (e->gen == gen)
+			drop(e);
+	}
+	pthread_mutex_unlock(&kept_lock);
+}
+
+void store_valcache_counts(uint64_t *hits_out, uint64_t *misses_out, size_t *bytes)
+{
+	pthread_mutex_lock(&kept_lock);
+	*hits_out = hits;
+	*misses_out = misses;
+	*bytes = held;
+	pthread_mutex_unlock(&kept_lock);
 }

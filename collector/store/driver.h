@@ -23,6 +23,7 @@ struct aw_strmap;
 /* Every backend connection starts with this; the row layer owns all but `drv`. */
 struct store_conn {
 	const struct store_driver *drv;
+	uint64_t gen;                              /* its store's generation (store.c; 0: none) */
 	struct store_conn *next_idle;              /* pool list, owned by store.c */
 	struct store_stmt *stmt[STORE_STMT_SLOTS]; /* prepared on first use, by statement id */
 	struct aw_strmap *cells; /* cell signature -> cells.id, committed rows only */

@@ -265,6 +265,7 @@ static int thin_week(struct store_conn *c, const struct store_retention *r, int6
 	if (!rc && t->n_runs)
 		rc = put_aggregates(c, t, host_id, ref, week, out);
 	for (size_t i = 0; !rc && i < t->n_runs; i++) {
+		valcache_forget(c->gen, t->runs[i].seq);
 		rc = rows_get(c, &sql_drop_meas, &s);
 		if (!rc) {
 			b_i64(s, 1, t->runs[i].seq);

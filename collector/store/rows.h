@@ -34,11 +34,13 @@ enum stmt_id {
 	S_RUN_GET = S_MEAS_ADD + N_CHUNKS,
 	S_RUN_CELLS,
 	S_RUN_VALUES,
+	S_RUN_REFERENCE,
 	S_RUN_SUBJECT_CELLS,
 	S_RUN_BOOK,
 	S_COMMIT_REORDER,
 	S_REF_HISTORY,                       /* a filtered_def of 1 filter: 2 slots */
-	S_RUN_LIST = S_REF_HISTORY + 2,      /* 4 filters: 16 slots */
+	S_REF_NEWEST = S_REF_HISTORY + 2,    /* likewise */
+	S_RUN_LIST = S_REF_NEWEST + 2,       /* 4 filters: 16 slots */
 	S_RUN_LIST_COMMIT = S_RUN_LIST + 16, /* 2 filters: 4 slots */
 	S_SERIES = S_RUN_LIST_COMMIT + 4,    /* 1 filter */
 	S_AGGREGATES = S_SERIES + 2,         /* 1 filter */
@@ -246,5 +248,34 @@ int rows_finish(struct store_conn *c, int rc);
  * transaction. */
 int rows_task_enqueue(struct store_conn *c, const char *kind, const char *project,
                       const char *commit, const char *host, const char *ref, const char *now);
+
+/* One measurement of a run, as read (in the primary key's order), until it is handed on
+ *. */
+struct value_row {
+	int64_t cell_id, ord;
+	enum aw_cell_status status;
+	double p50, p99, ci_lo, ci_hi;
+	char *reason;
+};
+
+struct value_rows {
+	struct value_row *v;
+	size_t n, cap;
+};
+
+/* The runs' values store_run_values() keeps once per process (cache.c), by the reading store's
+ * generation (store_conn.gen; 0 keeps nothing) and the run's sequence, at most
+ * AW_VALCACHE_BYTES (20,000 uploads of 300 cells from 16 hosts: 16 x 41 runs in play, 14 KB
+ * each kept, 9.4 MB; docs/benchmarks.md). Only committed runs may be kept: nothing reads a run's
+ * values in the transaction that writes it. valcache_forget() drops run seq's (retention
+ * thinned it). */
+#define AW_VALCACHE_BYTES (10u << 20)
+/* valcache_get() copies run seq's rows into *out: 1, 0 when not kept, or -ENOMEM;
+ * valcache_put() keeps a copy (nothing when out of memory or past the budget's 64th). */
+int valcache_get(uint64_t gen, int64_t seq, struct value_rows *out);
+void valcache_put(uint64_t gen, int64_t seq, const struct value_rows *rows);
+void valcache_forget(uint64_t gen, int64_t seq);
+/* Drops every run a store kept (store_close()). */
+void valcache_forget_store(uint64_t gen);
 
 #endif

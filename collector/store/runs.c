@@ -15,7 +15,7 @@
 	"r.seq, r.run_id, p.name, h.name, c.sha, r.ref, r.commit_time, r.trigger, r.started_at, " \
 	"r.finished_at, r.received_at, r.matrix_name, r.matrix_version, r.matrix_hash, "          \
 	"r.matrix_profile, r.n_cells, r.order_us, f.platform_hash, "                              \
-	"r.confirmation_of, r.confirm, r.reference"
+	"r.confirmation_of, r.confirm, CASE WHEN r.reference IS NULL THEN 0 ELSE 1 END"
 #define RUN_FROM                                                                               \
 	" FROM runs r JOIN projects p ON p.id = r.project_id JOIN hosts h ON h.id = r.host_id" \
 	" JOIN fingerprints f ON f.id = r.fingerprint_id"                                      \
@@ -54,7 +54,7 @@ static void fill_run(struct store_stmt *s, struct store_run *run)
 	run->platform_hash = c_text(s, 17);
 	run->confirmation_of = c_text(s, 18);
 	run->confirm = c_opt(s, 19) > 0 ? c_opt(s, 19) : 0;
-	run->reference = c_text(s, 20);
+	run->has_reference = c_i64(s, 20) != 0;
 }
 
 struct run_rows {
@@ -131,6 +131,44 @@ int store_list_runs(struct store_conn *c, const struct store_run_filter *f, stor
 	return rows_each_row(s, run_row, &rr);
 }
 
+static const struct stmt_def sql_run_reference = {.id = S_RUN_REFERENCE,
+                                                  .what = "read a run's reference series",
+                                                  .sql =
+                                                      "SELECT reference FROM runs WHERE seq = ?1"};
+
+static int reference_row(struct store_stmt *s, void *cls)
+{
+	char **text = cls;
+	const char *t = c_text(s, 0);
+
+	if (t && !(*text = strdup(t)))
+		return -ENOMEM;
+	return 1;
+}
+
+int store_run_reference(struct store_conn *c, int64_t seq, char **text)
+{
+	struct store_stmt *s;
+	int rc = rows_get(c, &sql_run_reference, &s);
+
+	*text = NULL;
+	if (rc)
+		return rc;
+	b_i64(s, 1, seq);
+	rc = rows_each_row(s, reference_row, text);
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
+		return rc;
+	}
+	return rc == 1 ? 0 : -ENOENT;
+}
+
+uint64_t store_conn_generation(const struct store_conn *c)
+{
+	return c->gen;
+}
+
 /* Walks runs_history (runs_history_project) newest first from the position given: no sort, and
  * no more rows than the limit asks. */
 static const struct filtered_def sql_ref_history = {
@@ -163,6 +201,41 @@ int store_ref_history(struct store_conn *c, const char *project, const char *hos
 	b_i64(s, ++n, before_seq);
 	b_i64(s, ++n, limit);
 	return rows_each_row(s, run_row, &rr);
+}
+
+/* The newest run of a host on a ref by sequence: runs_host_ref walked backwards (with a
+ * project, to the first of that project's). */
+static const struct filtered_def sql_ref_newest = {
+    .first = S_REF_NEWEST,
+    .what = "find a ref's newest run",
+    .head = "SELECT r.seq FROM runs r"
+            " WHERE r.host_id = (SELECT id FROM hosts WHERE name = ?) AND r.ref = ?",
+    .joiner = " AND ",
+    .filters = {"r.project_id = (SELECT id FROM projects WHERE name = ?)"},
+    .n = 1,
+    .tail = " ORDER BY r.seq DESC LIMIT 1"};
+
+static int seq_row(struct store_stmt *s, void *cls)
+{
+	*(int64_t *)cls = c_i64(s, 0);
+	return 1;
+}
+
+int store_ref_newest_seq(struct store_conn *c, const char *project, const char *host,
+                         const char *ref, int64_t *seq)
+{
+	struct store_stmt *s;
+	int n = 0, rc = rows_get_filtered(c, &sql_ref_newest, project ? 1 : 0, &s);
+
+	*seq = 0;
+	if (rc)
+		return rc;
+	b_text(s, ++n, host);
+	b_text(s, ++n, ref);
+	if (project)
+		b_text(s, ++n, project);
+	rc = rows_each_row(s, seq_row, seq);
+	return rc < 0 ? rc : 0;
 }
 
 /* Fills a cell from the CELL_COLS columns. Returns 0 or -ENOMEM/-EIO. */
@@ -269,19 +342,6 @@ struct book_entry {
 
 struct store_cell_book {
 	struct book_entry *e;
-	size_t n, cap;
-};
-
-/* One measurement of a run, as read (in the primary key's order), until it is handed on. */
-struct value_row {
-	int64_t cell_id, ord;
-	enum aw_cell_status status;
-	double p50, p99, ci_lo, ci_hi;
-	char *reason;
-};
-
-struct value_rows {
-	struct value_row *v;
 	size_t n, cap;
 };
 
@@ -422,16 +482,23 @@ int store_run_values(struct store_conn *c, struct store_cell_book *b, int64_t se
 {
 	struct value_rows rows = {0};
 	struct store_stmt *s;
-	int rc = rows_get(c, &sql_run_values, &s);
+	int rc = valcache_get(c->gen, seq, &rows);
 
-	if (!rc) {
-		b_i64(s, 1, seq);
-		rc = rows_each_row(s, value_row, &rows);
+	if (rc == 0) { /* not kept: read, sorted, then kept */
+		rc = rows_get(c, &sql_run_values, &s);
+		if (!rc) {
+			b_i64(s, 1, seq);
+			rc = rows_each_row(s, value_row, &rows);
+		}
+		if (!rc && rows.n)
+			qsort(rows.v, rows.n, sizeof(*rows.v), cmp_ord);
+		if (!rc && rows.n)
+			valcache_put(c->gen, seq, &rows);
+	} else if (rc > 0) {
+		rc = 0;
 	}
 	if (!rc)
 		rc = book_fill(c, b, seq, &rows);
-	if (!rc && rows.n)
-		qsort(rows.v, rows.n, sizeof(*rows.v), cmp_ord);
 	for (size_t i = 0; !rc && i < rows.n; i++) {
 		const struct value_row *v = &rows.v[i];
 		struct aw_cell cell;

@@ -1,6 +1,7 @@
 /* The storage interface: database URLs and the connection pool (the helpers shared by the row
  * layer and the drivers are common.c's, so that the drivers do not depend on this file). */
 #include "driver.h"
+#include "rows.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -23,7 +24,11 @@ struct store {
 	pthread_cond_t idle_cond;
 	struct store_conn *idle; /* connections ready to be taken */
 	unsigned open;           /* pooled connections in existence (idle or taken) */
+	uint64_t gen;            /* unique in the process: the key of what its connections keep
+	                            (valcache.c) */
 };
+
+static _Atomic uint64_t generations;
 
 int store_url_parse(const char *url, struct store_url *out, char **err)
 {
@@ -83,6 +88,7 @@ int store_open(const char *url, const struct store_options *opt, struct store **
 	s->opt = opt ? *opt : defaults;
 	if (!s->opt.pool_size)
 		s->opt.pool_size = 1;
+	s->gen = ++generations;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle_cond, NULL);
 	*out = s;
@@ -106,6 +112,7 @@ void store_close(struct store **sp)
 	/* store.h: every connection taken with store_acquire() was released first */
 	assert(closed == s->open);
 	(void)closed;
+	valcache_forget_store(s->gen);
 	pthread_cond_destroy(&s->idle_cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s->target);
@@ -125,6 +132,7 @@ static int conn_open(struct store *s, struct store_conn **out, char **err)
 
 	if (rc)
 		return rc;
+	(*out)->gen = s->gen;
 	rc = store_conn_init(*out);
 	if (rc) {
 		store_conn_close(*out);

@@ -161,8 +161,8 @@ struct store_run {
 	const char *platform_hash;   /* of the host fingerprint this run was measured with */
 	const char *confirmation_of; /* the run whose suspects this one re-measures, or NULL */
 	int64_t confirm;             /* confirmation runs its agent measures itself; 0: none */
-	const char *reference;       /* the run's reference series as stored ({kernel, unit,
-	                                values}, JSON), NULL when it has none */
+	bool has_reference; /* the run has reference series (store_run_reference() reads them:
+	                       20 KB of JSON for 300 cells, which no listing carries) */
 };
 
 typedef int (*store_run_cb)(const struct store_run *run, void *cls);
@@ -173,6 +173,15 @@ struct store_run_filter {
 	int64_t before_seq; /* only runs with seq < before_seq (the cursor) */
 	unsigned limit;     /* 1..10000 */
 };
+
+/* The reference series stored with run `seq` ({kernel, unit, values}, with the family in its
+ * "references", JSON) into *text (the caller frees it; NULL when it has none). Returns 0,
+ * -ENOENT (no such run) or another negative errno. */
+int store_run_reference(struct store_conn *c, int64_t seq, char **text);
+
+/* The generation of the store c is a connection to: unique in the process (two stores open on
+ * one database have two), so that what is kept of a run by its sequence is kept per store. */
+uint64_t store_conn_generation(const struct store_conn *c);
 
 /* Lists runs newest first (seq descending). With project+commit (and optionally host) it is
  * "every run of a commit (per host)". */
@@ -185,6 +194,11 @@ int store_list_runs(struct store_conn *c, const struct store_run_filter *f, stor
 int store_ref_history(struct store_conn *c, const char *project, const char *host, const char *ref,
                       int64_t before_order_us, int64_t before_seq, unsigned limit, store_run_cb cb,
                       void *cls);
+
+/* The sequence of the newest run (the last stored) of `host` on `ref` (of `project`, when not
+ * NULL) into *seq, 0 when there is none. Returns 0 or a negative errno. */
+int store_ref_newest_seq(struct store_conn *c, const char *project, const char *host,
+                         const char *ref, int64_t *seq);
 
 /* The whole stored run `run_id`, rebuilt from the normalised tables: a document that
  * validates again with aw_result_from_json(). Returns 0 with *out (caller frees), -ENOENT,
@@ -214,6 +228,10 @@ void store_cell_book_free(struct store_cell_book **b);
  * return, or a negative errno. */
 int store_run_values(struct store_conn *c, struct store_cell_book *b, int64_t seq, store_cell_cb cb,
                      void *cls);
+
+/* The process's kept run values (store_run_values() keeps each run it read, for every store
+ * and thread): the reads that found the run kept, those that did not, and the bytes kept. */
+void store_valcache_counts(uint64_t *hits, uint64_t *misses, size_t *bytes);
 
 /* ---- trends ---- */
 

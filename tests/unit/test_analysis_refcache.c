@@ -1,6 +1,8 @@
 /* The process's cache of the runs' parsed references (collector/analysis/refcache.c): what it
- * serves is what parsing the text gives, a run id met again with another text is parsed again,
- * threads share it, and it holds no more than its budget, evicting the least recently used. */
+ * serves is what parsing the text gives, a key met again is served without its text being read,
+ * threads share it, and it holds no more than its budget, evicting the least recently used.
+ * (test_collector_store.c's test_run_reference reads the texts from a store.) */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -61,48 +63,72 @@ static char *text_of(size_t cells, unsigned seed)
 	return t;
 }
 
-static void check_run(const char *run_id, const char *text)
+struct fetch {
+	const char *text;
+	int calls;
+};
+
+static int fetch_text(void *cls, char **text)
+{
+	struct fetch *f = cls;
+
+	f->calls++;
+	*text = f->text ? strdup(f->text) : NULL;
+	return f->text && !*text ? -ENOMEM : 0;
+}
+
+/* The references under `key`, checked against the text's parse; whether the text was read. */
+static bool check_run(const char *key, const char *text)
 {
 	struct run_ref want = {0}, got = {0};
+	struct fetch f = {text, 0};
 
 	assert_int_equal(analysis_parse_references(text, &want), 0);
-	assert_int_equal(analysis_references(run_id, text, &got), 0);
+	assert_int_equal(analysis_references(key, fetch_text, &f, &got), 0);
 	assert_true(same(&want, &got));
 	analysis_references_release(&want);
 	analysis_references_release(&got);
+	return f.calls == 1;
 }
 
-/* Served from the cache the second time, as parsed; another text under the same id (another
- * store's run) is parsed again; no id or no text is parsed as it is. */
+static int fetch_fails(void *cls, char **text)
+{
+	(void)cls;
+	*text = NULL;
+	return -EIO;
+}
+
+/* Served from the cache the second time, as parsed, its text not read again; no key is read
+ * and parsed every time; no text or one that does not parse is no series; a failing read is
+ * the call's failure. */
 static void test_served_as_parsed(void **state)
 {
-	const char *id = "0b7c1f52-6a51-4c1b-9d43-2f1d7c0e9a01";
-	char *a = text_of(300, 1), *b = text_of(300, 2);
+	const char *key = "1:41";
+	char *a = text_of(300, 1);
 	uint64_t h0, m0, h, m;
 	size_t bytes;
 	struct run_ref x = {0};
+	struct fetch none = {NULL, 0}, bad = {"{not json", 0};
 
 	(void)state;
 	analysis_refcache_counts(&h0, &m0, &bytes);
-	check_run(id, a);
+	assert_true(check_run(key, a));
 	analysis_refcache_counts(&h, &m, &bytes);
 	assert_int_equal(m, m0 + 1);
 	assert_int_equal(h, h0);
 	assert_true(bytes >= 5 * 300 * sizeof(double));
-	check_run(id, a);
+	assert_false(check_run(key, a));
 	analysis_refcache_counts(&h, &m, &bytes);
 	assert_int_equal(h, h0 + 1);
-	check_run(id, b);
-	analysis_refcache_counts(&h, &m, &bytes);
-	assert_int_equal(m, m0 + 2);
-	check_run(id, a);
-	check_run(NULL, a);
-	assert_int_equal(analysis_references(id, NULL, &x), 0);
+	assert_true(check_run(NULL, a));
+	assert_true(check_run(NULL, a));
+	assert_int_equal(analysis_references("1:42", fetch_text, &none, &x), 0);
 	assert_int_equal(x.n_kernels, 0);
-	assert_int_equal(analysis_references(id, "{not json", &x), 0);
+	assert_int_equal(analysis_references("1:43", fetch_text, &bad, &x), 0);
+	assert_int_equal(x.n_kernels, 0);
+	assert_int_equal(analysis_references("1:44", fetch_fails, NULL, &x), -EIO);
 	assert_int_equal(x.n_kernels, 0);
 	free(a);
-	free(b);
 }
 
 struct worker {
@@ -115,13 +141,13 @@ static void *work(void *arg)
 	struct worker *w = arg;
 
 	for (int i = 0; i < 400; i++) {
-		char id[40];
+		char key[40];
 		unsigned r;
 
 		w->seed = w->seed * 1103515245u + 12345u;
 		r = (w->seed >> 8) % 24;
-		snprintf(id, sizeof(id), "5d2a9c40-0000-4000-8000-%012u", r);
-		check_run(id, w->texts[r]);
+		snprintf(key, sizeof(key), "2:%u", r);
+		check_run(key, w->texts[r]);
 	}
 	return NULL;
 }
@@ -159,22 +185,22 @@ static void test_budget(void **state)
 
 	(void)state;
 	for (int i = 0; i < runs; i++) {
-		char id[40];
+		char key[40];
 
-		snprintf(id, sizeof(id), "9e4d1b7a-0000-4000-8000-%012d", i);
-		check_run(id, t);
+		snprintf(key, sizeof(key), "3:%d", i);
+		check_run(key, t);
 		analysis_refcache_counts(&h, &m, &bytes);
 		assert_true(bytes <= AW_REFCACHE_BYTES);
 	}
 	analysis_refcache_counts(&h0, &m0, &bytes);
-	check_run("9e4d1b7a-0000-4000-8000-000000000000", t); /* the oldest: evicted */
+	assert_true(check_run("3:0", t)); /* the oldest: evicted */
 	analysis_refcache_counts(&h, &m, &bytes);
 	assert_int_equal(m, m0 + 1);
 	{
-		char id[40];
+		char key[40];
 
-		snprintf(id, sizeof(id), "9e4d1b7a-0000-4000-8000-%012d", runs - 1);
-		check_run(id, t); /* the newest: kept */
+		snprintf(key, sizeof(key), "3:%d", runs - 1);
+		assert_false(check_run(key, t)); /* the newest: kept */
 		analysis_refcache_counts(&h, &m, &bytes);
 		assert_int_equal(h, h0 + 1);
 	}

@@ -541,6 +541,21 @@ static void test_plans(void **state)
 	    store_ref_history(c, NULL, "h1", "main", INT64_MAX, INT64_MAX, 100, ignore_run, NULL),
 	    0);
 	check_plans(&p, "read a ref's history", runs, true);
+	/* whether a post-ingest task's run is its host's newest, and a run's references */
+	{
+		int64_t newest = 0;
+		char *text = NULL;
+		int rc;
+
+		assert_int_equal(store_ref_newest_seq(c, "linux", "h1", "main", &newest), 0);
+		assert_true(newest > 0);
+		assert_int_equal(store_ref_newest_seq(c, NULL, "h1", "main", &newest), 0);
+		check_plans(&p, "find a ref's newest run", runs, true);
+		rc = store_run_reference(c, newest, &text);
+		assert_true(rc == 0);
+		free(text);
+	}
+	check_plans(&p, "read a run's reference series", runs, true);
 
 	assert_int_equal(store_series(c, &q, ignore_point, NULL), 0);
 	q.project = "linux";

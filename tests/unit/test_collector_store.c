@@ -556,6 +556,128 @@ static void test_run_values(void **state)
 	store_close(&s);
 }
 
+/* store_run_values() keeps each run it read (valcache.c): read again, through a new book, a run
+ * comes from what was kept, as stored (its skipped cell's reason too); a second store whose run
+ * has the same sequence and other values reads its own; closing a store forgets its runs. */
+static void test_run_values_kept(void **state)
+{
+	struct store_conn *c, *c2;
+	struct store *s = open_fresh(&c), *s2;
+	struct store_cell_book *book = store_cell_book_new();
+	struct cells_seen want = {0}, got = {0};
+	struct aw_result *r = make_result("00000000-0000-4000-8000-000000000001", "h1", "c111111",
+	                                  "2026-01-01T00:00:00Z", 12, 1);
+	uint64_t h0, m0, h1, m1;
+	size_t b0, b1;
+	int64_t seq, seq2;
+
+	(void)state;
+	assert_non_null(book);
+	put_one(c, r, STORE_CREATED, &seq);
+	aw_result_free(&r);
+	store_valcache_counts(&h0, &m0, &b0);
+	assert_int_equal(store_run_values(c, book, seq, keep_cell, &got), 0);
+	store_valcache_counts(&h1, &m1, &b1);
+	assert_true(h1 == h0 && m1 == m0 + 1 && b1 > b0);
+	cells_seen_release(&got);
+	store_cell_book_free(&book);
+	book = store_cell_book_new();
+	assert_non_null(book);
+	assert_int_equal(store_run_values(c, book, seq, keep_cell, &got), 0);
+	store_valcache_counts(&h0, &m0, &b0);
+	assert_true(h0 == h1 + 1 && m0 == m1 && b0 == b1);
+	assert_int_equal(store_run_cells(c, seq, keep_cell, &want), 0);
+	assert_values_of_cells(&want, &got);
+	assert_string_equal(got.cell[2].reason, "no LSE, \"quoted\"");
+	cells_seen_release(&want);
+	cells_seen_release(&got);
+	/* another store, the same sequence */
+	s2 = open_fresh(&c2);
+	r = make_result("00000000-0000-4000-8000-000000000002", "h1", "c222222",
+	                "2026-01-01T00:00:00Z", 12, 3);
+	put_one(c2, r, STORE_CREATED, &seq2);
+	aw_result_free(&r);
+	assert_int_equal(seq2, seq);
+	store_cell_book_free(&book);
+	book = store_cell_book_new();
+	assert_non_null(book);
+	assert_int_equal(store_run_values(c2, book, seq2, keep_cell, &got), 0);
+	assert_int_equal(store_run_cells(c2, seq2, keep_cell, &want), 0);
+	assert_values_of_cells(&want, &got);
+	assert_true(got.cell[0].p50 == 4.4 * 3);
+	cells_seen_release(&want);
+	cells_seen_release(&got);
+	store_valcache_counts(&h0, &m0, &b0);
+	store_disconnect(&c2);
+	store_close(&s2);
+	store_valcache_counts(&h1, &m1, &b1);
+	assert_true(b1 < b0);
+	store_cell_book_free(&book);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
+static int keep_run(const struct store_run *run, void *cls)
+{
+	*(struct store_run *)cls = *run; /* (its strings are the statement's: not read) */
+	return 1;
+}
+
+/* A run's reference series are read on their own (store_run_reference()), never with a
+ * listing, which says only whether the run has them; a run without has none; a sequence of no
+ * run is -ENOENT; a store's connections share its generation, two stores have two. */
+static void test_run_reference(void **state)
+{
+	struct store_conn *c, *c2;
+	struct store *s = open_fresh(&c), *s2;
+	struct aw_result *r = make_result("00000000-0000-4000-8000-000000000001", "h1", "c111111",
+	                                  "2026-01-01T00:00:00Z", 12, 1);
+	struct store_run_filter f = {.limit = 1};
+	struct store_run run = {0};
+	struct aw_result *back = NULL;
+	char *text = NULL, *err = NULL;
+	int64_t seq[2];
+
+	(void)state;
+	assert_int_equal(aw_result_set_references(r, (1u << AW_REF_COUNT) - 1), 0);
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (int k = 0; k < AW_REF_COUNT; k++)
+			r->cells[i].ref_ns[k] = 1.5 + (double)i + 0.25 * k;
+	put_one(c, r, STORE_CREATED, &seq[0]);
+	aw_result_free(&r);
+	r = make_result("00000000-0000-4000-8000-000000000002", "h1", "c222222",
+	                "2026-01-01T01:00:00Z", 12, 1);
+	put_one(c, r, STORE_CREATED, &seq[1]);
+	aw_result_free(&r);
+	assert_int_equal(store_list_runs(c, &f, keep_run, &run), 1);
+	assert_int_equal(run.seq, seq[1]);
+	assert_false(run.has_reference);
+	f.commit = "c111111";
+	assert_int_equal(store_list_runs(c, &f, keep_run, &run), 1);
+	assert_int_equal(run.seq, seq[0]);
+	assert_true(run.has_reference);
+	assert_int_equal(store_run_reference(c, seq[0], &text), 0);
+	assert_non_null(strstr(text, "\"memgather-v1\""));
+	assert_non_null(strstr(text, "\"references\""));
+	free(text);
+	assert_int_equal(store_get_run(c, "00000000-0000-4000-8000-000000000001", &back), 0);
+	assert_true(back->cells[3].ref_ns[AW_REF_MEMCHASE] == 1.5 + 3 + 0.75);
+	aw_result_free(&back);
+	assert_int_equal(store_run_reference(c, seq[1], &text), 0);
+	assert_null(text);
+	assert_int_equal(store_run_reference(c, seq[1] + 100, &text), -ENOENT);
+	assert_null(text);
+	assert_int_equal(store_connect(s, &c2, &err), 0);
+	assert_true(store_conn_generation(c2) == store_conn_generation(c));
+	store_disconnect(&c2);
+	s2 = open_fresh(&c2);
+	assert_true(store_conn_generation(c2) != store_conn_generation(c));
+	store_disconnect(&c2);
+	store_close(&s2);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 static void test_hosts_and_cells(void **state)
 {
 	struct store_conn *c;
@@ -1920,6 +2042,8 @@ int main(void)
 	    cmocka_unit_test(test_lists_and_order),
 	    cmocka_unit_test(test_hosts_and_cells),
 	    cmocka_unit_test(test_run_values),
+	    cmocka_unit_test(test_run_values_kept),
+	    cmocka_unit_test(test_run_reference),
 	    cmocka_unit_test(test_tokens),
 	    cmocka_unit_test(test_jobs),
 	    cmocka_unit_test(test_bisects),
