@@ -555,6 +555,21 @@ static bool off_bounded(const struct cell *c, const struct aw_detect_result *r, 
 	return fabs(raw) < thr / 2 && fabs(full) < thr / 2;
 }
 
+/* The median of a memory state x over the baseline's runs that have it, NAN under three. a:
+ * scratch of the baseline's length. */
+static double baseline_state(const struct cell *c, const double *x, double *a)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < c->nb; i++)
+		if (isfinite(x[i]))
+			a[m++] = x[i];
+	if (m < 3)
+		return NAN;
+	aw_sort_doubles(a, m);
+	return aw_quantile_sorted(a, m, 0.5);
+}
+
 /* Phase 5: the verdict from the corrected p-values (c->tq_up and tq_down: judge_levels()'s). a:
  * scratch of the baseline's length. */
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o, struct cell *c,
@@ -641,28 +656,12 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	r->unseen_n = 0;
 	r->unseen_by = NAN;
 	{
-		double top = NAN, gtop = NAN;
 		const double *x = c->x[AW_DETECT_MEMORY], *g = c->x[AW_DETECT_GATHER];
-		size_t m = 0;
+		double top = baseline_state(c, x, a), gtop = baseline_state(c, g, a);
 		bool any = false;
 		int at = lvl >= 0 ? lvl : (int)dom;
 		double one = fmax(c->down, o->screen_noise) * sqrt(1 + 1.0 / (double)c->nb);
 
-		for (size_t i = 0; i < c->nb; i++)
-			if (isfinite(x[i]))
-				a[m++] = x[i];
-		if (m >= 3) {
-			aw_sort_doubles(a, m);
-			top = aw_quantile_sorted(a, m, 0.5);
-		}
-		m = 0;
-		for (size_t i = 0; i < c->nb; i++)
-			if (isfinite(g[i]))
-				a[m++] = g[i];
-		if (m >= 3) {
-			aw_sort_doubles(a, m);
-			gtop = aw_quantile_sorted(a, m, 0.5);
-		}
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++) {
 			double by = x[c->nb + i] - top, gby = g[c->nb + i] - gtop;
 			double explained = (isfinite(gby) ? fmax(by, gby) : by) * STATE_EXPLAINS;
