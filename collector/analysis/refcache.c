@@ -18,13 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aw/lru.h"
+
 #define CACHE_BYTES AW_REFCACHE_BYTES  /* the values, names and entries kept, at most */
 #define ENTRY_MAX   (CACHE_BYTES / 64) /* a run larger than this is parsed every time */
 #define BUCKETS     4096
 
 struct entry {
-	struct entry *chain;       /* the next in its bucket */
-	struct entry *prev, *next; /* least recently used: head->next */
+	struct aw_lru node;  /* first: in the least recently used order */
+	struct entry *chain; /* the next in its bucket */
 	char key[REFCACHE_KEY_LEN];
 	size_t bytes;
 	struct run_ref refs; /* the kernels' names and values (nothing else of it) */
@@ -32,7 +34,7 @@ struct entry {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry *buckets[BUCKETS];
-static struct entry lru = {.prev = &lru, .next = &lru};
+static AW_LRU_HEAD(lru);
 static size_t held;
 static uint64_t hits, misses;
 
@@ -145,18 +147,10 @@ static struct entry *find(const char *key)
 	return e;
 }
 
-static void lru_unlink(struct entry *e)
+/* The entry of a node of the order (node is its first member). */
+static struct entry *of(struct aw_lru *n)
 {
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-}
-
-static void lru_push(struct entry *e) /* as the most recently used */
-{
-	e->prev = lru.prev;
-	e->next = &lru;
-	lru.prev->next = e;
-	lru.prev = e;
+	return (struct entry *)(void *)n;
 }
 
 static void evict(struct entry *e)
@@ -166,7 +160,7 @@ static void evict(struct entry *e)
 	while (*p != e)
 		p = &(*p)->chain;
 	*p = e->chain;
-	lru_unlink(e);
+	aw_lru_unlink(&e->node);
 	held -= e->bytes;
 	analysis_references_release(&e->refs);
 	free(e);
@@ -189,8 +183,8 @@ int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, 
 	e = find(key);
 	if (e) {
 		hits++;
-		lru_unlink(e);
-		lru_push(e);
+		aw_lru_unlink(&e->node);
+		aw_lru_push(&lru, &e->node);
 		rc = refs_copy(x, &e->refs);
 		pthread_mutex_unlock(&lock);
 		return rc;
@@ -216,11 +210,11 @@ int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, 
 		free(e);
 		return 0;
 	}
-	while (held + e->bytes > CACHE_BYTES && lru.next != &lru)
-		evict(lru.next);
+	while (held + e->bytes > CACHE_BYTES && !aw_lru_empty(&lru))
+		evict(of(lru.next));
 	e->chain = *slot_of(key);
 	*slot_of(key) = e;
-	lru_push(e);
+	aw_lru_push(&lru, &e->node);
 	held += e->bytes;
 	pthread_mutex_unlock(&lock);
 	return 0;

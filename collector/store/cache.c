@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aw/lru.h"
+
 /* The filters of the verdict lists, in the order of their bits (project, commit, host): each
  * combination its own statement, read through its index (the primary key, verdicts_commit,
  * verdicts_host, verdicts_host_project, verdicts_project, verdicts_order). */
@@ -130,15 +132,12 @@ int store_changepoints_list(struct store_conn *c, const char *project, const cha
 {
 	struct cp_rows cr = {cb, cls};
 	struct store_stmt *s;
-	int n = 0,
+	int n,
 	    rc = rows_get_filtered(c, &sql_cp_list, (project ? 1u : 0u) | (cell_key ? 2u : 0u), &s);
 
 	if (rc)
 		return rc;
-	b_text(s, ++n, host);
-	b_text(s, ++n, ref);
-	if (project)
-		b_text(s, ++n, project);
+	n = rows_bind_host_ref(s, host, ref, project);
 	if (cell_key)
 		b_text(s, ++n, cell_key);
 	return rows_each_row(s, cp_row, &cr);
@@ -353,8 +352,8 @@ struct kept_row {
 };
 
 struct kept_run {
-	struct kept_run *chain;       /* the next in its bucket */
-	struct kept_run *prev, *next; /* least recently used: lru.next */
+	struct aw_lru node;     /* first: in the least recently used order */
+	struct kept_run *chain; /* the next in its bucket */
 	uint64_t gen;
 	int64_t seq;
 	size_t n, bytes;
@@ -364,7 +363,7 @@ struct kept_run {
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kept_run *buckets[KEPT_BUCKETS];
-static struct kept_run lru = {.prev = &lru, .next = &lru};
+static AW_LRU_HEAD(lru);
 static size_t held;
 static uint64_t hits, misses;
 
@@ -384,18 +383,10 @@ static struct kept_run *find(uint64_t gen, int64_t seq)
 	return NULL;
 }
 
-static void lru_unlink(struct kept_run *e)
+/* The entry of a node of the order (node is its first member). */
+static struct kept_run *of(struct aw_lru *n)
 {
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-}
-
-static void lru_push(struct kept_run *e) /* as the most recently used */
-{
-	e->prev = lru.prev;
-	e->next = &lru;
-	lru.prev->next = e;
-	lru.prev = e;
+	return (struct kept_run *)(void *)n;
 }
 
 static void drop(struct kept_run *e)
@@ -405,7 +396,7 @@ static void drop(struct kept_run *e)
 	while (*p != e)
 		p = &(*p)->chain;
 	*p = e->chain;
-	lru_unlink(e);
+	aw_lru_unlink(&e->node);
 	held -= e->bytes;
 	free(e->text);
 	free(e);
@@ -427,8 +418,8 @@ int valcache_get(uint64_t gen, int64_t seq, struct value_rows *out)
 		return 0;
 	}
 	hits++;
-	lru_unlink(e);
-	lru_push(e);
+	aw_lru_unlink(&e->node);
+	aw_lru_push(&lru, &e->node);
 	out->v = calloc(e->n ? e->n : 1, sizeof(*out->v));
 	if (!out->v)
 		rc = -ENOMEM;
@@ -508,11 +499,11 @@ void valcache_put(uint64_t gen, int64_t seq, const struct value_rows *rows)
 		free(e);
 		return;
 	}
-	while (held + bytes > VALCACHE_BYTES && lru.next != &lru)
-		drop(lru.next);
+	while (held + bytes > VALCACHE_BYTES && !aw_lru_empty(&lru))
+		drop(of(lru.next));
 	e->chain = *slot_of(gen, seq);
 	*slot_of(gen, seq) = e;
-	lru_push(e);
+	aw_lru_push(&lru, &e->node);
 	held += bytes;
 	pthread_mutex_unlock(&kept_lock);
 }
@@ -531,8 +522,10 @@ void valcache_forget(uint64_t gen, int64_t seq)
 void valcache_forget_store(uint64_t gen)
 {
 	pthread_mutex_lock(&kept_lock);
-	for (struct kept_run *e = lru.next, *next; e != &lru; e = next) {
-		next = e->next;
+	for (struct aw_lru *n = lru.next, *next; n != &lru; n = next) {
+		struct kept_run *e = of(n);
+
+		next = n->next;
 		if (e->gen == gen)
 			drop(e);
 	}

@@ -168,6 +168,18 @@ static inline void b_text(struct store_stmt *s, int i, const char *v)
 	s->drv->bind_text(s, i, v);
 }
 
+/* Binds the first parameters of a statement on a host's ref: the host, the ref and, when given,
+ * the project (a filtered_def's optional filter); returns how many it bound. */
+static inline int rows_bind_host_ref(struct store_stmt *s, const char *host, const char *ref,
+                                     const char *project)
+{
+	b_text(s, 1, host);
+	b_text(s, 2, ref);
+	if (project)
+		b_text(s, 3, project);
+	return project ? 3 : 2;
+}
+
 static inline void b_i64(struct store_stmt *s, int i, int64_t v)
 {
 	s->drv->bind_i64(s, i, v);

@@ -188,14 +188,11 @@ int store_ref_history(struct store_conn *c, const char *project, const char *hos
 {
 	struct run_rows rr = {cb, cls};
 	struct store_stmt *s;
-	int n = 0, rc = rows_get_filtered(c, &sql_ref_history, project ? 1 : 0, &s);
+	int n, rc = rows_get_filtered(c, &sql_ref_history, project ? 1 : 0, &s);
 
 	if (rc)
 		return rc;
-	b_text(s, ++n, host);
-	b_text(s, ++n, ref);
-	if (project)
-		b_text(s, ++n, project);
+	n = rows_bind_host_ref(s, host, ref, project);
 	b_i64(s, ++n, before_order_us);
 	b_i64(s, ++n, before_order_us);
 	b_i64(s, ++n, before_seq);
@@ -225,15 +222,12 @@ int store_ref_newest_seq(struct store_conn *c, const char *project, const char *
                          const char *ref, int64_t *seq)
 {
 	struct store_stmt *s;
-	int n = 0, rc = rows_get_filtered(c, &sql_ref_newest, project ? 1 : 0, &s);
+	int rc = rows_get_filtered(c, &sql_ref_newest, project ? 1 : 0, &s);
 
 	*seq = 0;
 	if (rc)
 		return rc;
-	b_text(s, ++n, host);
-	b_text(s, ++n, ref);
-	if (project)
-		b_text(s, ++n, project);
+	rows_bind_host_ref(s, host, ref, project);
 	rc = rows_each_row(s, seq_row, seq);
 	return rc < 0 ? rc : 0;
 }
