@@ -29,19 +29,25 @@
 
 /* ---- the work of one task ---- */
 
-/* What the collector's confirmation job of a run needs from that run. */
+/* What the collector's confirmation jobs of a run need from the commit's runs on the host. */
 struct first_run {
 	char run_id[AW_UUID_LEN + 1];
-	bool found, confirming; /* a first run; some run of the commit is or wants a confirmation */
-	bool by_bisect;         /* the newest first run is a bisection's step */
+	bool found;                   /* a first run */
+	bool self_confirming;         /* some run's agent confirms it itself ("confirm": N) */
+	bool by_bisect;               /* the newest first run is a bisection's step */
+	size_t n_of;                  /* confirmation runs listed (newest first) */
+	char of[64][AW_UUID_LEN + 1]; /* the first run each confirms */
 };
 
 static int find_first_run(const struct store_run *run, void *cls)
 {
 	struct first_run *f = cls;
 
-	if (run->confirmation_of || run->confirm > 0) {
-		f->confirming = true;
+	if (run->confirm > 0) {
+		f->self_confirming = true;
+	} else if (run->confirmation_of) {
+		if (f->n_of < sizeof(f->of) / sizeof(f->of[0]))
+			snprintf(f->of[f->n_of++], sizeof(f->of[0]), "%s", run->confirmation_of);
 	} else if (!f->found) {
 		snprintf(f->run_id, sizeof(f->run_id), "%s", run->run_id);
 		f->found = true; /* runs come newest first: the newest first run */
@@ -50,12 +56,27 @@ static int find_first_run(const struct store_run *run, void *cls)
 	return 0;
 }
 
+/* How many of the listed confirmation runs re-measure the newest first run. */
+static uint64_t confirmations_of_first(const struct first_run *f)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < f->n_of; i++)
+		n += !strcmp(f->of[i], f->run_id);
+	return n;
+}
+
 /* After the verdict `v` of (project, commit) on a daemon host: when it has fail-level
- * suspects, no run of the commit is a confirmation or asked to confirm itself, its newest first
- * run is no bisection's step (the bisection re-measures what it needs, and its daemon is busy
- * with it), and no confirmation job of that run exists, queue one for that host only: re-measure
- * those cells (with the run's anchor cells) up to o->confirm_jobs times. Returns 0 or a store
- * error (logged by the caller). */
+ * suspects, no run of the commit asks to confirm itself (its agent does), its newest first run
+ * is no bisection's step (the bisection re-measures what it needs, and its daemon is busy with
+ * it), and no round of confirmation of that run is still measuring, queue one for that host
+ * only: re-measure those cells (with the run's anchor cells) up to o->confirm_jobs times, and
+ * no more than the suspects' budget has left (a suspect is one that has some). A round is over
+ * when its job has ended on the host, or when the confirmation runs stored reach what the jobs
+ * asked for (the daemon reports the job's end after its last upload, whose task may come
+ * first). So a cell the first round left undecided is re-measured again, a round at a time, as
+ * `atomwatch-agent run --confirm` re-measures until its budget; it stops being suspect once its
+ * head runs reach 1 + o->confirm_budget. Returns 0 or a store error (logged by the caller). */
 static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opts *o,
                               const char *project, const char *commit, const char *host,
                               const char *ref, const struct aw_host_verdict *v)
@@ -63,31 +84,37 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	struct store_run_filter f = {
 	    .project = project, .host = host, .commit = commit, .limit = 64};
 	struct store_job_spec spec = {0};
-	struct first_run first = {0};
+	struct store_confirm_jobs jobs;
+	struct first_run *first = NULL;
 	struct aw_result *r = NULL;
 	json_t *cells = NULL, *anchors = NULL, *job = NULL;
 	const char *subject = NULL, *anchor[AW_ANCHORS];
-	size_t n_anchors;
+	size_t n_anchors, head_n = 0, runs;
 	char *text = NULL;
 	int64_t id;
 	uint64_t samples = 0;
-	bool queued = false, polls = false;
+	bool polls = false;
 	int rc;
 
 	if (!o->confirm_jobs || !commit || v->status != AW_VERDICT_UNCONFIRMED)
 		return 0;
-	rc = store_list_runs(c, &f, find_first_run, &first);
-	if (rc || !first.found || first.confirming || first.by_bisect)
-		return rc; /* a bisection judges its own steps (as it starts no bisection) */
+	first = calloc(1, sizeof(*first));
+	if (!first)
+		return -ENOMEM;
+	rc = store_list_runs(c, &f, find_first_run, first);
+	if (rc || !first->found || first->self_confirming || first->by_bisect)
+		goto out; /* a bisection judges its own steps (as it starts no bisection) */
 	rc = store_job_polls(c, host, o->confirm_ttl_us, &polls);
 	if (rc || !polls)
-		return rc; /* not a daemon host: its CI job runs the agent with --confirm */
-	rc = store_job_confirming(c, first.run_id, &queued);
-	if (rc || queued)
-		return rc;
-	rc = store_get_run(c, first.run_id, &r);
-	if (rc)
-		return rc == -ENOENT ? 0 : rc;
+		goto out; /* not a daemon host: its CI job runs the agent with --confirm */
+	rc = store_job_confirmations(c, first->run_id, host, &jobs);
+	if (rc || (jobs.open && confirmations_of_first(first) < jobs.asked))
+		goto out; /* a round is still measuring */
+	rc = store_get_run(c, first->run_id, &r);
+	if (rc) {
+		rc = rc == -ENOENT ? 0 : rc;
+		goto out;
+	}
 	cells = json_array();
 	rc = cells ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < v->n_cells; i++) {
@@ -95,13 +122,19 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 
 		if (cv->verdict != AW_VERDICT_SUSPECT || cv->gate != AW_GATE_FAIL)
 			continue;
+		if (cv->n_head > head_n)
+			head_n = cv->n_head;
 		for (size_t k = 0; k < r->n_cells; k++)
 			if (!strcmp(r->cells[k].key, cv->key) && r->cells[k].n > samples)
 				samples = r->cells[k].n;
 		if (json_array_append_new(cells, json_string(cv->key)))
 			rc = -ENOMEM;
 	}
-	if (rc || !json_array_size(cells))
+	/* (a suspect has budget left: aw_analysis_budget_left()) */
+	runs = 1 + (size_t)o->confirm_budget > head_n ? 1 + (size_t)o->confirm_budget - head_n : 0;
+	if (runs > o->confirm_jobs)
+		runs = o->confirm_jobs;
+	if (rc || !json_array_size(cells) || !runs)
 		goto out;
 	n_anchors = aw_result_anchors(r, anchor, AW_ANCHORS);
 	anchors = json_array();
@@ -113,9 +146,8 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 		goto out;
 	}
 	subject = json_string_value(json_object_get(json_object_get(r->meta, "subject"), "name"));
-	job =
-	    json_pack("{s:s, s:O, s:O, s:I, s:I}", "of", first.run_id, "cells", cells, "anchors",
-	              anchors, "runs", (json_int_t)o->confirm_jobs, "samples", (json_int_t)samples);
+	job = json_pack("{s:s, s:O, s:O, s:I, s:I}", "of", first->run_id, "cells", cells, "anchors",
+	                anchors, "runs", (json_int_t)runs, "samples", (json_int_t)samples);
 	text = job ? json_dumps(job, JSON_COMPACT) : NULL;
 	if (!text) {
 		rc = -ENOMEM;
@@ -130,20 +162,20 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	                            .n_hosts = 1,
 	                            .ttl_us = o->confirm_ttl_us,
 	                            .confirm = text,
-	                            .confirmation_of = first.run_id};
+	                            .confirmation_of = first->run_id};
 	rc = store_job_create(c, &spec, &id);
 	if (!rc)
 		aw_info("postingest: queued confirmation job %" PRId64
-		        " for host '%s': %zu suspect "
-		        "cell%s of run %s, %u runs",
+		        " for host '%s': %zu suspect cell%s of run %s, %zu runs (round %zu)",
 		        id, host, json_array_size(cells), json_array_size(cells) == 1 ? "" : "s",
-		        first.run_id, o->confirm_jobs);
+		        first->run_id, runs, jobs.jobs + 1);
 out:
 	free(text);
 	json_decref(job);
 	json_decref(anchors);
 	json_decref(cells);
 	aw_result_free(&r);
+	free(first);
 	return rc;
 }
 

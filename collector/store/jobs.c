@@ -3,6 +3,8 @@
 #include "rows.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <string.h>
 
 #define JOB_COLS                                                                                     \
 	"j.id, j.project, j.commit_sha, j.ref, j.subject, j.all_hosts, j.created_at, j.expires_at, " \
@@ -211,20 +213,37 @@ int store_job_polls(struct store_conn *c, const char *host, int64_t max_age_us, 
 
 static const struct stmt_def sql_job_confirm_find = {
     .id = S_JOB_CONFIRM_FIND,
-    .what = "find a run's confirmation job",
-    .sql = "SELECT id FROM jobs WHERE confirmation_of = ?1 LIMIT 1"};
+    .what = "list a run's confirmation jobs",
+    .sql = "SELECT j.confirm, j.expires_us, h.state FROM jobs j "
+           "LEFT JOIN job_hosts h ON h.job_id = j.id AND h.host = ?2 "
+           "WHERE j.confirmation_of = ?1"};
 
-int store_job_confirming(struct store_conn *c, const char *run_id, bool *exists)
+int store_job_confirmations(struct store_conn *c, const char *run_id, const char *host,
+                            struct store_confirm_jobs *out)
 {
+	char now[AW_TIME_LEN];
 	struct store_stmt *s;
+	int64_t us;
 	int rc = rows_get(c, &sql_job_confirm_find, &s);
 
-	*exists = false;
+	memset(out, 0, sizeof(*out));
 	if (rc)
 		return rc;
+	store_now(now, &us);
 	b_text(s, 1, run_id);
-	rc = step(s);
-	*exists = rc == STORE_ROW;
+	b_text(s, 2, host);
+	while ((rc = step(s)) == STORE_ROW) {
+		const char *state = c_text(s, 2);
+		json_t *confirm = json_loads(c_text(s, 0) ? c_text(s, 0) : "", 0, NULL);
+		json_int_t runs = json_integer_value(json_object_get(confirm, "runs"));
+
+		json_decref(confirm);
+		out->jobs++;
+		out->asked += runs > 0 ? (uint64_t)runs : 0;
+		if (c_i64(s, 1) > us &&
+		    !(state && (!strcmp(state, "done") || !strcmp(state, "failed"))))
+			out->open++;
+	}
 	reset(s);
 	return rc < 0 ? rc : 0;
 }

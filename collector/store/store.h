@@ -440,8 +440,15 @@ int store_job_polled(struct store_conn *c, const char *host);
 /* Whether `host` polled for jobs within the last `max_age_us` (a daemon host). */
 int store_job_polls(struct store_conn *c, const char *host, int64_t max_age_us, bool *polls);
 
-/* Whether a confirmation job of run `run_id` was queued already. */
-int store_job_confirming(struct store_conn *c, const char *run_id, bool *exists);
+/* The confirmation jobs of run `run_id` (store_job_spec.confirmation_of) for `host`: how many,
+ * the re-measurements they asked for in all (their "confirm" object's "runs") and how many have
+ * not ended there (neither done nor failed, nor expired). */
+struct store_confirm_jobs {
+	size_t jobs, open;
+	uint64_t asked;
+};
+int store_job_confirmations(struct store_conn *c, const char *run_id, const char *host,
+                            struct store_confirm_jobs *out);
 
 /* Forgets `host`'s claim of job `id` (its reply never reached the agent). */
 int store_job_unclaim(struct store_conn *c, int64_t id, const char *host);

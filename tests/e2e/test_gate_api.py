@@ -3,7 +3,9 @@
 (pass, fail with the regressed cell first, incomplete for a host that never reported, the
 thresholds file and its gate levels, the cells globs), GET /api/v1/compare of two commits,
 GET /api/v1/changepoints, every bad parameter (status and field) and reads that require a
-token.
+token. A daemon host's suspect is re-measured in rounds of confirmation jobs the collector
+queues (detection.confirm_jobs runs each, within detection.confirm_budget), each round once the
+last one's runs are in.
 
 usage: test_gate_api.py --backend sqlite|postgres"""
 
@@ -312,6 +314,77 @@ def test_reads_requiring_a_token():
            401)
     finally:
         eq(col.stop(), 0)
+
+
+def test_confirmation_rounds():
+    """A daemon host (it polled for jobs) whose suspect the first round of re-measurements left
+    undecided gets a second round once the first round's runs are stored (before its daemon
+    reports the job's end), asking only what the budget has left, and none after the budget."""
+    db = h.Database(S.db.backend, S.pg)
+    col = h.Collector(db.url, config="detection:\n  confirm_jobs: 2\n  confirm_budget: 3\n"
+                      ).start()
+    try:
+        confirmation_rounds(col)
+    finally:
+        col.stop()
+
+
+def confirmation_rounds(col):
+    host, cell, head = "rounds", "op=ldadd cpu=1", "5ec0de01"
+    token, ci = col.token("agent", host), col.token("ci")
+
+    def up(d):
+        r = col.request("POST", "/api/v1/results", d, token=token)
+        eq(r.status, 201, r)
+
+    def poll():
+        return col.request("GET", "/api/v1/jobs/next?host=%s&wait=0" % host, token=token)
+
+    def confirmations():
+        h.wait_for_postingest(col.port)
+        jobs = col.request("GET", "/api/v1/jobs", token=ci).json()["jobs"]
+        return sorted((j for j in jobs if j.get("confirm")), key=lambda j: j["id"])
+
+    def remeasure(seed, factor):
+        d = doc(host, head, "pr-r", 20, seed=seed, changes={cell: factor})
+        d["confirmation_of"] = first["run_id"]
+        up(d)
+
+    for i in range(1, 9):
+        up(doc(host, base_sha(i), "main", i, seed=500 + i))
+    eq(confirmations(), [], "a CI host's runs: its agent confirms them itself")
+    eq(poll().status, 204, "nothing to do; the host is a daemon host from now on")
+    first = doc(host, head, "pr-r", 20, seed=520, changes={cell: 1.3})
+    up(first)
+    jobs = confirmations()
+    eq(len(jobs), 1, jobs)
+    eq((jobs[0]["confirm"]["of"], jobs[0]["confirm"]["runs"]), (first["run_id"], 2), jobs[0])
+    check(cell in jobs[0]["confirm"]["cells"], jobs[0])
+    claim = poll()
+    eq((claim.status, claim.json()["job"]["id"]), (200, jobs[0]["id"]), claim)
+    # the round's first re-measurement: the round still measures, no second job
+    remeasure(521, 1.0)
+    eq(len(confirmations()), 1, "a round at a time")
+    # its second: still undecided (one agrees, one does not), a second round of the one run
+    # the budget has left (the first run and three re-measurements), before the job's end
+    remeasure(522, 1.3)
+    jobs = confirmations()
+    eq(len(jobs), 2, jobs)
+    eq((jobs[1]["confirm"]["of"], jobs[1]["confirm"]["runs"]), (first["run_id"], 1), jobs[1])
+    r = col.request("POST", "/api/v1/jobs/%d/status" % jobs[0]["id"],
+                    {"host": host, "state": "done"}, token=token)
+    eq(r.status, 200, r)
+    claim = poll()
+    eq((claim.status, claim.json()["job"]["id"]), (200, jobs[1]["id"]), claim)
+    remeasure(523, 1.0)
+    # the budget spent: the cell is decided one way or the other, no third round
+    eq(len(confirmations()), 2, "no round past the budget")
+    g = col.request("GET", "/api/v1/gate?project=linux&commit=%s&hosts=%s&all=1" % (head, host),
+                    token=ci).json()
+    hv = host_of(g, host)
+    check(hv["status"] != "unconfirmed", hv)
+    cv = [c for c in hv["cells"] if c["key"] == cell][0]
+    eq(cv["head_runs"], 4, cv)
 
 
 def main():
