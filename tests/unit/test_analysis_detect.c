@@ -618,6 +618,51 @@ static void test_runs_in_an_unseen_memory_state(void **state)
 	assert_int_equal(r.agree_n, 0);
 }
 
+/* Head runs all in memory states the baseline never saw, but spread over a range of them (2x to
+ * 4x its median), show how much the cell feels the state: a chain of multiplies +39% that reads
+ * flat across them is a regression (e2e.bisect.daemon on a loaded machine held such a cell
+ * inconclusive), while a cell that rises with the state, or runs whose states sit together (no
+ * range to measure a slope over), confirm no move. */
+static void test_head_states_measure_what_they_explain(void **state)
+{
+	double h[30], mem[30], x[11], xmem[11], rising[11], close[11];
+	bool conf[11];
+	struct aw_detect_input in = {.history = h,
+	                             .n_history = 30,
+	                             .head = x,
+	                             .n_head = 11,
+	                             .head_confirmation = conf,
+	                             .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 30, 33.2, 0.006);
+	for (int i = 0; i < 30; i++)
+		mem[i] = 1 + 0.05 * ((i * 7) % 5 - 2);
+	for (int i = 0; i < 11; i++) {
+		xmem[i] = 2.0 + 0.2 * i;                       /* 2.0x .. 4.0x */
+		x[i] = 46.3 * (1 + 0.004 * ((i * 3) % 5 - 2)); /* flat, +39% */
+		rising[i] = 33.2 * pow(xmem[i], 0.5); /* sqrt(s): within s^3, and it shows */
+		close[i] = 3.0 + 0.01 * (i % 3);
+		conf[i] = i > 0;
+	}
+	in.history_ref[AW_DETECT_MEMORY] = mem;
+	in.head_ref[AW_DETECT_MEMORY] = xmem;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.unseen_n, 0);
+	assert_true(r.agree_n >= 2);
+	in.head = rising;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 11);
+	assert_int_equal(r.agree_n, 0);
+	in.head = x;
+	in.head_ref[AW_DETECT_MEMORY] = close;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 11);
+	assert_int_equal(r.agree_n, 0);
+}
+
 /* A compare of a head against a base commit of three runs, on a host whose reference (and the
  * cell with it) wanders over 6% in its history: the base's three runs happened to read their
  * reference within 0.2% of each other, the head's three 2% above them, inside the history's
@@ -811,6 +856,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_state_needs_more_runs),
 	    cmocka_unit_test(test_off_band_runs_bounded_both_ways),
 	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
+	    cmocka_unit_test(test_head_states_measure_what_they_explain),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_each_side_its_own_degrees),
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
