@@ -476,79 +476,6 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	}
 }
 
-/* The head runs in a memory state the baseline never saw cannot be compared with the baseline,
- * but they can be compared with the head runs in a state it saw: the same build, so a cell that
- * reads no higher in the unseen state than in those (within its noise, one-sided: slower memory
- * only slows) does not feel the difference, and such a run is judged like any other. The bridge
- * vouches only where it could have told a lift the size of the threshold: a cell whose noise
- * would hide one (a hash lookup, 5-15% from run to run: -44 had an unchanged one read +11% in
- * eleven head runs, nine of them in unseen states, which its two seen ones bridged) keeps the
- * unseen runs out. A compute-bound loop re-measured beside a neighbour's cache traffic confirms
- * its +42% this way; no seen head run, no bridge. Clears the flag of each run it bridges. thr:
- * log1p(threshold); a: scratch of the head's length at least. */
-static void bridge_unseen(struct cell *c, double thr, double *a)
-{
-	size_t m = 0;
-	double seen, tol;
-
-	for (size_t i = 0; i < c->nh && i < 256; i++)
-		if (!c->unseen[i])
-			a[m++] = c->y[c->nb + i];
-	if (!m)
-		return;
-	aw_sort_doubles(a, m);
-	seen = aw_quantile_sorted(a, m, 0.5);
-	tol = c->tq_up * fmax(c->up, UNKNOWN_NOISE) * sqrt(1 + 1.0 / (double)m);
-	if (!(tol < thr))
-		return;
-	for (size_t i = 0; i < c->nh && i < 256; i++)
-		if (c->unseen[i] && c->y[c->nb + i] <= seen + tol)
-			c->unseen[i] = false;
-}
-
-/* What the memory state can explain of the cell, as the head runs themselves measure it: over
- * the m >= 4 head runs in unseen states (by[]: each one's state, log, over the baseline's),
- * the cell's log value against the state by least squares, and the slope's one-sided upper
- * bound (t at 5%, the residuals' spread and the cell's noise the larger); a state of distance b
- * then explains at most that slope times b. NAN where the runs cannot say: fewer than four, or
- * states spread over less than half the distance to the baseline's nearest (a line carried
- * further than it was measured). (e2e.bisect.daemon on a loaded machine: a chain of multiplies
- * +39% in eleven head runs, all in memory states 2.1-4.0x the baseline's and reading flat
- * across them, was held inconclusive by the state's s^3.) a: scratch of the head's length. */
-static double state_slope(const struct cell *c, const double *by, double *a)
-{
-	size_t m = 0;
-	double sb = 0, sy = 0, sxx = 0, sxy = 0, ss = 0, lo = INFINITY, hi = -INFINITY, b, sd;
-
-	for (size_t i = 0; i < c->nh && i < 256; i++)
-		if (c->unseen[i]) {
-			a[m++] = (double)i;
-			sb += by[i];
-			sy += c->y[c->nb + i];
-			lo = fmin(lo, by[i]);
-			hi = fmax(hi, by[i]);
-		}
-	if (m < 4 || !(hi - lo >= lo / 2))
-		return NAN;
-	sb /= (double)m;
-	sy /= (double)m;
-	for (size_t k = 0; k < m; k++) {
-		size_t i = (size_t)a[k];
-
-		sxx += (by[i] - sb) * (by[i] - sb);
-		sxy += (by[i] - sb) * (c->y[c->nb + i] - sy);
-	}
-	b = sxy / sxx;
-	for (size_t k = 0; k < m; k++) {
-		size_t i = (size_t)a[k];
-		double r = c->y[c->nb + i] - sy - b * (by[i] - sb);
-
-		ss += r * r;
-	}
-	sd = fmax(sqrt(ss / (double)(m - 2)), c->up);
-	return fmax(0, b + aw_t_quantile(0.05, (double)(m - 2)) * sd / sqrt(sxx));
-}
-
 /* Whether every head run was measured off the correcting reference's band (off_band(): they
  * decide nothing by the line) and the head reads within `res` ns of the baseline once corrected
  * as far as the history vouches (the correction stops at the history's range): the moment's
@@ -718,10 +645,10 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			any |= c->unseen[i];
 		}
 		if (any)
-			bridge_unseen(c, thr, a);
+			detect_bridge_unseen(c, thr, a);
 		/* the state explains no more than the cell showed it feels across the head's states
 		 */
-		slope = any ? state_slope(c, state, a) : NAN;
+		slope = any ? detect_state_slope(c, state, a) : NAN;
 		for (size_t i = 0; isfinite(slope) && i < c->nh && i < 256; i++)
 			if (c->unseen[i] &&
 			    c->y[c->nb + i] - c->centre[at] - state[i] * slope - c->tq_down * one >=

@@ -136,5 +136,11 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
+/* Head runs in memory states the baseline never saw (c->unseen[]), detect_levels.c: clears the
+ * flag of each run the head runs in seen states vouch for; and the upper bound of the cell's
+ * log slope on the log state (by[]: each head run's) over the unseen runs, NAN where they
+ * cannot say. thr: log1p(threshold); a: scratch of the head's length. */
+void detect_bridge_unseen(struct cell *c, double thr, double *a);
+double detect_state_slope(const struct cell *c, const double *by, double *a);
 
 #endif
