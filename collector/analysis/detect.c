@@ -648,7 +648,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			detect_bridge_unseen(c, thr, a);
 		/* the state explains no more than the cell showed it feels across the head's states
 		 */
-		slope = any ? detect_state_slope(c, state, a) : NAN;
+		slope = any ? detect_state_slope(c, state) : NAN;
 		for (size_t i = 0; isfinite(slope) && i < c->nh && i < 256; i++)
 			if (c->unseen[i] &&
 			    c->y[c->nb + i] - c->centre[at] - state[i] * slope - c->tq_down * one >=

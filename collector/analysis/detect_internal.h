@@ -139,8 +139,8 @@ int detect_head_level(const struct cell *c, const struct aw_detect_result *r, si
 /* Head runs in memory states the baseline never saw (c->unseen[]), detect_levels.c: clears the
  * flag of each run the head runs in seen states vouch for; and the upper bound of the cell's
  * log slope on the log state (by[]: each head run's) over the unseen runs, NAN where they
- * cannot say. thr: log1p(threshold); a: scratch of the head's length. */
+ * cannot say. thr: log1p(threshold); a: the bridge's scratch of the head's length. */
 void detect_bridge_unseen(struct cell *c, double thr, double *a);
-double detect_state_slope(const struct cell *c, const double *by, double *a);
+double detect_state_slope(const struct cell *c, const double *by);
 
 #endif

@@ -413,15 +413,15 @@ void detect_bridge_unseen(struct cell *c, double thr, double *a)
  * states spread over less than half the distance to the baseline's nearest (a line carried
  * further than it was measured). (e2e.bisect.daemon on a loaded machine: a chain of multiplies
  * +39% in eleven head runs, all in memory states 2.1-4.0x the baseline's and reading flat
- * across them, was held inconclusive by the state's s^3.) a: scratch of the head's length. */
-double detect_state_slope(const struct cell *c, const double *by, double *a)
+ * across them, was held inconclusive by the state's s^3.) */
+double detect_state_slope(const struct cell *c, const double *by)
 {
-	size_t m = 0;
+	size_t m = 0, nh = c->nh < 256 ? c->nh : 256;
 	double sb = 0, sy = 0, sxx = 0, sxy = 0, ss = 0, lo = INFINITY, hi = -INFINITY, b, sd;
 
-	for (size_t i = 0; i < c->nh && i < 256; i++)
+	for (size_t i = 0; i < nh; i++)
 		if (c->unseen[i]) {
-			a[m++] = (double)i;
+			m++;
 			sb += by[i];
 			sy += c->y[c->nb + i];
 			lo = fmin(lo, by[i]);
@@ -431,19 +431,18 @@ double detect_state_slope(const struct cell *c, const double *by, double *a)
 		return NAN;
 	sb /= (double)m;
 	sy /= (double)m;
-	for (size_t k = 0; k < m; k++) {
-		size_t i = (size_t)a[k];
-
-		sxx += (by[i] - sb) * (by[i] - sb);
-		sxy += (by[i] - sb) * (c->y[c->nb + i] - sy);
-	}
+	for (size_t i = 0; i < nh; i++)
+		if (c->unseen[i]) {
+			sxx += (by[i] - sb) * (by[i] - sb);
+			sxy += (by[i] - sb) * (c->y[c->nb + i] - sy);
+		}
 	b = sxy / sxx;
-	for (size_t k = 0; k < m; k++) {
-		size_t i = (size_t)a[k];
-		double r = c->y[c->nb + i] - sy - b * (by[i] - sb);
+	for (size_t i = 0; i < nh; i++)
+		if (c->unseen[i]) {
+			double r = c->y[c->nb + i] - sy - b * (by[i] - sb);
 
-		ss += r * r;
-	}
+			ss += r * r;
+		}
 	sd = fmax(sqrt(ss / (double)(m - 2)), c->up);
 	return fmax(0, b + aw_t_quantile(0.05, (double)(m - 2)) * sd / sqrt(sxx));
 }
