@@ -15,6 +15,10 @@ sh scripts/deps.sh test
 confs=${*:-native asan aarch64 clang}
 failed=""
 jobs=$(nproc)
+# why each failed test failed, printed again at the end (a CI log may keep only its tail)
+summary=$(mktemp)
+trap 'rm -f "$summary"' EXIT
+why() { python3 scripts/ctest-failures.py "$@" >>"$summary" || true; }
 for conf in $confs; do
 	echo "=== $conf: build"
 	build=$conf
@@ -30,33 +34,37 @@ for conf in $confs; do
 			[ "$cpu" = max ] || lse=0
 			echo "=== aarch64 under qemu -cpu $cpu (LSE expected: $lse)"
 			QEMU_CPU=$cpu AW_EXPECT_LSE=$lse ctest --test-dir build/aarch64 -j "$jobs" \
-				--output-on-failure || failed="$failed aarch64-$cpu"
+				--output-on-failure || { failed="$failed aarch64-$cpu"; why build/aarch64 "$cpu"; }
 		done
 		;;
 	asan)
 		echo "=== asan: tests"
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 			ctest --test-dir build/asan -j "$jobs" --output-on-failure \
-				-LE 'perf|container|package|style|install|kernel' || failed="$failed asan"
+				-LE 'perf|container|package|style|install|kernel' ||
+				{ failed="$failed asan"; why build/asan asan; }
 		;;
 	clang)
 		# the other configurations run the rest; this one proves the clang build works
 		echo "=== clang: unit, CLI and fuzz-replay tests"
 		ctest --test-dir build/clang -j "$jobs" --output-on-failure -L 'unit|cli|fuzz' ||
-			failed="$failed clang"
+			{ failed="$failed clang"; why build/clang clang; }
 		;;
 	kernel)
 		echo "=== kernel: tests (QEMU; the first run fetches and builds, then it is cached)"
 		ctest --test-dir build/native -j "$jobs" --output-on-failure -L kernel ||
-			failed="$failed kernel"
+			{ failed="$failed kernel"; why build/native kernel; }
 		;;
 	*)
 		echo "=== $conf: tests"
-		ctest --test-dir "build/$conf" -j "$jobs" --output-on-failure || failed="$failed $conf"
+		ctest --test-dir "build/$conf" -j "$jobs" --output-on-failure ||
+			{ failed="$failed $conf"; why "build/$conf" "$conf"; }
 		;;
 	esac
 done
 if [ -n "$failed" ]; then
+	echo "=== why each failed test failed"
+	cat "$summary"
 	echo "FAILED:$failed"
 	exit 1
 fi
