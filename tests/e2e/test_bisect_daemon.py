@@ -8,7 +8,8 @@ collector queues a bisection for it (the daemon reported the subject when it pol
 daemon bisects, reports its progress and its answer, and the culprit shows in
 GET /api/v1/bisects (filters project, host, state), on the culprit's commit page, the overview
 and the host's trend chart. A second host of the same platform that sees the same finding starts
-no second bisection (one runs); a bisection cancelled while it runs stops before its next step's
+no second bisection (one runs; a twin whose head the analysis left inconclusive, measured in a
+memory state its baseline never saw, made no finding, and a fresh twin measures again); a bisection cancelled while it runs stops before its next step's
 runs are uploaded (no half-uploaded step) and its job is not claimed again. Bad requests to the
 API get 400/404/409 naming the field.
 
@@ -188,44 +189,86 @@ def test_trend_marks_culprit():
     check("culprit" in svg, svg[:200])
 
 
-def test_one_finding_one_bisection():
-    # a twin of the same platform (the same machine) sees the same finding: no second one
-    token2 = S.col.token("agent", HOST2)
-    twin = a.Agent(S.url, token2, HOST2,
+def gate_summary(g):
+    """A gate reply in a few lines: the status, each cell not unchanged (verdict, change, note)
+    and each head run's reference ratios."""
+    out = ["status %s" % g.get("status")]
+    for host in g.get("hosts", []):
+        for c in host.get("cells", []):
+            p = c.get("p50") or {}
+            if c.get("verdict") != "unchanged":
+                out.append("  %s: %s %s (%s head runs) %s" % (
+                    c["key"], c["verdict"], p.get("change"), c.get("head_runs"), p.get("note")))
+        for r in host.get("runs", []):
+            out.append("  run %s%s: %s" % (r["run_id"][:8], " disturbed" * bool(r["disturbed"]),
+                                           {k: round(v, 2) for k, v in
+                                            (r.get("references") or {}).items()}))
+    return "\n".join(out)
+
+
+def twin_verdict(host):
+    """A twin of the daemon host (the same machine, so the same platform): the first commit six
+    times, the last re-measured until decided (as many times as the collector's budget allows),
+    as CI jobs do. Returns the gate's reply for the last commit on the twin once the post-ingest
+    work has decided it (fail, or after a last re-measurement if it was left unconfirmed), and
+    the agent's log."""
+    twin = a.Agent(S.url, S.col.token("agent", host), host,
                    extra=bisect_repo.subject_config(S.repo, "s", checkout=True),
                    matrix="matrix:\n  profile: quick\n  ops: [plain]\n  samples: 20\n")
     for commit in [S.shas[0]] * 6 + [S.shas[-1]]:
-        # (re-measured until decided, as many times as the collector's budget allows)
         confirm = ["--confirm", "10", "--confirm-gap-s", "2"] if commit == S.shas[-1] else []
         p = twin.run("run", "--project", "bd", "--commit", commit, "--ref", "main", "--subject",
                      "s", "--quiet", *confirm, timeout=300)
         eq(p.returncode, 0, p.stderr)
-    # the twin's verdict of the last commit regresses too (the post-ingest work has run); left
-    # unconfirmed (its re-measurements beside other work read unlike its first run), it is
-    # measured once more, as the gate asks of a CI job
-    last, agent_log = {}, p.stderr
+    last, log = {}, p.stderr
 
-    def gate(want):
-        r = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], HOST2))
-        last["reply"] = r.body.decode(errors="replace")
-        return r.json() if r.status == 200 and r.json()["status"] in want else None
-    try:
-        if a.wait_for(lambda: gate(("fail", "unconfirmed")), 60,
-                      "the twin's verdict")["status"] == "unconfirmed":
-            p = twin.run("run", "--project", "bd", "--commit", S.shas[-1], "--ref", "main",
-                         "--subject", "s", "--quiet", "--confirm", "3", "--confirm-gap-s", "2",
-                         timeout=300)
-            eq(p.returncode, 0, p.stderr)
-            agent_log += p.stderr
-        a.wait_for(lambda: gate(("fail",)), 60, "the twin's verdict")
-    except AssertionError as e:
-        raise AssertionError("%s: the gate: %s\nthe twin's agent: %s"
-                             % (e, last.get("reply", "")[:6000], agent_log[-6000:]))
+    def gate(want=None):
+        r = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], host))
+        last["reply"] = r.json() if r.status == 200 else {"status": "HTTP %d" % r.status}
+        return last["reply"] if r.status == 200 and (
+            want is None or r.json()["status"] in want) else None
+    # decided once no post-ingest task is left; left unconfirmed (re-measurements beside other
+    # work read unlike the first run), measured once more, as the gate asks of a CI job
+    a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
+               "the post-ingest work")
+    if gate()["status"] == "unconfirmed":
+        p = twin.run("run", "--project", "bd", "--commit", S.shas[-1], "--ref", "main",
+                     "--subject", "s", "--quiet", "--confirm", "3", "--confirm-gap-s", "2",
+                     timeout=300)
+        eq(p.returncode, 0, p.stderr)
+        log += p.stderr
+        a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
+                   "the post-ingest work")
+        gate()
+    return last["reply"], log
+
+
+def test_one_finding_one_bisection():
+    # twins of the same platform see the same finding: no second bisection. A twin whose head
+    # runs the analysis could not vouch for (measured in a memory state its six baseline runs
+    # never saw: CI's other tests loading the machine between them, the verdict honestly
+    # inconclusive, CI once) made no finding: a fresh twin measures again, three at most
+    tried = []
+    for k in range(3):
+        host = HOST2 if k == 0 else "%s-%d" % (HOST2, k + 1)
+        g, log = twin_verdict(host)
+        if g["status"] == "fail":
+            break
+        tried.append("%s:\n%s\nthe agent: %s" % (host, gate_summary(g), log[-1500:]))
+        notes = [c["p50"].get("note") or "" for hs in g.get("hosts", []) for c in hs["cells"]
+                 if c["key"].startswith("subject=")]
+        if g["status"] != "inconclusive" or not any("memory state" in n for n in notes):
+            break
+    if g["status"] != "fail":
+        raise AssertionError("the twin's verdict is not fail:\n" + "\n".join(tried))
     a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
                "the post-ingest work")
     eq([x["id"] for x in bisects(project="bd")], [S.bisect_id])
     jobs = api("GET", "/api/v1/jobs?limit=1000").json()["jobs"]
     eq(len([j for j in jobs if j.get("bisect")]), 1, jobs)
+    if tried:
+        print("(%d twin(s) before the last were left inconclusive by their memory states)"
+              % len(tried))
 
 
 def test_cancel_leaves_no_half_step():
