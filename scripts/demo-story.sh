@@ -229,11 +229,19 @@ gate() { # NAME COMMIT: runs the gate, prints its output, sets $status
 }
 # Unconfirmed is the gate saying "re-measure": a busy machine's spell can outlast all of a
 # commit's runs (its reference read beyond anything usual in each of them: they decide nothing).
+# Inconclusive (exit 4) says the same once the re-measurements are spent: runs measured in a
+# memory state the history never saw cannot be vouched for, and a run at a calmer moment can.
 # A CI job re-runs; so does the story, once, at another moment.
-gate_again() { # NAME COMMIT REF: gate, and once more after a re-measurement when unconfirmed
+gate_again() { # NAME COMMIT REF: gate, and once more after a re-measurement when undecided
 	gate "$1" "$2"
+	word=
 	if [ "$status" = 0 ] && grep -q '^atomwatch gate: unconfirmed' "$dir/gate-$1.txt"; then
-		say "$1 is unconfirmed: re-measured once more, as the gate asks, 10 s later"
+		word=unconfirmed
+	elif [ "$status" = 4 ]; then
+		word=inconclusive
+	fi
+	if [ -n "$word" ]; then
+		say "$1 is $word: re-measured once more, as the gate asks, 10 s later"
 		sleep 10
 		run_id=$(agent_do run --config "$dir/agent.yaml" --project "$project" --commit "$2" \
 			--ref "$3" --subject libpcpu --quiet --confirm 3 --confirm-gap-s 5)
