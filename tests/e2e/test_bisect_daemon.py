@@ -104,8 +104,61 @@ def test_daemon_polls_with_subjects():
     eq(bisects(), [])
 
 
+def gate_summary(g):
+    """A gate reply in a few lines: the status, each cell not unchanged (verdict, change, note)
+    and each head run's reference ratios."""
+    out = ["status %s" % g.get("status")]
+    for host in g.get("hosts", []):
+        for c in host.get("cells", []):
+            p = c.get("p50") or {}
+            if c.get("verdict") != "unchanged":
+                out.append("  %s: %s %s (%s head runs) %s" % (
+                    c["key"], c["verdict"], p.get("change"), c.get("head_runs"), p.get("note")))
+        for r in host.get("runs", []):
+            out.append("  run %s%s: %s" % (r["run_id"][:8], " disturbed" * bool(r["disturbed"]),
+                                           {k: round(v, 2) for k, v in
+                                            (r.get("references") or {}).items()}))
+    return "\n".join(out)
+
+
+def memory_inconclusive(g):
+    """Whether a gate reply is inconclusive because the subject's head runs were measured in a
+    memory state the history never saw (the analysis could vouch for none of them)."""
+    notes = [c["p50"].get("note") or "" for hs in g.get("hosts", []) for c in hs["cells"]
+             if c["key"].startswith("subject=")]
+    return g.get("status") == "inconclusive" and any("memory state" in n for n in notes)
+
+
+def no_bisection(e, seen):
+    """Why no bisection ended: the bisections, the last commit's gate, the logs."""
+    gate = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s&all=1" % (S.shas[-1], HOST))
+    logs = [x for x in S.col.logs().splitlines() if " GET " not in x]
+    return ("%s: the bisections: %s\nthe last commit's gate (HTTP %s): %s\nthe collector's log "
+            "(requests left out):\n%s\n%s"
+            % (e, seen, gate.status, gate_summary(gate.json()) if gate.status == 200 else
+               gate.body.decode(errors="replace")[:3000], "\n".join(logs[-80:]),
+               S.ag.logs()[-6000:]))
+
+
 def test_finding_bisected():
     measure_history("bd", "s", S.shas)
+    # a head whose runs (the first and its confirmations) were all measured beside other work
+    # that moved the memory state is inconclusive once its budget is spent, and no finding: CI
+    # re-runs the job, at a calmer moment, twice at most
+    for _ in range(2):
+        def settled():
+            g = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], HOST))
+            return "bisect" if bisects(project="bd") else \
+                g.json() if g.status == 200 and g.json()["status"] == "inconclusive" else None
+        try:
+            first = a.wait_for(settled, 300, "a bisection or an inconclusive head")
+        except AssertionError as e:
+            raise AssertionError(no_bisection(e, bisects(project="bd")))
+        if first == "bisect" or not memory_inconclusive(first):
+            break
+        print("     the head was inconclusive (%s): measured once more" % gate_summary(first))
+        st = wait_job(queue("bd", S.shas[-1], "s"))
+        eq(st["state"], "done", "%r\n%s" % (st, S.ag.logs()))
     seen = []
 
     def done():
@@ -113,13 +166,8 @@ def test_finding_bisected():
         return [x for x in seen if x["state"] not in ("queued", "running")]
     try:
         b = a.wait_for(done, 300, "the bisection")[0]
-    except AssertionError:
-        gate = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s&all=1" % (S.shas[-1], HOST))
-        logs = [x for x in S.col.logs().splitlines() if " GET " not in x]
-        raise AssertionError("the bisection did not end: %s\nthe last commit's gate (HTTP %s): "
-                             "%s\nthe collector's log (requests left out):\n%s\n%s"
-                             % (seen, gate.status, gate.body.decode(errors="replace")[:6000],
-                                "\n".join(logs[-80:]), S.ag.logs()))
+    except AssertionError as e:
+        raise AssertionError(no_bisection(e, seen))
     eq(b["state"], "done", b)
     eq((b["good"], b["bad"], b["subject"], b["host"], b["runner"], b["reason"]),
        (S.shas[0], S.shas[-1], "s", HOST, HOST, "verdict"), b)
@@ -189,23 +237,6 @@ def test_trend_marks_culprit():
     check("culprit" in svg, svg[:200])
 
 
-def gate_summary(g):
-    """A gate reply in a few lines: the status, each cell not unchanged (verdict, change, note)
-    and each head run's reference ratios."""
-    out = ["status %s" % g.get("status")]
-    for host in g.get("hosts", []):
-        for c in host.get("cells", []):
-            p = c.get("p50") or {}
-            if c.get("verdict") != "unchanged":
-                out.append("  %s: %s %s (%s head runs) %s" % (
-                    c["key"], c["verdict"], p.get("change"), c.get("head_runs"), p.get("note")))
-        for r in host.get("runs", []):
-            out.append("  run %s%s: %s" % (r["run_id"][:8], " disturbed" * bool(r["disturbed"]),
-                                           {k: round(v, 2) for k, v in
-                                            (r.get("references") or {}).items()}))
-    return "\n".join(out)
-
-
 def twin_verdict(host):
     """A twin of the daemon host (the same machine, so the same platform): the first commit six
     times, the last re-measured until decided (as many times as the collector's budget allows),
@@ -255,9 +286,7 @@ def test_one_finding_one_bisection():
         if g["status"] == "fail":
             break
         tried.append("%s:\n%s\nthe agent: %s" % (host, gate_summary(g), log[-1500:]))
-        notes = [c["p50"].get("note") or "" for hs in g.get("hosts", []) for c in hs["cells"]
-                 if c["key"].startswith("subject=")]
-        if g["status"] != "inconclusive" or not any("memory state" in n for n in notes):
+        if not memory_inconclusive(g):
             break
     if g["status"] != "fail":
         raise AssertionError("the twin's verdict is not fail:\n" + "\n".join(tried))
