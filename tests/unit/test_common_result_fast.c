@@ -34,6 +34,22 @@ static size_t below(size_t n)
 	return n ? (size_t)(rnd() % n) : 0;
 }
 
+/* The rounds of a randomised check: n, over AW_TEST_ROUNDS_DIV (1 to 16; the build sets it
+ * where every round costs more, under qemu-aarch64 and under ASan: the same kinds of mutation,
+ * fewer of them). */
+static unsigned rounds_of(unsigned n)
+{
+	const char *env = getenv("AW_TEST_ROUNDS_DIV");
+	char *end;
+	unsigned long div = env ? strtoul(env, &end, 10) : 1;
+
+	if (env && (*end || div < 1 || div > 16)) {
+		fprintf(stderr, "bad AW_TEST_ROUNDS_DIV '%s': 1 to 16\n", env);
+		fail();
+	}
+	return (unsigned)(n / div);
+}
+
 struct tally {
 	unsigned fast, slow, both;
 };
@@ -497,7 +513,7 @@ static void test_mutations(void **state)
 
 	(void)state;
 	for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++) {
-		unsigned rounds = docs[d]->n_cells > 100 ? 300 : 4000;
+		unsigned rounds = rounds_of(docs[d]->n_cells > 100 ? 300 : 4000);
 
 		mutate_and_check(docs[d], rounds, NULL, &t);
 		mutate_and_check(docs[d], rounds / 8, &tight, &tt);
@@ -506,8 +522,9 @@ static void test_mutations(void **state)
 	fprintf(stderr,
 	        "mutations: fast took %u, slow took %u, both %u; tight limits: %u, %u, %u\n",
 	        t.fast, t.slow, t.both, tt.fast, tt.slow, tt.both);
-	/* the test means something only if many mutated documents stay valid and go fast */
-	assert_true(t.fast > 1000);
+	/* the test means something only if many mutated documents stay valid and go fast (1,467
+	 * of the 16,300 took the fast path here) */
+	assert_true(t.fast > rounds_of(1000));
 	assert_true(t.slow > t.fast);
 }
 
@@ -519,9 +536,10 @@ static void test_numbers(void **state)
 	char *text = dump(r, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	struct tally t = {0};
 	size_t len = strlen(text);
+	unsigned rounds = rounds_of(20000);
 
 	(void)state;
-	for (unsigned i = 0; i < 20000; i++) {
+	for (unsigned i = 0; i < rounds; i++) {
 		char num[96], *m = NULL;
 		const char *keys[] = {"\"stddev\":", "\"baseline_ns\":", "\"values\":["};
 		const char *at = strstr(text, keys[below(3)]);
@@ -544,8 +562,8 @@ static void test_numbers(void **state)
 	}
 	free(text);
 	aw_result_free(&r);
-	fprintf(stderr, "numbers: fast took %u of 20000, slow %u\n", t.fast, t.slow);
-	assert_true(t.fast > 15000);
+	fprintf(stderr, "numbers: fast took %u of %u, slow %u\n", t.fast, rounds, t.slow);
+	assert_true(t.fast > rounds / 4 * 3);
 }
 
 int main(void)
