@@ -708,7 +708,7 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	    r->unseen_n) {
 		snprintf(r->note, sizeof(r->note),
 		         "%zu of %zu head runs measured in a memory state %.1fx the baseline's "
-		         "slowest: they confirm no move",
+		         "median: they confirm no move",
 		         r->unseen_n, r->head_n, r->unseen_by);
 		return;
 	}
