@@ -252,26 +252,25 @@ def twin_verdict(host):
         p = twin.run("run", "--project", "bd", "--commit", commit, "--ref", "main", "--subject",
                      "s", "--quiet", *confirm, timeout=300)
         eq(p.returncode, 0, p.stderr)
-    last, log = {}, p.stderr
+    log = p.stderr
 
-    def gate():
+    def decided():
+        """The gate's reply once no post-ingest task is left."""
+        a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
+                   "the post-ingest work")
         r = api("GET", "/api/v1/gate?project=bd&commit=%s&hosts=%s" % (S.shas[-1], host))
-        last["reply"] = r.json() if r.status == 200 else {"status": "HTTP %d" % r.status}
-        return last["reply"]
-    # decided once no post-ingest task is left; left unconfirmed (re-measurements beside other
-    # work read unlike the first run), measured once more, as the gate asks of a CI job
-    a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
-               "the post-ingest work")
-    if gate()["status"] == "unconfirmed":
+        return r.json() if r.status == 200 else {"status": "HTTP %d" % r.status}
+    # left unconfirmed (re-measurements beside other work read unlike the first run), measured
+    # once more, as the gate asks of a CI job
+    g = decided()
+    if g["status"] == "unconfirmed":
         p = twin.run("run", "--project", "bd", "--commit", S.shas[-1], "--ref", "main",
                      "--subject", "s", "--quiet", "--confirm", "3", "--confirm-gap-s", "2",
                      timeout=300)
         eq(p.returncode, 0, p.stderr)
         log += p.stderr
-        a.wait_for(lambda: h.postingest_gauges(S.col.port)["tasks"] == 0, 60,
-                   "the post-ingest work")
-        gate()
-    return last["reply"], log
+        g = decided()
+    return g, log
 
 
 def test_one_finding_one_bisection():
