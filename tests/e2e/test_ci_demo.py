@@ -165,8 +165,15 @@ def test_markdown_lists_the_regression_first():
     port = int(url.rsplit(":", 1)[1])
     for link in (compare, heatmap):
         h.wait_for_chart(port, link[len(url):])
+    # A changed nothing: its gate passes. On a machine whose state moved under the story
+    # (CI: the plain incq 0.31 -> 1.92 ns in all ten head runs beside the control chain's +45%)
+    # the gate may say `unconfirmed` (exit 0, "re-measure") even after the story's one more
+    # re-measurement: an honest answer, never a regression
     md_a = read("gate-A.md")
-    check(md_a.startswith("## atomwatch gate: pass\n") and "### Regressions" not in md_a, md_a)
+    again = re.search(r"== A is unconfirmed: re-measured once more", S.proc.stdout)
+    check(md_a.startswith("## atomwatch gate: pass\n") or
+          (again and md_a.startswith("## atomwatch gate: unconfirmed\n")), md_a)
+    check("### Regressions" not in md_a, md_a)
 
 
 def test_reference_hosts():
