@@ -195,6 +195,7 @@ static int to_metric(const struct aw_detect_result *r, enum aw_verdict verdict, 
 	m->decided_by = r->decided_by;
 	if ((r->reference >= 0 && aw_set_str(&m->reference, slot_name(t, r->reference))) ||
 	    (r->level_ref >= 0 && aw_set_str(&m->level_by, slot_name(t, r->level_ref))) ||
+	    (r->own_levels && aw_set_str(&m->level_by, "its own runs")) ||
 	    (r->note[0] && aw_set_str(&m->note, r->note)))
 		return -ENOMEM;
 	return 0;

@@ -554,8 +554,13 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	for (size_t j = 0; j < r->n_levels; j++) {
 		const struct aw_level *l = &r->levels[j];
 
-		if (!(j == dom || l->share >= o->level_share) || !l->n_head)
+		if (!(j == dom || l->share >= o->level_share))
 			continue;
+		if (!l->n_head) { /* (a state of the machine the head was not measured in; but a
+			             cell's own level is its code's: it may have left it) */
+			bounded = bounded && !r->own_levels;
+			continue;
+		}
 		judged = true;
 		if (l->verdict != AW_VERDICT_UNCHANGED)
 			bounded = false;
@@ -732,9 +737,9 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	if (!dom->n_head) {
 		snprintf(r->note, sizeof(r->note),
-		         "no head run in the level of %.0f%% of the history (the machine was in "
-		         "another state)",
-		         100 * dom->share);
+		         "no head run in the level of %.0f%% of the history (%s)", 100 * dom->share,
+		         r->own_levels ? "the cell's own: the code or the machine left it"
+		                       : "the machine was in another state");
 		return;
 	}
 	for (size_t j = 0; j < r->n_levels; j++)
@@ -924,7 +929,7 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 				detect_adjust(c, r, centre, a);
 			}
 		}
-		detect_find_levels(&o, c, r, a, b, s);
+		detect_find_levels(&o, c, r, log1p(in[i].threshold), a, b, s);
 	}
 	moderate(in, n, &o, cells, false, qa, qb);
 	moderate(in, n, &o, cells, true, qa, qb);

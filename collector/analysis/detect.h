@@ -124,6 +124,7 @@ struct aw_detect_result {
 	double ref_slope;      /* d log(value) / d log(reference) */
 	double ref_gain;       /* share of the spread the reference removed */
 	int level_ref;         /* the ref[] index whose clusters are the levels, or -1 */
+	bool own_levels;       /* the levels are the cell's own clusters (no reference's) */
 	struct aw_level levels[AW_DETECT_LEVELS];
 	size_t n_levels;
 	size_t dominant; /* index of the dominant level */

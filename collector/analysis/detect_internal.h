@@ -134,7 +134,7 @@ double detect_pick_level_reference(const struct aw_detect_opts *o, struct cell *
 void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const double *bounds,
                         double *a, double *b);
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
-                        double *a, double *b, double *s);
+                        double thr, double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
 /* Head runs in memory states the baseline never saw (c->unseen[]), detect_levels.c: clears the
  * flag of each run the head runs in seen states vouch for; and the upper bound of the cell's

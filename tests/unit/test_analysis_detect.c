@@ -371,6 +371,51 @@ static void test_bimodal_flag(void **state)
 	assert_true(r.bimodal);
 }
 
+/* A cell with levels no reference feels (a plain incq on a Zen core, 0.3 ns while its store is
+ * renamed, 2 ns while it is not, a run in four): its own runs make the levels. A head that sat
+ * in the slow level seven times in ten is unchanged; one whose slow runs read +60% (at a 50%
+ * threshold) regressed in that level; one with no run left in the dominant level decides
+ * nothing; clusters closer than three thresholds stay one level. */
+static void test_own_levels(void **state)
+{
+	double h[24], x[10], y[10];
+	bool conf[10] = {false, false, false, true, true, true, true, true, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 24, .head = x, .n_head = 10, .threshold = 0.5};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 24, 0.3, 0.03);
+	for (int i = 0; i < 24; i += 4)
+		h[i + 1] = 2.0 * (1 + 0.02 * (i % 3));
+	series(x, 10, 0.3, 0.03);
+	for (int i = 0; i < 7; i++)
+		x[i + 3] = 2.0 * (1 + 0.01 * (i % 4));
+	in.head_confirmation = conf;
+	r = judge_input(&in);
+	assert_true(r.own_levels);
+	assert_int_equal(r.n_levels, 2);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	for (int i = 3; i < 10; i++)
+		x[i] *= 1.6;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(r.levels[r.decided_by].base > 1);
+	for (int i = 0; i < 10; i++)
+		y[i] = 2.0 * (1 + 0.01 * (i % 4));
+	in.head = y;
+	r = judge_input(&in);
+	assert_int_not_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* 1.0 and 1.3 ns at a 10% threshold: 1.3x is within three thresholds */
+	series(h, 24, 1.0, 0.003);
+	for (int i = 0; i < 24; i += 4)
+		h[i + 1] = 1.3;
+	in.threshold = 0.1;
+	r = judge_input(&in);
+	assert_false(r.own_levels);
+	assert_true(r.bimodal);
+}
+
 /* Forty quiet cells and one that moved: the false discovery correction keeps the one. */
 static void test_families(void **state)
 {
@@ -849,6 +894,7 @@ int main(void)
 	    cmocka_unit_test(test_far_move_short_history),
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_bimodal_flag),
+	    cmocka_unit_test(test_own_levels),
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
