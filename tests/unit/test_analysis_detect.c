@@ -416,6 +416,40 @@ static void test_own_levels(void **state)
 	assert_true(r.bimodal);
 }
 
+/* A reader at 7.0 ns and 4.2 ns in spells of 20, 20, 12 and 12 runs: a spell's change point is
+ * no window's start when it returns to a level an earlier spell held, so the window holds both
+ * levels and a head in both is unchanged, one all in the slow spell no pass and no regression
+ * (the dominant level has no run: undecided). One step from 7.0 down to 4.2 and a head back at
+ * 7.0 is a regression: the commit that steps back is not in the history. */
+static void test_spells_are_levels_not_windows(void **state)
+{
+	double h[64], x[4] = {4.2, 7.0, 4.21, 7.02}, y[3] = {7.0, 7.03, 6.98};
+	bool conf[4] = {false, true, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 64, .head = x, .n_head = 4, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 64, 1, 0.004);
+	for (int i = 0; i < 64; i++)
+		h[i] *= i < 20 || (i >= 40 && i < 52) ? 7.0 : 4.2;
+	in.head_confirmation = conf;
+	r = judge_input(&in);
+	assert_int_equal(r.window_n, 30);
+	assert_true(r.own_levels);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	in.head = y;
+	in.n_head = 3;
+	r = judge_input(&in);
+	assert_int_not_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_not_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	for (int i = 0; i < 64; i++)
+		h[i] = (i < 40 ? 7.0 : 4.2) * (1 + 0.004 * ((i * 7) % 5 - 2) / 2);
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.window_n, 24);
+}
+
 /* Forty quiet cells and one that moved: the false discovery correction keeps the one. */
 static void test_families(void **state)
 {
@@ -895,6 +929,7 @@ int main(void)
 	    cmocka_unit_test(test_window_cut_at_change_point),
 	    cmocka_unit_test(test_bimodal_flag),
 	    cmocka_unit_test(test_own_levels),
+	    cmocka_unit_test(test_spells_are_levels_not_windows),
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
