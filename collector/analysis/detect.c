@@ -555,7 +555,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 {
 	double thr = log1p(in->threshold);
 	size_t dom = r->dominant;
-	bool bounded = true, judged = false;
+	bool bounded = true, judged = false, split;
 	int lvl = -1;
 
 	r->noise = c->up;
@@ -577,7 +577,15 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	}
 	r->change_ns = c->raw_head - c->raw_base;
 	r->absolute = c->zero_base;
-	if (c->up_level >= 0 && q_up <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
+	split = (c->up_level >= 0 && q_up <= o->fdr &&
+	         detect_head_split(c, c->up_level, 1, thr, &r->split_at, &r->split_far)) ||
+	        (c->down_level >= 0 && q_down <= o->fdr &&
+	         detect_head_split(c, c->down_level, -1, thr, &r->split_at, &r->split_far));
+	if (!split)
+		r->split_at = r->split_far = 0;
+	if (split) {
+		r->verdict = AW_VERDICT_UNKNOWN; /* (the runs disagree) */
+	} else if (c->up_level >= 0 && q_up <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
 		r->verdict = AW_VERDICT_REGRESSED;
 		lvl = c->up_level;
 		r->pvalue = c->p_up;
@@ -735,6 +743,14 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	}
 	if (r->verdict != AW_VERDICT_UNKNOWN)
 		return;
+	if (r->split_far) {
+		snprintf(
+		    r->note, sizeof(r->note),
+		    "%zu of %zu head runs read as the baseline, %zu lie three thresholds or more "
+		    "away: a state the cell visits, or a change only some runs show",
+		    r->split_at, r->head_n, r->split_far);
+		return;
+	}
 	if (!dom->n_head && r->off_n) { /* (off_band(): only with a reference) */
 		snprintf(
 		    r->note, sizeof(r->note),

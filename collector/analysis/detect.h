@@ -118,13 +118,16 @@ struct aw_detect_result {
 	                          (state_margin) that the head's other runs do not bridge: they
 	                          confirm no move */
 	double unseen_by;      /* the largest such state over the baseline's median (or NAN) */
-	size_t off_n;          /* head runs whose correcting reference read beyond the band of
-	                          the baseline's central runs: they decide nothing */
-	int reference;         /* the input's ref[] index the values were adjusted by, or -1 */
-	double ref_slope;      /* d log(value) / d log(reference) */
-	double ref_gain;       /* share of the spread the reference removed */
-	int level_ref;         /* the ref[] index whose clusters are the levels, or -1 */
-	bool own_levels;       /* the levels are the cell's own clusters (no reference's) */
+	size_t split_at,
+	    split_far;    /* a head split (detect_head_split()): runs at the baseline's level
+	                     and runs three thresholds beyond it; 0 when not split */
+	size_t off_n;     /* head runs whose correcting reference read beyond the band of
+	                     the baseline's central runs: they decide nothing */
+	int reference;    /* the input's ref[] index the values were adjusted by, or -1 */
+	double ref_slope; /* d log(value) / d log(reference) */
+	double ref_gain;  /* share of the spread the reference removed */
+	int level_ref;    /* the ref[] index whose clusters are the levels, or -1 */
+	bool own_levels;  /* the levels are the cell's own clusters (no reference's) */
 	struct aw_level levels[AW_DETECT_LEVELS];
 	size_t n_levels;
 	size_t dominant; /* index of the dominant level */

@@ -136,6 +136,10 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double thr, double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
+/* Whether level j's head runs split between the level's centre and three thresholds beyond it
+ * (sign +1: slower), counting each side (detect_levels.c). thr: log1p(threshold). */
+bool detect_head_split(const struct cell *c, int j, int sign, double thr, size_t *at_n,
+                       size_t *far_n);
 /* Head runs in memory states the baseline never saw (c->unseen[]), detect_levels.c: clears the
  * flag of each run the head runs in seen states vouch for; and the upper bound of the cell's
  * log slope on the log state (by[]: each head run's) over the unseen runs, NAN where they

@@ -419,6 +419,37 @@ int detect_head_level(const struct cell *c, const struct aw_detect_result *r, si
 	return best;
 }
 
+/* Whether the head runs of level j split in two: two or more within the threshold of the
+ * level's centre, two or more three thresholds or more beyond it (sign: +1 slower, -1 faster),
+ * and none between. The code moves every run it slows; runs that split between the baseline's
+ * place and a far one show a state the cell visits (a plain incq whose store renaming stops for
+ * a spell, 0.3 -> 2 ns; a liburcu reader between 4.2 and 7.0 ns), or a change only some runs
+ * show: which, the runs cannot say. (e2e.ci.demo: the tip of main failed on the plain incq, 3 of
+ * its 10 runs at the baseline's 0.29 ns and 7 at 1.6-2.3 ns, the slow state seen once in the
+ * baseline's 12.) */
+bool detect_head_split(const struct cell *c, int j, int sign, double thr, size_t *at_n,
+                       size_t *far_n)
+{
+	size_t at = 0, far = 0, between = 0;
+
+	for (size_t i = 0; i < c->nh && i < 256; i++) {
+		double d;
+
+		if (c->head_lev[i] != j)
+			continue;
+		d = sign * (c->y[c->nb + i] - c->centre[j]);
+		if (fabs(d) < thr)
+			at++;
+		else if (d >= 3 * thr)
+			far++;
+		else
+			between++;
+	}
+	*at_n = at;
+	*far_n = far;
+	return at >= 2 && far >= 2 && !between;
+}
+
 /* ---- head runs in unseen memory states ---- */
 
 /* The head runs in a memory state the baseline never saw cannot be compared with the baseline,

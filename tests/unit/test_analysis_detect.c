@@ -450,6 +450,38 @@ static void test_spells_are_levels_not_windows(void **state)
 	assert_int_equal(r.window_n, 24);
 }
 
+/* A plain incq whose twelve baseline runs read 0.29 ns and whose store renaming stopped for a
+ * spell (2 ns) while its head was measured: three runs at the baseline and seven slow are no
+ * regression (the runs disagree:
+ * undecided, and the note says so); every run slow, or every run at +60% between the two, is. */
+static void test_split_head_is_undecided(void **state)
+{
+	double h[12], x[10] = {0.31, 2.26, 2.05, 1.92, 0.30, 2.0, 1.61, 2.1, 0.30, 1.92}, y[10];
+	bool conf[10] = {false, false, false, true, true, true, false, true, true, true};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 12, .head = x, .n_head = 10, .threshold = 0.5};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 12, 0.295, 0.04);
+	in.head_confirmation = conf;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	assert_int_equal(r.split_at, 3);
+	assert_int_equal(r.split_far, 7);
+	assert_non_null(strstr(r.note, "3 of 10 head runs read as the baseline"));
+	for (int i = 0; i < 10; i++)
+		y[i] = x[i] < 1 ? 2.0 : x[i];
+	in.head = y;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	for (int i = 0; i < 10; i++)
+		y[i] = x[i] < 1 ? 0.3 * 1.6 : x[i];
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.split_far, 0);
+}
+
 /* Forty quiet cells and one that moved: the false discovery correction keeps the one. */
 static void test_families(void **state)
 {
@@ -930,6 +962,7 @@ int main(void)
 	    cmocka_unit_test(test_bimodal_flag),
 	    cmocka_unit_test(test_own_levels),
 	    cmocka_unit_test(test_spells_are_levels_not_windows),
+	    cmocka_unit_test(test_split_head_is_undecided),
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
