@@ -260,6 +260,33 @@ static void test_levels_by_reference(void **state)
 	assert_true(r.bimodal);
 }
 
+/* A build 50% slower in both levels of the machine, its three head runs two in one level and
+ * one in the other: each run shows the move against its own level, and all three agree (the
+ * confirmation asks two; the deciding level alone may hold one). */
+static void test_runs_agree_across_levels(void **state)
+{
+	double h[30], ref[30], x[3] = {7.25 * 1.5, 10.2 * 1.5, 7.25 * 1.5},
+	                       xref[3] = {2.2, 3.5, 2.2};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 30, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(ref, 30, 1, 0.04);
+	for (int i = 0; i < 30; i++) {
+		bool sh = i % 5 < 2;
+
+		ref[i] *= sh ? 3.5 : 2.2;
+		h[i] = (sh ? 10.2 : 7.25) * (1 + 0.0008 * ((i * 3) % 5 - 2));
+	}
+	in.history_ref[1] = ref;
+	in.head_ref[1] = xref;
+	r = judge_input(&in);
+	assert_int_equal(r.level_ref, 1);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.agree_n, 3);
+}
+
 /* One head run far faster than its level (a +17% build measured while the machine ran fast):
  * never a pass until re-measured. */
 static void test_fast_run_is_no_pass(void **state)
@@ -963,6 +990,7 @@ int main(void)
 	    cmocka_unit_test(test_own_levels),
 	    cmocka_unit_test(test_spells_are_levels_not_windows),
 	    cmocka_unit_test(test_split_head_is_undecided),
+	    cmocka_unit_test(test_runs_agree_across_levels),
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
