@@ -640,10 +640,10 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	 * nothing in the baseline says by how much, so such runs confirm no move (the
 	 * analysis keeps the cell a suspect, then inconclusive). Up to a point: a state of
 	 * ratio s (the walk's or the gather's, the larger) explains a slowdown of s^3 at most,
-	 * and a run that reads slower than the baseline by that and surely by the threshold
-	 * more shows a move no state made, and it counts. (e2e.ci.demo on a loaded CI: an
-	 * injected 0.03 -> 21.9 ns regression, two of its three head runs in a memory state
-	 * 1.6x the baseline's, was held unconfirmed.) */
+	 * and a run that reads slower than the baseline by that and surely (by the t bound, or
+	 * beyond its highest run) by the threshold more shows a move no state made: it counts.
+	 * (e2e.ci.demo on a loaded CI: an injected 0.03 -> 21.9 ns regression, two of its three
+	 * head runs in a memory state 1.6x the baseline's, was held unconfirmed.) */
 	r->unseen_n = 0;
 	r->unseen_by = NAN;
 	{
@@ -651,18 +651,18 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		double top = baseline_state(c, x, a), gtop = baseline_state(c, g, a);
 		bool any = false;
 		int at = lvl >= 0 ? lvl : (int)dom;
-		double one = fmax(c->down, o->screen_noise) * sqrt(1 + 1.0 / (double)c->nb);
-
+		double one = fmax(c->down, o->screen_noise) * sqrt(1 + 1.0 / (double)c->nb),
+		       sure = fmin(c->tq_down * one, detect_level_top(c, at) - c->centre[at]);
 		double state[256], slope;
 
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++) {
 			double by = x[c->nb + i] - top, gby = g[c->nb + i] - gtop;
 
 			state[i] = isfinite(gby) ? fmax(by, gby) : by;
-			c->unseen[i] = isfinite(by) && by > log(o->state_margin) &&
-			               c->y[c->nb + i] - c->centre[at] - state[i] * STATE_EXPLAINS -
-			                       c->tq_down * one <
-			                   thr;
+			c->unseen[i] =
+			    isfinite(by) && by > log(o->state_margin) &&
+			    c->y[c->nb + i] - c->centre[at] - state[i] * STATE_EXPLAINS - sure <
+			        thr;
 			any |= c->unseen[i];
 		}
 		if (any)
@@ -672,8 +672,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		slope = any ? detect_state_slope(c, state) : NAN;
 		for (size_t i = 0; isfinite(slope) && i < c->nh && i < 256; i++)
 			if (c->unseen[i] &&
-			    c->y[c->nb + i] - c->centre[at] - state[i] * slope - c->tq_down * one >=
-			        thr)
+			    c->y[c->nb + i] - c->centre[at] - state[i] * slope - sure >= thr)
 				c->unseen[i] = false;
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++)
 			if (c->unseen[i]) {

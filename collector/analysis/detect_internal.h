@@ -136,6 +136,8 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double thr, double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
+/* The highest of level j's baseline runs (log), NAN when it has none (detect_levels.c). */
+double detect_level_top(const struct cell *c, int j);
 /* Whether level j's head runs split between the level's centre and three thresholds beyond it
  * (sign +1: slower), counting each side (detect_levels.c). thr: log1p(threshold). */
 bool detect_head_split(const struct cell *c, int j, int sign, double thr, size_t *at_n,

@@ -450,6 +450,17 @@ bool detect_head_split(const struct cell *c, int j, int sign, double thr, size_t
 	return at >= 2 && far >= 2 && !between;
 }
 
+/* The highest of level j's baseline runs (log), NAN when it has none. */
+double detect_level_top(const struct cell *c, int j)
+{
+	double top = NAN;
+
+	for (size_t k = 0; k < c->nb && k < 256; k++)
+		if (c->level_of[k] == j && !(c->y[k] <= top))
+			top = c->y[k];
+	return top;
+}
+
 /* ---- head runs in unseen memory states ---- */
 
 /* The head runs in a memory state the baseline never saw cannot be compared with the baseline,

@@ -756,6 +756,30 @@ static void test_runs_in_an_unseen_memory_state(void **state)
 	assert_int_equal(r.agree_n, 0);
 }
 
+/* A sub-ns cell whose runs scatter near the resolution (0.06-0.94 ns: a huge noise in log),
+ * its head at 23 ns in memory states 1.7x the baseline's: a state explains 1.7^3 = 4.9x at
+ * most, and beyond the baseline's highest run by that the move is surely no state's: it counts,
+ * though the t bound of so wide a noise would not vouch for it (e2e.ci.demo's compare left the
+ * hardening's +3257% suspect so). */
+static void test_far_beyond_a_wide_base_counts(void **state)
+{
+	double h[12] = {0.09, 0.5, 0.079, 0.69, 0.67, 0.71, 0.94, 0.94, 0.06, 0.69, 0.016, 0.86},
+	       mem[12], x[3] = {22.5, 23.2, 23.2}, xmem[3] = {1.7, 1.7, 1.7};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 12, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 12; i++)
+		mem[i] = 1 + 0.02 * ((i * 7) % 5 - 2);
+	in.history_ref[AW_DETECT_MEMORY] = mem;
+	in.head_ref[AW_DETECT_MEMORY] = xmem;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.agree_n, 3);
+}
+
 /* Head runs all in memory states the baseline never saw, but spread over a range of them (2x to
  * 4x its median), show how much the cell feels the state: a chain of multiplies +39% that reads
  * flat across them is a regression (e2e.bisect.daemon on a loaded machine held such a cell
@@ -991,6 +1015,7 @@ int main(void)
 	    cmocka_unit_test(test_spells_are_levels_not_windows),
 	    cmocka_unit_test(test_split_head_is_undecided),
 	    cmocka_unit_test(test_runs_agree_across_levels),
+	    cmocka_unit_test(test_far_beyond_a_wide_base_counts),
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
