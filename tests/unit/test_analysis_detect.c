@@ -212,6 +212,21 @@ static void test_reference_that_leaves(void **state)
 	assert_true(r.change > 0.05);
 }
 
+/* Thirty runs of a cell at 7.25 ns while the core has its ports to itself and 10.2 ns in the
+ * two runs in five it shares them, the throughput reference at 2.2 and 3.5: within a level the
+ * reference wanders by 8% while the cell stays put, so no line through them fits, the levels
+ * do. */
+static void port_levels(double *h, double *ref)
+{
+	series(ref, 30, 1, 0.04);
+	for (int i = 0; i < 30; i++) {
+		bool sh = i % 5 < 2;
+
+		ref[i] *= sh ? 3.5 : 2.2;
+		h[i] = (sh ? 10.2 : 7.25) * (1 + 0.0008 * ((i * 3) % 5 - 2));
+	}
+}
+
 /* The machine in two states the throughput reference tells apart, 60% alone and 40% with its
  * ports shared: the change is free alone and costs 7% shared. Each level is judged on its own
  * ("unchanged alone, +7% shared") and the cell regressed, since the host spends 40% of its runs
@@ -225,15 +240,7 @@ static void test_levels_by_reference(void **state)
 	int alone = -1, shared = -1;
 
 	(void)state;
-	series(ref, 30, 1, 0.04);
-	for (int i = 0; i < 30; i++) {
-		/* within a level the reference wanders by 8% while the cell stays put: no line
-		 * through them fits, the levels do */
-		bool sh = i % 5 < 2;
-
-		ref[i] *= sh ? 3.5 : 2.2;
-		h[i] = (sh ? 10.2 : 7.25) * (1 + 0.0008 * ((i * 3) % 5 - 2));
-	}
+	port_levels(h, ref);
 	for (int i = 0; i < 4; i++) {
 		bool sh = i % 2;
 
@@ -272,13 +279,7 @@ static void test_runs_agree_across_levels(void **state)
 	struct aw_detect_result r;
 
 	(void)state;
-	series(ref, 30, 1, 0.04);
-	for (int i = 0; i < 30; i++) {
-		bool sh = i % 5 < 2;
-
-		ref[i] *= sh ? 3.5 : 2.2;
-		h[i] = (sh ? 10.2 : 7.25) * (1 + 0.0008 * ((i * 3) % 5 - 2));
-	}
+	port_levels(h, ref);
 	in.history_ref[1] = ref;
 	in.head_ref[1] = xref;
 	r = judge_input(&in);
@@ -479,8 +480,8 @@ static void test_spells_are_levels_not_windows(void **state)
 
 /* A plain incq whose twelve baseline runs read 0.29 ns and whose store renaming stopped for a
  * spell (2 ns) while its head was measured: three runs at the baseline and seven slow are no
- * regression (the runs disagree:
- * undecided, and the note says so); every run slow, or every run at +60% between the two, is. */
+ * regression (the runs disagree: undecided, and the note says so); every run slow, or every run
+ * at +60% between the two, is. */
 static void test_split_head_is_undecided(void **state)
 {
 	double h[12], x[10] = {0.31, 2.26, 2.05, 1.92, 0.30, 2.0, 1.61, 2.1, 0.30, 1.92}, y[10];
