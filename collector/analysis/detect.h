@@ -118,9 +118,8 @@ struct aw_detect_result {
 	                          (state_margin) that the head's other runs do not bridge: they
 	                          confirm no move */
 	double unseen_by;      /* the largest such state over the baseline's median (or NAN) */
-	size_t split_at,
-	    split_far;    /* a head split (detect_head_split()): runs at the baseline's level
-	                     and runs three thresholds beyond it; 0 when not split */
+	size_t split_at;  /* a head split (detect_head_split()): its runs at the baseline's level */
+	size_t split_far; /* ... and those three thresholds or more beyond it; 0 when not split */
 	size_t off_n;     /* head runs whose correcting reference read beyond the band of
 	                     the baseline's central runs: they decide nothing */
 	int reference;    /* the input's ref[] index the values were adjusted by, or -1 */
