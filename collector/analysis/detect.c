@@ -565,8 +565,9 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		if (!(j == dom || l->share >= o->level_share))
 			continue;
 		if (!l->n_head) { /* (a state of the machine the head was not measured in; but a
-			             cell's own level is its code's: it may have left it) */
-			bounded = bounded && !r->own_levels;
+			             cell's dominant own level is its code's: it may have left it)
+			           */
+			bounded = bounded && !(r->own_levels && j == dom);
 			continue;
 		}
 		judged = true;

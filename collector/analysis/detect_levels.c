@@ -296,7 +296,7 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
  * stayed unconfirmed 2 stories in 8 when its head's runs sat in the slow spell 7 times in 10 and
  * the baseline's 3 in 12.) A head run is judged against the level it reads nearest: three
  * thresholds apart, a change of one cannot carry a run nearer another level; a head with no run in
- * a level that counts (decide()) is no pass: the code may have left it. */
+ * the dominant level (decide()) is no pass: the code may have left it. */
 static void own_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                        double floor_noise, double thr, double *a, double *s)
 {
