@@ -397,23 +397,16 @@ void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct a
  * that reference, the cell's own level nearest its value, else the one level. */
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i)
 {
+	const double *centre = r->own_levels ? c->centre : c->ref_centre;
 	double x, d = INFINITY;
 	int best = 0;
 
-	if (r->own_levels) {
-		for (size_t j = 0; j < r->n_levels; j++)
-			if (fabs(c->y[i] - c->centre[j]) < d) {
-				d = fabs(c->y[i] - c->centre[j]);
-				best = (int)j;
-			}
-		return best;
-	}
-	if (r->level_ref < 0)
+	if (!r->own_levels && r->level_ref < 0)
 		return 0;
-	x = c->x[r->level_ref][i];
+	x = r->own_levels ? c->y[i] : c->x[r->level_ref][i];
 	for (size_t j = 0; j < r->n_levels; j++)
-		if (fabs(x - c->ref_centre[j]) < d) {
-			d = fabs(x - c->ref_centre[j]);
+		if (fabs(x - centre[j]) < d) {
+			d = fabs(x - centre[j]);
 			best = (int)j;
 		}
 	return best;
