@@ -102,18 +102,17 @@ struct table {
 	enum analysis_reading reading;
 };
 
-/* The stored references of a run (aw_result_reference_to_json()): one series {kernel, unit,
- * values}, with the family of kernels in its "references" when the run has one, into x's
- * kernel slots. What does not parse is no series (the run is judged without it). 0 or
- * -ENOMEM. */
-int analysis_parse_references(const char *text, struct run_ref *x);
-/* As analysis_parse_references(), from the process's cache of the runs' parsed references when
- * it holds `key`, else of the text fetch(cls, &text) gives (the caller's to free; NULL: none),
- * then kept under the key (refcache.c); thread-safe. A key must name one text forever. 0 or
- * fetch's negative errno, or -ENOMEM. */
+/* The stored references of a run, packed (aw/refblob.h; NULL: none), into x's kernel slots,
+ * mulchain-v1 first and the rest of the family in enum order, each value that is not positive
+ * NAN. What does not open is no series (the run is judged without it). 0 or -ENOMEM. */
+int analysis_unpack_references(const uint8_t *packed, size_t len, struct run_ref *x);
+/* As analysis_unpack_references(), from the process's cache of the runs' unpacked references
+ * when it holds `key`, else of the bytes fetch(cls, &packed, &len) gives (the caller's to free;
+ * NULL: none), then kept under the key (refcache.c); thread-safe. A key must name one run
+ * forever. 0 or fetch's negative errno, or -ENOMEM. */
 #define REFCACHE_KEY_LEN 48
-typedef int (*analysis_ref_text_fn)(void *cls, char **text);
-int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, struct run_ref *x);
+typedef int (*analysis_ref_fetch_fn)(void *cls, uint8_t **packed, size_t *len);
+int analysis_references(const char *key, analysis_ref_fetch_fn fetch, void *cls, struct run_ref *x);
 /* The references of run `seq` of the store c reads (store_run_reference()), by
  * analysis_references() under the store's generation and the sequence. */
 int analysis_run_references(struct store_conn *c, int64_t seq, struct run_ref *x);

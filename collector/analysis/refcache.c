@@ -1,24 +1,25 @@
-/* The runs' reference series: their parse from the stored text, and the process's cache of it;
- * see analysis_internal.h. Every verdict reads its history's 40 runs, and the next upload's
- * verdict the same runs less one plus one; a run's references (300 cells x 5 kernels in a 20 KB
- * JSON text) took jansson about half a millisecond to parse, each time, and reading the text
- * out of the store as long again. Runs never change once stored, so the parsed series are kept,
- * keyed by the store's generation and the run's sequence (store_conn_generation(): a sequence
- * is unique within a store, not across the stores one process may open), and shared by every
- * thread (the post-ingest workers, the HTTP threads' gates) under one mutex; the text is read
- * only for a run not kept. Least recently used first out, within CACHE_BYTES (a budget below
- * the runs in play thrashes: a host's runs come back only after every other host's). */
+/* The runs' reference series: unpacked from the store's packed form (aw/refblob.h), and the
+ * process's cache of them; see analysis_internal.h. Every verdict reads its history's 40 runs,
+ * and the next upload's verdict the same runs less one plus one; a run's references (300 cells
+ * x 5 kernels: 12 KB packed, a 20 KB JSON text before schema 11 that jansson took half a
+ * millisecond to parse) cost a read of the store each time. Runs never change once stored, so
+ * the unpacked series are kept, keyed by the store's generation and the run's sequence
+ * (store_conn_generation(): a sequence is unique within a store, not across the stores one
+ * process may open), and shared by every thread (the post-ingest workers, the HTTP threads'
+ * gates) under one mutex; the store is read only for a run not kept. Least recently used first
+ * out, within CACHE_BYTES (a budget below the runs in play thrashes: a host's runs come back
+ * only after every other host's). */
 #include "analysis_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aw/lru.h"
+#include "aw/refblob.h"
 
 #define CACHE_BYTES AW_REFCACHE_BYTES  /* the values, names and entries kept, at most */
 #define ENTRY_MAX   (CACHE_BYTES / 64) /* a run larger than this is parsed every time */
@@ -47,52 +48,35 @@ static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
 	return h;
 }
 
-/* One stored series {kernel, unit, values} into the run's next kernel slot. */
-static int add_series(const json_t *doc, struct run_ref *x)
+int analysis_unpack_references(const uint8_t *packed, size_t len, struct run_ref *x)
 {
-	const char *kernel = json_string_value(json_object_get(doc, "kernel"));
-	const json_t *values = json_object_get(doc, "values"), *v;
-	size_t i, k = x->n_kernels;
+	struct aw_refblob b;
 
-	if (!kernel || !json_is_array(values) || !json_array_size(values) || k >= KERNELS)
+	if (!packed || aw_refblob_open(packed, len, &b) || !b.n_cells)
 		return 0;
-	x->kernel[k] = strdup(kernel);
-	x->ref[k] = malloc(json_array_size(values) * sizeof(double));
-	if (!x->kernel[k] || !x->ref[k]) {
-		free(x->kernel[k]);
-		free(x->ref[k]);
-		return -ENOMEM;
-	}
-	json_array_foreach (values, i, v) {
-		double d = json_is_number(v) ? json_number_value(v) : NAN;
+	for (int k = 0; k < AW_REF_COUNT && x->n_kernels < KERNELS; k++) {
+		size_t at = x->n_kernels;
 
-		x->ref[k][i] = d > 0 ? d : NAN;
+		if (!(b.carried >> k & 1u))
+			continue;
+		x->kernel[at] = strdup(aw_ref_name((enum aw_ref)k));
+		x->ref[at] = malloc(b.n_cells * sizeof(double));
+		if (!x->kernel[at] || !x->ref[at]) {
+			free(x->kernel[at]);
+			free(x->ref[at]);
+			x->kernel[at] = NULL;
+			x->ref[at] = NULL;
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < b.n_cells; i++) {
+			double d = aw_refblob_value(&b, (enum aw_ref)k, i);
+
+			x->ref[at][i] = d > 0 ? d : NAN;
+		}
+		x->n_ref[at] = b.n_cells;
+		x->n_kernels++;
 	}
-	x->n_ref[k] = json_array_size(values);
-	x->n_kernels++;
 	return 0;
-}
-
-int analysis_parse_references(const char *text, struct run_ref *x)
-{
-	json_t *doc, *one;
-	size_t i;
-	int rc = 0;
-
-	if (!text)
-		return 0;
-	doc = json_loads(text, 0, NULL);
-	/* {kernel, unit, values} (mulchain-v1's, as before the family), with the whole family
-	 * in "references" since there is one */
-	if (json_is_array(json_object_get(doc, "references"))) {
-		json_array_foreach (json_object_get(doc, "references"), i, one)
-			if (!rc)
-				rc = add_series(one, x);
-	} else if (json_is_object(doc)) {
-		rc = add_series(doc, x);
-	}
-	json_decref(doc);
-	return rc;
 }
 
 void analysis_references_release(struct run_ref *x)
@@ -166,17 +150,18 @@ static void evict(struct entry *e)
 	free(e);
 }
 
-int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, struct run_ref *x)
+int analysis_references(const char *key, analysis_ref_fetch_fn fetch, void *cls, struct run_ref *x)
 {
 	struct entry *e;
-	char *text = NULL;
+	uint8_t *packed = NULL;
+	size_t len = 0;
 	int rc;
 
 	if (!key || strlen(key) >= REFCACHE_KEY_LEN) {
-		rc = fetch(cls, &text);
+		rc = fetch(cls, &packed, &len);
 		if (!rc)
-			rc = analysis_parse_references(text, x);
-		free(text);
+			rc = analysis_unpack_references(packed, len, x);
+		free(packed);
 		return rc;
 	}
 	pthread_mutex_lock(&lock);
@@ -191,10 +176,10 @@ int analysis_references(const char *key, analysis_ref_text_fn fetch, void *cls, 
 	}
 	misses++;
 	pthread_mutex_unlock(&lock);
-	rc = fetch(cls, &text);
+	rc = fetch(cls, &packed, &len);
 	if (!rc)
-		rc = analysis_parse_references(text, x);
-	free(text);
+		rc = analysis_unpack_references(packed, len, x);
+	free(packed);
 	if (rc || refs_bytes(x) > ENTRY_MAX || !(e = calloc(1, sizeof(*e))))
 		return rc;
 	if (refs_copy(&e->refs, x)) {
@@ -225,10 +210,10 @@ struct run_text {
 	int64_t seq;
 };
 
-static int run_text(void *cls, char **text)
+static int run_text(void *cls, uint8_t **packed, size_t *len)
 {
 	const struct run_text *r = cls;
-	int rc = store_run_reference(r->c, r->seq, text);
+	int rc = store_run_reference(r->c, r->seq, packed, len);
 
 	return rc == -ENOENT ? 0 : rc; /* (a run gone since it was listed: judged without) */
 }

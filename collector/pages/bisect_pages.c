@@ -217,37 +217,27 @@ int aw_trend_marks(struct store_conn *c, struct aw_arena *a, const char *project
 	return 0;
 }
 
-/* The median of reference kernel `kernel`'s values in a stored reference series, NAN when the
- * run carries none. */
-static double kernel_median(const char *text, const char *kernel)
+/* The median of reference kernel k's positive values in an opened reference series, NAN when
+ * the run carries none. */
+static double kernel_median(const struct aw_refblob *b, enum aw_ref k)
 {
-	json_t *doc = text ? json_loads(text, 0, NULL) : NULL, *family = NULL, *one = NULL, *v;
 	double buf[512], out = NAN;
-	size_t n = 0, i;
+	size_t n = 0;
 
-	family = json_object_get(doc, "references");
-	for (i = 0; json_is_array(family) && i < json_array_size(family); i++) {
-		const char *k =
-		    json_string_value(json_object_get(json_array_get(family, i), "kernel"));
+	for (size_t i = 0; b->data && i < b->n_cells && n < 512; i++) {
+		double v = aw_refblob_value(b, k, i);
 
-		if (k && !strcmp(k, kernel))
-			one = json_array_get(family, i);
+		if (v > 0)
+			buf[n++] = v;
 	}
-	if (!family && json_string_value(json_object_get(doc, "kernel")) &&
-	    !strcmp(json_string_value(json_object_get(doc, "kernel")), kernel))
-		one = doc; /* a run from before the family: mulchain-v1 alone */
-	json_array_foreach (json_object_get(one, "values"), i, v)
-		if (n < 512 && json_is_number(v) && json_number_value(v) > 0)
-			buf[n++] = json_number_value(v);
 	if (n) {
 		aw_sort_doubles(buf, n);
 		out = aw_quantile_sorted(buf, n, 0.5);
 	}
-	json_decref(doc);
 	return out;
 }
 
-int aw_reference_series(struct aw_arena *a, const char *const *refs, size_t stride, size_t n,
+int aw_reference_series(struct aw_arena *a, const struct aw_refblob *refs, size_t stride, size_t n,
                         struct aw_chart_trend_series **series, size_t *n_series, size_t *cap)
 {
 	for (int k = 0; k < AW_REF_COUNT && *n_series < AW_CHART_MAX_SERIES; k++) {
@@ -257,9 +247,11 @@ int aw_reference_series(struct aw_arena *a, const char *const *refs, size_t stri
 		bool any = false;
 
 		for (size_t i = 0; v && i < n; i++) {
-			const char *text = *(const char *const *)((const char *)refs + i * stride);
+			const struct aw_refblob *b =
+			    (const struct aw_refblob *)(const void *)((const char *)refs +
+			                                              i * stride);
 
-			v[i] = kernel_median(text, kernel);
+			v[i] = kernel_median(b, (enum aw_ref)k);
 			any = any || isfinite(v[i]);
 		}
 		if (!v || !any)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "aw/arena.h"
+#include "aw/refblob.h"
 #include "reports.h"
 #include "store.h"
 
@@ -26,8 +27,9 @@ int aw_trend_marks(struct store_conn *c, struct aw_arena *a, const char *project
 
 /* The control chart's reference kernels: for each kernel some point's run carries, a series
  * of its median over the run's cells (ns per step), appended to *series (aw_arena_push()).
- * refs[i * stride] is point i's reference JSON (NULL: none). Returns 0 or the arena's error. */
-int aw_reference_series(struct aw_arena *a, const char *const *refs, size_t stride, size_t n,
+ * The bytes at refs + i * stride are point i's opened reference series (data NULL: none). Returns 0
+ * or the arena's error. */
+int aw_reference_series(struct aw_arena *a, const struct aw_refblob *refs, size_t stride, size_t n,
                         struct aw_chart_trend_series **series, size_t *n_series, size_t *cap);
 
 #endif

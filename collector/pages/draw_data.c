@@ -85,7 +85,7 @@ int draw_on_run(const struct store_run *r, void *cls)
 	x->ref = aw_arena_strdup(l->a, r->ref);
 	x->host = aw_arena_strdup(l->a, r->host);
 	x->has_reference = r->has_reference;
-	x->reference = NULL;
+	memset(&x->reference, 0, sizeof(x->reference));
 	return l->a->rc;
 }
 
@@ -93,18 +93,26 @@ int draw_read_references(struct store_conn *c, struct run_list *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		struct run_ref *x = &l->runs[i];
-		char *text = NULL;
+		uint8_t *packed = NULL;
+		void *kept;
+		size_t len = 0;
 		int rc;
 
-		if (!x->has_reference || x->reference)
+		if (!x->has_reference || x->reference.data)
 			continue;
-		rc = store_run_reference(c, x->seq, &text);
+		rc = store_run_reference(c, x->seq, &packed, &len);
 		if (rc == -ENOENT)
 			continue; /* (gone since it was listed: drawn without) */
 		if (rc)
 			return rc;
-		x->reference = text ? aw_arena_strdup(l->a, text) : NULL;
-		free(text);
+		kept = packed ? aw_arena_alloc(l->a, len) : NULL;
+		if (kept) {
+			memcpy(kept, packed, len);
+			if (aw_refblob_open(kept, len, &x->reference))
+				memset(&x->reference, 0,
+				       sizeof(x->reference)); /* (drawn without) */
+		}
+		free(packed);
 		if (l->a->rc)
 			return l->a->rc;
 	}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aw/refblob.h"
 #include "draw.h"
 
 #define ARENA_LIMIT   (256u << 20) /* the data of one chart or task */
@@ -25,8 +26,10 @@
 struct run_ref {
 	int64_t seq, order_us;
 	const char *run_id, *commit, *ref, *host;
-	bool has_reference;    /* the run has reference series */
-	const char *reference; /* them (JSON) once draw_read_references() read them, or NULL */
+	bool has_reference; /* the run has reference series */
+	/* them, opened over the arena's copy once draw_read_references() read them (data NULL:
+	 * not read, or none) */
+	struct aw_refblob reference;
 };
 
 struct run_list {

@@ -15,7 +15,7 @@
 struct aw_strmap;
 
 /* The schema version of this build: every driver holds this many migrations. */
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 /* Most statements a connection keeps prepared (the row layer's statement ids). */
 #define STORE_STMT_SLOTS 160

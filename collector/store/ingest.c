@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "aw/log.h"
+#include "aw/refblob.h"
 #include "aw/strmap.h"
 
 #define CELL_NCOLS 11 /* the columns of a row of sql_cells_add */
@@ -292,7 +293,7 @@ static const struct stmt_def sql_run_add = {
     .sql = "INSERT INTO runs (run_id, project_id, host_id, fingerprint_id, commit_id, ref, "
            "commit_time, trigger, started_at, started_us, finished_at, matrix_name, "
            "matrix_version, matrix_hash, matrix_profile, meta, n_cells, content_hash, "
-           "received_at, reference, confirmation_of, confirm, order_us) VALUES (?1, ?2, ?3, "
+           "received_at, reference_bin, confirmation_of, confirm, order_us) VALUES (?1, ?2, ?3, "
            "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
            "?21, ?22, ?23) RETURNING seq"};
 
@@ -307,7 +308,9 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	int64_t order_us;
 	bool moved = false;
 	struct store_stmt *s;
-	char *meta = NULL, *reference = NULL;
+	char *meta = NULL;
+	uint8_t *reference = NULL;
+	size_t reference_len = 0;
 	int rc;
 
 	rc = rows_get(c, &sql_run_find, &s);
@@ -418,16 +421,10 @@ static int put_one(struct store_conn *c, struct store_put *it)
 		if (!meta)
 			return -ENOMEM;
 	}
-	if (r->reference_kernel) {
-		/* the reference series as the document had it; rebuilt over the cells on read */
-		json_t *ref = aw_result_reference_to_json(r);
-
-		reference = ref ? json_dumps(ref, JSON_COMPACT) : NULL;
-		json_decref(ref);
-		if (!reference) {
-			free(meta);
-			return -ENOMEM;
-		}
+	/* the reference series packed (aw/refblob.h); rebuilt over the cells on read */
+	if (aw_refblob_pack(r, &reference, &reference_len)) {
+		free(meta);
+		return -ENOMEM;
 	}
 	rc = rows_get(c, &sql_run_add, &s);
 	if (rc) {
@@ -454,7 +451,7 @@ static int put_one(struct store_conn *c, struct store_put *it)
 	b_i64(s, 17, (int64_t)r->n_cells);
 	b_text(s, 18, it->content_hash);
 	b_text(s, 19, it->received_at);
-	b_text(s, 20, reference);
+	b_blob(s, 20, reference, reference_len);
 	b_text(s, 21, r->confirmation_of);
 	b_opt(s, 22, r->confirm > 0 ? r->confirm : AW_NONE);
 	b_i64(s, 23, order_us);

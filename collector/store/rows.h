@@ -203,6 +203,15 @@ static inline void b_real(struct store_stmt *s, int i, double v)
 		s->drv->bind_null(s, i);
 }
 
+/* Bytes; NULL is NULL. */
+static inline void b_blob(struct store_stmt *s, int i, const void *p, size_t len)
+{
+	if (p)
+		s->drv->bind_blob(s, i, p, len);
+	else
+		s->drv->bind_null(s, i);
+}
+
 static inline const char *c_text(struct store_stmt *s, int i)
 {
 	return s->drv->col_text(s, i);

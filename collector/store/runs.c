@@ -9,13 +9,15 @@
 #include <string.h>
 
 #include "aw/buf.h"
+#include "aw/refblob.h"
 
 /* The columns of a listed run, in the order fill_run() reads them. */
 #define RUN_COLS                                                                                  \
 	"r.seq, r.run_id, p.name, h.name, c.sha, r.ref, r.commit_time, r.trigger, r.started_at, " \
 	"r.finished_at, r.received_at, r.matrix_name, r.matrix_version, r.matrix_hash, "          \
 	"r.matrix_profile, r.n_cells, r.order_us, f.platform_hash, "                              \
-	"r.confirmation_of, r.confirm, CASE WHEN r.reference IS NULL THEN 0 ELSE 1 END"
+	"r.confirmation_of, r.confirm, "                                                          \
+	"CASE WHEN r.reference_bin IS NULL AND r.reference IS NULL THEN 0 ELSE 1 END"
 #define RUN_FROM                                                                               \
 	" FROM runs r JOIN projects p ON p.id = r.project_id JOIN hosts h ON h.id = r.host_id" \
 	" JOIN fingerprints f ON f.id = r.fingerprint_id"                                      \
@@ -131,36 +133,64 @@ int store_list_runs(struct store_conn *c, const struct store_run_filter *f, stor
 	return rows_each_row(s, run_row, &rr);
 }
 
-static const struct stmt_def sql_run_reference = {.id = S_RUN_REFERENCE,
-                                                  .what = "read a run's reference series",
-                                                  .sql =
-                                                      "SELECT reference FROM runs WHERE seq = ?1"};
+static const struct stmt_def sql_run_reference = {
+    .id = S_RUN_REFERENCE,
+    .what = "read a run's reference series",
+    .sql = "SELECT reference_bin, reference FROM runs WHERE seq = ?1"};
 
+struct packed {
+	uint8_t *p;
+	size_t len;
+};
+
+/* Column i's bytes copied into *out (none: out->p NULL). 0 or -ENOMEM. */
+static int copy_blob(struct store_stmt *s, int i, struct packed *out)
+{
+	const void *p = s->drv->col_blob(s, i, &out->len);
+
+	if (!p) {
+		out->len = 0;
+		return 0;
+	}
+	out->p = malloc(out->len ? out->len : 1);
+	if (!out->p)
+		return -ENOMEM;
+	memcpy(out->p, p, out->len);
+	return 0;
+}
+
+/* The packed series of a run stored since schema 11, else its JSON text packed (a text that
+ * does not parse is no series: the run is judged and drawn without, as before). */
 static int reference_row(struct store_stmt *s, void *cls)
 {
-	char **text = cls;
-	const char *t = c_text(s, 0);
+	struct packed *out = cls;
 
-	if (t && !(*text = strdup(t)))
+	if (copy_blob(s, 0, out))
+		return -ENOMEM;
+	if (!out->p && c_text(s, 1) &&
+	    aw_refblob_from_json(c_text(s, 1), &out->p, &out->len) == -ENOMEM)
 		return -ENOMEM;
 	return 1;
 }
 
-int store_run_reference(struct store_conn *c, int64_t seq, char **text)
+int store_run_reference(struct store_conn *c, int64_t seq, uint8_t **packed, size_t *len)
 {
+	struct packed out = {NULL, 0};
 	struct store_stmt *s;
 	int rc = rows_get(c, &sql_run_reference, &s);
 
-	*text = NULL;
+	*packed = NULL;
+	*len = 0;
 	if (rc)
 		return rc;
 	b_i64(s, 1, seq);
-	rc = rows_each_row(s, reference_row, text);
+	rc = rows_each_row(s, reference_row, &out);
 	if (rc < 0) {
-		free(*text);
-		*text = NULL;
+		free(out.p);
 		return rc;
 	}
+	*packed = out.p;
+	*len = out.len;
 	return rc == 1 ? 0 : -ENOENT;
 }
 
@@ -546,14 +576,19 @@ static int fill_header(struct store_stmt *s, struct aw_result *r)
 	return r->host ? 0 : -EIO;
 }
 
-/* The stored reference series (column 15 of sql_run_get, text kept) over r's cells, once they are
- * in place. Returns 0, or -ENOMEM/-EIO (a stored series that does not fit its cells). */
-static int fill_reference(const char *text, struct aw_result *r)
+/* The stored reference series (column 18 of sql_run_get, packed, or column 15, the JSON text of a
+ * run stored before schema 11; either kept) over r's cells, once they are in place. Returns 0,
+ * or -ENOMEM/-EIO (a stored series that does not fit its cells). */
+static int fill_reference(const struct packed *packed, const char *text, struct aw_result *r)
 {
 	struct aw_verr e;
 	json_t *ref;
 	int rc;
 
+	if (packed->p) {
+		rc = aw_refblob_to_result(r, packed->p, packed->len);
+		return rc == -ENOMEM ? rc : rc ? -EIO : 0;
+	}
 	if (!text)
 		return 0;
 	ref = json_loads(text, 0, NULL);
@@ -570,7 +605,7 @@ static const struct stmt_def sql_run_get = {
     .sql = "SELECT r.seq, r.run_id, p.name, c.sha, r.ref, r.commit_time, r.trigger, "
            "r.started_at, r.finished_at, r.matrix_name, r.matrix_version, "
            "r.matrix_hash, r.matrix_profile, r.meta, f.doc, r.reference, "
-           "r.confirmation_of, r.confirm" RUN_FROM " WHERE r.run_id = ?1"};
+           "r.confirmation_of, r.confirm, r.reference_bin" RUN_FROM " WHERE r.run_id = ?1"};
 
 int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **out)
 {
@@ -578,6 +613,7 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 	struct aw_result *r = NULL;
 	struct store_stmt *s;
 	char *reference = NULL;
+	struct packed packed = {NULL, 0};
 	int64_t seq = 0;
 	int rc;
 
@@ -597,6 +633,8 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 		rc = r ? fill_header(s, r) : -ENOMEM;
 		if (!rc && c_text(s, 15) && !(reference = strdup(c_text(s, 15))))
 			rc = -ENOMEM;
+		if (!rc)
+			rc = copy_blob(s, 18, &packed);
 	} else if (rc == STORE_DONE) {
 		rc = -ENOENT;
 	}
@@ -609,7 +647,7 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 		rc = rows_each_row(s, cell_row, &cr);
 	}
 	if (!rc)
-		rc = fill_reference(reference, r);
+		rc = fill_reference(&packed, reference, r);
 	if (!rc) {
 		*out = r;
 		r = NULL;
@@ -617,6 +655,7 @@ int store_get_run(struct store_conn *c, const char *run_id, struct aw_result **o
 	rows_commit(c); /* ends the read */
 	aw_result_free(&r);
 	free(reference);
+	free(packed.p);
 	return rc;
 }
 

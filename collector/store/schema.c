@@ -319,6 +319,10 @@ const char *const store_sqlite_migrations[] = {
     "DROP INDEX tasks_claim;"
     "CREATE INDEX tasks_claim ON tasks ((CASE WHEN kind = 'run' THEN 0 ELSE 1 END), id) "
     "WHERE idle = 0;",
+    /* 11: the run's reference series packed (common/include/aw/refblob.h): what a run stored
+     * from now on carries instead of the JSON text of `reference`, which the runs stored
+     * before keep (readers take either; nothing is rewritten) */
+    "ALTER TABLE runs ADD COLUMN reference_bin BLOB;",
 };
 
 _Static_assert(sizeof(store_sqlite_migrations) / sizeof(store_sqlite_migrations[0]) ==
@@ -619,6 +623,8 @@ const char *const store_pg_migrations[] = {
     "DROP INDEX tasks_claim;"
     "CREATE INDEX tasks_claim ON tasks ((CASE WHEN kind = 'run' THEN 0 ELSE 1 END), id) "
     "WHERE idle = 0;",
+    /* 11: packed reference series (see SQLite's above) */
+    "ALTER TABLE runs ADD COLUMN reference_bin BYTEA;",
 };
 
 _Static_assert(sizeof(store_pg_migrations) / sizeof(store_pg_migrations[0]) == STORE_SCHEMA_VERSION,

@@ -162,7 +162,7 @@ struct store_run {
 	const char *confirmation_of; /* the run whose suspects this one re-measures, or NULL */
 	int64_t confirm;             /* confirmation runs its agent measures itself; 0: none */
 	bool has_reference; /* the run has reference series (store_run_reference() reads them:
-	                       20 KB of JSON for 300 cells, which no listing carries) */
+	                       12 KB packed for 300 cells, which no listing carries) */
 };
 
 typedef int (*store_run_cb)(const struct store_run *run, void *cls);
@@ -174,10 +174,10 @@ struct store_run_filter {
 	unsigned limit;     /* 1..10000 */
 };
 
-/* The reference series stored with run `seq` ({kernel, unit, values}, with the family in its
- * "references", JSON) into *text (the caller frees it; NULL when it has none). Returns 0,
- * -ENOENT (no such run) or another negative errno. */
-int store_run_reference(struct store_conn *c, int64_t seq, char **text);
+/* The reference series stored with run `seq`, packed (aw/refblob.h; a run stored before schema
+ * 11 has its JSON text packed on the way), into *packed and *len (the caller frees it; NULL when
+ * it has none). Returns 0, -ENOENT (no such run) or another negative errno. */
+int store_run_reference(struct store_conn *c, int64_t seq, uint8_t **packed, size_t *len);
 
 /* The generation of the store c is a connection to: unique in the process (two stores open on
  * one database have two), so that what is kept of a run by its sequence is kept per store. */

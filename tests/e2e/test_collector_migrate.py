@@ -149,8 +149,9 @@ def test_resume(backend, pg):
     proc = migrate(db)
     out, err = proc.communicate(timeout=300)
     eq(proc.returncode, 0, err)
-    eq(out.strip(), "schema version 10 (was 7)")  # 8, 9 (the bisections), 10 (task rests)
-    eq(db.version(), 10)
+    # 8, 9 (the bisections), 10 (task rests), 11 (packed reference series)
+    eq(out.strip(), "schema version 11 (was 7)")
+    eq(db.version(), 11)
     eq(db.one("SELECT COUNT(*) FROM runs"), runs, "no run lost")
     eq(db.one("SELECT COUNT(*) FROM runs WHERE order_us IS NULL"), 0)
     got = db.order_of_runs("r.order_us")
@@ -162,7 +163,7 @@ def test_resume(backend, pg):
 
     proc = migrate(db)
     out, err = proc.communicate(timeout=60)
-    eq((proc.returncode, out.strip()), (0, "schema version 10 (was 10)"), err)
+    eq((proc.returncode, out.strip()), (0, "schema version 11 (was 11)"), err)
 
     # the collector serves the migrated history in commit order: grace's measured runs on
     # main (the copies have no cells), c0ffee10's two moved back between c0ffee01 and c0ffee02

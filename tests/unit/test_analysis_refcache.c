@@ -1,7 +1,8 @@
-/* The process's cache of the runs' parsed references (collector/analysis/refcache.c): what it
- * serves is what parsing the text gives, a key met again is served without its text being read,
+/* The process's cache of the runs' unpacked references (collector/analysis/refcache.c): what it
+ * serves is what unpacking the stored bytes gives, and that is the series of the JSON text the
+ * runs stored before schema 11 carry; a key met again is served without the store being read,
  * threads share it, and it holds no more than its budget, evicting the least recently used.
- * (test_collector_store.c's test_run_reference reads the texts from a store.) */
+ * (test_collector_store.c's test_run_reference reads the series from a store.) */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,8 +15,10 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "analysis_internal.h"
+#include "aw/refblob.h"
 
 /* Whether a and b hold the same kernels and values (NAN where NAN), bit for bit. */
 static bool same(const struct run_ref *a, const struct run_ref *b)
@@ -64,42 +67,90 @@ static char *text_of(size_t cells, unsigned seed)
 }
 
 struct fetch {
-	const char *text;
+	const char *text; /* packed as the store packs a run's JSON text */
+	const char *raw;  /* else these bytes as they are */
 	int calls;
 };
 
-static int fetch_text(void *cls, char **text)
+static int fetch_packed(void *cls, uint8_t **packed, size_t *len)
 {
 	struct fetch *f = cls;
 
 	f->calls++;
-	*text = f->text ? strdup(f->text) : NULL;
-	return f->text && !*text ? -ENOMEM : 0;
+	*packed = NULL;
+	*len = 0;
+	if (f->raw) {
+		*len = strlen(f->raw);
+		*packed = (uint8_t *)strdup(f->raw);
+		return *packed ? 0 : -ENOMEM;
+	}
+	return f->text ? aw_refblob_from_json(f->text, packed, len) : 0;
 }
 
-/* The references under `key`, checked against the text's parse; whether the text was read. */
+/* The references under `key`, checked against the text's own unpacking; whether the store
+ * was read. */
 static bool check_run(const char *key, const char *text)
 {
 	struct run_ref want = {0}, got = {0};
-	struct fetch f = {text, 0};
+	struct fetch f = {text, NULL, 0};
+	uint8_t *packed;
+	size_t len;
 
-	assert_int_equal(analysis_parse_references(text, &want), 0);
-	assert_int_equal(analysis_references(key, fetch_text, &f, &got), 0);
+	assert_int_equal(aw_refblob_from_json(text, &packed, &len), 0);
+	assert_int_equal(analysis_unpack_references(packed, len, &want), 0);
+	free(packed);
+	assert_int_equal(analysis_references(key, fetch_packed, &f, &got), 0);
 	assert_true(same(&want, &got));
 	analysis_references_release(&want);
 	analysis_references_release(&got);
 	return f.calls == 1;
 }
 
-static int fetch_fails(void *cls, char **text)
+static int fetch_fails(void *cls, uint8_t **packed, size_t *len)
 {
 	(void)cls;
-	*text = NULL;
+	*packed = NULL;
+	*len = 0;
 	return -EIO;
 }
 
-/* Served from the cache the second time, as parsed, its text not read again; no key is read
- * and parsed every time; no text or one that does not parse is no series; a failing read is
+/* What a run's JSON text holds, packed and unpacked, is its series: the family's kernels in
+ * their order (mulchain-v1 first), each value as the text had it, a null NAN. */
+static void test_unpacked_as_the_text(void **state)
+{
+	char *text = text_of(50, 3);
+	json_t *doc = json_loads(text, 0, NULL), *one;
+	struct run_ref x = {0};
+	uint8_t *packed;
+	size_t len, k;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_int_equal(aw_refblob_from_json(text, &packed, &len), 0);
+	assert_int_equal(len, AW_REFBLOB_HEADER + 5 * 50 * sizeof(double));
+	assert_int_equal(analysis_unpack_references(packed, len, &x), 0);
+	assert_int_equal(x.n_kernels, 5);
+	json_array_foreach (json_object_get(doc, "references"), k, one) {
+		const json_t *values = json_object_get(one, "values"), *v;
+		size_t i;
+
+		assert_string_equal(x.kernel[k], json_string_value(json_object_get(one, "kernel")));
+		assert_int_equal(x.n_ref[k], 50);
+		json_array_foreach (values, i, v) {
+			if (json_is_null(v))
+				assert_true(isnan(x.ref[k][i]));
+			else
+				assert_true(x.ref[k][i] == json_number_value(v));
+		}
+	}
+	analysis_references_release(&x);
+	free(packed);
+	json_decref(doc);
+	free(text);
+}
+
+/* Served from the cache the second time, as unpacked, the store not read again; no key is read
+ * and unpacked every time; no series or bytes that do not open are no series; a failing read is
  * the call's failure. */
 static void test_served_as_parsed(void **state)
 {
@@ -108,7 +159,7 @@ static void test_served_as_parsed(void **state)
 	uint64_t h0, m0, h, m;
 	size_t bytes;
 	struct run_ref x = {0};
-	struct fetch none = {NULL, 0}, bad = {"{not json", 0};
+	struct fetch none = {NULL, NULL, 0}, bad = {NULL, "{not packed", 0};
 
 	(void)state;
 	analysis_refcache_counts(&h0, &m0, &bytes);
@@ -122,9 +173,9 @@ static void test_served_as_parsed(void **state)
 	assert_int_equal(h, h0 + 1);
 	assert_true(check_run(NULL, a));
 	assert_true(check_run(NULL, a));
-	assert_int_equal(analysis_references("1:42", fetch_text, &none, &x), 0);
+	assert_int_equal(analysis_references("1:42", fetch_packed, &none, &x), 0);
 	assert_int_equal(x.n_kernels, 0);
-	assert_int_equal(analysis_references("1:43", fetch_text, &bad, &x), 0);
+	assert_int_equal(analysis_references("1:43", fetch_packed, &bad, &x), 0);
 	assert_int_equal(x.n_kernels, 0);
 	assert_int_equal(analysis_references("1:44", fetch_fails, NULL, &x), -EIO);
 	assert_int_equal(x.n_kernels, 0);
@@ -152,7 +203,7 @@ static void *work(void *arg)
 	return NULL;
 }
 
-/* Four threads over 24 runs, each lookup checked against its own parse. */
+/* Four threads over 24 runs, each lookup checked against its own unpacking. */
 static void test_threads(void **state)
 {
 	struct worker w[4];
@@ -174,7 +225,7 @@ static void test_threads(void **state)
 }
 
 /* Runs of half the most one run may hold (2,048 cells at 10 MiB, 80 KB of values each) past
- * the budget: it holds no more than it may, the oldest is parsed again, the newest is served. */
+ * the budget: it holds no more than it may, the oldest is read again, the newest is served. */
 static void test_budget(void **state)
 {
 	const size_t cells = AW_REFCACHE_BYTES / 64 / 2 / (5 * sizeof(double));
@@ -210,6 +261,7 @@ static void test_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_unpacked_as_the_text),
 	    cmocka_unit_test(test_served_as_parsed),
 	    cmocka_unit_test(test_threads),
 	    cmocka_unit_test(test_budget),

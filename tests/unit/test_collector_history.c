@@ -544,16 +544,17 @@ static void test_plans(void **state)
 	/* whether a post-ingest task's run is its host's newest, and a run's references */
 	{
 		int64_t newest = 0;
-		char *text = NULL;
+		uint8_t *packed = NULL;
+		size_t len = 0;
 		int rc;
 
 		assert_int_equal(store_ref_newest_seq(c, "linux", "h1", "main", &newest), 0);
 		assert_true(newest > 0);
 		assert_int_equal(store_ref_newest_seq(c, NULL, "h1", "main", &newest), 0);
 		check_plans(&p, "find a ref's newest run", runs, true);
-		rc = store_run_reference(c, newest, &text);
+		rc = store_run_reference(c, newest, &packed, &len);
 		assert_true(rc == 0);
-		free(text);
+		free(packed);
 	}
 	check_plans(&p, "read a run's reference series", runs, true);
 

@@ -22,6 +22,7 @@
 #include "aw/util.h"
 #include "driver.h"
 
+#include "aw/refblob.h"
 #include "collector_fixture.h"
 
 static struct aw_result *make_result(const char *run_id, const char *host, const char *commit,
@@ -635,7 +636,10 @@ static void test_run_reference(void **state)
 	struct store_run_filter f = {.limit = 1};
 	struct store_run run = {0};
 	struct aw_result *back = NULL;
-	char *text = NULL, *err = NULL;
+	struct aw_refblob b;
+	uint8_t *packed = NULL;
+	size_t len = 0;
+	char *err = NULL;
 	int64_t seq[2];
 
 	(void)state;
@@ -656,17 +660,21 @@ static void test_run_reference(void **state)
 	assert_int_equal(store_list_runs(c, &f, keep_run, &run), 1);
 	assert_int_equal(run.seq, seq[0]);
 	assert_true(run.has_reference);
-	assert_int_equal(store_run_reference(c, seq[0], &text), 0);
-	assert_non_null(strstr(text, "\"memgather-v1\""));
-	assert_non_null(strstr(text, "\"references\""));
-	free(text);
+	/* packed (schema 11), every kernel of the family beside every cell */
+	assert_int_equal(store_run_reference(c, seq[0], &packed, &len), 0);
+	assert_int_equal(aw_refblob_open(packed, len, &b), 0);
+	assert_int_equal(b.family, AW_REF_ALL);
+	assert_int_equal(b.n_cells, 12);
+	assert_true(aw_refblob_value(&b, AW_REF_MEMGATHER, 11) == 1.5 + 11 + 0.25 * 4);
+	free(packed);
 	assert_int_equal(store_get_run(c, "00000000-0000-4000-8000-000000000001", &back), 0);
 	assert_true(back->cells[3].ref_ns[AW_REF_MEMCHASE] == 1.5 + 3 + 0.75);
+	assert_int_equal(back->references, AW_REF_ALL);
 	aw_result_free(&back);
-	assert_int_equal(store_run_reference(c, seq[1], &text), 0);
-	assert_null(text);
-	assert_int_equal(store_run_reference(c, seq[1] + 100, &text), -ENOENT);
-	assert_null(text);
+	assert_int_equal(store_run_reference(c, seq[1], &packed, &len), 0);
+	assert_null(packed);
+	assert_int_equal(store_run_reference(c, seq[1] + 100, &packed, &len), -ENOENT);
+	assert_null(packed);
 	assert_int_equal(store_connect(s, &c2, &err), 0);
 	assert_true(store_conn_generation(c2) == store_conn_generation(c));
 	store_disconnect(&c2);
@@ -1600,7 +1608,8 @@ static void test_charts(void **state)
 }
 
 /* ---- databases made by earlier releases (tests/fixtures/db/): release-v2, the release before
- * schema 3, and release-v6, the one before runs stored their commit order ---- */
+ * schema 3, release-v6, the one before runs stored their commit order, and release-v10, the
+ * one before runs stored their reference series packed ---- */
 
 static void fixture_path(char *out, size_t len, const char *name)
 {
@@ -2000,6 +2009,81 @@ static void test_migrate_release_v6(void **state)
 	store_close(&s);
 }
 
+/* The series of a served run (its "references", or an older "reference" alone) and the packed
+ * ones the store reads for it: the same family, kernel for kernel and value for value. */
+static void expect_packed(const json_t *doc, const uint8_t *packed, size_t len, const char *id)
+{
+	const json_t *family = json_object_get(doc, "references"), *one, *v;
+	struct aw_refblob b;
+	size_t i, n = 0;
+	unsigned mask = 0;
+
+	if (aw_refblob_open(packed, len, &b))
+		fail_msg("run %s: its reference series read back packed do not open", id);
+	if (!family)
+		family = json_pack("[O]", json_object_get(doc, "reference"));
+	else
+		json_incref((json_t *)family);
+	json_array_foreach (family, i, one) {
+		int k = aw_ref_lookup(json_string_value(json_object_get(one, "kernel")));
+		size_t c;
+
+		assert_true(k >= 0);
+		mask |= 1u << k;
+		json_array_foreach (json_object_get(one, "values"), c, v) {
+			double got = aw_refblob_value(&b, (enum aw_ref)k, c);
+
+			if (json_is_null(v) ? !isnan(got) : got != json_number_value(v))
+				fail_msg("run %s: %s beside cell %zu: %g packed", id,
+				         aw_ref_name((enum aw_ref)k), c, got);
+			n++;
+		}
+	}
+	assert_int_equal(b.family, json_object_get(doc, "references") ? mask : 0);
+	assert_int_equal(b.carried, mask);
+	assert_int_equal(n, b.n_cells * json_array_size(family));
+	json_decref((json_t *)family);
+}
+
+/* A database of the release before reference series were stored packed (schema 10, JSON text):
+ * every run's series read back packed as it served them, for the analysis and the charts; a
+ * run stored after the migration is packed. */
+static void test_migrate_release_v10(void **state)
+{
+	struct store_conn *c;
+	struct store *s;
+	json_t *facts, *row;
+	size_t i, with = 0, alone = 0;
+
+	(void)state;
+	facts = migrate_release("release-v10", 10, &s, &c);
+	json_array_foreach (json_object_get(json_object_get(facts, "rows"), "runs"), i, row) {
+		const char *id = json_string_value(json_object_get(row, "uuid"));
+		const json_t *doc = json_object_get(json_object_get(facts, "runs"), id);
+		uint8_t *packed = NULL;
+		size_t len = 0;
+
+		assert_non_null(doc);
+		assert_int_equal(store_run_reference(c,
+		                                     json_integer_value(json_object_get(row, "id")),
+		                                     &packed, &len),
+		                 0);
+		if (!json_object_get(doc, "references") && !json_object_get(doc, "reference")) {
+			assert_null(packed);
+			continue;
+		}
+		expect_packed(doc, packed, len, id);
+		with++;
+		alone += !json_object_get(doc, "references");
+		free(packed);
+	}
+	assert_true(with >= 12);
+	assert_true(alone >= 2 && alone < with);
+	json_decref(facts);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 static void test_pool(void **state)
 {
 	struct store_options opt = STORE_OPTIONS_DEFAULT;
@@ -2059,6 +2143,7 @@ int main(void)
 	    cmocka_unit_test(test_charts),
 	    cmocka_unit_test(test_migrate_release),
 	    cmocka_unit_test(test_migrate_release_v6),
+	    cmocka_unit_test(test_migrate_release_v10),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

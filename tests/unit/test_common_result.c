@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "aw/refblob.h"
 #include "aw/result.h"
 
 /* A result of three cells (one skipped); `refs` 0: with the mulchain-v1 series alone, as
@@ -628,6 +629,95 @@ static void test_limits(void **state)
 	aw_result_free(&r);
 }
 
+/* The packed form (aw/refblob.h) of each shape a run's series take (the family, mulchain-v1
+ * alone as before the family, none) gives back the same run, the JSON text a store kept before
+ * it packs to the same bytes, and what is not a packed series of the run is refused. */
+static void test_refblob(void **state)
+{
+	const unsigned shapes[] = {AW_REF_ALL, 1u << AW_REF_MULCHAIN | 1u << AW_REF_MEMGATHER, 0};
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++) {
+		struct aw_result *r = sample_result_with(shapes[t]), *back = sample_result_with(0);
+		json_t *ref = aw_result_reference_to_json(r), *a, *b;
+		uint8_t *packed, *from_text;
+		size_t len, text_len;
+		char *text = json_dumps(ref, JSON_COMPACT);
+		struct aw_refblob blob;
+
+		assert_non_null(text);
+		assert_int_equal(aw_refblob_pack(r, &packed, &len), 0);
+		assert_int_equal(aw_refblob_from_json(text, &from_text, &text_len), 0);
+		assert_int_equal(len, text_len);
+		assert_memory_equal(packed, from_text, len);
+		assert_int_equal(aw_refblob_open(packed, len, &blob), 0);
+		assert_int_equal(blob.family, shapes[t]);
+		assert_int_equal(blob.n_cells, 3);
+		assert_true(isnan(aw_refblob_value(&blob, AW_REF_ATOMICADD, 0)) ==
+		            !(shapes[t] & 1u << AW_REF_ATOMICADD));
+		assert_true(isnan(aw_refblob_value(&blob, AW_REF_MULCHAIN, 3)));
+		/* the run as the JSON gives it back */
+		for (size_t i = 0; i < back->n_cells; i++)
+			back->cells[i].ref_ns[AW_REF_MEMCHASE] = 99;
+		assert_int_equal(aw_refblob_to_result(back, packed, len), 0);
+		a = aw_result_reference_to_json(r);
+		b = aw_result_reference_to_json(back);
+		assert_true(json_equal(a, b));
+		assert_int_equal(back->references, r->references);
+		for (size_t i = 0; i < back->n_cells; i++)
+			for (int k = 0; k < AW_REF_COUNT; k++)
+				assert_true(isnan(back->cells[i].ref_ns[k])
+				                ? isnan(r->cells[i].ref_ns[k])
+				                : back->cells[i].ref_ns[k] ==
+				                      r->cells[i].ref_ns[k]);
+		json_decref(a);
+		json_decref(b);
+		/* refused: another magic, a cut, a family without mulchain-v1 or with an unknown
+		 * kernel, another run's number of cells */
+		packed[0] = 'X';
+		assert_int_equal(aw_refblob_open(packed, len, &blob), -EINVAL);
+		packed[0] = 'A';
+		assert_int_equal(aw_refblob_open(packed, len - 1, &blob), -EINVAL);
+		assert_int_equal(aw_refblob_open(packed, AW_REFBLOB_HEADER - 1, &blob), -EINVAL);
+		assert_int_equal(aw_refblob_open(NULL, 0, &blob), -EINVAL);
+		packed[4] = (uint8_t)(1u << AW_REF_MEMCHASE);
+		assert_int_equal(aw_refblob_open(packed, len, &blob), -EINVAL);
+		packed[4] = (uint8_t)(1u << AW_REF_COUNT | 1u);
+		assert_int_equal(aw_refblob_open(packed, len, &blob), -EINVAL);
+		packed[4] = (uint8_t)shapes[t];
+		aw_result_free(&back);
+		back = sample_result_with(0);
+		assert_non_null(aw_result_add_cell(back));
+		assert_int_equal(aw_refblob_to_result(back, packed, len), -EINVAL);
+		aw_result_free(&back);
+		free(packed);
+		free(from_text);
+		free(text);
+		json_decref(ref);
+		aw_result_free(&r);
+	}
+	{
+		/* no series of mulchain-v1 in a text: none; not JSON, or unequal series: refused */
+		uint8_t *p = (uint8_t *)"x";
+		size_t len = 1;
+
+		assert_int_equal(aw_refblob_from_json("{\"references\":[{\"kernel\":\"nope-v9\","
+		                                      "\"values\":[1]}]}",
+		                                      &p, &len),
+		                 0);
+		assert_null(p);
+		assert_int_equal(len, 0);
+		assert_int_equal(aw_refblob_from_json("{not json", &p, &len), -EINVAL);
+		assert_int_equal(aw_refblob_from_json(
+		                     "{\"kernel\":\"mulchain-v1\",\"values\":[1,2],\"references\":["
+		                     "{\"kernel\":\"mulchain-v1\",\"values\":[1,2]},"
+		                     "{\"kernel\":\"memchase-v1\",\"values\":[1]}]}",
+		                     &p, &len),
+		                 -EINVAL);
+		assert_null(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -635,7 +725,7 @@ int main(void)
 	    cmocka_unit_test(test_rejections),     cmocka_unit_test(test_confirmation_fields),
 	    cmocka_unit_test(test_limits),         cmocka_unit_test(test_reference),
 	    cmocka_unit_test(test_references),     cmocka_unit_test(test_references_rejections),
-	    cmocka_unit_test(test_trigger_bisect),
+	    cmocka_unit_test(test_trigger_bisect), cmocka_unit_test(test_refblob),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
