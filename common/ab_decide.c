@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,8 +98,9 @@ static double median(double *v, size_t n)
 	return aw_quantile_sorted(v, n, 0.5);
 }
 
-/* The layouts' centres and their spread. */
-static int layouts(const struct aw_ab_round *rounds, size_t n, struct aw_ab_decision *out)
+/* The layouts' centres, their spread and each one's verdict (at alpha, threshold t). */
+static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, double t,
+                   struct aw_ab_decision *out)
 {
 	double *d = malloc((n ? n : 1) * sizeof(*d)), *a = malloc((n ? n : 1) * sizeof(*a));
 	double lo = INFINITY, hi = -INFINITY;
@@ -120,8 +122,19 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, struct aw_ab_deci
 			}
 		lay->rounds = m;
 		lay->diff = lay->aa = NAN;
+		lay->verdict = AW_AB_VERDICT_INCONCLUSIVE;
 		if (!m)
 			continue;
+		{
+			struct aw_ab_estimate e;
+
+			if (estimate(d, m, alpha, t, &e)) {
+				free(d);
+				free(a);
+				return -ENOMEM;
+			}
+			lay->verdict = e.verdict;
+		}
 		lay->diff = median(d, m);
 		lay->aa = median(a, m);
 		out->n_layouts = (size_t)l + 1;
@@ -156,6 +169,38 @@ static void describe_levels(const struct aw_ab_decision *out, char *buf, size_t 
 			w = snprintf(buf + used, size - used, "%s%s %s (%+.2f%%)", used ? ", " : "",
 			             aw_ab_level_name((enum aw_ab_level)l),
 			             aw_ab_verdict_name(e->verdict), 100 * expm1(e->estimate));
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* A regressed or improved cell one of whose layouts says the opposite: inconclusive, naming
+ * the layouts ("the layouts disagree: 0 improved (-6.33%), 1 regressed (+17.28%)"). */
+static void against_a_layout(struct aw_ab_decision *out)
+{
+	enum aw_ab_verdict other = out->verdict == AW_AB_VERDICT_REGRESSED ? AW_AB_VERDICT_IMPROVED
+	                           : out->verdict == AW_AB_VERDICT_IMPROVED
+	                               ? AW_AB_VERDICT_REGRESSED
+	                               : AW_AB_VERDICT_INCONCLUSIVE;
+	size_t used;
+	bool split = false;
+
+	for (size_t l = 0; l < out->n_layouts && other != AW_AB_VERDICT_INCONCLUSIVE; l++)
+		split = split || (out->layout[l].rounds && out->layout[l].verdict == other);
+	if (!split)
+		return;
+	out->verdict = AW_AB_VERDICT_INCONCLUSIVE;
+	used = (size_t)snprintf(out->reason, sizeof(out->reason), "the layouts disagree:");
+	for (size_t l = 0; l < out->n_layouts && used < sizeof(out->reason); l++) {
+		const struct aw_ab_layout *lay = &out->layout[l];
+		int w;
+
+		if (!lay->rounds)
+			continue;
+		w = snprintf(out->reason + used, sizeof(out->reason) - used, "%s %zu %s (%+.2f%%)",
+		             out->reason[used - 1] == ':' ? "" : ",", l,
+		             aw_ab_verdict_name(lay->verdict), 100 * expm1(lay->diff));
 		if (w < 0)
 			break;
 		used += (size_t)w;
@@ -200,7 +245,7 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 		if (estimate(d, k, out->alpha_each, t, &out->level[l]))
 			goto out;
 	}
-	if (layouts(rounds, n, out))
+	if (layouts(rounds, n, out->alpha_each, t, out))
 		goto out;
 	/* the cell: every estimand with an interval has its say */
 	for (int e = -1; e < AW_AB_LEVEL_COUNT; e++) {
@@ -234,6 +279,7 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 		else if (out->verdict == AW_AB_VERDICT_INCONCLUSIVE)
 			snprintf(out->reason, sizeof(out->reason),
 			         "the interval reaches past the threshold without deciding");
+		against_a_layout(out);
 	}
 	rc = 0;
 out:

@@ -104,10 +104,12 @@ static int details(json_t *o, const struct judged *j)
 	for (size_t l = 0; l < j->d.n_layouts; l++) {
 		const struct aw_ab_layout *lay = &j->d.layout[l];
 
-		if (lay->rounds && json_array_append_new(
-		                       layouts, json_pack("{s:i, s:i, s:o, s:o}", "layout", (int)l,
-		                                          "rounds", (int)lay->rounds, "ratio",
-		                                          ratio(lay->diff), "aa", ratio(lay->aa))))
+		if (lay->rounds &&
+		    json_array_append_new(layouts,
+		                          json_pack("{s:i, s:i, s:o, s:o, s:s}", "layout", (int)l,
+		                                    "rounds", (int)lay->rounds, "ratio",
+		                                    ratio(lay->diff), "aa", ratio(lay->aa),
+		                                    "verdict", aw_ab_verdict_name(lay->verdict))))
 			goto out;
 	}
 	rc = json_object_set_new(o, "layouts", layouts);

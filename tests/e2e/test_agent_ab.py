@@ -189,6 +189,10 @@ def test_regression_judged():
     eq(sorted(jc["levels"]), ["alone", "shared"])
     eq(sum(lv["rounds"] for lv in jc["levels"].values()), n)
     eq(sum(lay["rounds"] for lay in jc["layouts"]), n)
+    # each layout judged on its own rounds; none says the opposite of a decided cell
+    opposite = {"regressed": "improved", "improved": "regressed"}.get(jc["verdict"])
+    check(all(lay["verdict"] in ("regressed", "improved", "unchanged", "inconclusive")
+              and lay["verdict"] != opposite for lay in jc["layouts"]), jc)
     check(0 < jc["alpha_each"] < j["alpha"], jc)
     # the worktrees are gone, the repository is as it was
     eq(git("worktree", "list").count("\n"), 1)

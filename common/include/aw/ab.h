@@ -75,10 +75,13 @@ struct aw_ab_estimate {
 	enum aw_ab_verdict verdict;
 };
 
-/* The per-layout figures: the decision's centre and the A/A centre (medians, log units). */
+/* The per-layout figures: the decision's centre and the A/A centre (medians, log units), and
+ * the layout's own verdict (an estimate of its rounds at the decision's alpha_each; it can only
+ * withhold the cell's verdict: aw_ab_decide()). */
 struct aw_ab_layout {
 	size_t rounds;
 	double diff, aa;
+	enum aw_ab_verdict verdict;
 };
 
 struct aw_ab_decision {
@@ -103,7 +106,12 @@ struct aw_ab_decision {
  * +-log(1 + threshold), else inconclusive (an estimand without an interval is left out). The
  * cell is regressed when an estimand is, improved when one is and none regressed (both:
  * inconclusive, the levels disagree), unchanged when every estimand with an interval is,
- * inconclusive otherwise or when no estimand has an interval. Returns 0 or -ENOMEM. */
+ * inconclusive otherwise or when no estimand has an interval. A regressed or improved cell is
+ * inconclusive too when a layout's own rounds, judged the same way, say the opposite: the
+ * head's code sits at other addresses than the base's in every load, so a load whose base copy
+ * alone reads slow (a layout effect the head's copy does not share) subtracts a bias the head
+ * never had, and one load must not turn a slower build into an improvement. Returns 0 or
+ * -ENOMEM. */
 int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_rule *rule,
                  struct aw_ab_decision *out);
 
