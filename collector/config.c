@@ -42,7 +42,10 @@ void aw_config_defaults(struct aw_collector_config *c)
 	c->sqlite_cache = UINT64_C(1) << 20;
 	c->jobs_max_wait_ms = 300000;
 	c->jobs_recheck_ms = 1000;
-	c->jobs_reclaim_ms = 600000;
+	/* a daemon reports "running" at once: a claim with no report for a minute is one whose
+	 * reply was lost (a daemon stopped as its poll was answered), and 10 min kept its job from
+	 * the restarted daemon that long */
+	c->jobs_reclaim_ms = 60000;
 	c->jobs_default_ttl_ms = 24 * 3600000u;
 	c->jobs_max_ttl_ms = 7 * 24 * 3600000u;
 	c->detect_window = 30;

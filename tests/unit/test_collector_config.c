@@ -83,6 +83,7 @@ static void test_defaults_and_full_file(void **state)
 	(void)state;
 	aw_config_defaults(&c);
 	assert_int_equal(c.max_body, 8u << 20);
+	assert_int_equal(c.jobs_reclaim_ms, 60000);
 	assert_true(c.sqlite_sync_full);
 	assert_false(c.read_requires_token);
 	assert_null(parse(&c, text));
