@@ -556,6 +556,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	double thr = log1p(in->threshold);
 	size_t dom = r->dominant;
 	bool bounded = true, judged = false, split;
+	double move_ns;
 	int lvl = -1;
 
 	r->noise = c->up;
@@ -577,6 +578,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			lvl = (int)j; /* (the level judged on most runs tells the change) */
 	}
 	r->change_ns = c->raw_head - c->raw_base;
+	move_ns = detect_move_ns(c, r);
 	r->absolute = c->zero_base;
 	split = (c->up_level >= 0 && q_up <= o->fdr &&
 	         detect_head_split(c, c->up_level, 1, thr, &r->split_at, &r->split_far)) ||
@@ -586,29 +588,27 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->split_at = r->split_far = 0;
 	if (split) {
 		r->verdict = AW_VERDICT_UNKNOWN; /* (the runs disagree) */
-	} else if (c->up_level >= 0 && q_up <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
+	} else if (c->up_level >= 0 && q_up <= o->fdr && move_ns >= o->min_abs_ns) {
 		r->verdict = AW_VERDICT_REGRESSED;
 		lvl = c->up_level;
 		r->pvalue = c->p_up;
 		r->qvalue = q_up;
-	} else if (c->down_level >= 0 && q_down <= o->fdr && fabs(r->change_ns) >= o->min_abs_ns) {
+	} else if (c->down_level >= 0 && q_down <= o->fdr && move_ns >= o->min_abs_ns) {
 		r->verdict = AW_VERDICT_IMPROVED;
 		lvl = c->down_level;
 		r->pvalue = c->p_down;
 		r->qvalue = q_down;
 	} else if ((judged && bounded) || (!judged && off_bounded(c, r, thr, a))) {
 		r->verdict = AW_VERDICT_UNCHANGED;
-	} else if ((judged || off_within(c, r, o->min_abs_ns, a)) &&
-	           fabs(r->change_ns) < o->min_abs_ns &&
+	} else if ((judged || off_within(c, r, o->min_abs_ns, a)) && move_ns < o->min_abs_ns &&
 	           (fmax(c->up, c->down) * c->raw_base < o->min_abs_ns ||
 	            (double)(c->n_res + 2) * TAIL_ALPHA < 1)) {
-		/* a cell whose runs scatter less than the resolution (0.1 ns): any change it could
-		 * show is below what a nanosecond clock resolves. (A 10 ns lookup with a 7% noise
-		 * that read 0.09 ns slower shows nothing either way: it stays undecided.) A history
-		 * too short to show its own scatter (tail_bounds()) keeps the resolution's word:
-		 * its noise is the group's, moderated, and would hold every head of a new host.
-		 * Head runs all off the reference's band are judged so too when they read within
-		 * the resolution both as measured and corrected (off_within()). */
+		/* a cell whose runs scatter less than the resolution (0.1 ns) moved less than it
+		 * (detect_move_ns()): below what a nanosecond clock resolves. (A 10 ns lookup with
+		 * a 7% noise 0.09 ns slower shows nothing: it stays undecided.) A history too short
+		 * to show its scatter (tail_bounds()) keeps the resolution's word: its noise is the
+		 * group's, moderated, and would hold every head of a new host. Head runs all off
+		 * the reference's band: within it as measured and corrected (off_within()). */
 		r->verdict = AW_VERDICT_UNCHANGED;
 	} else {
 		r->verdict = AW_VERDICT_UNKNOWN;

@@ -958,6 +958,42 @@ static void test_rare_fast_runs_bound_no_single_run(void **state)
  * way (undecided: re-measure), while a 0.5 ns op whose runs scatter by 0.03 ns and whose head
  * read 0.04 ns (+8%) slower is unchanged, as far as a nanosecond clock can tell. A history too
  * short to show its scatter (fewer than 18 runs) keeps the resolution's word. */
+/* A 5 ns cell that follows the clock (a reference that reads it) measured at the fast end of the
+ * clock's band with a +6% build: as measured the head reads 0.04 ns slower than the baseline's
+ * median, under the clock's resolution (0.1 ns), but corrected it is +6%, 0.3 ns. The resolution
+ * clears only a move it cannot resolve both ways: regressed, never unchanged (the `overlap`
+ * shape's silent passes of amd26-quick-compilers-49). */
+static void test_resolution_asks_both_ways(void **state)
+{
+	static const double clock[] = {1.0, 1.04, 1.09, 0.97, 1.0, 1.12};
+	double h[30], ref[30], x[2], xref[2];
+	struct aw_detect_input in = {.history = h, .n_history = 30, .head = x, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		ref[i] = 0.8 * clock[i % 6] * (1 + 0.0005 * ((i * 7) % 5 - 2));
+		h[i] = 5 * ref[i] / 0.8;
+	}
+	in.history_ref[0] = ref;
+	in.head_ref[0] = xref;
+	in.n_head = 2;
+	xref[0] = xref[1] = 0.8 * 0.97;
+	x[0] = x[1] = 5 * 0.97 * 1.06;
+	r = judge_input(&in);
+	assert_true(fabs(r.change_ns) < 0.1);
+	assert_true(r.change > 0.05 && r.change < 0.07);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	/* the same build at the clock's median: regressed as measured too */
+	xref[0] = xref[1] = 0.8 * 1.02;
+	x[0] = x[1] = 5 * 1.02 * 1.06;
+	assert_int_equal(judge_input(&in).verdict, AW_VERDICT_REGRESSED);
+	/* an unchanged build at the fast end: unchanged both ways */
+	xref[0] = xref[1] = 0.8 * 0.97;
+	x[0] = x[1] = 5 * 0.97;
+	assert_int_equal(judge_input(&in).verdict, AW_VERDICT_UNCHANGED);
+}
+
 static void test_resolution_clears_what_it_resolves(void **state)
 {
 	double h[30], x[1] = {10.05};
@@ -1030,6 +1066,7 @@ int main(void)
 	    cmocka_unit_test(test_two_runs_that_disagree_bound_nothing),
 	    cmocka_unit_test(test_rare_fast_runs_bound_no_single_run),
 	    cmocka_unit_test(test_resolution_clears_what_it_resolves),
+	    cmocka_unit_test(test_resolution_asks_both_ways),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
