@@ -205,14 +205,14 @@ int analysis_references(const char *key, analysis_ref_fetch_fn fetch, void *cls,
 	return 0;
 }
 
-struct run_text {
+struct run_packed {
 	struct store_conn *c;
 	int64_t seq;
 };
 
-static int run_text(void *cls, uint8_t **packed, size_t *len)
+static int run_packed(void *cls, uint8_t **packed, size_t *len)
 {
-	const struct run_text *r = cls;
+	const struct run_packed *r = cls;
 	int rc = store_run_reference(r->c, r->seq, packed, len);
 
 	return rc == -ENOENT ? 0 : rc; /* (a run gone since it was listed: judged without) */
@@ -220,11 +220,11 @@ static int run_text(void *cls, uint8_t **packed, size_t *len)
 
 int analysis_run_references(struct store_conn *c, int64_t seq, struct run_ref *x)
 {
-	struct run_text r = {c, seq};
+	struct run_packed r = {c, seq};
 	char key[REFCACHE_KEY_LEN];
 
 	snprintf(key, sizeof(key), "%" PRIx64 ":%" PRId64, store_conn_generation(c), seq);
-	return analysis_references(key, run_text, &r, x);
+	return analysis_references(key, run_packed, &r, x);
 }
 
 void analysis_refcache_counts(uint64_t *hit, uint64_t *miss, size_t *bytes)
