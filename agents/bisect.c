@@ -89,9 +89,21 @@ enum probe_verdict bisect_classify(const struct bisect_cmp *from_good,
 	if (g == AW_AB_VERDICT_UNCHANGED && b == AW_AB_VERDICT_REGRESSED)
 		return PROBE_GOOD;
 	/* slower than good and faster than bad: the larger share of the change is the side the
-	 * bisection follows (one run per commit is noisy; two regressions follow the larger) */
-	if (g == AW_AB_VERDICT_REGRESSED && b == AW_AB_VERDICT_REGRESSED)
+	 * bisection follows (two regressions follow the larger), once the bounds cannot place the
+	 * probe by half the change and both comparisons are narrower than half of it: one as wide
+	 * cannot tell which side holds more (ASan's e2e.agent.bisect: a probe after a +5% culprit
+	 * read +3.6% from good and +15% [+0.06, +33] to bad, and the bisection followed the wrong
+	 * side), and the probe is measured again */
+	if (g == AW_AB_VERDICT_REGRESSED && b == AW_AB_VERDICT_REGRESSED) {
+		enum probe_verdict v = by_half(from_good, to_bad, range);
+
+		if (v != PROBE_INCONCLUSIVE)
+			return v;
+		if (isfinite(range) && (!(from_good->hi - from_good->lo < range / 2) ||
+		                        !(to_bad->hi - to_bad->lo < range / 2)))
+			return PROBE_INCONCLUSIVE;
 		return from_good->est >= to_bad->est ? PROBE_BAD : PROBE_GOOD;
+	}
 	return by_half(from_good, to_bad, range);
 }
 

@@ -43,6 +43,23 @@ static void test_two_regressions_follow_the_larger(void **state)
 	assert_int_equal(bisect_classify(&big, &small, log(1.40)), PROBE_BAD);
 }
 
+/* Both regressed, one as wide as half the range's change or more (e2e.agent.bisect under
+ * ASan: a probe after the +5% culprit read +3.6% from good and +15% [+0.06, +33] to bad, and
+ * the bisection followed the larger into the wrong half): it is measured again. */
+static void test_two_regressions_too_wide_to_weigh(void **state)
+{
+	struct bisect_cmp from_good = cmp(1.036, 1.012, 1.061, AW_AB_VERDICT_REGRESSED);
+	struct bisect_cmp to_bad = cmp(1.15, 1.0006, 1.33, AW_AB_VERDICT_REGRESSED);
+	double range = log(1.05);
+
+	(void)state;
+	assert_int_equal(bisect_classify(&from_good, &to_bad, range), PROBE_INCONCLUSIVE);
+	assert_int_equal(bisect_classify(&to_bad, &from_good, range), PROBE_INCONCLUSIVE);
+	/* a bound beyond half the change still places it */
+	from_good = cmp(1.04, 1.03, 1.05, AW_AB_VERDICT_REGRESSED);
+	assert_int_equal(bisect_classify(&from_good, &to_bad, range), PROBE_BAD);
+}
+
 static void test_one_side_settled_by_half_the_range(void **state)
 {
 	struct bisect_cmp wide = cmp(0.998, 0.58, 1.42, AW_AB_VERDICT_INCONCLUSIVE);
@@ -83,6 +100,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_decided),
 	    cmocka_unit_test(test_two_regressions_follow_the_larger),
+	    cmocka_unit_test(test_two_regressions_too_wide_to_weigh),
 	    cmocka_unit_test(test_one_side_settled_by_half_the_range),
 	    cmocka_unit_test(test_contradiction_is_inconclusive),
 	};
