@@ -299,6 +299,10 @@ static int judge(struct table *t, const struct aw_analysis_opts *o, bool compare
 			in[i].head_ref[q] = use ? xr[q] : NULL;
 			in[i].base_ref[q] = use ? br[q] : NULL;
 		}
+		if (t->state_kernel[1] >= 0) {
+			in[i].history_cell_gather = hr[t->state_kernel[1]];
+			in[i].head_cell_gather = xr[t->state_kernel[1]];
+		}
 	}
 	rc = aw_detect(in, 2 * n, &o->detect, out);
 	if (rc)

@@ -168,6 +168,8 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 		for (int q = 0; q < AW_DETECT_REFS; q++)
 			c->x[q][i] = bx[q] && bx[q][src] > 0 ? log(bx[q][src]) : NAN;
 	}
+	if (detect_cell_gather(in, c, at + from, total))
+		goto out;
 	k = c->nb;
 	if (in->head_confirmation && c->nh) {
 		size_t h = 0;
@@ -533,21 +535,6 @@ static bool off_bounded(const struct cell *c, const struct aw_detect_result *r, 
 	return fabs(raw) < thr / 2 && fabs(full) < thr / 2;
 }
 
-/* The median of a memory state x over the baseline's runs that have it, NAN under three. a:
- * scratch of the baseline's length. */
-static double baseline_state(const struct cell *c, const double *x, double *a)
-{
-	size_t m = 0;
-
-	for (size_t i = 0; i < c->nb; i++)
-		if (isfinite(x[i]))
-			a[m++] = x[i];
-	if (m < 3)
-		return NAN;
-	aw_sort_doubles(a, m);
-	return aw_quantile_sorted(a, m, 0.5);
-}
-
 /* Phase 5: the verdict from the corrected p-values (c->tq_up and tq_down: judge_levels()'s). a:
  * scratch of the baseline's length. */
 static void decide(const struct aw_detect_input *in, const struct aw_detect_opts *o, struct cell *c,
@@ -649,7 +636,8 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	r->unseen_by = NAN;
 	{
 		const double *x = c->x[AW_DETECT_MEMORY], *g = c->x[AW_DETECT_GATHER];
-		double top = baseline_state(c, x, a), gtop = baseline_state(c, g, a);
+		double top = detect_baseline_state(c, x, a), gtop = detect_baseline_state(c, g, a),
+		       ctop = c->cg ? detect_baseline_state(c, c->cg, a) : NAN;
 		bool any = false;
 		int at = lvl >= 0 ? lvl : (int)dom;
 		double one = fmax(c->down, o->screen_noise) * sqrt(1 + 1.0 / (double)c->nb),
@@ -657,11 +645,15 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		double state[256], slope;
 
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++) {
-			double by = x[c->nb + i] - top, gby = g[c->nb + i] - gtop;
+			double by = x[c->nb + i] - top, gby = g[c->nb + i] - gtop,
+			       cby = isfinite(ctop) ? c->cg[c->nb + i] - ctop : NAN;
 
 			state[i] = isfinite(gby) ? fmax(by, gby) : by;
+			if (isfinite(cby) && !(cby <= state[i]))
+				state[i] = cby;
 			c->unseen[i] =
-			    isfinite(by) && by > log(o->state_margin) &&
+			    ((isfinite(by) && by > log(o->state_margin)) ||
+			     (isfinite(cby) && cby > log(o->state_margin))) &&
 			    c->y[c->nb + i] - c->centre[at] - state[i] * STATE_EXPLAINS - sure <
 			        thr;
 			any |= c->unseen[i];
@@ -677,7 +669,9 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 				c->unseen[i] = false;
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++)
 			if (c->unseen[i]) {
-				double by = exp(x[c->nb + i] - top);
+				double cb = c->cg ? c->cg[c->nb + i] - ctop : NAN,
+				       by = exp(isfinite(cb) ? fmax(x[c->nb + i] - top, cb)
+				                             : x[c->nb + i] - top);
 
 				r->unseen_n++;
 				if (!(by <= r->unseen_by))
@@ -988,6 +982,7 @@ out:
 		free(cells[i].y);
 		free(cells[i].res);
 		free(cells[i].confirming);
+		free(cells[i].cg);
 		free(cells[i].ey);
 		free(cells[i].eseg);
 	}

@@ -84,6 +84,9 @@ struct aw_detect_input {
 	const double *head;
 	const double *head_se;
 	const double *head_ref[AW_DETECT_REFS];
+	/* optional: the memory gather measured beside this very cell in each history and head
+	 * run: a state of the moment, never a reference (the cell's own traffic moves it) */
+	const double *history_cell_gather, *head_cell_gather;
 	const bool *head_confirmation; /* optional: head runs that re-measured the cell after
 	                                  another run raised a suspicion */
 	size_t n_head;

@@ -72,6 +72,7 @@ struct cell {
 	double *res; /* the history's deviations from their levels (find_levels()) */
 	size_t n_res;
 	bool *confirming; /* head runs that re-measured the cell (NULL: each counts) */
+	double *cg;       /* log gather beside the cell, baseline then head (NULL: none) */
 };
 
 /* Median of v[0..n) (copied into scratch). NAN when n == 0. */
@@ -151,5 +152,14 @@ double detect_move_ns(const struct cell *c, const struct aw_detect_result *r);
  * cannot say. thr: log1p(threshold); a: the bridge's scratch of the head's length. */
 void detect_bridge_unseen(struct cell *c, double thr, double *a);
 double detect_state_slope(const struct cell *c, const double *by);
+
+/* The median of a memory state x over the baseline's runs that have it, NAN under three
+ * (detect_levels.c). a: scratch of the baseline's length. */
+double detect_baseline_state(const struct cell *c, const double *x, double *a);
+
+/* c->cg: the gather beside the cell, the baseline's runs (at[]: their history indices) then
+ * the head's (detect_levels.c). Returns 0 or -ENOMEM. */
+int detect_cell_gather(const struct aw_detect_input *in, struct cell *c, const size_t *at,
+                       size_t total);
 
 #endif

@@ -765,6 +765,55 @@ static void test_runs_in_an_unseen_memory_state(void **state)
 	assert_int_equal(r.agree_n, 0);
 }
 
+/* A hash table's lookups in a memory moment shorter than a run: the state read beside the
+ * run's anchor cells stayed usual, the gather read beside the lookup itself read 2x. Such runs
+ * confirm no move, as in a state the anchors saw (`-62`'s two A/A false gates); a gather beside
+ * the cell within the state margin (1.2x) changes nothing, and no compare reads it. */
+static void test_memory_state_beside_the_cell(void **state)
+{
+	double h[30], mem[30], cg[30], x[4] = {14.0, 14.1, 13.9, 14.2}, xmem[4] = {1, 1, 1, 1},
+	                               xcg[4] = {2.0, 2.1, 1.9, 2.0},
+	                               mild[4] = {1.2, 1.2, 1.2, 1.2};
+	bool conf[4] = {false, true, true, true};
+	struct aw_detect_input in = {.history = h,
+	                             .n_history = 30,
+	                             .head = x,
+	                             .n_head = 4,
+	                             .head_confirmation = conf,
+	                             .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 30, 10.7, 0.01);
+	for (int i = 0; i < 30; i++) {
+		mem[i] = 1 + 0.05 * ((i * 7) % 5 - 2);
+		cg[i] = 1 + 0.04 * ((i * 3) % 5 - 2);
+	}
+	in.history_ref[AW_DETECT_MEMORY] = mem;
+	in.head_ref[AW_DETECT_MEMORY] = xmem;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.unseen_n, 0);
+	assert_int_equal(r.agree_n, 4);
+	in.history_cell_gather = cg;
+	in.head_cell_gather = xcg;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 4);
+	assert_int_equal(r.agree_n, 0);
+	assert_non_null(strstr(r.note, "memory state 2.1x"));
+	in.head_cell_gather = mild;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 0);
+	assert_int_equal(r.agree_n, 4);
+	/* a compare's base commit: the cell's gather is not read */
+	in.head_cell_gather = xcg;
+	in.base = h;
+	in.n_base = 30;
+	in.base_ref[AW_DETECT_MEMORY] = mem;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 0);
+}
+
 /* A sub-ns cell whose runs scatter near the resolution (0.06-0.94 ns: a huge noise in log),
  * its head at 23 ns in memory states 1.7x the baseline's: a state explains 1.7^3 = 4.9x at
  * most, and beyond the baseline's highest run by that the move is surely no state's: it counts,
@@ -1064,6 +1113,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_state_needs_more_runs),
 	    cmocka_unit_test(test_off_band_runs_bounded_both_ways),
 	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
+	    cmocka_unit_test(test_memory_state_beside_the_cell),
 	    cmocka_unit_test(test_head_states_measure_what_they_explain),
 	    cmocka_unit_test(test_short_base_borrows_the_history_band),
 	    cmocka_unit_test(test_each_side_its_own_degrees),
