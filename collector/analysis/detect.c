@@ -642,18 +642,18 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		int at = lvl >= 0 ? lvl : (int)dom;
 		double one = fmax(c->down, o->screen_noise) * sqrt(1 + 1.0 / (double)c->nb),
 		       sure = fmin(c->tq_down * one, detect_level_top(c, at) - c->centre[at]);
-		double state[256], slope;
+		double state[256], far[256], slope;
 
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++) {
 			double by = x[c->nb + i] - top, gby = g[c->nb + i] - gtop,
 			       cby = isfinite(ctop) ? c->cg[c->nb + i] - ctop : NAN;
 
-			state[i] = isfinite(gby) ? fmax(by, gby) : by;
-			if (isfinite(cby) && !(cby <= state[i]))
-				state[i] = cby;
+			/* (far: the walk's state, or the gather's beside the cell, whichever is
+			 * further out; state: the gather's beside the anchors too) */
+			far[i] = isfinite(cby) ? fmax(by, cby) : by;
+			state[i] = isfinite(gby) ? fmax(far[i], gby) : far[i];
 			c->unseen[i] =
-			    ((isfinite(by) && by > log(o->state_margin)) ||
-			     (isfinite(cby) && cby > log(o->state_margin))) &&
+			    far[i] > log(o->state_margin) &&
 			    c->y[c->nb + i] - c->centre[at] - state[i] * STATE_EXPLAINS - sure <
 			        thr;
 			any |= c->unseen[i];
@@ -669,9 +669,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 				c->unseen[i] = false;
 		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++)
 			if (c->unseen[i]) {
-				double cb = c->cg ? c->cg[c->nb + i] - ctop : NAN,
-				       by = exp(isfinite(cb) ? fmax(x[c->nb + i] - top, cb)
-				                             : x[c->nb + i] - top);
+				double by = exp(far[i]);
 
 				r->unseen_n++;
 				if (!(by <= r->unseen_by))
