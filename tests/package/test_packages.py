@@ -177,9 +177,69 @@ def lintian(changes):
     return tags
 
 
+def exec_ranges(path):
+    """The file offsets [start, end) of an ELF64 little-endian file's executable sections."""
+    with open(path, "rb") as f:
+        data = f.read()
+    eq(data[:6], b"\x7fELF\x02\x01", "%s: ELF64 little-endian" % path)
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    shentsize = int.from_bytes(data[0x3A:0x3C], "little")
+    shnum = int.from_bytes(data[0x3C:0x3E], "little")
+    ranges = []
+    for i in range(shnum):
+        sh_ = data[shoff + i * shentsize:shoff + (i + 1) * shentsize]
+        flags = int.from_bytes(sh_[8:16], "little")
+        offset = int.from_bytes(sh_[24:32], "little")
+        size = int.from_bytes(sh_[32:40], "little")
+        if flags & 0x4:  # SHF_EXECINSTR
+            ranges.append((offset, offset + size))
+    return data, ranges
+
+
+def instruction_bytes(path, word):
+    """True when every place the word's bytes occur in the ELF file is inside an executable
+    section: lintian's spelling check reads `strings --all`, which includes machine code, and
+    four bytes of an arm64 instruction stream can spell a word (0x54000001 0xf9456761 holds
+    "TagE"). A word in .rodata or .data is text the program prints and stays unexplained."""
+    data, ranges = exec_ranges(path)
+    at = [m.start() for m in re.finditer(re.escape(word.encode()), data)]
+    return bool(at) and all(any(s <= i and i + len(word) <= e for s, e in ranges) for i in at)
+
+
+def unpacked(b, arch, package, root):
+    d = os.path.join(root, arch, package)
+    if not os.path.isdir(d):
+        os.makedirs(d)
+        sh("dpkg-deb", "-x", deb_of(b, arch, package), d)
+    return d
+
+
+def explained(b, arch, tag, root):
+    """A spelling-error-in-binary tag whose word lies only in machine code is explained."""
+    m = re.match(r"^I: (\S+): spelling-error-in-binary (\S+) \S+ \[(\S+)\]$", tag)
+    if not m:
+        return False
+    package, word, installed = m.groups()
+    d = unpacked(b, arch, package, root)
+    if not instruction_bytes(os.path.join(d, installed), word):
+        return False
+    print("lintian %s: %s: the word's bytes are machine code only" % (arch, tag))
+    return True
+
+
 def test_lintian(b):
+    root = h.tempdir("aw-lintian-")
     for arch in ("amd64", "arm64"):
-        eq(lintian(b.changes(arch)), [], "lintian tags of %s left unexplained" % arch)
+        tags = [t for t in lintian(b.changes(arch)) if not explained(b, arch, t, root)]
+        eq(tags, [], "lintian tags of %s left unexplained" % arch)
+    # the rule above can refuse: a word the collector prints lies in .rodata, not in code
+    binary = os.path.join(unpacked(b, "arm64", "atomwatch-collector", root), "usr", "bin",
+                          "atomwatch-collector")
+    check(not instruction_bytes(binary, "atomwatch-collector"),
+          "a string of .rodata was taken for machine code")
+    check(not explained(b, "arm64", "I: atomwatch-collector: spelling-error-in-binary "
+                        "atomwatch-collector Stage [usr/bin/atomwatch-collector]", root),
+          "a tag on a word of .rodata was explained away")
 
 
 def deb_of(b, arch, package):
