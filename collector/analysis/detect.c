@@ -643,15 +643,17 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		double one = fmax(c->down, o->screen_noise) * sqrt(1 + 1.0 / (double)c->nb),
 		       sure = fmin(c->tq_down * one, detect_level_top(c, at) - c->centre[at]);
 		double state[256], far[256], slope;
+		bool have = isfinite(top) || isfinite(ctop);
 
-		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++) {
+		for (size_t i = 0; have && i < c->nh && i < 256; i++) {
 			double by = x[c->nb + i] - top, gby = g[c->nb + i] - gtop,
 			       cby = isfinite(ctop) ? c->cg[c->nb + i] - ctop : NAN;
 
 			/* (far: the walk's state, or the gather's beside the cell, whichever is
-			 * further out; state: the gather's beside the anchors too) */
-			far[i] = isfinite(cby) ? fmax(by, cby) : by;
-			state[i] = isfinite(gby) ? fmax(far[i], gby) : far[i];
+			 * further out, either where the run has one alone; state: the gather's
+			 * beside the anchors too. fmax() takes the number of a number and a NaN) */
+			far[i] = fmax(by, cby);
+			state[i] = fmax(far[i], gby);
 			c->unseen[i] =
 			    far[i] > log(o->state_margin) &&
 			    c->y[c->nb + i] - c->centre[at] - state[i] * STATE_EXPLAINS - sure <
@@ -667,7 +669,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 			if (c->unseen[i] &&
 			    c->y[c->nb + i] - c->centre[at] - state[i] * slope - sure >= thr)
 				c->unseen[i] = false;
-		for (size_t i = 0; isfinite(top) && i < c->nh && i < 256; i++)
+		for (size_t i = 0; have && i < c->nh && i < 256; i++)
 			if (c->unseen[i]) {
 				double by = exp(far[i]);
 

@@ -767,8 +767,9 @@ static void test_runs_in_an_unseen_memory_state(void **state)
 
 /* A hash table's lookups in a memory moment shorter than a run: the state read beside the
  * run's anchor cells stayed usual, the gather read beside the lookup itself read 2x. Such runs
- * confirm no move, as in a state the anchors saw (`-62`'s two A/A false gates); a gather beside
- * the cell within the state margin (1.2x) changes nothing, and no compare reads it. */
+ * confirm no move, as in a state the anchors saw (`-62`'s two A/A false gates), and so in a run
+ * without anchor cells (no walk state at all); a gather beside the cell within the state margin
+ * (1.2x) changes nothing, and no compare reads it. */
 static void test_memory_state_beside_the_cell(void **state)
 {
 	double h[30], mem[30], cg[30], x[4] = {14.0, 14.1, 13.9, 14.2}, xmem[4] = {1, 1, 1, 1},
@@ -805,6 +806,19 @@ static void test_memory_state_beside_the_cell(void **state)
 	r = judge_input(&in);
 	assert_int_equal(r.unseen_n, 0);
 	assert_int_equal(r.agree_n, 4);
+	/* a run without anchor cells has no walk state: the gather beside the cell still reads */
+	in.head_cell_gather = xcg;
+	in.history_ref[AW_DETECT_MEMORY] = NULL;
+	in.head_ref[AW_DETECT_MEMORY] = NULL;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 4);
+	assert_int_equal(r.agree_n, 0);
+	in.head_cell_gather = mild;
+	r = judge_input(&in);
+	assert_int_equal(r.unseen_n, 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	in.history_ref[AW_DETECT_MEMORY] = mem;
+	in.head_ref[AW_DETECT_MEMORY] = xmem;
 	/* a compare's base commit: the cell's gather is not read */
 	in.head_cell_gather = xcg;
 	in.base = h;
