@@ -588,10 +588,12 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	} else if ((judged && bounded) || (!judged && off_bounded(c, r, thr, a))) {
 		r->verdict = AW_VERDICT_UNCHANGED;
 	} else if ((judged || off_within(c, r, o->min_abs_ns, a)) && move_ns < o->min_abs_ns &&
-	           (fmax(c->up, c->down) * c->raw_base < o->min_abs_ns ||
+	           ((fmax(c->up, c->down) * c->raw_base < o->min_abs_ns &&
+	             detect_reach_ns(r) < o->min_abs_ns) ||
 	            (double)(c->n_res + 2) * TAIL_ALPHA < 1)) {
 		/* a cell whose runs scatter less than the resolution (0.1 ns) moved less than it
-		 * (detect_move_ns()): below what a nanosecond clock resolves. (A 10 ns lookup with
+		 * (detect_move_ns()), and its bounds say so too (detect_reach_ns()): below what a
+		 * nanosecond clock resolves. (A 10 ns lookup with
 		 * a 7% noise 0.09 ns slower shows nothing: it stays undecided.) A history too short
 		 * to show its scatter (tail_bounds()) keeps the resolution's word: its noise is the
 		 * group's, moderated, and would hold every head of a new host. Head runs all off

@@ -146,6 +146,7 @@ bool detect_head_split(const struct cell *c, int j, int sign, double thr, size_t
 /* The head's move in ns against the clock's resolution (opts.min_abs_ns), detect_levels.c: the
  * larger of the move as measured and as corrected in each level with head runs. */
 double detect_move_ns(const struct cell *c, const struct aw_detect_result *r);
+double detect_reach_ns(const struct aw_detect_result *r);
 /* Head runs in memory states the baseline never saw (c->unseen[]), detect_levels.c: clears the
  * flag of each run the head runs in seen states vouch for; and the upper bound of the cell's
  * log slope on the log state (by[]: each head run's) over the unseen runs, NAN where they

@@ -1029,6 +1029,32 @@ static void test_rare_fast_runs_bound_no_single_run(void **state)
  * way (undecided: re-measure), while a 0.5 ns op whose runs scatter by 0.03 ns and whose head
  * read 0.04 ns (+8%) slower is unchanged, as far as a nanosecond clock can tell. A history too
  * short to show its scatter (fewer than 18 runs) keeps the resolution's word. */
+/* A 1.5 ns cell whose runs scatter by 5% (0.075 ns, under the 0.1 ns resolution) and a head run
+ * 6.4% slower, 0.096 ns: under the resolution as measured, but the bounds on the move reach
+ * +14%, 0.2 ns, which a nanosecond clock resolves. The resolution clears only a move the
+ * evidence bounds under it: undecided (re-measure, then inconclusive), never unchanged (the
+ * `overlap` shape on amd25-quick-none-65, whose runs moved between 1.5 and 2 ns: five +10-26%
+ * builds passed so, one head run in the fast state, or runs split between the two). Runs that
+ * bound the move under it (+2.7% [+0.4%, +5.9%], 0.09 ns at most) are still cleared. */
+static void test_resolution_needs_bounds_under_it(void **state)
+{
+	double h[30], x[7];
+	struct aw_detect_result r;
+
+	(void)state;
+	series(h, 30, 1.5, 0.08);
+	x[0] = 1.5 * 1.064;
+	r = judge_one(h, 30, x, 1, 0.05);
+	assert_true(fabs(r.change_ns) < 0.1);
+	assert_true(r.change_hi * 1.5 >= 0.1);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	for (int i = 0; i < 7; i++)
+		x[i] = 1.5 * (1.035 + 0.002 * (i % 3 - 1));
+	r = judge_one(h, 30, x, 7, 0.05);
+	assert_true(r.change_hi >= 0.05 && r.change_hi * 1.5 < 0.1);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+}
+
 /* A 5 ns cell that follows the clock (a reference that reads it) measured at the fast end of the
  * clock's band with a +6% build: as measured the head reads 0.04 ns slower than the baseline's
  * median, under the clock's resolution (0.1 ns), but corrected it is +6%, 0.3 ns. The resolution
@@ -1135,6 +1161,7 @@ int main(void)
 	    cmocka_unit_test(test_rare_fast_runs_bound_no_single_run),
 	    cmocka_unit_test(test_resolution_clears_what_it_resolves),
 	    cmocka_unit_test(test_resolution_asks_both_ways),
+	    cmocka_unit_test(test_resolution_needs_bounds_under_it),
 	    cmocka_unit_test(test_threshold_rules),
 	};
 
