@@ -123,6 +123,7 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 		lay->rounds = m;
 		lay->diff = lay->aa = NAN;
 		lay->verdict = AW_AB_VERDICT_INCONCLUSIVE;
+		lay->interval = false;
 		if (!m)
 			continue;
 		{
@@ -134,6 +135,7 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 				return -ENOMEM;
 			}
 			lay->verdict = e.verdict;
+			lay->interval = !isnan(e.lo) && !isnan(e.hi);
 		}
 		lay->diff = median(d, m);
 		lay->aa = median(a, m);
@@ -175,19 +177,30 @@ static void describe_levels(const struct aw_ab_decision *out, char *buf, size_t 
 	}
 }
 
-/* A regressed or improved cell one of whose layouts says the opposite: inconclusive, naming
- * the layouts ("the layouts disagree: 0 improved (-6.33%), 1 regressed (+17.28%)"). */
+/* A cell's verdict stands only where every layout's own rounds can speak and none says
+ * otherwise: each layout is a load of each side at addresses of its own, and a load's layout
+ * moves it (on the family-25 VM a base copy read 11.7% slower than the reference load in one
+ * layout; in another run a README-only head's rounds read +1.0% in one layout and +0.1% in the
+ * other, and were called regressed at the first look, 13 rounds, before either layout had an
+ * interval of its own). A layout without an interval yet, or one whose rounds decide another
+ * verdict, leaves the cell inconclusive at this look, naming the layouts ("the layouts
+ * disagree: 0 unchanged (+0.10%), 1 regressed (+1.02%)"), so the agent measures on until they
+ * agree or its rounds run out. A layout that is itself undecided contradicts nothing (a change
+ * of one level only reads so pooled over a layout's rounds). */
 static void against_a_layout(struct aw_ab_decision *out)
 {
-	enum aw_ab_verdict other = out->verdict == AW_AB_VERDICT_REGRESSED ? AW_AB_VERDICT_IMPROVED
-	                           : out->verdict == AW_AB_VERDICT_IMPROVED
-	                               ? AW_AB_VERDICT_REGRESSED
-	                               : AW_AB_VERDICT_INCONCLUSIVE;
 	size_t used;
 	bool split = false;
 
-	for (size_t l = 0; l < out->n_layouts && other != AW_AB_VERDICT_INCONCLUSIVE; l++)
-		split = split || (out->layout[l].rounds && out->layout[l].verdict == other);
+	if (out->verdict == AW_AB_VERDICT_INCONCLUSIVE)
+		return;
+	for (size_t l = 0; l < out->n_layouts; l++) {
+		const struct aw_ab_layout *lay = &out->layout[l];
+
+		split = split || (lay->rounds &&
+		                  (!lay->interval || (lay->verdict != AW_AB_VERDICT_INCONCLUSIVE &&
+		                                      lay->verdict != out->verdict)));
+	}
 	if (!split)
 		return;
 	out->verdict = AW_AB_VERDICT_INCONCLUSIVE;

@@ -284,6 +284,49 @@ static void test_layout_against_the_rest(void **state)
 	assert_non_null(strstr(d.reason, "), 1 regressed (+1."));
 }
 
+/* stop 51's A/A on the changed family-25 VM: a README-only head whose rounds read +1.0% in one
+ * layout and +0.1% in the other was regressed (+0.57% [+0.11, +1.10], threshold 0.5%) at the
+ * first look, before either layout had rounds enough for an interval of its own. A verdict
+ * stands only where every layout can speak and none decides otherwise: too few rounds a layout
+ * is no verdict yet, and a layout unchanged beside one regressed is the layouts disagreeing. */
+static void test_every_layout_speaks(void **state)
+{
+	const struct aw_ab_rule agent = {
+	    .threshold = 0.005, .alpha = 0.05, .looks = 14, .levels = true};
+	struct aw_ab_round r[64];
+	struct aw_ab_decision d;
+
+	(void)state;
+	for (size_t i = 0; i < N_OF(r); i++) {
+		int layout = (int)(i % 2);
+
+		r[i] = (struct aw_ab_round){(layout ? log(1.010) : log(1.001)) + wobble(i) / 4,
+		                            wobble(i + 3) / 4, AW_AB_LEVEL_ALONE, layout};
+	}
+	/* the pooled rounds alone would call it regressed */
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_true(d.diff.lo > 0 && d.diff.estimate > log1p(plain.threshold));
+	assert_int_equal(d.diff.verdict, AW_AB_VERDICT_REGRESSED);
+	assert_int_equal(d.layout[0].verdict, AW_AB_VERDICT_UNCHANGED);
+	assert_int_equal(d.layout[1].verdict, AW_AB_VERDICT_REGRESSED);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_INCONCLUSIVE);
+	assert_non_null(strstr(d.reason, "disagree: 0 unchanged (+0.1"));
+	/* the agent's first look, 13 rounds (6 and 7 a layout) of 400 at 14 looks and three
+	 * estimands: no layout has an interval yet, nothing is decided */
+	for (size_t i = 0; i < 13; i++)
+		r[i].ab = log(1.05) + wobble(i) / 4;
+	assert_int_equal(aw_ab_decide(r, 13, &agent, &d), 0);
+	assert_int_equal(d.diff.verdict, AW_AB_VERDICT_REGRESSED);
+	assert_false(d.layout[0].interval);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_INCONCLUSIVE);
+	/* layouts that agree, each with an interval: regressed */
+	for (size_t i = 0; i < N_OF(r); i++)
+		r[i].ab = log(1.05) + wobble(i) / 4;
+	assert_int_equal(aw_ab_decide(r, N_OF(r), &plain, &d), 0);
+	assert_true(d.layout[0].interval && d.layout[1].interval);
+	assert_int_equal(d.verdict, AW_AB_VERDICT_REGRESSED);
+}
+
 /* A slower build is never improved; a faster one is. */
 static void test_directions(void **state)
 {
@@ -378,6 +421,7 @@ int main(void)
 	    cmocka_unit_test(test_levels),
 	    cmocka_unit_test(test_layouts),
 	    cmocka_unit_test(test_layout_against_the_rest),
+	    cmocka_unit_test(test_every_layout_speaks),
 	    cmocka_unit_test(test_directions),
 	    cmocka_unit_test(test_validate_new_fields),
 	};

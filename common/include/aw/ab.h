@@ -82,6 +82,7 @@ struct aw_ab_layout {
 	size_t rounds;
 	double diff, aa;
 	enum aw_ab_verdict verdict;
+	bool interval; /* its rounds gave an interval (enough of them to speak) */
 };
 
 struct aw_ab_decision {
