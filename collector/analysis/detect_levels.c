@@ -550,8 +550,8 @@ double detect_move_ns(const struct cell *c, const struct aw_detect_result *r)
  * end of each one's bounds on its change, times its base; 0 where none has bounds. A move under
  * the resolution is cleared only where this is under it too: a head whose runs split between the
  * base's level and one 20% above it can read a median 0.05 ns off a 1.7 ns base while its bounds
- * reach 0.12 ns (the `overlap` shape on amd25-quick-none-65, whose base runs moved between 1.5
- * and 2.0 ns: five +10-26% builds passed as unchanged so). */
+ * reach 0.12 ns (the `overlap` shape on amd25-quick-none-65 and -compilers-66, whose base runs
+ * moved between 1.5 and 2.0 ns: twelve builds +6-38% slower passed as unchanged so). */
 double detect_reach_ns(const struct aw_detect_result *r)
 {
 	double reach = 0;
