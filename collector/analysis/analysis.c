@@ -682,9 +682,11 @@ int aw_analysis_changepoints(struct store_conn *c, const struct aw_analysis_opts
 				double move = fabs(cps[j].after - cps[j].before);
 
 				/* A move the verdict would never call a change (under the cell's
-				 * threshold, or under min_abs_ns) is no news on a chart either. */
+				 * threshold, or under min_abs_ns from a level below it) is no news
+				 * on a chart either. */
 				if (!(move >= threshold * fabs(cps[j].before)) ||
-				    move < o->detect.min_abs_ns)
+				    (move < o->detect.min_abs_ns &&
+				     fabs(cps[j].before) < o->detect.min_abs_ns))
 					continue;
 				struct store_changepoint p = {.cell_key = t.s[i].key,
 				                              .metric = m ? "p99" : "p50",

@@ -575,12 +575,14 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->split_at = r->split_far = 0;
 	if (split) {
 		r->verdict = AW_VERDICT_UNKNOWN; /* (the runs disagree) */
-	} else if (c->up_level >= 0 && q_up <= o->fdr && move_ns >= o->min_abs_ns) {
+	} else if (c->up_level >= 0 && q_up <= o->fdr &&
+	           (move_ns >= o->min_abs_ns || !c->zero_base)) {
 		r->verdict = AW_VERDICT_REGRESSED;
 		lvl = c->up_level;
 		r->pvalue = c->p_up;
 		r->qvalue = q_up;
-	} else if (c->down_level >= 0 && q_down <= o->fdr && move_ns >= o->min_abs_ns) {
+	} else if (c->down_level >= 0 && q_down <= o->fdr &&
+	           (move_ns >= o->min_abs_ns || !c->zero_base)) {
 		r->verdict = AW_VERDICT_IMPROVED;
 		lvl = c->down_level;
 		r->pvalue = c->p_down;

@@ -42,8 +42,12 @@
 struct aw_detect_opts {
 	size_t window;        /* baseline runs at most, since the last change point (default 30) */
 	double fdr;           /* Benjamini-Hochberg level over a host's cells (default 0.05) */
-	double min_abs_ns;    /* a change smaller than this many ns never counts, and values
-	                         below it are this (default 0.1: half a cycle at 5 GHz) */
+	double min_abs_ns;    /* values below this many ns are this (default 0.1: half a
+	                         cycle at 5 GHz); a baseline wholly below it is judged in ns,
+	                         where a smaller move never counts. Above it a move counts by
+	                         its bounds (a per-call figure averages a batch of calls: its
+	                         noise, not a clock, limits it); an undecided one smaller than
+	                         this, bounds and runs' scatter too, is unchanged (decide()) */
 	double noise_floor;   /* smallest relative run-to-run noise assumed (default 0.001) */
 	double screen_noise;  /* smallest noise of a head judged on one run (default 0.01): one
 	                         run cannot show its own spread */

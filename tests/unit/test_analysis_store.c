@@ -1085,6 +1085,41 @@ static void test_changepoints_below_threshold(void **state)
 	store_close(&s);
 }
 
+/* A step under the 0.1 ns floor values are taken at is a change point where it reaches the
+ * threshold from a level above the floor: ldadd 1.504 -> 1.601 ns (+6.5%, 0.097 ns), as the
+ * verdict now calls it. From a level below the floor (stadd 0.05 -> 0.09 ns, "+80%") a move
+ * under the floor is none: it is told in ns there, and 0.04 ns is no change. */
+static void test_changepoint_under_the_floor(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct cps cp = {0};
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	for (int i = 1; i <= 12; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, run_of("grace", sha, "main", i, i < 7 ? 1.504 : 1.601, i < 7 ? 0.05 : 0.09,
+		              10.0, HASH));
+	}
+	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
+	assert_null(err);
+	assert_int_equal(
+	    store_changepoints_list(c, "linux", "grace", "main", "op=ldadd cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cp.n, 1);
+	assert_string_equal(cp.commit, "c0ffee07");
+	memset(&cp, 0, sizeof(cp));
+	assert_int_equal(
+	    store_changepoints_list(c, "linux", "grace", "main", "op=stadd cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cp.n, 0);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1100,7 +1135,8 @@ int main(void)
 	    cmocka_unit_test(test_cached_verdict),
 	    /* (after the others: run_of()'s ripple counts every run before it) */
 	    cmocka_unit_test(test_noisy_at_once),
-	    cmocka_unit_test(test_memory_gather_state), /* (its ripple does not matter) */
+	    cmocka_unit_test(test_memory_gather_state),         /* (its ripple does not matter) */
+	    cmocka_unit_test(test_changepoint_under_the_floor), /* (nor this one's) */
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
