@@ -543,7 +543,7 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	double thr = log1p(in->threshold);
 	size_t dom = r->dominant;
 	bool bounded = true, judged = false, split;
-	double move_ns;
+	double move_ns, res;
 	int lvl = -1;
 
 	r->noise = c->up;
@@ -552,9 +552,9 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 
 		if (!(j == dom || l->share >= o->level_share))
 			continue;
-		if (!l->n_head) { /* (a state of the machine the head was not measured in; but a
-			             cell's dominant own level is its code's: it may have left it)
-			           */
+		/* (a state of the machine the head was not measured in; but a cell's dominant own
+		 * level is its code's: it may have left it) */
+		if (!l->n_head) {
 			bounded = bounded && !(r->own_levels && j == dom);
 			continue;
 		}
@@ -566,6 +566,9 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 	}
 	r->change_ns = c->raw_head - c->raw_base;
 	move_ns = detect_move_ns(c, r);
+	/* the resolution: the clock's, never coarser than the threshold above the clock's (a 1.5
+	 * ns call's 5% is 0.075 ns: a +6.5% of it, 0.097 ns, is no move to clear) */
+	res = c->zero_base ? o->min_abs_ns : fmin(o->min_abs_ns, in->threshold * c->raw_base);
 	r->absolute = c->zero_base;
 	split = (c->up_level >= 0 && q_up <= o->fdr &&
 	         detect_head_split(c, c->up_level, 1, thr, &r->split_at, &r->split_far)) ||
@@ -589,17 +592,17 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		r->qvalue = q_down;
 	} else if ((judged && bounded) || (!judged && off_bounded(c, r, thr, a))) {
 		r->verdict = AW_VERDICT_UNCHANGED;
-	} else if ((judged || off_within(c, r, o->min_abs_ns, a)) && move_ns < o->min_abs_ns &&
-	           ((fmax(c->up, c->down) * c->raw_base < o->min_abs_ns &&
-	             detect_reach_ns(r) < o->min_abs_ns) ||
+	} else if ((judged || off_within(c, r, res, a)) && move_ns < res &&
+	           ((fmax(c->up, c->down) * c->raw_base < res && detect_reach_ns(r) < res) ||
 	            (double)(c->n_res + 2) * TAIL_ALPHA < 1)) {
-		/* a cell whose runs scatter less than the resolution (0.1 ns) moved less than it
-		 * (detect_move_ns()), and its bounds say so too (detect_reach_ns()): below what a
-		 * nanosecond clock resolves. (A 10 ns lookup with
-		 * a 7% noise 0.09 ns slower shows nothing: it stays undecided.) A history too short
-		 * to show its scatter (tail_bounds()) keeps the resolution's word: its noise is the
-		 * group's, moderated, and would hold every head of a new host. Head runs all off
-		 * the reference's band: within it as measured and corrected (off_within()). */
+		/* a cell whose runs scatter less than the resolution (0.1 ns, or the threshold's
+		 * ns where that is less) moved less than it (detect_move_ns()), and its bounds say
+		 * so too (detect_reach_ns()): below what a nanosecond clock resolves and below the
+		 * threshold. (A 10 ns lookup with a 7% noise 0.09 ns slower shows nothing: it stays
+		 * undecided.) A history too short to show its scatter (tail_bounds()) keeps the
+		 * resolution's word: its noise is the group's, moderated, and would hold every head
+		 * of a new host. Head runs all off the reference's band: within it as measured and
+		 * corrected (off_within()). */
 		r->verdict = AW_VERDICT_UNCHANGED;
 	} else {
 		r->verdict = AW_VERDICT_UNKNOWN;
@@ -626,16 +629,15 @@ static void decide(const struct aw_detect_input *in, const struct aw_detect_opts
 		else if (l->pvalue <= o->fdr && l->change < 0 && log1p(l->change_lo) <= -thr)
 			l->verdict = AW_VERDICT_IMPROVED;
 	}
-	/* the head runs measured in a memory state far from the baseline's usual one (its
-	 * median, by state_margin): a cell that
-	 * leans on memory (a hash table's lookups) moves with it whatever the code did, and
-	 * nothing in the baseline says by how much, so such runs confirm no move (the
-	 * analysis keeps the cell a suspect, then inconclusive). Up to a point: a state of
-	 * ratio s (the walk's or the gather's, the larger) explains a slowdown of s^3 at most,
-	 * and a run that reads slower than the baseline by that and surely (by the t bound, or
-	 * beyond its highest run) by the threshold more shows a move no state made: it counts.
-	 * (e2e.ci.demo on a loaded CI: an injected 0.03 -> 21.9 ns regression, two of its three
-	 * head runs in a memory state 1.6x the baseline's, was held unconfirmed.) */
+	/* the head runs measured in a memory state far from the baseline's usual one (its median,
+	 * by state_margin): a cell that leans on memory (a hash table's lookups) moves with it
+	 * whatever the code did, and nothing in the baseline says by how much, so such runs
+	 * confirm no move (the analysis keeps the cell a suspect, then inconclusive). Up to a
+	 * point: a state of ratio s (the walk's or the gather's, the larger) explains a slowdown
+	 * of s^3 at most, and a run that reads slower than the baseline by that and surely (by the
+	 * t bound, or beyond its highest run) by the threshold more shows a move no state made: it
+	 * counts. (e2e.ci.demo on a loaded CI: an injected 0.03 -> 21.9 ns regression, two of its
+	 * three head runs in a memory state 1.6x the baseline's, was held unconfirmed.) */
 	r->unseen_n = 0;
 	r->unseen_by = NAN;
 	{
@@ -779,12 +781,11 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 	         100 * r->change, 100 * r->change_lo, 100 * r->change_hi, 100 * in->threshold);
 }
 
-/* ---- the host's cells ---- */
-
-/* The prior of one group's noises (Smyth 2004, the moment estimates of limma's fitFDist): with
- * e_i = log(s_i^2) - digamma(f_i / 2) + log(f_i / 2), the spread of e beyond the sampling part
- * mean(trigamma(f_i / 2)) is trigamma(d0 / 2); s0^2 = exp(mean(e) + digamma(d0/2) - log(d0/2)).
- * Cells that agree give a large d0 (capped at max_d0), cells that differ a small one. */
+/* The host's cells. The prior of one group's noises (Smyth 2004, the moment estimates of limma's
+ * fitFDist): with e_i = log(s_i^2) - digamma(f_i / 2) + log(f_i / 2), the spread of e beyond the
+ * sampling part mean(trigamma(f_i / 2)) is trigamma(d0 / 2); s0^2 = exp(mean(e) + digamma(d0/2) -
+ * log(d0/2)). Cells that agree give a large d0 (capped at max_d0), cells that differ a small one.
+ */
 static void estimate_prior(const double *s, const double *f, size_t k, double max_d0, double *s0,
                            double *d0)
 {

@@ -1026,16 +1026,18 @@ static void test_rare_fast_runs_bound_no_single_run(void **state)
 
 /* A move under the resolution (0.1 ns) clears only a cell whose runs scatter less than that: a
  * 10 ns lookup whose runs scatter by 6% and whose head read 0.05 ns slower showed nothing either
- * way (undecided: re-measure), while a 0.5 ns op whose runs scatter by 0.03 ns and whose head
- * read 0.04 ns (+8%) slower is unchanged, as far as a nanosecond clock can tell. A history too
- * short to show its scatter (fewer than 18 runs) keeps the resolution's word. */
+ * way (undecided: re-measure). Nor does the resolution outweigh the threshold: a 0.5 ns op whose
+ * runs scatter by 0.03 ns and whose head read 0.04 ns (+8%) slower, its bounds +3% to +13.5%
+ * (0.068 ns), is undecided at 5% (0.025 ns of it) and unchanged at 15%. A history too short to
+ * show its scatter (fewer than 18 runs) keeps the resolution's word. */
 /* A 1.5 ns cell whose runs scatter by 5% (0.075 ns, under the 0.1 ns resolution) and a head run
  * 6.4% slower, 0.096 ns: under the resolution as measured, but the bounds on the move reach
  * +14%, 0.2 ns, which a nanosecond clock resolves. The resolution clears only a move the
  * evidence bounds under it: undecided (re-measure, then inconclusive), never unchanged (the
  * `overlap` shape on amd25-quick-none-65, whose runs moved between 1.5 and 2 ns: five +10-26%
  * builds passed so, one head run in the fast state, or runs split between the two). Runs that
- * bound the move under it (+2.7% [+0.4%, +5.9%], 0.09 ns at most) are still cleared. */
+ * bound the move under it (+3.5%, bounds to +5.9%, 0.09 ns) are still cleared at a 7% threshold,
+ * not at 5%: the resolution never outweighs the threshold. */
 static void test_resolution_needs_bounds_under_it(void **state)
 {
 	double h[30], x[7];
@@ -1050,9 +1052,11 @@ static void test_resolution_needs_bounds_under_it(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
 	for (int i = 0; i < 7; i++)
 		x[i] = 1.5 * (1.035 + 0.002 * (i % 3 - 1));
-	r = judge_one(h, 30, x, 7, 0.05);
+	r = judge_one(h, 30, x, 7, 0.07);
 	assert_true(r.change_hi >= 0.05 && r.change_hi * 1.5 < 0.1);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	/* at 5% (0.075 ns of it) the same bounds reach the threshold: undecided */
+	assert_int_equal(judge_one(h, 30, x, 7, 0.05).verdict, AW_VERDICT_UNKNOWN);
 }
 
 /* A 1.5 ns cell whose runs scatter by 0.3% and a build 6.5% slower in every head run: 0.097 ns,
@@ -1126,7 +1130,9 @@ static void test_resolution_clears_what_it_resolves(void **state)
 	series(h, 30, 0.5, 0.06);
 	x[0] = 0.54;
 	r = judge_one(h, 30, x, 1, 0.05);
-	assert_true(r.change_hi >= 0.05);
+	assert_true(r.change_hi >= 0.05 && r.change_hi * 0.5 < 0.1);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	r = judge_one(h, 30, x, 1, 0.15);
 	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
 	/* a history too short to show its own scatter (8 runs) keeps the resolution's word */
 	series(h, 8, 10, 0.07);
