@@ -925,6 +925,28 @@ static int on_cp(const struct store_changepoint *p, void *cls)
 	return 0;
 }
 
+/* The change points stored for one cell of grace's main. */
+static struct cps cps_of(struct store_conn *c, const char *cell)
+{
+	struct cps cp = {0};
+
+	assert_int_equal(store_changepoints_list(c, "linux", "grace", "main", cell, on_cp, &cp), 0);
+	return cp;
+}
+
+/* Runs 1 to 12 of grace's main, its ldadd, stadd and llsc at before[] up to run 6 and at
+ * after[] from run 7 (c0ffee07) on. */
+static void put_step(struct store_conn *c, const double *before, const double *after)
+{
+	for (int i = 1; i <= 12; i++) {
+		const double *v = i < 7 ? before : after;
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, run_of("grace", sha, "main", i, v[0], v[1], v[2], HASH));
+	}
+}
+
 static int on_verdict(const struct store_verdict *v, void *cls)
 {
 	int *n = cls;
@@ -1043,28 +1065,16 @@ static void test_changepoints_below_threshold(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
-	for (int i = 1; i <= 12; i++) {
-		char sha[16];
-
-		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
-		put(c, run_of("grace", sha, "main", i, 5.0, i < 7 ? 50.0 : 60.0,
-		              i < 7 ? 10.0 : 10.12, HASH));
-	}
+	put_step(c, (const double[3]){5.0, 50.0, 10.0}, (const double[3]){5.0, 60.0, 10.12});
 	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
 	assert_null(err);
-	assert_int_equal(
-	    store_changepoints_list(c, "linux", "grace", "main", "op=llsc cpu=0", on_cp, &cp), 0);
-	assert_int_equal(cp.n, 0);
-	assert_int_equal(
-	    store_changepoints_list(c, "linux", "grace", "main", "op=stadd cpu=0", on_cp, &cp), 0);
+	assert_int_equal(cps_of(c, "op=llsc cpu=0").n, 0);
+	cp = cps_of(c, "op=stadd cpu=0");
 	assert_int_equal(cp.n, 1); /* p50 only */
 	assert_string_equal(cp.commit, "c0ffee07");
 	o.thresholds = &th;
 	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
-	memset(&cp, 0, sizeof(cp));
-	assert_int_equal(
-	    store_changepoints_list(c, "linux", "grace", "main", "op=stadd cpu=0", on_cp, &cp), 0);
-	assert_int_equal(cp.n, 2); /* p50 and p99 */
+	assert_int_equal(cps_of(c, "op=stadd cpu=0").n, 2); /* p50 and p99 */
 
 	/* llsc +8% in runs 13 to 18: over its own 2% rule in p50, under the 10% of p99 */
 	for (int i = 13; i <= 18; i++) {
@@ -1076,9 +1086,7 @@ static void test_changepoints_below_threshold(void **state)
 	o.thresholds = &th;
 	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
 	assert_null(err);
-	memset(&cp, 0, sizeof(cp));
-	assert_int_equal(
-	    store_changepoints_list(c, "linux", "grace", "main", "op=llsc cpu=0", on_cp, &cp), 0);
+	cp = cps_of(c, "op=llsc cpu=0");
 	assert_int_equal(cp.n, 1);
 	assert_string_equal(cp.commit, "c0ffee13");
 	store_disconnect(&c);
@@ -1099,23 +1107,13 @@ static void test_changepoint_under_the_floor(void **state)
 
 	(void)state;
 	aw_analysis_opts_default(&o);
-	for (int i = 1; i <= 12; i++) {
-		char sha[16];
-
-		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
-		put(c, run_of("grace", sha, "main", i, i < 7 ? 1.504 : 1.601, i < 7 ? 0.05 : 0.09,
-		              10.0, HASH));
-	}
+	put_step(c, (const double[3]){1.504, 0.05, 10.0}, (const double[3]){1.601, 0.09, 10.0});
 	assert_int_equal(aw_analysis_changepoints(c, &o, "linux", "grace", "main", &err), 0);
 	assert_null(err);
-	assert_int_equal(
-	    store_changepoints_list(c, "linux", "grace", "main", "op=ldadd cpu=0", on_cp, &cp), 0);
+	cp = cps_of(c, "op=ldadd cpu=0");
 	assert_int_equal(cp.n, 1);
 	assert_string_equal(cp.commit, "c0ffee07");
-	memset(&cp, 0, sizeof(cp));
-	assert_int_equal(
-	    store_changepoints_list(c, "linux", "grace", "main", "op=stadd cpu=0", on_cp, &cp), 0);
-	assert_int_equal(cp.n, 0);
+	assert_int_equal(cps_of(c, "op=stadd cpu=0").n, 0);
 	store_disconnect(&c);
 	store_close(&s);
 }
