@@ -142,6 +142,13 @@ static enum aw_verdict confirmed(const struct aw_detect_result *r, double thresh
 	default:
 		return r->verdict;
 	}
+	/* head runs that each decided nothing (measured with a reference beyond anything usual in
+	 * the history: off_band(), detect_odd_state()) showed no noise to call: re-measured while
+	 * the budget lasts, then inconclusive */
+	if (r->head_n && r->off_n + r->odd_n >= r->head_n)
+		return o->confirm_runs > 1 && aw_analysis_budget_left(o, r->head_n)
+		           ? AW_VERDICT_SUSPECT
+		           : AW_VERDICT_INCONCLUSIVE;
 	/* the bound the head's change would have after the whole budget: about the estimate as it
 	 * stands, it would still cross the threshold */
 	reach = aw_t_quantile(0.05, 30) * r->noise *

@@ -407,12 +407,15 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 
 	c->p_up = c->p_down = 1;
 	c->up_level = c->down_level = -1;
-	r->off_n = 0;
+	r->off_n = r->odd_n = 0;
 	for (size_t i = 0; i < c->nh && i < 256; i++) {
 		c->head_lev[i] = detect_head_level(c, r, c->nb + i);
 		if (off_band(c, r, c->nb + i)) {
 			c->head_lev[i] = -1; /* in no level: it decides nothing */
 			r->off_n++;
+		} else if (detect_odd_state(c, c->head_lev[i], c->nb + i, a)) {
+			c->head_lev[i] = -1; /* (likewise) */
+			r->odd_n++;
 		}
 	}
 	for (size_t j = 0; j < r->n_levels; j++)
@@ -486,14 +489,11 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	}
 }
 
-/* Whether every head run was measured off the correcting reference's band (off_band(): they
- * decide nothing by the line) and the head reads within `res` ns of the baseline once corrected
- * as far as the history vouches (the correction stops at the history's range): the moment's
- * true effect lies between none (the move as measured, which the caller bounds too) and that,
- * so a cell whose runs scatter less than the resolution moved nothing a nanosecond clock
- * resolves at either end. (e2e.ci.demo under ASan: a README-only commit's srcu_fast reader,
- * 0.36 -> 0.28 ns in ten runs measured while the machine's memory ran 0.71x the history's, was
- * left suspect and its host unconfirmed.) a: scratch of the head's length. */
+/* Whether every head run was measured off the correcting reference's band (off_band()) and the
+ * head reads within `res` ns of the baseline once corrected as far as the history vouches: the
+ * true effect lies between none (the move as measured, which the caller bounds too) and that.
+ * (e2e.ci.demo under ASan: a srcu_fast reader, 0.36 -> 0.28 ns in ten runs while the memory ran
+ * 0.71x the history's, was left suspect.) a: scratch of the head's length. */
 static bool off_within(const struct cell *c, const struct aw_detect_result *r, double res,
                        double *a)
 {
@@ -754,12 +754,11 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 		    r->split_at, r->head_n, r->split_far);
 		return;
 	}
-	if (!dom->n_head && r->off_n) { /* (off_band(): only with a reference) */
-		snprintf(
-		    r->note, sizeof(r->note),
-		    "%zu of %zu head runs measured with the reference beyond anything usual in "
-		    "the history: they decide nothing",
-		    r->off_n, r->head_n);
+	if (!dom->n_head && r->off_n + r->odd_n) { /* (off_band(), detect_odd_state()) */
+		snprintf(r->note, sizeof(r->note),
+		         "%zu of %zu head runs measured with a reference beyond anything usual in "
+		         "the history: they decide nothing",
+		         r->off_n + r->odd_n, r->head_n);
 		return;
 	}
 	if (!dom->n_head) {

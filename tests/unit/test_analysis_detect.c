@@ -1,7 +1,8 @@
 /* The verdict model (detect.h, docs/detection.md "The model") on hand-made histories: a clear
  * change, noise that must not alarm, new and missing cells, a baseline below resolution, a
  * reference that explains the machine's clock, one that leaves the cell and must not be used,
- * levels told by a reference (a change free alone and costly when the ports are shared), a run
+ * levels told by a reference (a change free alone and costly when the ports are shared), head
+ * runs beside a kernel that read unlike their level's history (they decide nothing), a run
  * far faster than its level, heavy tails that re-measurements must not confirm by themselves,
  * the window cut at a change point, the bimodal flag, runs that read low (a wide upper bound), a
  * reference read beyond its usual band (a run that decides nothing), two re-measurements that
@@ -294,6 +295,42 @@ static void test_runs_agree_across_levels(void **state)
 	assert_int_equal(r.level_ref, 1);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_int_equal(r.agree_n, 3);
+}
+
+/* The machine's levels told by the throughput reference, and an atomic kernel that reads 2.4 ns
+ * in every run of the history. Three head runs read +25% in the alone level while the atomic beside
+ * them read 3.6 ns: a neighbour the throughput kernel did not feel shared the core
+ * (amd25-quick-none-71: srcu's lock_inc at 12.3 ns, not 9.2). Runs measured in a state the
+ * level's history does not describe decide nothing: the cell is undecided, not regressed. The same
+ * runs beside a usual atomic confirm the move. */
+static void test_a_kernel_unlike_its_level_decides_nothing(void **state)
+{
+	double h[30], ref[30], atom[30], x[3], xref[3] = {2.2, 2.2, 2.2},
+	                                       xatom[3] = {3.6, 3.6, 3.6};
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 30, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+
+	(void)state;
+	port_levels(h, ref);
+	series(atom, 30, 2.4, 0.004);
+	for (int i = 0; i < 3; i++)
+		x[i] = 7.25 * 1.25;
+	in.history_ref[1] = ref;
+	in.head_ref[1] = xref;
+	in.history_ref[2] = atom;
+	in.head_ref[2] = xatom;
+	r = judge_input(&in);
+	assert_int_equal(r.level_ref, 1);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	assert_int_equal(r.odd_n, 3);
+	assert_non_null(strstr(r.note, "reference beyond anything usual"));
+	for (int i = 0; i < 3; i++)
+		xatom[i] = 2.4 * (1 + 0.003 * (i - 1));
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.odd_n, 0);
+	assert_true(r.change > 0.24 && r.change < 0.26);
 }
 
 /* One head run far faster than its level (a +17% build measured while the machine ran fast):
@@ -1177,6 +1214,7 @@ int main(void)
 	    cmocka_unit_test(test_spells_are_levels_not_windows),
 	    cmocka_unit_test(test_split_head_is_undecided),
 	    cmocka_unit_test(test_runs_agree_across_levels),
+	    cmocka_unit_test(test_a_kernel_unlike_its_level_decides_nothing),
 	    cmocka_unit_test(test_far_beyond_a_wide_base_counts),
 	    cmocka_unit_test(test_families),
 	    cmocka_unit_test(test_runs_that_read_low_widen_the_upper_bound),

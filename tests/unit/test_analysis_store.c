@@ -1118,6 +1118,57 @@ static void test_changepoint_under_the_floor(void **state)
 	store_close(&s);
 }
 
+/* r measured with the atomic kernel `f` times its usual beside every cell, the other kernels as
+ * usual: a neighbour that shares the core in a way only the atomic feels. */
+static struct aw_result *atomic_at(struct aw_result *r, double f)
+{
+	in_memory(r, 1.0, true);
+	for (size_t i = 0; i < r->n_cells; i++)
+		r->cells[i].ref_ns[AW_REF_ATOMICADD] *= f;
+	return r;
+}
+
+/* Head runs that each decide nothing (measured beside an atomic kernel 1.5x anything in their
+ * level's history: detect_odd_state()) show no noise to call: a head of one such run 4.8% slower,
+ * which the noise rule would call noisy at once (and pass), is suspect, re-measured; once the
+ * budget is spent on runs like it, inconclusive. */
+static void test_runs_that_decide_nothing_are_never_noisy(void **state)
+{
+	struct store_conn *c;
+	struct store *s = open_fresh(&c);
+	struct aw_analysis_opts o;
+	struct aw_host_verdict v;
+	const struct aw_cell_verdict *cv;
+	char *err = NULL;
+
+	(void)state;
+	aw_analysis_opts_default(&o);
+	for (int i = 1; i <= 30; i++) {
+		char sha[16];
+
+		snprintf(sha, sizeof(sha), "c0ffee%02d", i);
+		put(c, atomic_at(run_of("odd", sha, "main", i, 5.0, 50.0, 20.0, HASH), 1.0));
+	}
+	put(c, atomic_at(run_of("odd", "badc0de9", "feature", 31, 5.0, 52.4, 20.0, HASH), 1.5));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de9", NULL, "odd", &v, &err), 0);
+	cv = cell_of(&v, "op=stadd cpu=0");
+	assert_int_equal(cv->p50.verdict, AW_VERDICT_SUSPECT);
+	assert_non_null(strstr(cv->p50.note, "decide nothing"));
+	assert_int_equal(v.status, AW_VERDICT_UNCONFIRMED);
+	aw_host_verdict_release(&v);
+	for (unsigned k = 0; k < o.confirm_budget; k++)
+		put(c, confirming(only_stadd(atomic_at(
+		           run_of("odd", "badc0de9", "feature", 31, 5.0, 52.4, 20.0, HASH), 1.5))));
+	assert_int_equal(aw_analysis_host(c, &o, "linux", "badc0de9", NULL, "odd", &v, &err), 0);
+	cv = cell_of(&v, "op=stadd cpu=0");
+	assert_int_equal(cv->p50.verdict, AW_VERDICT_INCONCLUSIVE);
+	assert_int_equal(v.status, AW_VERDICT_INCONCLUSIVE);
+	aw_host_verdict_release(&v);
+	assert_null(err);
+	store_disconnect(&c);
+	store_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1125,16 +1176,21 @@ int main(void)
 	    cmocka_unit_test(test_incomplete_and_compare),
 	    cmocka_unit_test(test_changepoints_and_cache),
 	    cmocka_unit_test(test_changepoints_below_threshold),
-	    cmocka_unit_test(test_bimodal_badge), cmocka_unit_test(test_gate_levels),
-	    cmocka_unit_test(test_cell_globs), cmocka_unit_test(test_confirmation),
+	    cmocka_unit_test(test_bimodal_badge),
+	    cmocka_unit_test(test_gate_levels),
+	    cmocka_unit_test(test_cell_globs),
+	    cmocka_unit_test(test_confirmation),
 	    cmocka_unit_test(test_confirmation_of_suspects),
-	    cmocka_unit_test(test_budget_inconclusive), cmocka_unit_test(test_screen_noise),
-	    cmocka_unit_test(test_clock_regimes), cmocka_unit_test(test_p99_gate),
+	    cmocka_unit_test(test_budget_inconclusive),
+	    cmocka_unit_test(test_screen_noise),
+	    cmocka_unit_test(test_clock_regimes),
+	    cmocka_unit_test(test_p99_gate),
 	    cmocka_unit_test(test_cached_verdict),
 	    /* (after the others: run_of()'s ripple counts every run before it) */
 	    cmocka_unit_test(test_noisy_at_once),
 	    cmocka_unit_test(test_memory_gather_state),         /* (its ripple does not matter) */
 	    cmocka_unit_test(test_changepoint_under_the_floor), /* (nor this one's) */
+	    cmocka_unit_test(test_runs_that_decide_nothing_are_never_noisy),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
