@@ -413,7 +413,7 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 		if (off_band(c, r, c->nb + i)) {
 			c->head_lev[i] = -1; /* in no level: it decides nothing */
 			r->off_n++;
-		} else if (detect_odd_state(c, c->head_lev[i], c->nb + i, a)) {
+		} else if (detect_odd_state(c, c->head_lev[i], c->nb + i, thr, a)) {
 			c->head_lev[i] = -1; /* (likewise) */
 			r->odd_n++;
 		}

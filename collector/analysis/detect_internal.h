@@ -28,8 +28,7 @@
 #define REF_LEVEL_RUNS   3    /* runs of each cluster of a reference that splits the levels */
 #define REF_BAND_Q       0.1  /* the correcting reference's band: its baseline's 10th-90th pct */
 #define REF_BAND_RUNS    9    /* a compare's base commit with fewer borrows the history's */
-#define ODD_MIN_RUNS     5    /* a level's runs that show how its kernels read (odd_state()) */
-#define ODD_NEAR         2    /* ... a reading fewer of them came near is odd: */
+#define ODD_NEAR         2    /* a reading fewer of a level's runs came near is odd */
 #define ODD_MARGIN       0.03 /* ... within this (log), or their middle half's width */
 #define MAX_BASE         256  /* baseline runs judged at most (window and base commits) */
 
@@ -140,9 +139,9 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double thr, double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
-/* Whether head run i of level j was measured beside a kernel of the core that read unlike the
- * level's baseline runs (detect_levels.c): it decides nothing. a: scratch of the baseline's. */
-bool detect_odd_state(const struct cell *c, int j, size_t i, double *a);
+/* Whether head run i of level j decides nothing, measured beside a kernel of the core that read
+ * unlike the level's baseline runs in the direction that may explain it (detect_levels.c). */
+bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a);
 /* The highest of level j's baseline runs (log), NAN when it has none (detect_levels.c). */
 double detect_level_top(const struct cell *c, int j);
 /* Whether level j's head runs split between the level's centre and three thresholds beyond it

@@ -457,17 +457,25 @@ double detect_level_top(const struct cell *c, int j)
 
 /* ---- head runs beside a kernel that read unlike their level ---- */
 
-/* Whether head run i (index into y), of level j, was measured while a kernel of the core (the
- * dependent chain, the independent chains, the atomic) read as fewer than ODD_NEAR of the level's
- * baseline runs did: within ODD_MARGIN of it, or the width of their middle half where wider. One
- * kernel places a run in a level; a neighbour that shares the core in a way that kernel does not
- * feel, or for part of the run only, leaves the cell in a state the level's history does not
- * describe (amd25-quick-none-71, the core shared half the time: srcu's lock_inc at 12.3 ns, not
- * its level's 9.2, in runs whose independent chains read as alone while the atomic read 3.6 ns,
- * not 2.4). Such a run decides nothing, as one off the correcting reference's band; the
- * re-measurements at other moments decide. a: scratch of the baseline's length. */
-bool detect_odd_state(const struct cell *c, int j, size_t i, double *a)
+/* Whether head run i (index into y), of level j, decides nothing: it was measured while a kernel
+ * of the core (the dependent chain, the independent chains, the atomic) read as fewer than
+ * ODD_NEAR of the level's baseline runs did (within ODD_MARGIN of it, or the width of their
+ * middle half where wider; REF_MIN_RUNS of them at least show how a kernel reads), and that
+ * moment may be why the run reads as it does. One kernel places a run in a level; a neighbour
+ * that shares the core in a way that kernel does not feel, or for part of the run only, leaves
+ * the cell in a state the level's history does not describe (amd25-quick-none-71, the core shared
+ * half the time: srcu's lock_inc at 12.3 ns, not its level's 9.2, in runs whose independent
+ * chains read as alone while the atomic read 3.6 ns, not 2.4). A slower moment only slows a cell
+ * and a faster one only speeds it: beside a slower kernel a run that reads less than the
+ * threshold above its level is kept (it bounds the change from above), beside a faster one a run
+ * that reads the threshold above it or more (a slowdown the moment could only hide: a +38% build
+ * re-measured while every kernel read 10-20% fast, as e2e.bisect.daemon's twin once was); kernels
+ * odd both ways keep none. thr: log1p(threshold). a: scratch of the baseline's length. */
+bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a)
 {
+	int dir = 0; /* 1: a kernel read slower, 2: faster, 3: both */
+	double d;
+
 	for (int q = 0; j >= 0 && q < AW_REF_MEMCHASE; q++) {
 		double x = c->x[q][i], w;
 		size_t m = 0, near = 0;
@@ -475,7 +483,7 @@ bool detect_odd_state(const struct cell *c, int j, size_t i, double *a)
 		for (size_t k = 0; isfinite(x) && k < c->nb; k++)
 			if (c->level_of[k] == j && isfinite(c->x[q][k]))
 				a[m++] = c->x[q][k];
-		if (m < ODD_MIN_RUNS)
+		if (m < REF_MIN_RUNS)
 			continue;
 		aw_sort_doubles(a, m);
 		w = fmax(aw_quantile_sorted(a, m, 0.75) - aw_quantile_sorted(a, m, 0.25),
@@ -483,9 +491,12 @@ bool detect_odd_state(const struct cell *c, int j, size_t i, double *a)
 		for (size_t k = 0; k < m; k++)
 			near += fabs(a[k] - x) <= w;
 		if (near < ODD_NEAR)
-			return true;
+			dir |= x > aw_quantile_sorted(a, m, 0.5) ? 1 : 2;
 	}
-	return false;
+	if (!dir)
+		return false;
+	d = c->y[i] - c->centre[j];
+	return dir == 3 || (dir == 1 ? d >= thr : d < thr);
 }
 
 /* ---- head runs in unseen memory states ---- */

@@ -239,18 +239,20 @@ def test_fingerprint_change_is_host_changed():
 
 
 def test_control_moment_measured_again():
-    # with confirmation on (the default: two runs, here a budget of two re-measurements), a
+    # with confirmation on (the default: two runs, here a budget of three re-measurements), a
     # control shift with the fingerprint unchanged is a moment of the host: the cell is
     # suspect and measured again, a regression that runs whose control held show fails the
-    # gate, and the host is blamed only when the budget ends with every head run shifted
+    # gate, and the host is blamed only when the budget ends with every head run shifted (a
+    # re-measurement beside kernels 30% slower than any of the history's confirms no slowdown
+    # of the cell: detect_odd_state(); two others that held do)
     db = h.Database(S.db.backend, S.pg)
-    col = h.Collector(db.url, config="detection:\n  confirm_runs: 2\n  confirm_budget: 2\n"
+    col = h.Collector(db.url, config="detection:\n  confirm_runs: 2\n  confirm_budget: 3\n"
                       "  confirm_jobs: 0\n").start()
     saved, S.col = S.col, col
     # (host, the first run's control, the re-measurements' controls, the verdict at the end)
-    cases = (("h-moment", 1.3, (1.0, 1.0), "regressed"),
-             ("h-moved", 1.3, (1.3, 1.3), "host changed"),
-             ("h-late", 1.0, (1.0, 1.3), "regressed"))
+    cases = (("h-moment", 1.3, (1.0, 1.0, 1.0), "regressed"),
+             ("h-moved", 1.3, (1.3, 1.3, 1.3), "host changed"),
+             ("h-late", 1.0, (1.0, 1.3, 1.0), "regressed"))
     try:
         for host, first, later, want in cases:
             token = history(host, runs=20)
@@ -270,7 +272,7 @@ def test_control_moment_measured_again():
                 upload(host, token, again)
             g = verdict(host, head["commit"])
             cell = cell_of(g, KEY)
-            eq((cell["head_runs"], cell["verdict"]), (3, want), cell)
+            eq((cell["head_runs"], cell["verdict"]), (1 + len(later), want), cell)
             if want == "regressed":
                 eq(g["status"], "fail", g["hosts"][0]["counts"])
                 check(g["hosts"][0]["host_changed"] is None, g["hosts"][0]["host_changed"])

@@ -300,9 +300,9 @@ static void test_runs_agree_across_levels(void **state)
 /* The machine's levels told by the throughput reference, and an atomic kernel that reads 2.4 ns
  * in every run of the history. Three head runs read +25% in the alone level while the atomic beside
  * them read 3.6 ns: a neighbour the throughput kernel did not feel shared the core
- * (amd25-quick-none-71: srcu's lock_inc at 12.3 ns, not 9.2). Runs measured in a state the
- * level's history does not describe decide nothing: the cell is undecided, not regressed. The same
- * runs beside a usual atomic confirm the move. */
+ * (amd25-quick-none-71: srcu's lock_inc at 12.3 ns, not 9.2). Runs a moment the level's history
+ * does not describe may explain decide nothing: the cell is undecided, not regressed. The same
+ * runs beside a usual atomic confirm the move; so do they beside a fast one. */
 static void test_a_kernel_unlike_its_level_decides_nothing(void **state)
 {
 	double h[30], ref[30], atom[30], x[3], xref[3] = {2.2, 2.2, 2.2},
@@ -331,6 +331,24 @@ static void test_a_kernel_unlike_its_level_decides_nothing(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_int_equal(r.odd_n, 0);
 	assert_true(r.change > 0.24 && r.change < 0.26);
+	/* beside an atomic that read fast (1.8 ns) the moment could only hide a slowdown: the runs
+	 * +25% count, and runs at the level's centre there clear nothing */
+	for (int i = 0; i < 3; i++)
+		xatom[i] = 1.8;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_int_equal(r.odd_n, 0);
+	for (int i = 0; i < 3; i++)
+		x[i] = 7.25;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	assert_int_equal(r.odd_n, 3);
+	/* ... and beside the slow atomic, runs at the centre bound the change from above */
+	for (int i = 0; i < 3; i++)
+		xatom[i] = 3.6;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	assert_int_equal(r.odd_n, 0);
 }
 
 /* One head run far faster than its level (a +17% build measured while the machine ran fast):
