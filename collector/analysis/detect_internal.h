@@ -139,8 +139,8 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double thr, double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
-/* Whether head run i of level j decides nothing, measured beside a kernel of the core that read
- * unlike the level's baseline runs in the direction that may explain it (detect_levels.c). */
+/* Whether head run i of level j decides nothing: the threshold or more above its level beside a
+ * kernel of the core that read slower than the level's baseline runs ever did (detect_levels.c). */
 bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a);
 /* The highest of level j's baseline runs (log), NAN when it has none (detect_levels.c). */
 double detect_level_top(const struct cell *c, int j);

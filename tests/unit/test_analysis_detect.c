@@ -331,19 +331,16 @@ static void test_a_kernel_unlike_its_level_decides_nothing(void **state)
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_int_equal(r.odd_n, 0);
 	assert_true(r.change > 0.24 && r.change < 0.26);
-	/* beside an atomic that read fast (1.8 ns) the moment could only hide a slowdown: the runs
-	 * +25% count, and runs at the level's centre there clear nothing */
+	/* beside an atomic that read fast (1.8 ns) the moment cannot make a slowdown: the runs +25%
+	 * count */
 	for (int i = 0; i < 3; i++)
 		xatom[i] = 1.8;
 	r = judge_input(&in);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_int_equal(r.odd_n, 0);
+	/* ... and beside the slow atomic, runs at the centre bound the change from above */
 	for (int i = 0; i < 3; i++)
 		x[i] = 7.25;
-	r = judge_input(&in);
-	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
-	assert_int_equal(r.odd_n, 3);
-	/* ... and beside the slow atomic, runs at the centre bound the change from above */
 	for (int i = 0; i < 3; i++)
 		xatom[i] = 3.6;
 	r = judge_input(&in);
