@@ -474,8 +474,7 @@ double detect_level_top(const struct cell *c, int j)
  * log1p(threshold). a: scratch of the baseline's length. */
 bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a)
 {
-	int dir = 0; /* 1: a kernel read slower than the level's runs, 2: faster */
-	double d;
+	bool slow = false; /* a kernel read slower than the level's runs */
 
 	for (int q = 0; j >= 0 && q < AW_REF_MEMCHASE; q++) {
 		double x = c->x[q][i], w;
@@ -492,10 +491,9 @@ bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double 
 		for (size_t k = 0; k < m; k++)
 			near += fabs(a[k] - x) <= w;
 		if (near < ODD_NEAR)
-			dir |= x > aw_quantile_sorted(a, m, 0.5) ? 1 : 2;
+			slow = slow || x > aw_quantile_sorted(a, m, 0.5);
 	}
-	d = c->y[i] - c->centre[j];
-	return (dir & 1) && d >= thr;
+	return slow && c->y[i] - c->centre[j] >= thr; /* (j >= 0 where slow) */
 }
 
 /* ---- head runs in unseen memory states ---- */
