@@ -129,8 +129,8 @@ struct aw_detect_result {
 	size_t split_far; /* ... and those three thresholds or more beyond it; 0 when not split */
 	size_t off_n;     /* head runs whose correcting reference read beyond the band of
 	                     the baseline's central runs: they decide nothing */
-	size_t odd_n;     /* head runs measured beside a kernel of the core that read unlike
-	                     their level's runs (detect_odd_state()): they decide nothing */
+	size_t odd_n;     /* head runs the threshold above their level beside a kernel of the
+	                     core slower than its runs (detect_odd_state()): they decide nothing */
 	int reference;    /* the input's ref[] index the values were adjusted by, or -1 */
 	double ref_slope; /* d log(value) / d log(reference) */
 	double ref_gain;  /* share of the spread the reference removed */
