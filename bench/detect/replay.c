@@ -556,43 +556,63 @@ static double median_of(double *v, size_t n)
 	return n ? aw_quantile_sorted(v, n, 0.5) : NAN;
 }
 
-#define LOCAL_RUNS 20 /* runs of each side in a head's local shift */
+#define LOCAL_HEADS 10 /* head runs in a head's local shift, each beside two base runs */
 
-/* The shift a head really had, measured without the model: the median p50 of cell `key`, in
- * the latency chain's steps (steps_of()), over the head and the next runs of its variant
- * (LOCAL_RUNS / 2 in all) against that of the LOCAL_RUNS base runs nearest to it in measuring
- * order, either side. The variant's shift over the whole recording misleads where the effect of
- * a change depends on the machine's level of the moment; this is the change the head's own
- * hour had. NAN when either side is short. *se gets its standard error (log): a local shift is
- * itself a measurement, and a build at +4.8% reads 5% or more now and then. */
+/* Takes for a head run at position `p` the `want` base runs nearest it in measuring order that
+ * `taken` (n_taken of them) lacks and that measured cell `key`, adding their steps to b[]. */
+static size_t nearest_base(const struct recording *rec, size_t p, const char *key, size_t want,
+                           size_t *taken, size_t *n_taken, double *b)
+{
+	size_t got = 0;
+
+	for (size_t d = 1; d < rec->n && got < want; d++)
+		for (int side = 0; side < 2 && got < want; side++) {
+			size_t j = side ? p + d : p - d;
+			bool dup = false;
+			double x;
+
+			if (side ? p + d >= rec->n : p < d)
+				continue;
+			for (size_t q = 0; q < *n_taken && !dup; q++)
+				dup = taken[q] == j;
+			if (dup || strcmp(rec->variant[j], "base") ||
+			    isnan(x = steps_of(rec->docs[j], key)))
+				continue;
+			taken[(*n_taken)++] = j;
+			b[got++] = x;
+		}
+	return got;
+}
+
+/* The shift a head really had, measured without the model: over the head and the next runs of
+ * its variant (LOCAL_HEADS in all), the median of each one's p50 of cell `key`, in the latency
+ * chain's steps (steps_of()), against the two base runs measured nearest it (their geometric
+ * mean; none taken twice): each pair shares one moment of the machine. The variant's shift over
+ * the whole recording misleads where the effect of a change depends on the machine's level of
+ * the moment, and so did the 20 base runs nearest the head against its ten runs (8 s against
+ * 45 s): on a core shared part of that time they read branchy's build of +1-2% in each level
+ * (`-72`) as +6 to +16%. So does the median of each side's runs, as the levels mix: a median of
+ * runs in two levels 11% apart leaps with their shares. NAN when fewer than 3 pairs. *se gets
+ * its standard error (log; 1.2533 sigma / sqrt(n) of a median, sigma 1.4826 times the pairs'
+ * MAD): a local shift is itself a measurement, and a build at +4.8% reads 5% or more now and
+ * then. */
 static double local_shift(const struct recording *rec, size_t at, const char *key, double *se)
 {
-	double h[LOCAL_RUNS], b[LOCAL_RUNS], dev[LOCAL_RUNS], x, mb;
-	size_t nh = 0, nb = 0;
+	double d[LOCAL_HEADS], dev[LOCAL_HEADS], b[2], x, md;
+	size_t n = 0, taken[2 * LOCAL_HEADS], n_taken = 0;
 
-	for (size_t j = at; j < rec->n && nh < LOCAL_RUNS / 2; j++)
+	for (size_t j = at; j < rec->n && n < LOCAL_HEADS && n_taken + 2 <= 2 * LOCAL_HEADS; j++)
 		if (!strcmp(rec->variant[j], rec->variant[at]) &&
-		    !isnan(x = steps_of(rec->docs[j], key)))
-			h[nh++] = x;
-	for (size_t d = 1; d < rec->n && nb < LOCAL_RUNS; d++) {
-		if (at >= d && !strcmp(rec->variant[at - d], "base") &&
-		    !isnan(x = steps_of(rec->docs[at - d], key)))
-			b[nb++] = x;
-		if (nb < LOCAL_RUNS && at + d < rec->n && !strcmp(rec->variant[at + d], "base") &&
-		    !isnan(x = steps_of(rec->docs[at + d], key)))
-			b[nb++] = x;
-	}
-	if (nh < 3 || nb < 3)
+		    !isnan(x = steps_of(rec->docs[j], key)) &&
+		    nearest_base(rec, j, key, 2, taken, &n_taken, b) == 2)
+			d[n++] = log(x) - (log(b[0]) + log(b[1])) / 2;
+	if (n < 3)
 		return NAN;
-	/* the standard error of the log ratio of two medians, each 1.2533 sigma / sqrt(n), sigma
-	 * the base runs' (1.4826 MAD of their logs) */
-	for (size_t i = 0; i < nb; i++)
-		b[i] = log(b[i]);
-	mb = median_of(b, nb);
-	for (size_t i = 0; i < nb; i++)
-		dev[i] = fabs(b[i] - mb);
-	*se = 1.2533 * 1.4826 * median_of(dev, nb) * sqrt(1.0 / (double)nh + 1.0 / (double)nb);
-	return median_of(h, nh) / exp(mb) - 1;
+	md = median_of(d, n);
+	for (size_t i = 0; i < n; i++)
+		dev[i] = fabs(d[i] - md);
+	*se = 1.2533 * 1.4826 * median_of(dev, n) / sqrt((double)n);
+	return expm1(md);
 }
 
 /* The next `n` runs of `variant` from confirm_after runs after position `at` on, continuing
