@@ -324,18 +324,15 @@ int aw_suspects_from_json(const json_t *doc, const char *run_id, struct aw_suspe
 {
 	const json_t *keys = json_object_get(doc, "suspects");
 	const json_t *anchors = json_object_get(doc, "anchors");
-	const json_t *with = json_object_get(doc, "with_anchors");
 	json_int_t budget = json_integer_value(json_object_get(doc, "confirm_budget"));
 	const char *status = json_string_value(json_object_get(doc, "status"));
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!json_is_array(keys) || (anchors && !json_is_array(anchors)) ||
-	    (with && !json_is_boolean(with)))
+	if (!json_is_array(keys) || (anchors && !json_is_array(anchors)))
 		return aw_errorf(err, -EPROTO, "the collector's suspects of run %s are unreadable",
 		                 run_id);
 	out->has_anchors = anchors != NULL;
-	out->with_anchors = !with || json_is_true(with);
 	snprintf(out->status, sizeof(out->status), "%s", status ? status : "");
 	out->confirm_budget = budget > 0 && budget <= UINT_MAX ? (unsigned)budget : 0;
 	rc = string_list(keys, &out->keys, &out->n_keys);
@@ -500,9 +497,9 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 		    "run %s: %zu suspect cell%s, re-measuring %s with %zu anchor cell%s, at most "
 		    "%u times or %.0f s (%" PRIu32 " batches each), %.0f s apart",
 		    first_id, start->n_keys, start->n_keys == 1 ? "" : "s",
-		    start->n_keys == 1 ? "it" : "them", start->with_anchors ? start->n_anchors : 0,
-		    start->with_anchors && start->n_anchors == 1 ? "" : "s", o->max_runs,
-		    o->budget_s, o->samples, o->gap_s);
+		    start->n_keys == 1 ? "it" : "them", start->n_anchors,
+		    start->n_anchors == 1 ? "" : "s", o->max_runs, o->budget_s, o->samples,
+		    o->gap_s);
 	for (;;) {
 		struct aw_result *res = NULL;
 		enum aw_upload_outcome outcome;
@@ -517,14 +514,8 @@ int aw_agent_remeasure(struct aw_agent *a, const struct aw_agent_run *run, const
 			break;
 		}
 		free(keys);
-		/* the anchors the collector's latest answer names, re-measured while it asks for
-		 * them (a suspect's verdict reads the run's memory state) */
-		keys = confirmation_keys(cur->keys, cur->n_keys,
-		                         cur->has_anchors ? cur->anchors : start->anchors,
-		                         !cur->with_anchors ? 0
-		                         : cur->has_anchors ? cur->n_anchors
-		                                            : start->n_anchors,
-		                         &n);
+		keys =
+		    confirmation_keys(cur->keys, cur->n_keys, start->anchors, start->n_anchors, &n);
 		if (!keys) {
 			rc = aw_errorf(err, -ENOMEM, "out of memory");
 			break;

@@ -82,9 +82,6 @@ struct aw_suspects {
 	char **anchors; /* the run's anchor cells to re-measure beside them (NULL-terminated) */
 	size_t n_anchors;
 	bool has_anchors;        /* the reply named them (an older collector does not) */
-	bool with_anchors;       /* re-measure them beside the suspects: a suspect's verdict reads
-	                            the run's memory state, which they carry (an older collector
-	                            does not say: true) */
 	char status[32];         /* the host's status: unconfirmed, fail, pass, ...; "" unknown */
 	unsigned confirm_budget; /* the re-measurements a suspect may get; 0: not said */
 };
@@ -151,8 +148,7 @@ struct aw_confirm_report {
 
 /* The adaptive confirmation of run `first_id` (a run of `run`): while `start`'s suspects (then
  * the collector's) last and aw_confirm_check() says so, measures one confirmation run of the
- * suspect cells and, while the latest answer asks for them (with_anchors), of its anchors
- * (start's where it names none; each cell once), with o->samples batches per cell, marked
+ * suspect cells and of start's anchors (each once), with o->samples batches per cell, marked
  * confirmation_of first_id, spools and uploads it, then asks the collector for the suspects
  * again (not after an upload left in the spool: the confirmation stops there). Measures with
  * run->reuse when set, else with one runner made for all of them (the subject built once: its

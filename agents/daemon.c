@@ -226,15 +226,12 @@ static int run_confirmation(struct aw_agent *a, const struct aw_agent_run *run,
 		                               "confirmation job");
 		goto out;
 	}
-	/* the job's anchors are the collector's word on what to re-measure beside the cells */
-	start.with_anchors = true;
 	if (!anchors) {
 		rc = aw_agent_suspects(a, of, &asked, err);
 		if (rc)
 			goto out;
 		start.anchors = asked.anchors;
 		start.n_anchors = asked.n_anchors;
-		start.with_anchors = asked.with_anchors;
 		asked.anchors = NULL;
 	}
 	rc = aw_agent_remeasure(a, run, of, &start, &o, rep, err);

@@ -268,9 +268,8 @@ static json_t *anchor_keys(const struct aw_result *r)
 }
 
 /* GET /api/v1/runs/{id}/suspects: the verdict of the run's commit on the run's host, computed
- * now, the suspect cells that a confirmation should re-measure, the run's anchor cells and
- * whether to re-measure them beside the suspects (aw_host_verdict_reads_state()). An agent
- * token asks only for runs of its own host. */
+ * now, the suspect cells that a confirmation should re-measure and the run's anchor cells to
+ * re-measure beside them. An agent token asks only for runs of its own host. */
 void aw_api_run_suspects(struct aw_ctx *x)
 {
 	struct aw_host_verdict v = {0};
@@ -325,16 +324,16 @@ void aw_api_run_suspects(struct aw_ctx *x)
 		json_decref(anchors);
 		keys = anchors = NULL;
 	}
-	aw_reply_json(
-	    x->req, 200,
-	    !keys ? NULL
-	          : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:b}", "run_id",
-	                      r->run_id, "project", r->project, "commit", r->commit, "host", host,
-	                      "status", aw_verdict_name(v.status), "head_runs",
-	                      (json_int_t)v.n_head_runs, "confirm_runs",
-	                      (json_int_t)x->col->analysis.confirm_runs, "confirm_budget",
-	                      (json_int_t)x->col->analysis.confirm_budget, "suspects", keys,
-	                      "anchors", anchors, "with_anchors", aw_host_verdict_reads_state(&v)));
+	aw_reply_json(x->req, 200,
+	              !keys
+	                  ? NULL
+	                  : json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}",
+	                              "run_id", r->run_id, "project", r->project, "commit",
+	                              r->commit, "host", host, "status", aw_verdict_name(v.status),
+	                              "head_runs", (json_int_t)v.n_head_runs, "confirm_runs",
+	                              (json_int_t)x->col->analysis.confirm_runs, "confirm_budget",
+	                              (json_int_t)x->col->analysis.confirm_budget, "suspects", keys,
+	                              "anchors", anchors));
 	aw_host_verdict_release(&v);
 out:
 	aw_result_free(&r);

@@ -259,10 +259,6 @@ static const char *without;
 /* The anchor cells the last put() kept beside the suspects. */
 static size_t last_anchors;
 
-/* Whether put() keeps the anchors beside the suspects, as the collector's suspects answer
- * says (with_anchors). */
-static bool keep_anchors;
-
 /* The document of the head being re-measured (its times are its confirmations'). */
 static const json_t *head_doc;
 
@@ -308,8 +304,7 @@ static void put(struct store_conn *c, const json_t *doc, const char *commit, con
 	json_array_foreach (json_object_get(d, "cells"), i, cell) {
 		const char *key = json_string_value(json_object_get(cell, "key"));
 
-		if (keep && !listed(key, keep, n_keep) &&
-		    !(keep_anchors && anchor_key(cell, &anchors)))
+		if (keep && !listed(key, keep, n_keep) && !anchor_key(cell, &anchors))
 			continue;
 		json_array_append(cells, cell);
 		for (size_t k = 0; k < n_series; k++)
@@ -454,7 +449,6 @@ struct verdict_of {
 	enum aw_verdict shape_v[MAX_SHAPES];
 	double shape_thr[MAX_SHAPES]; /* their p50 thresholds */
 	size_t n_shapes;
-	bool with_anchors; /* a confirmation re-measures the anchors too (the collector's word) */
 };
 
 static void verbose_cell(const char *commit, const struct aw_cell_verdict *cv)
@@ -500,7 +494,6 @@ static void judge(struct store_conn *c, const struct aw_analysis_opts *o, const 
 		if (cv->verdict == AW_VERDICT_SUSPECT && fails_gate(cv) && out->n_keys < 4096)
 			out->keys[out->n_keys++] = strdup(cv->key);
 	}
-	out->with_anchors = aw_host_verdict_reads_state(&v);
 	aw_host_verdict_release(&v);
 }
 
@@ -705,7 +698,6 @@ static void one_head(struct store_conn *c, const struct aw_analysis_opts *o,
 	while (now.n_keys && used < k) {
 		char stage[32];
 
-		keep_anchors = now.with_anchors;
 		put(c, rec->docs[next[used]], commit, ref, now.keys, now.n_keys, head_id);
 		t[M_CONFIRM].confirm_cells += now.n_keys;
 		remeasured += now.n_keys + last_anchors;

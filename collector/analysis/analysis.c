@@ -193,7 +193,6 @@ static int to_metric(const struct aw_detect_result *r, enum aw_verdict verdict, 
 	m->window = r->window_n;
 	m->head_n = r->head_n;
 	m->agree_n = r->agree_n;
-	m->unseen_n = r->unseen_n;
 	m->bimodal = r->bimodal;
 	m->ref_slope = r->ref_slope;
 	m->ref_gain = r->ref_gain;

@@ -478,26 +478,6 @@ const struct aw_run_state *aw_host_verdict_most_disturbed(const struct aw_host_v
 	return best;
 }
 
-/* (both state names begin so: analysis_internal.h's MEMORY_NAME and GATHER_NAME) */
-static bool is_state(const char *name)
-{
-	return name && !strncmp(name, "memory", 6);
-}
-
-bool aw_host_verdict_reads_state(const struct aw_host_verdict *v)
-{
-	for (size_t i = 0; i < v->n_cells; i++) {
-		const struct aw_cell_verdict *c = &v->cells[i];
-
-		if (c->verdict != AW_VERDICT_SUSPECT || c->gate != AW_GATE_FAIL)
-			continue;
-		if (is_state(c->p50.reference) || is_state(c->p50.level_by) || c->p50.unseen_n ||
-		    is_state(c->p99.reference) || is_state(c->p99.level_by) || c->p99.unseen_n)
-			return true;
-	}
-	return false;
-}
-
 const struct aw_metric_verdict *aw_cell_verdict_deciding(const struct aw_cell_verdict *c)
 {
 	if (c->p99.verdict == c->verdict && c->p50.verdict != c->verdict)

@@ -43,8 +43,6 @@ struct aw_metric_verdict {
 	size_t window;    /* baseline runs */
 	size_t head_n;    /* head runs */
 	size_t agree_n;   /* of a regression: head runs that each show it */
-	size_t unseen_n;  /* head runs measured in a memory state the baseline never saw, which
-	                     confirm no move (detect.c; not in the JSON) */
 	bool bimodal;     /* two levels of 20% or more, or a bimodal tail within runs */
 	char *reference;  /* the reference kernel the values were adjusted by, or NULL */
 	double ref_slope, ref_gain;
@@ -126,15 +124,6 @@ int aw_host_verdict_parse_text(const char *text, struct aw_host_verdict *out);
  * *kernel and *ratio (may be NULL) name that reference. */
 const struct aw_run_state *aw_host_verdict_most_disturbed(const struct aw_host_verdict *v,
                                                           const char **kernel, double *ratio);
-
-/* Whether a confirmation of `v` re-measures the run's anchor cells beside its suspects: some
- * suspect of gate level fail (what a confirmation re-measures) reads the run's memory states,
- * which are measured beside the anchors: its p50 or p99 is corrected or levelled by one
- * ("memory", "memory-gather"), or has a head run measured in a state the baseline never saw
- * (unseen_n: a verdict just computed, not one read back). Any other suspect reads nothing of
- * them: its kernels lie beside itself, and a head run without the walk's state is held against
- * the gather beside the cell (detect.c). */
-bool aw_host_verdict_reads_state(const struct aw_host_verdict *v);
 
 /* The metric that gave a cell its verdict: p50, unless only p99 carries it. Never NULL. */
 const struct aw_metric_verdict *aw_cell_verdict_deciding(const struct aw_cell_verdict *c);

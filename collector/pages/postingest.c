@@ -70,8 +70,7 @@ static uint64_t confirmations_of_first(const struct first_run *f)
  * suspects, no run of the commit asks to confirm itself (its agent does), its newest first run
  * is no bisection's step (the bisection re-measures what it needs, and its daemon is busy with
  * it), and no round of confirmation of that run is still measuring, queue one for that host
- * only: re-measure those cells (with the run's anchor cells where a suspect reads the memory
- * state: aw_host_verdict_reads_state()) up to o->confirm_jobs times, and
+ * only: re-measure those cells (with the run's anchor cells) up to o->confirm_jobs times, and
  * no more than the suspects' budget has left (a suspect is one that has some). A round is over
  * when its job has ended on the host, or when the confirmation runs stored reach what the jobs
  * asked for (the daemon reports the job's end after its last upload, whose task may come
@@ -137,9 +136,7 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 		runs = o->confirm_jobs;
 	if (rc || !json_array_size(cells) || !runs)
 		goto out;
-	/* (the anchors carry the run's memory state: only a suspect whose verdict reads it needs
-	 * them measured again) */
-	n_anchors = aw_host_verdict_reads_state(v) ? aw_result_anchors(r, anchor, AW_ANCHORS) : 0;
+	n_anchors = aw_result_anchors(r, anchor, AW_ANCHORS);
 	anchors = json_array();
 	for (size_t i = 0; !rc && anchors && i < n_anchors; i++)
 		if (json_array_append_new(anchors, json_string(anchor[i])))

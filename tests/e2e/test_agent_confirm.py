@@ -7,19 +7,18 @@ one head run (the gate unconfirmed, exit 0; exit 1 with --strict); atomwatch-age
 first with the first run's matrix hash and batches, and asks again after each: it stops as soon
 as the collector has no suspect left (the regression in a few runs), and the gate then fails on
 the confirmed regression. A fast build with no suspect makes no confirmation. The suspects
-endpoint answers only the host's own agent token (or ci/admin) and names the run's anchor cells,
-whether to re-measure them (with_anchors: only beside a suspect that reads the memory state, as
-the gate's verdict shows) and the collector's confirm_budget; --confirm 0, -1 and x,
---confirm-budget-s 0, -5, abc and 100000 are usage errors; a confirmation_of of the wrong type is
-refused naming the field. For a daemon host (one that polls for jobs), the collector queues the
-confirmation job itself after the first run (detection.confirm_jobs at most, for that host only,
-with the anchors where needed) and the daemon runs the same adaptive loop. Each re-measurement
-waits --confirm-gap-s (the daemon's schedule.confirm_gap) after the last measurement's end: the
-tests that count runs pass 0, the unchanged build's 5 s (back to back, re-measurements under load
-sit in one spell of the machine and can confirm it as a move); one passes 1.5 s and finds each
-confirmation run started that long after the run before it ended (a lower bound, the machine's
-speed aside), and bad values (-1, x, 3601, nan) are usage errors that name the option. No other
-timing in seconds is asserted: only counts.
+endpoint answers only the host's own agent token (or ci/admin) and names the run's anchor cells
+and the collector's confirm_budget; --confirm 0, -1 and x, --confirm-budget-s 0, -5, abc and
+100000 are usage errors; a confirmation_of of the wrong type is refused naming the field. For a
+daemon host (one that polls for jobs), the collector queues the confirmation job itself after the
+first run (detection.confirm_jobs at most, for that host only, with the anchors) and the daemon
+runs the same adaptive loop. Each re-measurement waits --confirm-gap-s (the daemon's
+schedule.confirm_gap) after the last measurement's end: the tests that count runs pass 0, the
+unchanged build's 5 s (back to back, re-measurements under load sit in one spell of the machine
+and can confirm it as a move); one passes 1.5 s and finds each confirmation run started that
+long after the run before it ended (a lower bound, the machine's speed aside), and bad values
+(-1, x, 3601, nan) are usage errors that name the option. No other timing in seconds is
+asserted: only counts.
 
 usage: test_agent_confirm.py [--backend sqlite|postgres]"""
 
@@ -176,22 +175,9 @@ def with_suspect(confirmations, key, most):
     return with_key
 
 
-def reads_state(verdict, host):
-    """collector/analysis/verdict_doc.c aw_host_verdict_reads_state(): whether a confirmation
-    re-measures the anchors, the run's memory states being read beside them: a suspect of gate
-    level fail whose p50 or p99 is corrected or levelled by a memory state."""
-    def state(m):
-        kernel = (m.get("reference") or {}).get("kernel") or ""
-        return kernel.startswith("memory") or (m.get("level_by") or "").startswith("memory")
-    cells = [x for x in verdict["hosts"] if x["host"] == host][0]["cells"]
-    return any(c["verdict"] == "suspect" and c["gate"] == "fail"
-               and (state(c["p50"]) or state(c["p99"])) for c in cells)
-
-
 def check_confirmation(d, first, suspects):
     """A confirmation run of `first`: its commit and matrix, the first run's batches, its
-    suspects re-measured, beside the first run's anchors where the collector asked for them
-    (with_anchors: all of them or none)."""
+    suspects re-measured beside the first run's anchors."""
     eq(d["confirmation_of"], first["run_id"])
     eq(d["matrix"]["hash"], first["matrix"]["hash"], "comparable with the first run")
     eq((d["commit"], d["ref"], d["project"]), (first["commit"], first["ref"], "e2e"))
@@ -201,8 +187,8 @@ def check_confirmation(d, first, suspects):
         check(k in keys, "suspect %s re-measured: %r" % (k, keys))
     anchors = anchors_of(first)
     check(anchors, "the first run has anchor cells: %r" % [c["key"] for c in first["cells"]])
-    kept = [k for k in anchors if k in keys]
-    check(kept in ([], anchors), "the anchors re-measured all or none: %r" % keys)
+    for k in anchors:
+        check(k in keys, "anchor %s re-measured beside the suspects: %r" % (k, keys))
     check(len(keys) < len(first["cells"]), "only the suspects and the anchors: %r" % keys)
     for c in d["cells"]:
         eq(c["n"], SAMPLES, "the first run's batches: %r" % c)
@@ -244,10 +230,6 @@ def test_confirmation_fails_the_gate():
             KEY, r.json(), [c for c in v["hosts"][0]["cells"] if c["key"] == KEY]))
     eq(r.json()["status"], "unconfirmed")
     eq(r.json()["anchors"], anchors_of(a.get_run(S.col, S.ci, first)))
-    v = S.col.request("GET", "/api/v1/gate?project=e2e&commit=%s&all=1" % SLOW_A).json()
-    eq(r.json()["with_anchors"], reads_state(v, HOST),
-       "the anchors re-measured only beside a suspect that reads the memory state: %r\n%r"
-       % (r.json(), [c for c in v["hosts"][0]["cells"] if c["verdict"] == "suspect"]))
     g = gate(SLOW_A)
     eq(g.returncode, 0, g.stdout + g.stderr)
     check(g.stdout.startswith("atomwatch gate: unconfirmed:"), g.stdout)
@@ -381,9 +363,8 @@ def test_suspects_endpoint():
     r = S.col.request("GET", "/api/v1/runs/%s/suspects" % rid, token=S.token).json()
     doc = a.get_run(S.col, S.ci, rid)
     for k in ("run_id", "project", "commit", "host", "status", "head_runs", "confirm_runs",
-              "confirm_budget", "suspects", "anchors", "with_anchors"):
+              "confirm_budget", "suspects", "anchors"):
         check(k in r, "%s in %r" % (k, r))
-    check(isinstance(r["with_anchors"], bool), r)
     eq(r["run_id"], rid)
     eq(r["confirm_budget"], 10, "detection.confirm_budget's default")
     check(r["anchors"] and len(r["anchors"]) <= 3, r)
@@ -474,9 +455,7 @@ def test_daemon_confirmation_job():
         conf.sort(key=lambda j: j["id"])
         eq(conf[0]["confirm"]["of"], first["run_id"])
         eq(conf[0]["confirm"]["runs"], 3, "detection.confirm_jobs")
-        check(conf[0]["confirm"]["anchors"] in ([], anchors_of(first)),
-              "the first run's anchors, or none where no suspect reads the memory state: %r"
-              % conf[0])
+        eq(conf[0]["confirm"]["anchors"], anchors_of(first), "the first run's anchors")
         check(KEY in conf[0]["confirm"]["cells"], conf[0])
         eq((conf[0]["commit"], conf[0]["subject"]), (SLOW_C, "subj"))
         # the adaptive loop: each job stops once nothing is suspect, at most `runs` times; the

@@ -791,8 +791,6 @@ static void test_memory_gather_state(void **state)
 			assert_string_equal(m->reference, "memory-gather");
 			assert_true(fabs(m->change - 0.30) < 0.01);
 			assert_int_equal(m->verdict, AW_VERDICT_SUSPECT);
-			/* its confirmation needs the state: the anchors are re-measured too */
-			assert_true(aw_host_verdict_reads_state(&v));
 		}
 		aw_host_verdict_release(&v);
 		assert_int_equal(aw_analysis_host(c, &o, "linux", "9a7e0002", NULL, host, &v, &err),
@@ -1172,41 +1170,6 @@ static void test_runs_beside_a_slow_kernel_confirm_nothing(void **state)
 	store_close(&s);
 }
 
-/* aw_host_verdict_reads_state(): a confirmation re-measures the anchor cells (the run's memory
- * states are read beside them) only for a suspect of gate level fail whose p50 or p99 is
- * corrected or levelled by a memory state, or has a head run in a state the baseline never saw;
- * a kernel beside the cell is no state. */
-static void test_anchors_only_for_the_memory_state(void **state)
-{
-	static char chain[] = "mulindep-v1", walk[] = "memory", gather[] = "memory-gather",
-	            beside[] = "memchase-v1";
-	struct aw_cell_verdict cells[3] = {0};
-	struct aw_host_verdict v = {.cells = cells, .n_cells = 3};
-
-	(void)state;
-	cells[0].verdict = AW_VERDICT_SUSPECT;
-	cells[0].gate = AW_GATE_FAIL;
-	cells[0].p50.reference = chain;
-	cells[1].verdict = AW_VERDICT_REGRESSED; /* (decided: not re-measured) */
-	cells[1].gate = AW_GATE_FAIL;
-	cells[1].p50.reference = gather;
-	cells[2].verdict = AW_VERDICT_SUSPECT;
-	cells[2].gate = AW_GATE_WARN; /* (a warn-level suspect is not re-measured) */
-	cells[2].p50.reference = walk;
-	assert_false(aw_host_verdict_reads_state(&v));
-	cells[2].gate = AW_GATE_FAIL;
-	assert_true(aw_host_verdict_reads_state(&v));
-	cells[2].p50.reference = NULL;
-	cells[2].p99.level_by = gather;
-	assert_true(aw_host_verdict_reads_state(&v));
-	cells[2].p99.level_by = NULL;
-	cells[0].p50.level_by = beside;
-	assert_false(aw_host_verdict_reads_state(&v));
-	/* a head run the memory state set aside: the next ones need the state too */
-	cells[0].p50.unseen_n = 1;
-	assert_true(aw_host_verdict_reads_state(&v));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1229,7 +1192,6 @@ int main(void)
 	    cmocka_unit_test(test_memory_gather_state),         /* (its ripple does not matter) */
 	    cmocka_unit_test(test_changepoint_under_the_floor), /* (nor this one's) */
 	    cmocka_unit_test(test_runs_beside_a_slow_kernel_confirm_nothing),
-	    cmocka_unit_test(test_anchors_only_for_the_memory_state),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
