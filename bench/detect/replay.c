@@ -590,12 +590,12 @@ static size_t nearest_base(const struct recording *rec, size_t p, const char *ke
  * mean; none taken twice): each pair shares one moment of the machine. The variant's shift over
  * the whole recording misleads where the effect of a change depends on the machine's level of
  * the moment, and so did the 20 base runs nearest the head against its ten runs (8 s against
- * 45 s): on a core shared part of that time they read branchy's build of +1-2% in each level
- * (`-72`) as +6 to +16%. So does the median of each side's runs, as the levels mix: a median of
- * runs in two levels 11% apart leaps with their shares. NAN when fewer than 3 pairs. *se gets
- * its standard error (log; 1.2533 sigma / sqrt(n) of a median, sigma 1.4826 times the pairs'
- * MAD): a local shift is itself a measurement, and a build at +4.8% reads 5% or more now and
- * then. */
+ * 45 s): on a core shared part of that time they read branchy's build of +1% alone and +2-5%
+ * shared (`-72`) as +6 to +16% (`-71` to `-74`). So does the median of each side's runs, as the
+ * levels mix: a median of runs in two levels 11% apart leaps with their shares. NAN when fewer than
+ * 3 pairs. *se gets its standard error (log; 1.2533 sigma / sqrt(n) of a median, sigma 1.4826 times
+ * the pairs' MAD): a local shift is itself a measurement, and a build at +4.8% reads 5% or more now
+ * and then. */
 static double local_shift(const struct recording *rec, size_t at, const char *key, double *se)
 {
 	double d[LOCAL_HEADS], dev[LOCAL_HEADS], b[2], x, md;
