@@ -474,9 +474,11 @@ double detect_level_top(const struct cell *c, int j)
  * log1p(threshold). a: scratch of the baseline's length. */
 bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a)
 {
-	bool slow = false; /* a kernel read slower than the level's runs */
-
-	for (int q = 0; j >= 0 && q < AW_REF_MEMCHASE; q++) {
+	/* (only a run the threshold above its level can be set aside: the others need no kernel
+	 * read) */
+	if (j < 0 || !(c->y[i] - c->centre[j] >= thr))
+		return false;
+	for (int q = 0; q < AW_REF_MEMCHASE; q++) {
 		double x = c->x[q][i], w;
 		size_t m = 0, near = 0;
 
@@ -490,10 +492,10 @@ bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double 
 		         ODD_MARGIN);
 		for (size_t k = 0; k < m; k++)
 			near += fabs(a[k] - x) <= w;
-		if (near < ODD_NEAR)
-			slow = slow || x > aw_quantile_sorted(a, m, 0.5);
+		if (near < ODD_NEAR && x > aw_quantile_sorted(a, m, 0.5))
+			return true; /* a kernel read slower than the level's runs */
 	}
-	return slow && c->y[i] - c->centre[j] >= thr; /* (j >= 0 where slow) */
+	return false;
 }
 
 /* ---- head runs in unseen memory states ---- */
