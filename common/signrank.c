@@ -1,7 +1,8 @@
-/* The Wilcoxon signed-rank test and the Hodges-Lehmann estimate with its interval; see
- * aw/signrank.h. */
+/* The Wilcoxon signed-rank test and the Hodges-Lehmann estimate with its interval, and Student's
+ * t; see aw/signrank.h. */
 #include "aw/signrank.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -197,4 +198,87 @@ int aw_hodges_lehmann(const double *d, size_t n, double alpha, struct aw_hl *out
 	}
 	free(walsh);
 	return 0;
+}
+
+/* ---- Student's t ---- */
+
+/* The incomplete beta function by its continued fraction with the modified Lentz method, which
+ * converges quickly for x < (a+1)/(a+b+2); the symmetry I_x(a,b) = 1 - I_{1-x}(b,a) covers the
+ * rest. */
+static double beta_cf(double a, double b, double x)
+{
+	const double tiny = 1e-300, eps = 1e-15;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
+
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1 / d;
+	h = d;
+	for (int m = 1; m <= 300; m++) {
+		double m2 = 2.0 * m, num, delta;
+
+		/* even step */
+		num = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+		d = 1 + num * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + num / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		h *= d * c;
+		/* odd step */
+		num = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+		d = 1 + num * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + num / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		delta = d * c;
+		h *= delta;
+		if (fabs(delta - 1) < eps)
+			break;
+	}
+	return h;
+}
+
+double aw_betainc(double a, double b, double x)
+{
+	double front;
+
+	assert(a > 0 && b > 0);
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	if (x < (a + 1) / (a + b + 2))
+		return front * beta_cf(a, b, x) / a;
+	return 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+double aw_t_sf(double t, double df)
+{
+	double tail;
+
+	assert(df > 0);
+	if (isinf(t))
+		return t > 0 ? 0 : 1;
+	tail = 0.5 * aw_betainc(df / 2, 0.5, df / (df + t * t));
+	return t >= 0 ? tail : 1 - tail;
+}
+
+double aw_t_quantile(double p, double df)
+{
+	double lo = 0, hi = 50;
+
+	if (!(df > 0) || df > 200)
+		df = 200;
+	for (int i = 0; i < 60; i++) {
+		double mid = (lo + hi) / 2;
+
+		if (aw_t_sf(mid, df) > p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
 }

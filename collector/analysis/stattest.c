@@ -1,6 +1,5 @@
-/* Hypothesis tests; see stattest.h. The incomplete beta function is evaluated by its continued
- * fraction with the modified Lentz method, which converges quickly for x < (a+1)/(a+b+2); the
- * symmetry I_x(a,b) = 1 - I_{1-x}(b,a) covers the rest. */
+/* Hypothesis tests; see stattest.h. (Student's t and the incomplete beta function are in
+ * common/signrank.c, which the agent's A/B decision shares.) */
 #include "stattest.h"
 
 #include <assert.h>
@@ -14,67 +13,6 @@
 double aw_norm_sf(double z)
 {
 	return 0.5 * erfc(z / sqrt(2.0));
-}
-
-static double beta_cf(double a, double b, double x)
-{
-	const double tiny = 1e-300, eps = 1e-15;
-	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
-
-	if (fabs(d) < tiny)
-		d = tiny;
-	d = 1 / d;
-	h = d;
-	for (int m = 1; m <= 300; m++) {
-		double m2 = 2.0 * m, num, delta;
-
-		/* even step */
-		num = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
-		d = 1 + num * d;
-		d = fabs(d) < tiny ? tiny : d;
-		c = 1 + num / c;
-		c = fabs(c) < tiny ? tiny : c;
-		d = 1 / d;
-		h *= d * c;
-		/* odd step */
-		num = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
-		d = 1 + num * d;
-		d = fabs(d) < tiny ? tiny : d;
-		c = 1 + num / c;
-		c = fabs(c) < tiny ? tiny : c;
-		d = 1 / d;
-		delta = d * c;
-		h *= delta;
-		if (fabs(delta - 1) < eps)
-			break;
-	}
-	return h;
-}
-
-double aw_betainc(double a, double b, double x)
-{
-	double front;
-
-	assert(a > 0 && b > 0);
-	if (x <= 0)
-		return 0;
-	if (x >= 1)
-		return 1;
-	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
-	if (x < (a + 1) / (a + b + 2))
-		return front * beta_cf(a, b, x) / a;
-	return 1 - front * beta_cf(b, a, 1 - x) / b;
-}
-
-double aw_t_sf(double t, double df)
-{
-	double tail;
-
-	assert(df > 0);
-	if (isinf(t))
-		return t > 0 ? 0 : 1;
-	tail = 0.5 * aw_betainc(df / 2, 0.5, df / (df + t * t));
-	return t >= 0 ? tail : 1 - tail;
 }
 
 double aw_digamma(double x)
@@ -296,23 +234,6 @@ int aw_bh_adjust(const double *p, size_t n, double *q)
 		q[s[k].i] = s[k].p;
 	free(s);
 	return 0;
-}
-
-double aw_t_quantile(double p, double df)
-{
-	double lo = 0, hi = 50;
-
-	if (!(df > 0) || df > 200)
-		df = 200;
-	for (int i = 0; i < 60; i++) {
-		double mid = (lo + hi) / 2;
-
-		if (aw_t_sf(mid, df) > p)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return (lo + hi) / 2;
 }
 
 double aw_t_quantile_memo(struct aw_t_memo *m, double p, double df)

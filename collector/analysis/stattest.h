@@ -8,17 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "aw/signrank.h" /* the signed-rank test and Hodges-Lehmann, shared with the agent */
+#include "aw/signrank.h" /* the signed-rank test, Hodges-Lehmann and Student's t, shared with
+                            the agent */
 
 /* P(Z > z) for a standard normal Z. */
 double aw_norm_sf(double z);
 
-/* P(T > t) for Student's t with `df` > 0 degrees of freedom (df may be fractional). */
-double aw_t_sf(double t, double df);
-
-/* The t with P(T > t) = p for Student's t on df > 0 degrees of freedom (0 < p < 1/2; df
- * above 200 is taken as 200). */
-double aw_t_quantile(double p, double df);
+/* (aw_t_sf(), aw_t_quantile() and aw_betainc(): aw/signrank.h) */
 
 /* The last AW_T_MEMO_N quantiles aw_t_quantile_memo() computed. aw_t_quantile() costs some
  * 60 incomplete beta functions, and one verdict asks it for the same few degrees of freedom
@@ -32,9 +28,6 @@ struct aw_t_memo {
 /* aw_t_quantile(p, df), the very same value, remembered in m (the caller's, used by one thread
  * at a time): one asked for before is not computed again. */
 double aw_t_quantile_memo(struct aw_t_memo *m, double p, double df);
-
-/* The regularised incomplete beta function I_x(a, b), 0 <= x <= 1, a, b > 0. */
-double aw_betainc(double a, double b, double x);
 
 /* The digamma and trigamma functions (derivatives of log Gamma), x > 0. */
 double aw_digamma(double x);

@@ -1,6 +1,7 @@
 /* The Wilcoxon signed-rank test with the Hodges-Lehmann estimate of a centre and its
- * distribution-free interval: the statistics of paired A/B rounds, which the agent (deciding when
- * an interleaved A/B has measured enough) and the collector (judging the document) share. */
+ * distribution-free interval, and Student's t: the statistics of paired A/B rounds and of the
+ * spread of its loads, which the agent (deciding when an interleaved A/B has measured enough) and
+ * the collector (judging the document; its tests use Student's t too) share. */
 #ifndef AW_SIGNRANK_H
 #define AW_SIGNRANK_H
 
@@ -32,5 +33,15 @@ struct aw_hl {
 
 /* Fills *out (every field NAN/1 for n == 0). Returns 0 or -ENOMEM. */
 int aw_hodges_lehmann(const double *d, size_t n, double alpha, struct aw_hl *out);
+
+/* P(T > t) for Student's t with `df` > 0 degrees of freedom (df may be fractional). */
+double aw_t_sf(double t, double df);
+
+/* The t with P(T > t) = p for Student's t on df > 0 degrees of freedom (0 < p < 1/2; df
+ * above 200 is taken as 200; at most 50). */
+double aw_t_quantile(double p, double df);
+
+/* The regularised incomplete beta function I_x(a, b), 0 <= x <= 1, a, b > 0. */
+double aw_betainc(double a, double b, double x);
 
 #endif
