@@ -3,17 +3,20 @@
 subject in a git repository of its own, committed as `base`, as a README-only change of base (the
 A/A: same code, a build of its own) and as heads with EXTRA more instructions, each a real code
 change whose cost the A/B itself measures. Subjects: `chain` (bench/detect/subject_chain.c: a
-serial chain, each add one more cycle of every call) and `overlap` (bench/detect/
+serial chain, each add one more cycle of every call), `overlap` (bench/detect/
 subject_overlap.c: lock xadd and a run of adds independent of the previous call, so calls overlap
-and a change's cost depends on what the core shares). Every try runs `atomwatch-agent ab` from
+and a change's cost depends on what the core shares), and the memory-bound `hash` and the
+`branchy` op of bench/detect/subject_shapes.c (the recordings' subject: more steps of the hash
+function, more adds in every arm), whose other three ops, their code unchanged, are reported as
+an A/A of their own. Every try runs `atomwatch-agent ab` from
 base to each variant in turn (the variants interleaved, so that the machine's moods fall on all
 alike), and a real collector (SQLite, started through tests/e2e/harness.py) judges every
 document. Prints per variant the verdicts, the estimated change, the rounds and seconds used and
 the wall time of a whole A/B (both builds included), and the load average. With --history N
 --trials M it also runs the history-based verdict on the same code for comparison.
 
-usage: ab_bench.py --agent BIN [--subject chain|overlap] [--extras 2,5,11] [--tries 30]
-                   [--rounds 400] [--layouts 2] [--budget-s 20] [--profile quick]
+usage: ab_bench.py --agent BIN [--subject chain|overlap|hash|branchy] [--extras 2,5,11]
+                   [--tries 30] [--rounds 400] [--layouts 2] [--budget-s 20] [--profile quick]
                    [--history 0 --trials 0] [--json FILE]"""
 
 import argparse
@@ -31,9 +34,13 @@ import harness as h  # noqa: E402
 
 HOST = "bench-ab"
 SUBJECTS = {
-    # name: (source, build flags of base, default heads' EXTRA)
-    "chain": ("subject_chain.c", "-DCHAIN=32", "2,6,12"),
-    "overlap": ("subject_overlap.c", "-DRUN=80", "1,4,6"),
+    # name: (source, build flags of base, default heads' EXTRA, the macro EXTRA sets, the op)
+    "chain": ("subject_chain.c", "-DCHAIN=32", "2,6,12", "EXTRA", "op"),
+    "overlap": ("subject_overlap.c", "-DRUN=80", "1,4,6", "EXTRA", "op"),
+    # bench/detect/subject_shapes.c, the recordings' subject: all four ops are measured, the
+    # head changing one; the other three are an A/A of their own (same code, another build)
+    "hash": ("subject_shapes.c", "-DCHAIN=32", "1,2,3", "EXTRA_HASH", "hash"),
+    "branchy": ("subject_shapes.c", "-DCHAIN=32", "4,8,12", "EXTRA_BRANCHY", "branchy"),
 }
 VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
 
@@ -83,7 +90,7 @@ def main():
     ap.add_argument("--json", help="write the raw figures here")
     args = ap.parse_args()
     os.environ["AW_AGENT"] = args.agent
-    source, flags, default_extras = SUBJECTS[args.subject]
+    source, flags, default_extras, macro, op = SUBJECTS[args.subject]
     extras = [int(e) for e in (args.extras or default_extras).split(",")]
 
     repo = h.tempdir("aw-ab-bench-")
@@ -91,6 +98,10 @@ def main():
     with open(os.path.join(repo, "subject.c"), "w") as f, \
             open(os.path.join(h.SOURCE_DIR, "bench", "detect", source)) as src:
         f.write(src.read())
+    if source == "subject_shapes.c":  # (it includes the chain's op)
+        with open(os.path.join(repo, "subject_chain.c"), "w") as f, \
+                open(os.path.join(h.SOURCE_DIR, "bench", "detect", "subject_chain.c")) as src:
+            f.write(src.read())
     with open(os.path.join(repo, ".gitignore"), "w") as f:
         f.write("libsubject.so\n")  # built in place by `run`
     base = commit(repo, 0, "base")
@@ -103,8 +114,8 @@ def main():
     token = col.token("agent", HOST)
     ci = col.token("ci")
     inc = os.path.join(h.SOURCE_DIR, "runner", "include")
-    build = ('cc -O2 -shared -fPIC -I"$INC" %s -DEXTRA=$(cat extra) -o libsubject.so subject.c'
-             % flags)
+    build = ('cc -O2 -shared -fPIC -I"$INC" %s -D%s=$(cat extra) -o libsubject.so subject.c'
+             % (flags, macro))
     matrix = "matrix:\n  profile: %s\n  ops: [plain]\n" % args.profile
     extra = ("subjects:\n  s:\n    build: '%s'\n    dir: %s\n    library: %s/libsubject.so\n"
              "    env: {INC: %s}\n    cpus: first\n    timeout: 5m\n" % (build, repo, repo, inc))
@@ -119,10 +130,14 @@ def main():
         if p.returncode != 0:
             raise SystemExit("ab failed: %s" % p.stderr)
         o = col.request("GET", "/api/v1/ab/" + p.stdout.strip(), token=ci).json()
-        doc, cell = o["document"], o["judgment"]["cells"][0]
-        dcell = doc["cells"][0]
+        doc, cells = o["document"], o["judgment"]["cells"]
+        key = "subject=s op=%s cpu=0" % op
+        cell = next(c for c in cells if c["key"] == key)
+        dcell = next(c for c in doc["cells"] if c["key"] == key)
+        others = [[c["key"].split()[1], c["verdict"], c.get("ratio")] for c in cells
+                  if c["key"] != key]
         levels = cell.get("levels") or {}
-        return {"verdict": o["verdict"], "wall_s": wall, "ab_id": o["ab_id"],
+        return {"verdict": cell["verdict"], "others": others, "wall_s": wall, "ab_id": o["ab_id"],
                 "build_s": doc["base"]["build_s"] + doc["head"]["build_s"],
                 "measure_s": doc.get("measure", {}).get("seconds"),
                 "rounds": cell.get("rounds"), "slices": dcell.get("slices"),
@@ -131,6 +146,8 @@ def main():
                 "ab_ratio": (cell.get("ab") or {}).get("ratio"),
                 "aa_ratio": (cell.get("aa") or {}).get("ratio"),
                 "layout_spread": cell.get("layout_spread"), "reason": cell.get("reason"),
+                "layouts": [{k: lay.get(k) for k in ("rounds", "ratio", "aa", "verdict")}
+                            for lay in cell.get("layouts") or []],
                 "levels": {k: {"ratio": v["ratio"], "rounds": v["rounds"],
                                "verdict": v["verdict"]} for k, v in levels.items()},
                 "load": os.getloadavg()[0]}
@@ -179,6 +196,18 @@ def main():
             " ".join("%s %d" % kv for kv in sorted(stops.items()))))
     print("(change: the median over the tries of each A/B's estimate, A/A bias removed; "
           "layout spread, measure s and wall s: median (max))")
+    if SUBJECTS[args.subject][0] == "subject_shapes.c":
+        for name, _ in variants:
+            vs = [o[1] for r in results[name] for o in r["others"]]
+            summary[name]["others"] = {v: vs.count(v) for v in VERDICTS}
+            moved = {}
+            for r in results[name]:
+                for o in r["others"]:
+                    if o[1] in ("regressed", "improved"):
+                        moved.setdefault(o[0], []).append(pct(o[2]))
+            print("%-6s the other ops (their code unchanged): %s of %d%s" % (
+                name, "/".join(str(vs.count(v)) for v in VERDICTS), len(vs),
+                "".join("; %s %s" % (k, " ".join(v)) for k, v in sorted(moved.items()))))
     print("%.0f s for all A/Bs" % ab_s)
     hist = history(args, repo, ag, col, ci, base) if args.history and args.trials else None
     print("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end"
@@ -206,7 +235,7 @@ def history(args, repo, ag, col, ci, base):
         if p.returncode != 0:
             raise SystemExit("run failed: %s" % p.stderr)
 
-    key = "subject=s op=op cpu=0"
+    key = "subject=s op=%s cpu=0" % SUBJECTS[args.subject][4]
     git(repo, "checkout", "-q", "-b", "main-line", base)
     mains = []
     for i in range(args.history):
