@@ -20,8 +20,8 @@
  * 2 / 2^n, below 0.05 / 3 from n = 7 on. */
 #define AW_AB_MIN_ROUNDS       7
 #define AW_AB_DEFAULT_ROUNDS   400 /* at most, per cell: a test that decides stops sooner */
-#define AW_AB_DEFAULT_LAYOUTS  2
-#define AW_AB_DEFAULT_BUDGET_S 20 /* seconds of measuring for the whole document */
+#define AW_AB_DEFAULT_LAYOUTS  4   /* the loads are a sample: aw_ab_decide() */
+#define AW_AB_DEFAULT_BUDGET_S 20  /* seconds of measuring for the whole document */
 #define AW_AB_MAX_BUDGET_S     3600
 /* The agent's stopping rule: the collector's default threshold (detection.ab_threshold) and
  * error rate, so that a cell the agent calls decided is one the collector decides alike. */

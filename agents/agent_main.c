@@ -70,7 +70,7 @@ static const char usage_text[] =
     "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--aa] [--cpus LIST]\n"
     "      [--rounds N] [--layouts N] [--budget-s S] [--profile NAME] [--quiet]\n"
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
-    "        times (default 2, at most 16), measure both in short alternating slices on one\n"
+    "        times (default 4, at most 16), measure both in short alternating slices on one\n"
     "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
     "        400, 7 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
     "        upload the A/B document; its id is printed on stdout\n"

@@ -102,13 +102,15 @@ static double median(double *v, size_t n)
 static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, double t,
                    struct aw_ab_decision *out)
 {
-	double *d = malloc((n ? n : 1) * sizeof(*d)), *a = malloc((n ? n : 1) * sizeof(*a));
+	double *d = malloc((n ? n : 1) * sizeof(*d)), *a = malloc((n ? n : 1) * sizeof(*a)),
+	       *b = malloc((n ? n : 1) * sizeof(*b));
 	double lo = INFINITY, hi = -INFINITY;
 	size_t with = 0;
 
-	if (!d || !a) {
+	if (!d || !a || !b) {
 		free(d);
 		free(a);
+		free(b);
 		return -ENOMEM;
 	}
 	for (int l = 0; l < AW_AB_MAX_LAYOUTS; l++) {
@@ -118,10 +120,11 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 		for (size_t i = 0; i < n; i++)
 			if (rounds[i].layout == l && rounds[i].level != AW_AB_LEVEL_MIXED) {
 				d[m] = rounds[i].ab - rounds[i].aa;
+				b[m] = rounds[i].ab;
 				a[m++] = rounds[i].aa;
 			}
 		lay->rounds = m;
-		lay->diff = lay->aa = NAN;
+		lay->diff = lay->ab = lay->aa = NAN;
 		lay->verdict = AW_AB_VERDICT_INCONCLUSIVE;
 		lay->interval = false;
 		if (!m)
@@ -132,12 +135,14 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 			if (estimate(d, m, alpha, t, &e)) {
 				free(d);
 				free(a);
+				free(b);
 				return -ENOMEM;
 			}
 			lay->verdict = e.verdict;
 			lay->interval = !isnan(e.lo) && !isnan(e.hi);
 		}
 		lay->diff = median(d, m);
+		lay->ab = median(b, m);
 		lay->aa = median(a, m);
 		out->n_layouts = (size_t)l + 1;
 		lo = fmin(lo, lay->diff);
@@ -147,7 +152,62 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 	out->layout_spread = with >= 2 ? hi - lo : NAN;
 	free(d);
 	free(a);
+	free(b);
 	return 0;
+}
+
+static size_t with_rounds(const struct aw_ab_decision *out)
+{
+	size_t k = 0;
+
+	for (size_t l = 0; l < out->n_layouts; l++)
+		k += out->layout[l].rounds > 0;
+	return k;
+}
+
+/* The loads' own spread and the half-width it gives every interval (aw_ab_decide()): the
+ * layouts' A/A centres (log of each base copy over the reference load) and A/B centres (each
+ * head copy over it) about their means, pooled; with_aa: the rounds carry A/A rounds. */
+static void loads(struct aw_ab_decision *out, bool with_aa)
+{
+	double mab = 0, maa = 0, ss = 0, df;
+	size_t l_n = with_rounds(out);
+
+	out->loads_sd = NAN;
+	out->loads_hw = 0;
+	for (size_t l = 0; l < out->n_layouts; l++)
+		if (out->layout[l].rounds) {
+			mab += out->layout[l].ab;
+			maa += out->layout[l].aa;
+		}
+	if (l_n < 2)
+		return;
+	mab /= (double)l_n;
+	maa /= (double)l_n;
+	for (size_t l = 0; l < out->n_layouts; l++)
+		if (out->layout[l].rounds) {
+			double x = out->layout[l].ab - mab, y = out->layout[l].aa - maa;
+
+			ss += x * x + (with_aa ? y * y : 0);
+		}
+	df = (double)((with_aa ? 2 : 1) * (l_n - 1));
+	out->loads_sd = sqrt(ss / df);
+	out->loads_hw =
+	    aw_t_quantile(out->alpha_each / 2, df) * out->loads_sd * sqrt(2 / (double)l_n);
+}
+
+/* Widens e's interval to at least its estimate +- hw and judges it again; whether the verdict
+ * changed. */
+static bool widen(struct aw_ab_estimate *e, double hw, double t)
+{
+	enum aw_ab_verdict was = e->verdict;
+
+	if (!(hw > 0) || isnan(e->lo) || isnan(e->hi))
+		return false;
+	e->lo = fmin(e->lo, e->estimate - hw);
+	e->hi = fmax(e->hi, e->estimate + hw);
+	e->verdict = rule_verdict(e, t);
+	return e->verdict != was;
 }
 
 /* "alone regressed (+7.10%), shared unchanged (+0.02%)": each level's verdict, for the reason. */
@@ -177,55 +237,13 @@ static void describe_levels(const struct aw_ab_decision *out, char *buf, size_t 
 	}
 }
 
-/* A cell's verdict stands only where every layout's own rounds can speak and none says
- * otherwise: each layout is a load of each side at addresses of its own, and a load's layout
- * moves it (on the family-25 VM a base copy read 11.7% slower than the reference load in one
- * layout; in another run a README-only head's rounds read +1.0% in one layout and +0.1% in the
- * other, and were called regressed at the first look, 13 rounds, before either layout had an
- * interval of its own). A layout without an interval yet, or one whose rounds decide another
- * verdict, leaves the cell inconclusive at this look, naming the layouts ("the layouts
- * disagree: 0 unchanged (+0.10%), 1 regressed (+1.02%)"), so the agent measures on until they
- * agree or its rounds run out. A layout that is itself undecided contradicts nothing (a change
- * of one level only reads so pooled over a layout's rounds). */
-static void against_a_layout(struct aw_ab_decision *out)
-{
-	size_t used;
-	bool split = false;
-
-	if (out->verdict == AW_AB_VERDICT_INCONCLUSIVE)
-		return;
-	for (size_t l = 0; l < out->n_layouts; l++) {
-		const struct aw_ab_layout *lay = &out->layout[l];
-
-		split = split || (lay->rounds &&
-		                  (!lay->interval || (lay->verdict != AW_AB_VERDICT_INCONCLUSIVE &&
-		                                      lay->verdict != out->verdict)));
-	}
-	if (!split)
-		return;
-	out->verdict = AW_AB_VERDICT_INCONCLUSIVE;
-	used = (size_t)snprintf(out->reason, sizeof(out->reason), "the layouts disagree:");
-	for (size_t l = 0; l < out->n_layouts && used < sizeof(out->reason); l++) {
-		const struct aw_ab_layout *lay = &out->layout[l];
-		int w;
-
-		if (!lay->rounds)
-			continue;
-		w = snprintf(out->reason + used, sizeof(out->reason) - used, "%s %zu %s (%+.2f%%)",
-		             out->reason[used - 1] == ':' ? "" : ",", l,
-		             aw_ab_verdict_name(lay->verdict), 100 * expm1(lay->diff));
-		if (w < 0)
-			break;
-		used += (size_t)w;
-	}
-}
-
 int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_rule *rule,
                  struct aw_ab_decision *out)
 {
 	double t = log1p(rule->threshold), *d, *ab, *aa;
 	unsigned estimands = rule->levels ? 3 : 1, looks = rule->looks ? rule->looks : 1;
 	size_t m = 0, regressed = 0, improved = 0, undecided = 0, with_interval = 0;
+	bool with_aa = false, by_loads = false;
 	char levels[128];
 	int rc = -ENOMEM;
 
@@ -243,6 +261,7 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 		d[m] = rounds[i].ab - rounds[i].aa;
 		ab[m] = rounds[i].ab;
 		aa[m++] = rounds[i].aa;
+		with_aa |= rounds[i].aa != 0;
 	}
 	if (estimate(d, m, out->alpha_each, t, &out->diff) ||
 	    estimate(ab, m, out->alpha_each, t, &out->ab) ||
@@ -260,6 +279,10 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 	}
 	if (layouts(rounds, n, out->alpha_each, t, out))
 		goto out;
+	loads(out, with_aa);
+	by_loads = widen(&out->diff, out->loads_hw, t);
+	for (int l = AW_AB_LEVEL_ALONE; l <= AW_AB_LEVEL_SHARED; l++)
+		by_loads |= widen(&out->level[l], out->loads_hw, t);
 	/* the cell: every estimand with an interval has its say */
 	for (int e = -1; e < AW_AB_LEVEL_COUNT; e++) {
 		const struct aw_ab_estimate *est = e < 0 ? &out->diff : &out->level[e];
@@ -287,12 +310,22 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 		               : improved  ? AW_AB_VERDICT_IMPROVED
 		               : undecided ? AW_AB_VERDICT_INCONCLUSIVE
 		                           : AW_AB_VERDICT_UNCHANGED;
-		if (rule->levels)
+		if (by_loads && out->verdict == AW_AB_VERDICT_INCONCLUSIVE) {
+			int w =
+			    snprintf(out->reason, sizeof(out->reason),
+			             "the loads differ on their own (sd %.2f%% over %zu layouts): "
+			             "the change is known to +-%.2f%% only",
+			             100 * expm1(out->loads_sd), with_rounds(out),
+			             100 * expm1(out->loads_hw));
+
+			if (rule->levels && w > 0 && (size_t)w < sizeof(out->reason))
+				snprintf(out->reason + w, sizeof(out->reason) - (size_t)w, "; %s",
+				         levels);
+		} else if (rule->levels)
 			snprintf(out->reason, sizeof(out->reason), "%s", levels);
 		else if (out->verdict == AW_AB_VERDICT_INCONCLUSIVE)
 			snprintf(out->reason, sizeof(out->reason),
 			         "the interval reaches past the threshold without deciding");
-		against_a_layout(out);
 	}
 	rc = 0;
 out:

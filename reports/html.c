@@ -910,7 +910,8 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 	         "bias removed, its interval the Hodges-Lehmann estimate's Wilcoxon signed-rank "
 	         "interval (at the level the sequential test's looks leave each interval); "
 	         "alone and shared are the rounds the throughput reference put in each level, "
-	         "the layout spread how far the loads' layouts disagree.</p>\n");
+	         "the layout spread how far the loads' layouts disagree; no interval is "
+	         "narrower than the loads' own spread makes it.</p>\n");
 	chart(&pg, &p->chart);
 	if (!p->n_rows)
 		raw(&pg, "<p class=\"empty\">No cells.</p>\n");

@@ -16,7 +16,7 @@ the wall time of a whole A/B (both builds included), and the load average. With 
 --trials M it also runs the history-based verdict on the same code for comparison.
 
 usage: ab_bench.py --agent BIN [--subject chain|overlap|hash|branchy] [--extras 2,5,11]
-                   [--tries 30] [--rounds 400] [--layouts 2] [--budget-s 20] [--profile quick]
+                   [--tries 30] [--rounds 400] [--layouts 4] [--budget-s 20] [--profile quick]
                    [--history 0 --trials 0] [--json FILE]"""
 
 import argparse
@@ -82,7 +82,7 @@ def main():
     ap.add_argument("--extras", help="the heads' EXTRA, comma-separated (default per subject)")
     ap.add_argument("--tries", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=400)
-    ap.add_argument("--layouts", type=int, default=2)
+    ap.add_argument("--layouts", type=int, default=4)
     ap.add_argument("--budget-s", type=float, default=20)
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--history", type=int, default=0)

@@ -126,6 +126,12 @@ static int details(json_t *o, const struct judged *j)
 		                             ? json_real(expm1(j->d.layout_spread))
 		                             : json_null());
 	if (!rc)
+		rc = json_object_set_new(o, "loads",
+		                         isfinite(j->d.loads_sd)
+		                             ? json_pack("{s:f, s:f}", "sd", expm1(j->d.loads_sd),
+		                                         "half_width", expm1(j->d.loads_hw))
+		                             : json_null());
+	if (!rc)
 		rc = json_object_set_new(o, "alpha_each", json_real(j->d.alpha_each));
 	rc = rc ? -ENOMEM : 0;
 out:

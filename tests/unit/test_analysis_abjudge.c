@@ -153,6 +153,14 @@ static void test_levels_and_layouts(void **state)
 	assert_true(fabs(num(shared, "ratio") - 1.07) < 0.003);
 	assert_int_equal(json_integer_value(json_object_get(shared, "rounds")), ROUNDS);
 	assert_int_equal(json_array_size(json_object_get(c, "layouts")), 2);
+	/* the two loads' spread, and the half-width it gives: t x sd x sqrt(2 / 2) */
+	{
+		const json_t *ld = json_object_get(c, "loads");
+
+		assert_true(json_is_object(ld));
+		assert_true(num(ld, "sd") >= 0 && num(ld, "half_width") >= 0);
+		assert_true(num(c, "lo") <= num(c, "ratio") / (1 + num(ld, "half_width")) + 1e-9);
+	}
 	/* 12 looks, three estimands */
 	assert_true(fabs(num(c, "alpha_each") - 0.05 / 36) < 1e-12);
 	assert_non_null(

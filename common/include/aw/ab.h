@@ -75,12 +75,12 @@ struct aw_ab_estimate {
 	enum aw_ab_verdict verdict;
 };
 
-/* The per-layout figures: the decision's centre and the A/A centre (medians, log units), and
- * the layout's own verdict (an estimate of its rounds at the decision's alpha_each; it can only
- * withhold the cell's verdict: aw_ab_decide()). */
+/* The per-layout figures: the decision's centre, the A/B's and the A/A's (medians, log units),
+ * and the layout's own verdict (an estimate of its rounds at the decision's alpha_each;
+ * reported). */
 struct aw_ab_layout {
 	size_t rounds;
-	double diff, aa;
+	double diff, ab, aa;
 	enum aw_ab_verdict verdict;
 	bool interval; /* its rounds gave an interval (enough of them to speak) */
 };
@@ -92,6 +92,8 @@ struct aw_ab_decision {
 	struct aw_ab_layout layout[AW_AB_MAX_LAYOUTS];
 	size_t n_layouts;           /* layouts with rounds (index of the highest + 1) */
 	double layout_spread;       /* max - min of the layouts' diff; NAN with < 2 layouts */
+	double loads_sd;            /* the loads' own spread (log): aw_ab_decide(); NAN < 2 */
+	double loads_hw;            /* the half-width it gives every interval; 0 with < 2 */
 	double alpha_each;          /* the level of each interval */
 	enum aw_ab_verdict verdict; /* of the cell */
 	char reason[160];           /* why, when not plain (a level, too few rounds...); "" */
@@ -107,12 +109,14 @@ struct aw_ab_decision {
  * +-log(1 + threshold), else inconclusive (an estimand without an interval is left out). The
  * cell is regressed when an estimand is, improved when one is and none regressed (both:
  * inconclusive, the levels disagree), unchanged when every estimand with an interval is,
- * inconclusive otherwise or when no estimand has an interval. A regressed or improved cell is
- * inconclusive too when a layout's own rounds, judged the same way, say the opposite: the
- * head's code sits at other addresses than the base's in every load, so a load whose base copy
- * alone reads slow (a layout effect the head's copy does not share) subtracts a bias the head
- * never had, and one load must not turn a slower build into an improvement. Returns 0 or
- * -ENOMEM. */
+ * inconclusive otherwise or when no estimand has an interval. The loads are a sample too: each
+ * copy of a library sits at addresses and on memory of its own, and a memory-bound op reads a
+ * copy 1-3% apart from another of the same build (its table's pages), which no count of rounds
+ * averages away. So with two layouts or more every interval is widened to at least the
+ * estimate +- t x sd x sqrt(2 / L): sd the spread of the L layouts' A/A centres (the base's
+ * copies) and A/B centres (the head's) about their means, pooled, on 2(L - 1) degrees of freedom
+ * (L - 1 without A/A rounds), t Student's at the same alpha_each (loads_sd, loads_hw). Returns 0
+ * or -ENOMEM. */
 int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_rule *rule,
                  struct aw_ab_decision *out);
 
