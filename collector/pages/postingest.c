@@ -66,6 +66,15 @@ static uint64_t confirmations_of_first(const struct first_run *f)
 	return n;
 }
 
+/* Whether verdict v has a suspect cell of gate level fail: what a confirmation re-measures. */
+static bool fail_suspects(const struct aw_host_verdict *v)
+{
+	for (size_t i = 0; i < v->n_cells; i++)
+		if (v->cells[i].verdict == AW_VERDICT_SUSPECT && v->cells[i].gate == AW_GATE_FAIL)
+			return true;
+	return false;
+}
+
 /* After the verdict `v` of (project, commit) on a daemon host: when it has fail-level
  * suspects, no run of the commit asks to confirm itself (its agent does), its newest first run
  * is no bisection's step (the bisection re-measures what it needs, and its daemon is busy with
@@ -96,8 +105,9 @@ static int queue_confirmation(struct store_conn *c, const struct aw_analysis_opt
 	bool polls = false;
 	int rc;
 
-	if (!o->confirm_jobs || !commit || v->status != AW_VERDICT_UNCONFIRMED)
-		return 0;
+	if (!o->confirm_jobs || !commit || !fail_suspects(v))
+		return 0; /* (whatever the host's status: another cell's regression decides
+		             nothing of a suspect, which the agent's --confirm re-measures too) */
 	first = calloc(1, sizeof(*first));
 	if (!first)
 		return -ENOMEM;
