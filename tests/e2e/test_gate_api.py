@@ -320,11 +320,17 @@ def test_confirmation_rounds():
     """A daemon host (it polled for jobs) whose suspect the first round of re-measurements left
     undecided gets a second round once the first round's runs are stored (before its daemon
     reports the job's end), asking only what the budget has left, and none after the budget."""
+    with_confirm_jobs(confirmation_rounds)
+
+
+def with_confirm_jobs(body):
+    """Runs body(col) on a collector of its own that queues confirmation jobs of 2 runs within a
+    budget of 3 re-measurements, stopped after."""
     db = h.Database(S.db.backend, S.pg)
     col = h.Collector(db.url, config="detection:\n  confirm_jobs: 2\n  confirm_budget: 3\n"
                       ).start()
     try:
-        confirmation_rounds(col)
+        body(col)
     finally:
         col.stop()
 
@@ -412,13 +418,7 @@ def test_confirmation_beside_a_regression():
     is never decided, nor bisected (e2e.bisect.daemon under CI's load: the plain increment read
     regressed beside the subject's suspect, which then waited for re-measurements that never
     came)."""
-    db = h.Database(S.db.backend, S.pg)
-    col = h.Collector(db.url, config="detection:\n  confirm_jobs: 2\n  confirm_budget: 3\n"
-                      ).start()
-    try:
-        beside_a_regression(col)
-    finally:
-        col.stop()
+    with_confirm_jobs(beside_a_regression)
 
 
 def beside_a_regression(col):
