@@ -133,11 +133,11 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 	if (c->ne) {
 		size_t seg = 0;
 
-		c->ey = malloc(c->ne * (1 + AW_DETECT_REFS) * sizeof(double));
+		c->ey = malloc(c->ne * (1 + DETECT_SLOTS) * sizeof(double));
 		c->eseg = malloc(c->ne * sizeof(int));
 		if (!c->ey || !c->eseg)
 			goto out;
-		for (int q = 0; q < AW_DETECT_REFS; q++)
+		for (int q = 0; q < DETECT_SLOTS; q++)
 			c->ex[q] = c->ey + (size_t)(q + 1) * c->ne;
 		for (size_t i = 0; i < c->ne; i++) {
 			size_t src = hat[i];
@@ -150,17 +150,20 @@ static int gather(const struct aw_detect_input *in, const struct aw_detect_opts 
 				c->ex[q][i] = in->history_ref[q] && in->history_ref[q][src] > 0
 				                  ? log(in->history_ref[q][src])
 				                  : NAN;
+			c->ex[AW_DETECT_COMBINED][i] = NAN;
 		}
 	}
 	c->nh = 0;
 	for (size_t j = 0; j < in->n_head; j++)
 		c->nh += isfinite(in->head[j]) && in->head[j] >= 0;
 	total = c->nb + c->nh;
-	c->y = malloc((total + 1) * (1 + AW_DETECT_REFS) * sizeof(double));
+	c->y = malloc((total + 1) * (1 + DETECT_SLOTS) * sizeof(double));
 	if (!c->y)
 		goto out;
-	for (int q = 0; q < AW_DETECT_REFS; q++)
+	for (int q = 0; q < DETECT_SLOTS; q++)
 		c->x[q] = c->y + (size_t)(q + 1) * (total + 1);
+	for (size_t i = 0; i <= total; i++)
+		c->x[AW_DETECT_COMBINED][i] = NAN;
 	for (size_t i = 0; i < c->nb; i++) {
 		size_t src = at[from + i];
 
@@ -371,25 +374,6 @@ static void head_move(const struct aw_detect_opts *o, const struct cell *c, doub
 	(void)centre;
 }
 
-/* Whether run i (index into y) was measured with the correcting reference beyond the band of
- * the baseline's central runs (ref_lo, ref_hi) by more than the cell's noise once corrected: the
- * history says little about the correction of such a run (one reading of the reference can
- * stray where the cell did not, and the correction then makes a +10% build read -3%), so like
- * a run in a state the baseline hardly visits it neither clears the cell nor confirms a move.
- * Re-measurements at other moments decide. */
-static bool off_band(const struct cell *c, const struct aw_detect_result *r, size_t i)
-{
-	double x, beyond;
-
-	if (r->reference < 0 || !isfinite(c->ref_lo) || !isfinite(c->ref_hi))
-		return false;
-	x = c->x[r->reference][i];
-	if (!isfinite(x))
-		return false;
-	beyond = x > c->ref_hi ? x - c->ref_hi : x < c->ref_lo ? c->ref_lo - x : 0;
-	return r->ref_slope * beyond > fmax(c->up, c->down);
-}
-
 /* Phase 3: each level's change (its head runs against its base runs), and the candidates for
  * the false discovery correction: the levels that count (the dominant one, and every one the
  * host spends level_share of its runs in), Bonferroni over them. A level is unchanged when its
@@ -410,7 +394,7 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	r->off_n = r->odd_n = 0;
 	for (size_t i = 0; i < c->nh && i < 256; i++) {
 		c->head_lev[i] = detect_head_level(c, r, c->nb + i);
-		if (off_band(c, r, c->nb + i)) {
+		if (detect_off_band(c, r, c->nb + i)) {
 			c->head_lev[i] = -1; /* in no level: it decides nothing */
 			r->off_n++;
 		} else if (detect_odd_state(c, c->head_lev[i], c->nb + i, thr, a)) {
@@ -489,8 +473,8 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	}
 }
 
-/* Whether every head run was measured off the correcting reference's band (off_band()) and the
- * head reads within `res` ns of the baseline once corrected as far as the history vouches: the
+/* Whether every head run was measured off the correcting reference's band (detect_off_band()) and
+ * the head reads within `res` ns of the baseline once corrected as far as the history vouches: the
  * true effect lies between none (the move as measured, which the caller bounds too) and that.
  * (e2e.ci.demo under ASan: a srcu_fast reader, 0.36 -> 0.28 ns in ten runs while the memory ran
  * 0.71x the history's, was left suspect.) a: scratch of the head's length. */
@@ -503,7 +487,7 @@ static bool off_within(const struct cell *c, const struct aw_detect_result *r, d
 }
 
 /* Whether every head run (three at least) was measured off the correcting reference's band
- * (off_band(): the line cannot say how much of the reference's move the cell felt) and the
+ * (detect_off_band(): the line cannot say how much of the reference's move the cell felt) and the
  * head reads within half the threshold of the baseline both ways the moment can be read: as
  * measured (the cell felt none of it) and corrected in full (all of it, the line carried past
  * the history's range). The true effect lies between the two, so a cell bounded at both ends
@@ -754,7 +738,7 @@ static void explain(const struct aw_detect_input *in, const struct aw_detect_opt
 		    r->split_at, r->head_n, r->split_far);
 		return;
 	}
-	if (!dom->n_head && r->off_n + r->odd_n) { /* (off_band(), detect_odd_state()) */
+	if (!dom->n_head && r->off_n + r->odd_n) { /* (detect_off_band(), detect_odd_state()) */
 		snprintf(r->note, sizeof(r->note),
 		         "%zu of %zu head runs measured with a reference beyond anything usual in "
 		         "the history: they decide nothing",
@@ -924,6 +908,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 		memset(r, 0, sizeof(*r));
 		r->reference = r->level_ref = r->decided_by = -1;
 		r->ref_slope = r->ref_gain = NAN;
+		for (int q = 0; q < AW_DETECT_KERNELS; q++)
+			r->ref_terms[q] = NAN;
 		r->baseline = r->head = r->change = r->change_lo = r->change_hi = NAN;
 		r->pvalue = r->qvalue = 1;
 		if (gather(&in[i], &o, r, c))
@@ -949,6 +935,8 @@ int aw_detect(const struct aw_detect_input *in, size_t n, const struct aw_detect
 			if (r->level_ref >= 0) {
 				r->reference = -1;
 				r->ref_slope = r->ref_gain = NAN;
+				for (int q = 0; q < AW_DETECT_KERNELS; q++)
+					r->ref_terms[q] = NAN;
 				detect_take_levels(c, r, bounds, a, b);
 			} else {
 				detect_adjust(c, r, centre, a);

@@ -36,6 +36,9 @@
 #define AW_DETECT_MEMORY  AW_DETECT_KERNELS       /* the walk's state */
 #define AW_DETECT_GATHER  (AW_DETECT_KERNELS + 1) /* the gather's state */
 #define AW_DETECT_REFS    (AW_DETECT_KERNELS + 2)
+/* Not an input: the result's `reference` when the values were corrected by the kernels' slots
+ * together (a line on each, fitted jointly), `ref_terms` their slopes. */
+#define AW_DETECT_COMBINED AW_DETECT_REFS
 /* The most levels a cell's history is split into. */
 #define AW_DETECT_LEVELS AW_VERDICT_LEVELS
 
@@ -131,11 +134,14 @@ struct aw_detect_result {
 	                     the baseline's central runs: they decide nothing */
 	size_t odd_n;     /* head runs the threshold above their level beside a kernel of the
 	                     core slower than its runs (detect_odd_state()): they decide nothing */
-	int reference;    /* the input's ref[] index the values were adjusted by, or -1 */
-	double ref_slope; /* d log(value) / d log(reference) */
-	double ref_gain;  /* share of the spread the reference removed */
-	int level_ref;    /* the ref[] index whose clusters are the levels, or -1 */
-	bool own_levels;  /* the levels are the cell's own clusters (no reference's) */
+	int reference;    /* the input's ref[] index the values were adjusted by,
+	                     AW_DETECT_COMBINED (the kernels together), or -1 */
+	double ref_slope; /* d log(value) / d log(reference) (1 for the combination) */
+	double ref_terms[AW_DETECT_KERNELS]; /* of the combination: each kernel slot's slope
+	                                        (NAN: a slot not in it) */
+	double ref_gain;                     /* share of the spread the reference removed */
+	int level_ref;   /* the ref[] index whose clusters are the levels, or -1 */
+	bool own_levels; /* the levels are the cell's own clusters (no reference's) */
 	struct aw_level levels[AW_DETECT_LEVELS];
 	size_t n_levels;
 	size_t dominant; /* index of the dominant level */

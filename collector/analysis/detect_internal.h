@@ -22,9 +22,10 @@
 #define TAIL_Q           0.95 /* the quantile of |deviation| tail_spread() takes */
 #define UNKNOWN_NOISE    0.01 /* assumed when nothing measures the noise */
 #define MAX_CP           32
-#define REF_MIN_RUNS     8    /* baseline runs a reference must be measured beside to be used */
-#define STATE_MIN_RUNS   16   /* ... and a memory state (detect_pick_reference()) */
-#define LEVEL_MIN_RUNS   2    /* runs of a latent level, at least */
+#define REF_MIN_RUNS     8  /* baseline runs a reference must be measured beside to be used */
+#define STATE_MIN_RUNS   16 /* ... and a memory state, or the kernels together */
+#define DETECT_SLOTS     (AW_DETECT_REFS + 1) /* the inputs' and the combination's */
+#define LEVEL_MIN_RUNS   2                    /* runs of a latent level, at least */
 #define REF_LEVEL_RUNS   3    /* runs of each cluster of a reference that splits the levels */
 #define REF_BAND_Q       0.1  /* the correcting reference's band: its baseline's 10th-90th pct */
 #define REF_BAND_RUNS    9    /* a compare's base commit with fewer borrows the history's */
@@ -41,7 +42,8 @@
 
 struct cell {
 	double *y;                   /* log values: the baseline's, then the head's */
-	double *x[AW_DETECT_REFS];   /* log reference values, likewise (NAN: none) */
+	double *x[DETECT_SLOTS];     /* log reference values, likewise (NAN: none); the
+	                                combination's (AW_DETECT_COMBINED) last */
 	size_t nb, nh;               /* baseline and head runs (y[nb .. nb + nh) the head) */
 	double raw_base, raw_head;   /* ns medians as measured */
 	bool zero_base;              /* every baseline run below resolution */
@@ -63,12 +65,14 @@ struct cell {
 	                          (REF_BAND_Q), log; NAN when no reference corrects */
 	double ref_min, ref_max, ref_mid; /* the range the correction clamps the reference to,
 	                                     and its centre (detect_adjust()), log */
-	int head_lev[256];                /* the level of each head run */
-	bool unseen[256];                 /* head run i's memory state was beyond the
-	                                     baseline's (opts.state_margin) */
+	double term_lo[AW_DETECT_KERNELS], term_hi[AW_DETECT_KERNELS]; /* of the kernels together:
+	                                                                  each one's band */
+	int head_lev[256]; /* the level of each head run */
+	bool unseen[256];  /* head run i's memory state was beyond the
+	                      baseline's (opts.state_margin) */
 	/* the history before the baseline: its runs' values and references, and the segment
 	 * (between change points) each lies in; they measure the noise, not the centre */
-	double *ey, *ex[AW_DETECT_REFS];
+	double *ey, *ex[DETECT_SLOTS];
 	int *eseg;
 	size_t ne;
 	double *res; /* the history's deviations from their levels (find_levels()) */
@@ -139,6 +143,10 @@ void detect_take_levels(struct cell *c, const struct aw_detect_result *r, const 
 void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct aw_detect_result *r,
                         double thr, double *a, double *b, double *s);
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
+/* Whether run i (index into y) was measured with the correcting reference (or one of the kernels
+ * together) beyond the band of the baseline's central runs by more than the cell's noise once
+ * corrected: it decides nothing (detect_levels.c). */
+bool detect_off_band(const struct cell *c, const struct aw_detect_result *r, size_t i);
 /* Whether head run i of level j decides nothing: the threshold or more above its level beside a
  * kernel of the core that read slower than the level's baseline runs ever did (detect_levels.c). */
 bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a);

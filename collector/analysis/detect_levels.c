@@ -29,6 +29,203 @@ static double theil_sen(const double *y, const double *x, size_t n, double *scra
 	return fmin(1.5, fmax(0, aw_quantile_sorted(scratch, pairs, 0.5)));
 }
 
+/* Solves the n x n system m z = v (row-major, n <= COMBO_MAX) by Gaussian elimination with
+ * partial pivoting, in place (z in v); false when it is singular. */
+#define COMBO_MAX (AW_DETECT_KERNELS + 1)
+static bool solve(double m[COMBO_MAX][COMBO_MAX], double *v, int n)
+{
+	for (int k = 0; k < n; k++) {
+		int p = k;
+
+		for (int i = k + 1; i < n; i++)
+			if (fabs(m[i][k]) > fabs(m[p][k]))
+				p = i;
+		if (!(fabs(m[p][k]) > 1e-12))
+			return false;
+		for (int j = 0; j < n; j++) {
+			double t = m[k][j];
+
+			m[k][j] = m[p][j];
+			m[p][j] = t;
+		}
+		{
+			double t = v[k];
+
+			v[k] = v[p];
+			v[p] = t;
+		}
+		for (int i = k + 1; i < n; i++) {
+			double f = m[i][k] / m[k][k];
+
+			for (int j = k; j < n; j++)
+				m[i][j] -= f * m[k][j];
+			v[i] -= f * v[k];
+		}
+	}
+	for (int k = n - 1; k >= 0; k--) {
+		for (int j = k + 1; j < n; j++)
+			v[k] -= m[k][j] * v[j];
+		v[k] /= m[k][k];
+	}
+	return true;
+}
+
+/* The weighted normal equations of the rows x (n_rows x (1 + nk), a leading 1) on y with
+ * weights w: their matrix into m, the coefficients into beta; false when singular. */
+static bool fit_rows(const double *x, const double *y, const double *w, size_t n_rows, int nk,
+                     double m[COMBO_MAX][COMBO_MAX], double *beta)
+{
+	int d = nk + 1;
+
+	memset(m, 0, sizeof(double) * COMBO_MAX * COMBO_MAX);
+	memset(beta, 0, sizeof(double) * COMBO_MAX);
+	for (size_t i = 0; i < n_rows; i++)
+		for (int j = 0; j < d; j++) {
+			beta[j] += w[i] * x[i * d + j] * y[i];
+			for (int k = 0; k < d; k++)
+				m[j][k] += w[i] * x[i * d + j] * x[i * d + k];
+		}
+	{
+		double mm[COMBO_MAX][COMBO_MAX];
+
+		memcpy(mm, m, sizeof(mm));
+		return solve(mm, beta, d);
+	}
+}
+
+/* One plane of the kernels together: the cell's log values over the history on the kernel slots
+ * slot[0..nk) (centred on mu), Huber's weights iterated (a run the plane leaves far off weighs
+ * less). Returns the tail spread of its leave-one-out residuals (each run's distance from the
+ * plane fitted without it), INFINITY when singular or when a slope leaves [0, 1.5] (the clamp
+ * of a single line: a kernel slower never makes the cell faster, and a kernel that barely moves
+ * takes any slope the noise gives it), with the slopes in beta[1..nk]. a: scratch. */
+static double plane(const struct cell *c, const int *slot, int nk, const double *mu, double *beta,
+                    double *a)
+{
+	size_t nall = c->ne + c->nb, n = 0;
+	int d = nk + 1;
+	double m[COMBO_MAX][COMBO_MAX], *x = a, *y, *w, *e, *t;
+
+	y = x + nall * (size_t)d;
+	w = y + nall;
+	e = w + nall;
+	t = e + nall;
+	for (size_t i = 0; i < nall; i++) {
+		bool ok = true;
+
+		x[n * d] = 1;
+		for (int k = 0; k < nk; k++) {
+			double v = i < c->ne ? c->ex[slot[k]][i] : c->x[slot[k]][i - c->ne];
+
+			ok = ok && isfinite(v);
+			x[n * d + 1 + k] = v - mu[k];
+		}
+		y[n] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
+		w[n] = 1;
+		n += ok;
+	}
+	if (n < STATE_MIN_RUNS)
+		return INFINITY;
+	for (int round = 0; round < 8; round++) {
+		double scale;
+
+		if (!fit_rows(x, y, w, n, nk, m, beta))
+			return INFINITY;
+		for (size_t i = 0; i < n; i++) {
+			e[i] = y[i];
+			for (int j = 0; j < d; j++)
+				e[i] -= beta[j] * x[i * d + j];
+		}
+		scale = detect_spread_about(e, n, 0, t);
+		for (size_t i = 0; i < n; i++)
+			w[i] = scale > 0 && fabs(e[i]) > 1.345 * scale ? 1.345 * scale / fabs(e[i])
+			                                               : 1;
+	}
+	if (!fit_rows(x, y, w, n, nk, m, beta))
+		return INFINITY;
+	for (int k = 0; k < nk; k++)
+		if (!(beta[1 + k] >= 0 && beta[1 + k] <= 1.5))
+			return INFINITY;
+	/* leave one out: e_i / (1 - h_i), h_i = w_i x_i' M^-1 x_i */
+	for (size_t i = 0; i < n; i++) {
+		double mm[COMBO_MAX][COMBO_MAX], v[COMBO_MAX], h = 0, fit = 0;
+
+		memcpy(mm, m, sizeof(mm));
+		memcpy(v, x + i * d, sizeof(double) * (size_t)d);
+		if (!solve(mm, v, d))
+			return INFINITY;
+		for (int j = 0; j < d; j++) {
+			h += x[i * d + j] * v[j];
+			fit += beta[j] * x[i * d + j];
+		}
+		e[i] = (y[i] - fit) / fmax(1 - w[i] * h, 0.05);
+	}
+	return detect_tail_spread(e, n, t);
+}
+
+/* The kernels together (AW_DETECT_COMBINED): of every set of two or more kernel slots measured
+ * beside all the cell's runs, the plane() whose leave-one-out spread is least (the extra slopes
+ * are paid for, not fitted to the noise). Where a core shares its ports now and then, an atomic
+ * reads the sharing through the atomic add and the clock through the chain, neither alone.
+ * Fills the slot with each run's predicted log value (so its slope is 1) and r->ref_terms;
+ * returns that spread, INFINITY when no plane qualifies. a: scratch of the history's length
+ * squared. */
+static double combine(struct cell *c, struct aw_detect_result *r, double *a)
+{
+	size_t total = c->nb + c->nh;
+	int avail[AW_DETECT_KERNELS], n_avail = 0, best_set = 0;
+	double mu[AW_DETECT_KERNELS], best = INFINITY, best_beta[COMBO_MAX];
+
+	for (int q = 0; q < AW_DETECT_KERNELS; q++) {
+		bool all = true;
+
+		for (size_t i = 0; i < total && all; i++)
+			all = isfinite(c->x[q][i]);
+		if (all) {
+			mu[n_avail] = detect_median(c->x[q], c->nb, a);
+			avail[n_avail++] = q;
+		}
+	}
+	if (n_avail < 2 || c->ne + c->nb < STATE_MIN_RUNS)
+		return INFINITY;
+	for (int set = 1; set < 1 << n_avail; set++) {
+		int slot[AW_DETECT_KERNELS], nk = 0;
+		double m[AW_DETECT_KERNELS], beta[COMBO_MAX], sp;
+
+		for (int k = 0; k < n_avail; k++)
+			if (set & 1 << k) {
+				m[nk] = mu[k];
+				slot[nk++] = avail[k];
+			}
+		if (nk < 2)
+			continue;
+		sp = plane(c, slot, nk, m, beta, a);
+		if (sp < best) {
+			best = sp;
+			best_set = set;
+			memcpy(best_beta, beta, sizeof(beta));
+		}
+	}
+	if (!best_set)
+		return INFINITY;
+	for (size_t i = 0; i < total; i++)
+		c->x[AW_DETECT_COMBINED][i] = best_beta[0];
+	for (size_t i = 0; i < c->ne; i++)
+		c->ex[AW_DETECT_COMBINED][i] = best_beta[0];
+	for (int k = 0, j = 1; k < n_avail; k++) {
+		int q = avail[k];
+
+		if (!(best_set & 1 << k))
+			continue;
+		for (size_t i = 0; i < total; i++)
+			c->x[AW_DETECT_COMBINED][i] += best_beta[j] * (c->x[q][i] - mu[k]);
+		for (size_t i = 0; i < c->ne; i++) /* (NAN where a kernel was not measured) */
+			c->ex[AW_DETECT_COMBINED][i] += best_beta[j] * (c->ex[q][i] - mu[k]);
+		r->ref_terms[q] = best_beta[j++];
+	}
+	return best;
+}
+
 double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
                              struct aw_detect_result *r, double *centre, double *a, double *b,
                              double *s)
@@ -44,10 +241,21 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
 	s0 = nall >= 3 ? detect_tail_spread(b, nall, a) : NAN;
 	if (nall < REF_MIN_RUNS || !(s0 > 0))
 		return s0;
-	for (int q = 0; q < AW_DETECT_REFS; q++) {
+	for (int q = 0; q < DETECT_SLOTS; q++) {
 		double bq, xc, sq;
 		size_t m = 0;
 		bool has = true;
+
+		if (q == AW_DETECT_COMBINED) {
+			sq = combine(c, r, a);
+			if (sq < best) {
+				best = sq;
+				r->reference = q;
+				slope = 1;
+				*centre = detect_median(c->x[q], c->nb, a);
+			}
+			continue;
+		}
 
 		for (size_t i = c->nb; i < total; i++)
 			has = has && isfinite(c->x[q][i]);
@@ -83,6 +291,9 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
 		for (size_t i = 0; i < nall; i++) /* (b was kept) */
 			b[i] = i < c->ne ? c->ey[i] : c->y[i - c->ne];
 	}
+	if (r->reference != AW_DETECT_COMBINED)
+		for (int q = 0; q < AW_DETECT_KERNELS; q++)
+			r->ref_terms[q] = NAN;
 	if (r->reference < 0 || !(best <= (1 - o->ref_gain) * s0)) {
 		r->reference = -1;
 		return s0;
@@ -104,6 +315,25 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
  * and the runs before it another: a short window keeps its own band (pooled, a loaded run whose
  * reference read like the earlier regime's was corrected from +26% to +8% and failed an unchanged
  * build, docs/detection.md). a: scratch of the baseline's and the earlier history's length. */
+/* The band of kernel slot k's baseline runs (with the earlier history's when `pool`), as
+ * detect_adjust() takes the reference's. */
+static void kernel_band(const struct cell *c, int k, bool pool, double *a, double *lo, double *hi)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < c->nb; i++)
+		if (isfinite(c->x[k][i]))
+			a[m++] = c->x[k][i];
+	for (size_t i = 0; pool && i < c->ne; i++)
+		if (isfinite(c->ex[k][i]))
+			a[m++] = c->ex[k][i];
+	if (!m)
+		return;
+	aw_sort_doubles(a, m);
+	*lo = aw_quantile_sorted(a, m, REF_BAND_Q);
+	*hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
+}
+
 void detect_adjust(struct cell *c, const struct aw_detect_result *r, double centre, double *a)
 {
 	double lo = INFINITY, hi = -INFINITY;
@@ -132,6 +362,11 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
 		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
 	}
+	for (int k = 0; k < AW_DETECT_KERNELS; k++) {
+		c->term_lo[k] = c->term_hi[k] = NAN;
+		if (q == AW_DETECT_COMBINED && isfinite(r->ref_terms[k]))
+			kernel_band(c, k, pool, a, &c->term_lo[k], &c->term_hi[k]);
+	}
 	c->ref_min = lo;
 	c->ref_max = hi;
 	c->ref_mid = centre;
@@ -141,6 +376,36 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 	for (size_t i = 0; i < c->ne; i++)
 		if (isfinite(c->ex[q][i]))
 			c->ey[i] -= r->ref_slope * (c->ex[q][i] - centre);
+}
+
+/* Whether run i (index into y) was measured with the correcting reference beyond the band of
+ * the baseline's central runs (ref_lo, ref_hi) by more than the cell's noise once corrected: the
+ * history says little about the correction of such a run (one reading of the reference can
+ * stray where the cell did not, and the correction then makes a +10% build read -3%), so like
+ * a run in a state the baseline hardly visits it neither clears the cell nor confirms a move.
+ * Re-measurements at other moments decide. */
+static bool beyond_band(double x, double lo, double hi, double slope, double noise)
+{
+	double beyond = x > hi ? x - hi : x < lo ? lo - x : 0;
+
+	return isfinite(x) && isfinite(lo) && isfinite(hi) && fabs(slope) * beyond > noise;
+}
+
+/* (of the kernels together, each kernel counts as a reference of its own: runs whose kernels
+ * stray apart can put the combination inside its band while the line through each says little) */
+bool detect_off_band(const struct cell *c, const struct aw_detect_result *r, size_t i)
+{
+	double noise = fmax(c->up, c->down);
+
+	if (r->reference < 0)
+		return false;
+	if (beyond_band(c->x[r->reference][i], c->ref_lo, c->ref_hi, r->ref_slope, noise))
+		return true;
+	for (int q = 0; q < AW_DETECT_KERNELS && r->reference == AW_DETECT_COMBINED; q++)
+		if (isfinite(r->ref_terms[q]) &&
+		    beyond_band(c->x[q][i], c->term_lo[q], c->term_hi[q], r->ref_terms[q], noise))
+			return true;
+	return false;
 }
 
 /* Splits sorted[lo, hi) at its widest gap when the two sides' centres lie level_gap noises

@@ -58,6 +58,19 @@ static json_t *metric_json(const struct aw_metric_verdict *m)
 	ref = m->reference ? json_pack("{s:s, s:o, s:o}", "kernel", m->reference, "slope",
 	                               num(m->ref_slope), "gain", num(m->ref_gain))
 	                   : json_null();
+	if (ref && m->reference && m->n_ref_terms) {
+		json_t *terms = json_array();
+
+		for (size_t k = 0; terms && k < m->n_ref_terms; k++)
+			if (json_array_append_new(terms, num(m->ref_terms[k]))) {
+				json_decref(terms);
+				terms = NULL;
+			}
+		if (put(ref, "terms", terms)) {
+			json_decref(ref);
+			ref = NULL;
+		}
+	}
 	if (put(o, "verdict", json_string(aw_verdict_name(m->verdict))) ||
 	    put(o, "baseline", num(m->baseline)) || put(o, "head", num(m->head)) ||
 	    put(o, "change", num(m->change)) || put(o, "change_lo", num(m->change_lo)) ||
@@ -275,6 +288,10 @@ static void read_metric(struct reader *rd, const json_t *o, struct aw_metric_ver
 		m->reference = get_str(rd, ref, "kernel", false);
 		m->ref_slope = get_num(ref, "slope");
 		m->ref_gain = get_num(ref, "gain");
+		json_array_foreach (json_object_get(ref, "terms"), j, l)
+			if (m->n_ref_terms < AW_VERDICT_REFS)
+				m->ref_terms[m->n_ref_terms++] =
+				    json_is_number(l) ? json_number_value(l) : NAN;
 	}
 	json_array_foreach (levels, j, l) {
 		struct aw_level *x = &m->levels[j];

@@ -29,6 +29,9 @@ struct aw_level {
 	                                head run */
 };
 
+/* The most reference kernels a run state lists, or a combination holds. */
+#define AW_VERDICT_REFS 5
+
 /* p50 or p99 of one cell. Numbers are NAN and strings NULL where unknown. */
 struct aw_metric_verdict {
 	enum aw_verdict verdict; /* unchanged ... suspect, inconclusive */
@@ -44,8 +47,11 @@ struct aw_metric_verdict {
 	size_t head_n;    /* head runs */
 	size_t agree_n;   /* of a regression: head runs that each show it */
 	bool bimodal;     /* two levels of 20% or more, or a bimodal tail within runs */
-	char *reference;  /* the reference kernel the values were adjusted by, or NULL */
+	char *reference;  /* the reference kernel the values were adjusted by, or NULL; several
+	                     joined by '+' when they corrected it together */
 	double ref_slope, ref_gain;
+	double ref_terms[AW_VERDICT_REFS]; /* of several: each one's slope, in the name's order */
+	size_t n_ref_terms;
 	char *level_by; /* the reference kernel whose clusters are the levels, or NULL */
 	struct aw_level levels[AW_VERDICT_LEVELS];
 	size_t n_levels;
@@ -63,9 +69,6 @@ struct aw_cell_verdict {
 	enum aw_gate gate;                 /* how its regression weighs */
 	struct aw_metric_verdict p50, p99;
 };
-
-/* The most reference kernels a run state lists. */
-#define AW_VERDICT_REFS 5
 
 /* One head run: each reference kernel beside its cells over its baseline median (1 = as
  * usual), and whether one of them moved beyond what the baseline's runs show. */

@@ -591,6 +591,12 @@ static void read_metric(struct reader *rd, const char *o, struct aw_metric_verdi
 		m->reference = str_field(rd, get(rf, "kernel"), false);
 		m->ref_slope = num(get(rf, "slope"));
 		m->ref_gain = num(get(rf, "gain"));
+		EACH_ELEMENT(&rd->sp, get(rf, "terms"), m->n_ref_terms, t)
+		{
+			if (m->n_ref_terms >= AW_VERDICT_REFS)
+				break;
+			m->ref_terms[m->n_ref_terms] = num(t);
+		}
 	}
 	EACH_ELEMENT(&rd->sp, levels, j, l)
 	{

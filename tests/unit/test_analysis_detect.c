@@ -679,6 +679,76 @@ static void test_memory_state_needs_more_runs(void **state)
 	assert_int_equal(r.reference, 1);
 }
 
+/* An atomic on a core whose clock and whose sharing both move it: the chain reads the clock, the
+ * atomic add the sharing, and the cell follows each part-way (log slopes 0.6 and 0.5). Either
+ * kernel's line leaves the other's swings in the runs; the two together leave almost none, so the
+ * verdict corrects by both (AW_DETECT_COMBINED, their slopes in ref_terms; the independent block,
+ * measured too but followed by nothing, is left out or gets a slope near 0). Head runs in new
+ * combinations of the two read unchanged as they are and regressed 8% slower. */
+static void test_kernels_together(void **state)
+{
+	double h[40], chain[40], indep[40], atom[40], x[3], slow[3], xc[3], xi[3], xa[3];
+	struct aw_detect_input in = {
+	    .history = h, .n_history = 40, .head = x, .n_head = 3, .threshold = 0.05};
+	struct aw_detect_result r;
+	unsigned seed = 12345;
+
+	(void)state;
+	for (int i = 0; i < 43; i++) {
+		double c, a, b;
+
+		seed = seed * 1103515245u + 12345u;
+		c = 1 + 0.08 * ((seed >> 16) % 1000) / 1000.0;
+		seed = seed * 1103515245u + 12345u;
+		a = 1 + 0.10 * ((seed >> 16) % 1000) / 1000.0;
+		seed = seed * 1103515245u + 12345u;
+		b = 1 + 0.05 * ((seed >> 16) % 1000) / 1000.0;
+		if (i < 40) {
+			chain[i] = c;
+			atom[i] = a;
+			indep[i] = b;
+			h[i] = 10 * pow(c, 0.6) * pow(a, 0.5) * (1 + 0.001 * ((i * 3) % 4 - 1.5));
+		} else {
+			xc[i - 40] = c;
+			xa[i - 40] = a;
+			xi[i - 40] = b;
+			x[i - 40] = 10 * pow(c, 0.6) * pow(a, 0.5);
+			slow[i - 40] = 1.08 * x[i - 40];
+		}
+	}
+	in.history_ref[0] = chain;
+	in.head_ref[0] = xc;
+	in.history_ref[1] = indep;
+	in.head_ref[1] = xi;
+	in.history_ref[2] = atom;
+	in.head_ref[2] = xa;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, AW_DETECT_COMBINED);
+	assert_true(fabs(r.ref_terms[0] - 0.6) < 0.05);
+	assert_true(isnan(r.ref_terms[1]) || fabs(r.ref_terms[1]) < 0.05);
+	assert_true(fabs(r.ref_terms[2] - 0.5) < 0.05);
+	assert_true(isnan(r.ref_terms[3]));
+	assert_true(r.ref_gain > 0.8);
+	assert_int_equal(r.verdict, AW_VERDICT_UNCHANGED);
+	in.head = slow;
+	r = judge_input(&in);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
+	assert_true(r.change > 0.07 && r.change < 0.09);
+	/* a kernel the cell reads faster beside (slope -0.8) is in no plane: a kernel slower never
+	 * makes the cell faster, and such a slope is the noise's */
+	for (int i = 0; i < 40; i++)
+		h[i] /= pow(indep[i], 0.8);
+	for (int i = 0; i < 3; i++)
+		slow[i] /= pow(xi[i], 0.8);
+	r = judge_input(&in);
+	assert_true(isnan(r.ref_terms[1]));
+	/* one kernel alone: its own line */
+	in.history_ref[0] = in.head_ref[0] = in.history_ref[1] = in.head_ref[1] = NULL;
+	r = judge_input(&in);
+	assert_int_equal(r.reference, 2);
+	assert_true(isnan(r.ref_terms[2]));
+}
+
 /* A 0.36 ns reader that tracks its reference, whose head runs were all measured while the
  * reference read 0.71x anything the history saw (off its band: they decide nothing by the line).
  * Read 0.28 ns, within the resolution of its baseline as measured and as corrected, it moved
@@ -1236,6 +1306,7 @@ int main(void)
 	    cmocka_unit_test(test_reference_beyond_its_band_decides_nothing),
 	    cmocka_unit_test(test_off_band_runs_within_the_resolution),
 	    cmocka_unit_test(test_memory_state_needs_more_runs),
+	    cmocka_unit_test(test_kernels_together),
 	    cmocka_unit_test(test_off_band_runs_bounded_both_ways),
 	    cmocka_unit_test(test_runs_in_an_unseen_memory_state),
 	    cmocka_unit_test(test_memory_state_beside_the_cell),

@@ -51,6 +51,9 @@ static void same_metric(const struct aw_metric_verdict *a, const struct aw_metri
 	same_str(a->reference, b->reference);
 	same_num(a->ref_slope, b->ref_slope);
 	same_num(a->ref_gain, b->ref_gain);
+	assert_int_equal(a->n_ref_terms, b->n_ref_terms);
+	for (size_t k = 0; k < a->n_ref_terms; k++)
+		same_num(a->ref_terms[k], b->ref_terms[k]);
 	same_str(a->level_by, b->level_by);
 	assert_int_equal(a->n_levels, b->n_levels);
 	for (size_t j = 0; j < a->n_levels; j++) {
@@ -113,6 +116,10 @@ static void same_verdict(const struct aw_host_verdict *a, const struct aw_host_v
 	same_str(a->host_changed, b->host_changed);
 }
 
+/* The combinations' slopes written (random_metric()) and read (check_text()): the same count
+ * shows they travel, not only that both readers agree. */
+static size_t terms_written, terms_read;
+
 /* Both readers on `text`: the same return and, when 0, the same verdict. Returns it. */
 static int check_text(const char *text)
 {
@@ -126,6 +133,8 @@ static int check_text(const char *text)
 		fail_msg("rc %d, want %d, for: %.400s", got_rc, want_rc, text);
 	if (!want_rc) {
 		same_verdict(&want, &got);
+		for (size_t i = 0; i < got.n_cells; i++)
+			terms_read += got.cells[i].p50.n_ref_terms + got.cells[i].p99.n_ref_terms;
 		aw_host_verdict_release(&want);
 		aw_host_verdict_release(&got);
 	}
@@ -180,6 +189,10 @@ static void random_metric(struct aw_metric_verdict *m, unsigned i)
 	m->reference = rnd() < 0.3 ? text_of(i) : NULL;
 	m->ref_slope = value();
 	m->ref_gain = value();
+	m->n_ref_terms = m->reference ? (size_t)(rand_r(&seed) % 4) : 0;
+	for (size_t k = 0; k < m->n_ref_terms; k++)
+		m->ref_terms[k] = value();
+	terms_written += m->n_ref_terms;
 	m->level_by = rnd() < 0.3 ? text_of(i + 1) : NULL;
 	m->n_levels = (size_t)(rand_r(&seed) % (AW_VERDICT_LEVELS + 1));
 	for (size_t j = 0; j < m->n_levels; j++) {
@@ -260,9 +273,12 @@ static void test_written_documents(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 300; k++) {
-		char *text = random_doc((size_t)(k % 40), k % 3 ? JSON_COMPACT : JSON_INDENT(2));
+		char *text;
 
+		terms_written = terms_read = 0;
+		text = random_doc((size_t)(k % 40), k % 3 ? JSON_COMPACT : JSON_INDENT(2));
 		assert_int_equal(check_text(text), 0);
+		assert_int_equal(terms_read, terms_written);
 		free(text);
 	}
 }
