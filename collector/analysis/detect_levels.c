@@ -315,9 +315,9 @@ double detect_pick_reference(const struct aw_detect_opts *o, struct cell *c,
  * and the runs before it another: a short window keeps its own band (pooled, a loaded run whose
  * reference read like the earlier regime's was corrected from +26% to +8% and failed an unchanged
  * build, docs/detection.md). a: scratch of the baseline's and the earlier history's length. */
-/* The band of kernel slot k's baseline runs (with the earlier history's when `pool`), as
- * detect_adjust() takes the reference's. */
-static void kernel_band(const struct cell *c, int k, bool pool, double *a, double *lo, double *hi)
+/* The band of slot k's baseline runs (with the earlier history's when `pool`): their REF_BAND_Q
+ * to 1 - REF_BAND_Q quantiles; *lo and *hi are left as they are when none has it. */
+static void slot_band(const struct cell *c, int k, bool pool, double *a, double *lo, double *hi)
 {
 	size_t m = 0;
 
@@ -347,25 +347,20 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
 		if (isfinite(c->x[q][i])) {
 			lo = fmin(lo, c->x[q][i]);
 			hi = fmax(hi, c->x[q][i]);
-			a[m++] = c->x[q][i];
+			m++;
 		}
 	pool = c->base_commit && m < REF_BAND_RUNS;
 	for (size_t i = 0; i < c->ne; i++)
 		if (isfinite(c->ex[q][i])) {
 			lo = fmin(lo, c->ex[q][i]);
 			hi = fmax(hi, c->ex[q][i]);
-			if (pool)
-				a[m++] = c->ex[q][i];
 		}
-	if (m) { /* (pick_reference asked every baseline run for it) */
-		aw_sort_doubles(a, m);
-		c->ref_lo = aw_quantile_sorted(a, m, REF_BAND_Q);
-		c->ref_hi = aw_quantile_sorted(a, m, 1 - REF_BAND_Q);
-	}
+	/* (pick_reference asked every baseline run for it) */
+	slot_band(c, q, pool, a, &c->ref_lo, &c->ref_hi);
 	for (int k = 0; k < AW_DETECT_KERNELS; k++) {
 		c->term_lo[k] = c->term_hi[k] = NAN;
 		if (q == AW_DETECT_COMBINED && isfinite(r->ref_terms[k]))
-			kernel_band(c, k, pool, a, &c->term_lo[k], &c->term_hi[k]);
+			slot_band(c, k, pool, a, &c->term_lo[k], &c->term_hi[k]);
 	}
 	c->ref_min = lo;
 	c->ref_max = hi;
