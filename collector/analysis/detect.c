@@ -393,8 +393,14 @@ static void judge_levels(const struct aw_detect_input *in, const struct aw_detec
 	c->up_level = c->down_level = -1;
 	r->off_n = r->odd_n = 0;
 	for (size_t i = 0; i < c->nh && i < 256; i++) {
+		double reach;
+
 		c->head_lev[i] = detect_head_level(c, r, c->nb + i);
-		if (detect_off_band(c, r, c->nb + i)) {
+		/* (a run three thresholds off its level after all the band could owe it shows a
+		 * move whatever the reference meant, as a run beyond a memory state's s^3 does) */
+		if (detect_off_band(c, r, c->nb + i, &reach) &&
+		    !(c->head_lev[i] >= 0 &&
+		      fabs(c->y[c->nb + i] - c->centre[c->head_lev[i]]) - reach >= 3 * thr)) {
 			c->head_lev[i] = -1; /* in no level: it decides nothing */
 			r->off_n++;
 		} else if (detect_odd_state(c, c->head_lev[i], c->nb + i, thr, a)) {

@@ -145,8 +145,10 @@ void detect_find_levels(const struct aw_detect_opts *o, struct cell *c, struct a
 int detect_head_level(const struct cell *c, const struct aw_detect_result *r, size_t i);
 /* Whether run i (index into y) was measured with the correcting reference (or one of the kernels
  * together) beyond the band of the baseline's central runs by more than the cell's noise once
- * corrected: it decides nothing (detect_levels.c). */
-bool detect_off_band(const struct cell *c, const struct aw_detect_result *r, size_t i);
+ * corrected: it decides nothing (detect_levels.c). *reach: the most the line (or the plane's
+ * kernels, summed) could still owe the run beyond the band, log. */
+bool detect_off_band(const struct cell *c, const struct aw_detect_result *r, size_t i,
+                     double *reach);
 /* Whether head run i of level j decides nothing: the threshold or more above its level beside a
  * kernel of the core that read slower than the level's baseline runs ever did (detect_levels.c). */
 bool detect_odd_state(const struct cell *c, int j, size_t i, double thr, double *a);

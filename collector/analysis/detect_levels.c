@@ -379,28 +379,34 @@ void detect_adjust(struct cell *c, const struct aw_detect_result *r, double cent
  * stray where the cell did not, and the correction then makes a +10% build read -3%), so like
  * a run in a state the baseline hardly visits it neither clears the cell nor confirms a move.
  * Re-measurements at other moments decide. */
-static bool beyond_band(double x, double lo, double hi, double slope, double noise)
+/* How far beyond its band [lo, hi] a reading x lies, times |slope|: what a line could still owe
+ * such a run (0 within the band or unknown). */
+static double band_excess(double x, double lo, double hi, double slope)
 {
 	double beyond = x > hi ? x - hi : x < lo ? lo - x : 0;
 
-	return isfinite(x) && isfinite(lo) && isfinite(hi) && fabs(slope) * beyond > noise;
+	return isfinite(x) && isfinite(lo) && isfinite(hi) ? fabs(slope) * beyond : 0;
 }
 
-/* (of the kernels together, each kernel counts as a reference of its own: runs whose kernels
- * stray apart can put the combination inside its band while the line through each says little) */
-bool detect_off_band(const struct cell *c, const struct aw_detect_result *r, size_t i)
+bool detect_off_band(const struct cell *c, const struct aw_detect_result *r, size_t i,
+                     double *reach)
 {
-	double noise = fmax(c->up, c->down);
+	double noise = fmax(c->up, c->down), most, sum = 0;
 
+	*reach = 0;
 	if (r->reference < 0)
 		return false;
-	if (beyond_band(c->x[r->reference][i], c->ref_lo, c->ref_hi, r->ref_slope, noise))
-		return true;
+	most = band_excess(c->x[r->reference][i], c->ref_lo, c->ref_hi, r->ref_slope);
 	for (int q = 0; q < AW_DETECT_KERNELS && r->reference == AW_DETECT_COMBINED; q++)
-		if (isfinite(r->ref_terms[q]) &&
-		    beyond_band(c->x[q][i], c->term_lo[q], c->term_hi[q], r->ref_terms[q], noise))
-			return true;
-	return false;
+		if (isfinite(r->ref_terms[q])) {
+			double e =
+			    band_excess(c->x[q][i], c->term_lo[q], c->term_hi[q], r->ref_terms[q]);
+
+			most = fmax(most, e);
+			sum += e;
+		}
+	*reach = fmax(most, sum);
+	return most > noise;
 }
 
 /* Splits sorted[lo, hi) at its widest gap when the two sides' centres lie level_gap noises

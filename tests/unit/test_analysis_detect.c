@@ -647,6 +647,16 @@ static void test_reference_beyond_its_band_decides_nothing(void **state)
 	r = judge_input(&in);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_true(r.change > 0.07 && r.change < 0.09);
+	/* three times as slow, every run beside the reference off its band: no correction the band
+	 * could owe a run (slope x distance, here about 10%) explains a 200% move, so the runs are
+	 * judged (e2e.ci.demo: a 0.10 -> 26.4 ns regression held suspect) */
+	for (int i = 0; i < 3; i++) {
+		x[i] = 30;
+		xref[i] = 1.11;
+	}
+	r = judge_input(&in);
+	assert_int_equal(r.off_n, 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
 /* A cell that keeps time with the gather's memory state: in a history of twelve runs the state
@@ -1055,14 +1065,21 @@ static void test_short_base_borrows_the_history_band(void **state)
 	assert_int_equal(r.off_n, 0);
 	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 	assert_true(r.change > 0.45 && r.change < 0.55);
-	/* a head reading its reference beyond the history's usual still decides nothing */
+	/* a head reading its reference beyond the history's usual still decides nothing where the
+	 * band could owe it its move (6% beyond it, the cell 14% up) ... */
 	for (int i = 0; i < 3; i++) {
 		xref[i] = 1.09 + 0.001 * i;
-		x[i] = 15 * xref[i];
+		x[i] = 10.5 * xref[i];
 	}
 	r = judge_input(&in);
 	assert_int_equal(r.off_n, 3);
 	assert_int_equal(r.verdict, AW_VERDICT_UNKNOWN);
+	/* ... but +50% is more than any reading of the reference so near its band explains */
+	for (int i = 0; i < 3; i++)
+		x[i] = 15 * xref[i];
+	r = judge_input(&in);
+	assert_int_equal(r.off_n, 0);
+	assert_int_equal(r.verdict, AW_VERDICT_REGRESSED);
 }
 
 /* A sub-ns increment measured as the difference from an empty call: its history reads 0 to
