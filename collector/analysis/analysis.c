@@ -173,17 +173,22 @@ static const char *slot_name(const struct table *t, int q)
 	return q == MEMORY ? MEMORY_NAME : q == GATHER ? GATHER_NAME : t->kernel[q];
 }
 
-/* The combination's name: its kernels' names joined by '+' (buf of AW_VERDICT_REF_NAME). */
-static const char *combined_name(const struct table *t, const struct aw_detect_result *r, char *buf,
-                                 size_t size)
+/* The kernels together (AW_DETECT_COMBINED) into m: their names joined by '+' in buf (size
+ * bytes) and each one's slope in m->ref_terms, both in slot order. Returns buf. */
+static const char *combination(const struct table *t, const struct aw_detect_result *r,
+                               struct aw_metric_verdict *m, char *buf, size_t size)
 {
 	size_t len = 0;
 
 	buf[0] = 0;
-	for (int q = 0; q < KERNELS && (size_t)q < t->n_kernels; q++)
-		if (isfinite(r->ref_terms[q]) && len < size)
+	for (int q = 0; q < KERNELS && (size_t)q < t->n_kernels; q++) {
+		if (!isfinite(r->ref_terms[q]) || m->n_ref_terms >= AW_VERDICT_REFS)
+			continue;
+		m->ref_terms[m->n_ref_terms++] = r->ref_terms[q];
+		if (len < size)
 			len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "+" : "",
 			                        t->kernel[q]);
+	}
 	return buf;
 }
 
@@ -216,12 +221,8 @@ static int to_metric(const struct aw_detect_result *r, enum aw_verdict verdict, 
 	m->n_levels = r->n_levels;
 	m->dominant = r->dominant;
 	m->decided_by = r->decided_by;
-	for (int q = 0; q < KERNELS; q++)
-		if (r->reference == AW_DETECT_COMBINED && isfinite(r->ref_terms[q]) &&
-		    m->n_ref_terms < AW_VERDICT_REFS)
-			m->ref_terms[m->n_ref_terms++] = r->ref_terms[q];
 	if ((r->reference == AW_DETECT_COMBINED &&
-	     aw_set_str(&m->reference, combined_name(t, r, name, sizeof(name)))) ||
+	     aw_set_str(&m->reference, combination(t, r, m, name, sizeof(name)))) ||
 	    (r->reference >= 0 && r->reference != AW_DETECT_COMBINED &&
 	     aw_set_str(&m->reference, slot_name(t, r->reference))) ||
 	    (r->level_ref >= 0 && aw_set_str(&m->level_by, slot_name(t, r->level_ref))) ||
