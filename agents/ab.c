@@ -26,11 +26,17 @@ struct ab_run {
 	struct aw_ab_repo repo;
 	struct aw_ab_side base, head;
 	/* the layouts' loads: base_lay[k] is a copy of base's library, head_lay[0] the head's
-	 * own load and head_lay[k > 0] copies; base.lib is the load every slice measures */
+	 * own load until fresh copies replace it, head_lay[k > 0] copies; base.lib is the load
+	 * every slice measures. copy[k][0] and copy[k][1] are the files of base_lay[k] and of
+	 * head_lay_extra[k] (NULL: none) */
 	struct aw_subject_lib base_lay[AW_AB_MAX_LAYOUTS], head_lay_extra[AW_AB_MAX_LAYOUTS];
 	const struct aw_subject_lib *head_lay[AW_AB_MAX_LAYOUTS];
-	char *copies[2 * AW_AB_MAX_LAYOUTS];
-	size_t n_copies;
+	char *copy[AW_AB_MAX_LAYOUTS][2];
+	unsigned copies_made;
+	bool fresh_failed; /* a fresh copy would not load: the loads stay from then on */
+	/* the cell being measured, for fresh_copy() */
+	const char *cell_name;
+	bool cell_reader;
 	uint64_t rng;
 	double budget_left_s;
 	size_t cells_left;
@@ -101,11 +107,77 @@ static void report_cell(const struct ab_run *x, const char *key, const struct ab
 	if (!x->a->progress)
 		return;
 	fprintf(stderr,
-	        AW_AGENT_PROG ": ab %s: %zu rounds (%zu slices, %zu set aside) in %.2f s, %s "
+	        AW_AGENT_PROG ": ab %s: %zu rounds (%zu slices, %zu set aside, %u loads of each "
+	                      "side, %.2f s loading) in %.2f s, %s "
 	                      "%+.2f%% [%+.2f%%, %+.2f%%] (stopped: %s)\n",
-	        key, res->n_blocks, res->slices, res->set_aside, res->seconds,
-	        aw_ab_verdict_name(res->decision.verdict), 100 * expm1(d->estimate),
+	        key, res->n_blocks, res->slices, res->set_aside, res->loads, res->reload_s,
+	        res->seconds, aw_ab_verdict_name(res->decision.verdict), 100 * expm1(d->estimate),
 	        100 * expm1(d->lo), 100 * expm1(d->hi), ab_stop_name(res->stop));
+}
+
+/* Forgets a copy's file (its load closed first: a file of a live load keeps its inode, so a
+ * later copy never takes it and dlopen never mistakes one copy for another). */
+static void drop_copy(char **path)
+{
+	if (*path) {
+		unlink(*path);
+		free(*path);
+		*path = NULL;
+	}
+}
+
+/* Fresh copies of both sides' libraries in place of layout k's loads (ab_cell_plan.reload):
+ * loaded beside the live ones first, so that a library that does not allow one more load keeps
+ * the loads it has (and the A/B goes on with them, replacing no more). */
+static int fresh_copy(void *ctx, unsigned k, struct ab_call *base, struct ab_call *head)
+{
+	struct ab_run *x = ctx;
+	struct aw_subject_lib lib[2] = {{0}, {0}};
+	char *path[2] = {NULL, NULL}, *why = NULL;
+	struct entry e[2];
+	int rc = 0, first = (int)(next_random(&x->rng) & 1);
+
+	if (x->fresh_failed)
+		return -EAGAIN;
+	for (int i = 0; i < 2 && !rc; i++) {
+		int side = i ^ first; /* either side first, as in load_layouts() */
+
+		path[side] = aw_asprintf("%s/%s-load%u.so", x->work, side ? "head" : "base",
+		                         x->copies_made++);
+		if (!path[side]) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = aw_ab_copy_file(side ? x->head.library : x->base.library, path[side], &why);
+		if (!rc)
+			rc = aw_subject_open(x->s, path[side], &lib[side], &why);
+		if (!rc && !find_entry(&lib[side], x->cell_reader, x->cell_name, &e[side]))
+			rc = -ENOENT; /* a copy of a library that has it: cannot happen */
+	}
+	if (rc) {
+		aw_warn("subject '%s': a fresh copy of its libraries does not load beside the "
+		        "live ones (%s): the A/B goes on with the loads it has",
+		        x->s->name, why ? why : strerror(-rc));
+		x->fresh_failed = true;
+		for (int side = 0; side < 2; side++) {
+			aw_subject_close(&lib[side]);
+			drop_copy(&path[side]);
+		}
+		free(why);
+		return rc;
+	}
+	aw_subject_close(&x->base_lay[k]);
+	aw_subject_close(&x->head_lay_extra[k]); /* (layout 0's head was the head's own load) */
+	for (int side = 0; side < 2; side++) {
+		drop_copy(&x->copy[k][side]);
+		x->copy[k][side] = path[side];
+	}
+	x->base_lay[k] = lib[0];
+	x->head_lay_extra[k] = lib[1];
+	x->head_lay[k] = &x->head_lay_extra[k];
+	*base = call_of(&e[0]);
+	*head = call_of(&e[1]);
+	return 0;
 }
 
 /* Every slice of one cell on one CPU (ab_measure.c), then its rounds into `cell`. */
@@ -122,6 +194,8 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_STOP_ALPHA},
 	    .seed = next_random(&x->rng),
 	    .stop = x->a->stop,
+	    .reload = x->ab->keep_loads || x->fresh_failed ? NULL : fresh_copy,
+	    .reload_ctx = x,
 	};
 	struct ab_cell_result res;
 	json_t *ab = json_array(), *aa = json_array();
@@ -130,6 +204,8 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 
 	find_entry(&x->base.lib, reader, name, &e);
 	ref = call_of(&e);
+	x->cell_name = name;
+	x->cell_reader = reader;
 	for (unsigned k = 0; k < x->ab->layouts; k++) {
 		find_entry(&x->base_lay[k], reader, name, &e);
 		base[k] = call_of(&e);
@@ -166,6 +242,7 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 	    json_object_set_new(cell, "seconds", json_real(res.seconds)) ||
 	    json_object_set_new(cell, "slices", json_integer((json_int_t)res.slices)) ||
 	    json_object_set_new(cell, "set_aside", json_integer((json_int_t)res.set_aside)) ||
+	    json_object_set_new(cell, "loads", json_integer((json_int_t)res.loads)) ||
 	    json_object_set_new(cell, "stop", json_string(ab_stop_name(res.stop))))
 		goto out;
 	report_cell(x, json_string_value(json_object_get(cell, "key")), &res);
@@ -307,16 +384,21 @@ static int load_layouts(struct ab_run *x, char **err)
 		return rc;
 	x->head_lay[0] = &x->head.lib;
 	for (unsigned k = 0; k < n && !rc; k++) {
-		for (int head = 0; head < 2 && !rc; head++) {
+		/* either side first, at random: what a load gets (memory...) may depend on when */
+		int first = (int)(next_random(&x->rng) & 1);
+
+		for (int i = 0; i < 2 && !rc; i++) {
+			int head = i ^ first;
 			struct aw_subject_lib *lib = head ? &x->head_lay_extra[k] : &x->base_lay[k];
 			char *path, *why = NULL;
 
 			if (head && k == 0)
 				continue;
-			path = aw_asprintf("%s/%s-layout%u.so", x->work, head ? "head" : "base", k);
+			path = aw_asprintf("%s/%s-load%u.so", x->work, head ? "head" : "base",
+			                   x->copies_made++);
 			if (!path)
 				return aw_errorf(err, -ENOMEM, "out of memory");
-			x->copies[x->n_copies++] = path;
+			x->copy[k][head] = path;
 			rc = aw_ab_copy_file(head ? x->head.library : x->base.library, path, err);
 			if (rc)
 				break;
@@ -334,7 +416,7 @@ static int load_layouts(struct ab_run *x, char **err)
 				    "--layouts %u is more than subject '%s' allows: %u loads "
 				    "of its libraries fit into one process, enough for "
 				    "--layouts %u at most (%s)",
-				    n, x->s->name, head ? 2 * k + 2 : 2 * k + 1, k,
+				    n, x->s->name, 2 * k + 1 + (unsigned)i, k,
 				    why ? why : "dlopen failed");
 			else if (head)
 				x->head_lay[k] = lib;
@@ -349,12 +431,9 @@ static void unload_layouts(struct ab_run *x)
 	for (unsigned k = 0; k < AW_AB_MAX_LAYOUTS; k++) {
 		aw_subject_close(&x->base_lay[k]);
 		aw_subject_close(&x->head_lay_extra[k]);
+		drop_copy(&x->copy[k][0]);
+		drop_copy(&x->copy[k][1]);
 	}
-	for (size_t i = 0; i < x->n_copies; i++) {
-		unlink(x->copies[i]);
-		free(x->copies[i]);
-	}
-	x->n_copies = 0;
 }
 
 static json_t *new_document(struct ab_run *x, struct aw_runner *r, const char *id,
@@ -374,12 +453,13 @@ static json_t *new_document(struct ab_run *x, struct aw_runner *r, const char *i
 /* How the document was measured (docs/result-schema.md "The A/B document", `measure`). */
 static json_t *measure_json(const struct ab_run *x)
 {
-	return json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:i}", "layouts",
+	return json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b}", "layouts",
 	                 (int)x->ab->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s,
 	                 "rounds", (int)x->rounds_total, "slices_per_round", AB_SLICES_PER_ROUND,
 	                 "piece_ns", (int)AB_PIECE_NS, "level_ratio", AB_LEVEL_RATIO, "threshold",
 	                 AW_AB_STOP_THRESHOLD, "alpha", AW_AB_STOP_ALPHA, "looks",
-	                 (int)aw_ab_looks(x->ab->rounds, NULL, 0));
+	                 (int)aw_ab_looks(x->ab->rounds, NULL, 0), "fresh_loads",
+	                 !x->ab->keep_loads && !x->fresh_failed);
 }
 
 int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, char **err)

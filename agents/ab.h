@@ -37,6 +37,7 @@ struct aw_agent_ab {
 	unsigned layouts;          /* loads of each side, 1 ... AW_AB_MAX_LAYOUTS */
 	double budget_s;           /* seconds of measuring at most, every cell together */
 	bool aa;                   /* base == head on purpose: an A/A document */
+	bool keep_loads;           /* --keep-loads: no fresh copies as a cell runs */
 	const char *profile;       /* NULL: the config's */
 };
 

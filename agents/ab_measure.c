@@ -24,7 +24,7 @@
 #define LOAD_HEAD  2
 
 /* One slice: ns per call of each load and of the empty call, the reference before and after
- * (ns per step), the layout and the order. */
+ * (ns per step), the layout (the loads' index in the rounds) and the order. */
 struct slice {
 	double ns[SIDES], empty, ref_before, ref_after;
 	unsigned layout;
@@ -38,11 +38,16 @@ struct cell_ctx {
 	size_t n_slices, cap_slices, cap_blocks;
 	uint64_t *counters; /* one slot per load: the reference load, then per layout base, head */
 	uint64_t *calls_made;
+	/* the live loads: layout k's calls, and the index in the rounds of the loads behind them */
+	struct ab_call base[AW_AB_MAX_LAYOUTS], head[AW_AB_MAX_LAYOUTS];
+	unsigned load_id[AW_AB_MAX_LAYOUTS], next_id;
+	unsigned load_turns; /* turns each load is measured before fresh ones replace it */
+	bool fresh;          /* the loads are replaced as the cell runs */
 	uint64_t rng, steps, sink;
 	unsigned looks_at[MAX_LOOKS], n_looks;
 	/* between looks, rounds are counted as slices come, against the last look's floor */
 	double floor_ns;
-	size_t fill[2 * AW_AB_MAX_LAYOUTS]; /* slices waiting per layout and level */
+	size_t fill[2 * AW_AB_MAX_LOADS]; /* slices waiting per layout and level */
 	size_t rounds_counted;
 	int rc;
 };
@@ -87,11 +92,11 @@ static uint64_t *slot(struct cell_ctx *x, unsigned load)
 	       (size_t)((layout * 5) % 32) * (128 / sizeof(uint64_t));
 }
 
-static const struct ab_call *call_of(const struct ab_cell_plan *p, unsigned side, unsigned layout)
+static const struct ab_call *call_of(const struct cell_ctx *x, unsigned side, unsigned layout)
 {
-	return side == LOAD_REF    ? p->base_ref
-	       : side == LOAD_BASE ? &p->base[layout]
-	                           : &p->head[layout];
+	return side == LOAD_REF    ? x->p->base_ref
+	       : side == LOAD_BASE ? &x->base[layout]
+	                           : &x->head[layout];
 }
 
 static unsigned load_of(unsigned side, unsigned layout)
@@ -141,14 +146,14 @@ static int measure_slice(struct cell_ctx *x, unsigned layout, const unsigned cha
 	uint64_t n = x->out->calls, scratch[2] = {0, 0};
 	struct slice s;
 
-	s.layout = layout;
+	s.layout = x->load_id[layout];
 	memcpy(s.order, order, sizeof(s.order));
 	s.ref_before = ab_reference_ns(x);
 	for (int i = 0; i < SIDES; i++) {
 		unsigned side = order[i], load = load_of(side, layout);
 
 		s.ns[side] =
-		    (double)ab_piece(call_of(p, side, layout), slot(x, load), n) / (double)n;
+		    (double)ab_piece(call_of(x, side, layout), slot(x, load), n) / (double)n;
 		x->calls_made[load] += n;
 	}
 	s.empty = (double)ab_piece(&empty, scratch, n) / (double)n;
@@ -226,21 +231,29 @@ out:
 	return rc;
 }
 
+/* Whether the loads with index `id` in the rounds are still measured. */
+static bool live(const struct cell_ctx *x, size_t id)
+{
+	for (unsigned k = 0; k < x->p->layouts; k++)
+		if (x->load_id[k] == id)
+			return true;
+	return false;
+}
+
 /* The rounds from every slice so far: each slice classified against the reference's floor, the
- * slices of one level and layout grouped in time order, AB_SLICES_PER_ROUND to a round; with
- * `last`, a group of at least half a round that is left over makes a round too. Mixed slices
- * and slices whose calls cannot be told from the empty call are set aside. */
+ * slices of one level and layout grouped in time order, AB_SLICES_PER_ROUND to a round; a group
+ * of at least half a round that is left over makes a round too once no more slices will come to
+ * it (its loads replaced, or `last`). Mixed slices and slices whose calls cannot be told from
+ * the empty call are set aside. */
 static int make_rounds(struct cell_ctx *x, bool last)
 {
-	unsigned layouts = x->p->layouts;
-	size_t groups = 2 * (size_t)layouts, *fill = x->fill;
+	size_t groups = 2 * (size_t)x->next_id, *fill = x->fill;
 	size_t *idx = malloc(groups * AB_SLICES_PER_ROUND * sizeof(*idx));
 	struct ab_cell_result *out = x->out;
 	double floor_ns = NAN;
 	int rc = reference_floor(x, &floor_ns);
 
 	out->n_blocks = 0;
-	out->set_aside = 0;
 	memset(out->level_slices, 0, sizeof(out->level_slices));
 	out->floor_ns = x->floor_ns = floor_ns;
 	memset(x->fill, 0, sizeof(x->fill));
@@ -256,10 +269,8 @@ static int make_rounds(struct cell_ctx *x, bool last)
 		for (int k = 0; k < SIDES; k++)
 			resolved &= s->ns[k] - s->empty > 0;
 		out->level_slices[level]++;
-		if (level == AW_AB_LEVEL_MIXED || !resolved) {
-			out->set_aside++;
-			continue;
-		}
+		if (level == AW_AB_LEVEL_MIXED || !resolved)
+			continue; /* set aside */
 		idx[g * AB_SLICES_PER_ROUND + fill[g]++] = i;
 		if (fill[g] < AB_SLICES_PER_ROUND)
 			continue;
@@ -270,13 +281,11 @@ static int make_rounds(struct cell_ctx *x, bool last)
 			                &out->blocks[out->n_blocks++]);
 		fill[g] = 0;
 	}
-	x->rounds_counted = out->n_blocks;
 	for (size_t g = 0; g < groups && !rc; g++) {
-		if (!last || fill[g] < AB_SLICES_PER_ROUND / 2) {
-			if (last)
-				out->set_aside += fill[g];
+		bool done = last || !live(x, g / 2);
+
+		if (!done || fill[g] < AB_SLICES_PER_ROUND / 2)
 			continue;
-		}
 		rc = aw_array_reserve(&out->blocks, out->n_blocks, &x->cap_blocks,
 		                      sizeof(*out->blocks), 64);
 		if (!rc)
@@ -284,12 +293,9 @@ static int make_rounds(struct cell_ctx *x, bool last)
 			                g % 2 ? AW_AB_LEVEL_SHARED : AW_AB_LEVEL_ALONE,
 			                &out->blocks[out->n_blocks++]);
 	}
-	if (!rc && out->n_blocks > x->p->max_rounds) {
-		/* the rounds beyond the budget: their slices are set aside */
-		for (size_t b = x->p->max_rounds; b < out->n_blocks; b++)
-			out->set_aside += out->blocks[b].slices;
-		out->n_blocks = x->p->max_rounds;
-	}
+	x->rounds_counted = out->n_blocks;
+	if (!rc && out->n_blocks > x->p->max_rounds)
+		out->n_blocks = x->p->max_rounds; /* the rounds beyond the budget: set aside */
 	free(idx);
 	return rc;
 }
@@ -387,13 +393,55 @@ static int check_counters(struct cell_ctx *x)
 	return 0;
 }
 
+/* Warms a fresh load with pieces that are not kept: its code and data come into the caches
+ * and predictors as the loads it replaces had them. */
+static void warm_load(struct cell_ctx *x, unsigned k)
+{
+	uint64_t n = x->out->calls;
+
+	for (int i = 0; i < 2; i++)
+		for (unsigned side = LOAD_BASE; side <= LOAD_HEAD; side++) {
+			unsigned load = load_of(side, k);
+
+			ab_piece(call_of(x, side, k), slot(x, load), n);
+			x->calls_made[load] += n;
+		}
+}
+
+/* Replaces every layout's loads with fresh copies, each a layout of its own in the rounds from
+ * here on (AB_LOAD_TURNS); turn_ns: how long the last turn of the layouts took. */
+static void fresh_loads(struct cell_ctx *x, uint64_t turn_ns)
+{
+	const struct ab_cell_plan *p = x->p;
+	uint64_t t0 = aw_monotonic_ns(), took;
+
+	if (x->next_id + p->layouts > AW_AB_MAX_LOADS) {
+		x->fresh = false;
+		return;
+	}
+	for (unsigned k = 0; k < p->layouts; k++) {
+		if (p->reload(p->reload_ctx, k, &x->base[k], &x->head[k])) {
+			x->fresh = false;
+			break;
+		}
+		x->load_id[k] = x->next_id++;
+		warm_load(x, k);
+	}
+	took = aw_monotonic_ns() - t0;
+	x->out->reload_s += (double)took / 1e9;
+	/* the loads it made measured at least as long as loading them took */
+	x->load_turns = AB_LOAD_TURNS;
+	if (turn_ns && took > AB_LOAD_TURNS * turn_ns)
+		x->load_turns = (unsigned)((took + turn_ns - 1) / turn_ns);
+}
+
 static void run_cell(struct cell_ctx *x)
 {
 	const struct ab_cell_plan *p = x->p;
 	struct ab_cell_result *out = x->out;
 	unsigned char orders[6][SIDES];
-	unsigned layout_order[AW_AB_MAX_LAYOUTS], next_look = 0, at = 0;
-	uint64_t t0 = aw_monotonic_ns(), end, warm_end;
+	unsigned layout_order[AW_AB_MAX_LAYOUTS], next_look = 0, at = 0, turns = 0;
+	uint64_t t0 = aw_monotonic_ns(), end, warm_end, turn_t0 = t0;
 	size_t slice_cap = (size_t)p->max_rounds * AB_SLICES_PER_ROUND * SLICE_ROOM;
 	bool decided = false, warm = true;
 
@@ -419,8 +467,13 @@ static void run_cell(struct cell_ctx *x)
 				break;
 		}
 		/* the layouts take turns a round's worth of slices at a time, in a random order
-		 * per turn */
-		if (at % (AB_SLICES_PER_ROUND * p->layouts) == 0)
+		 * per turn; every load_turns turns, fresh loads */
+		if (at % (AB_SLICES_PER_ROUND * p->layouts) == 0) {
+			if (at && x->fresh && ++turns >= x->load_turns) {
+				fresh_loads(x, aw_monotonic_ns() - turn_t0);
+				turns = 0;
+			}
+			turn_t0 = aw_monotonic_ns();
 			for (unsigned i = p->layouts - 1; i > 0; i--) {
 				unsigned j = (unsigned)(next_random(&x->rng) % (i + 1)), t;
 
@@ -428,6 +481,7 @@ static void run_cell(struct cell_ctx *x)
 				layout_order[i] = layout_order[j];
 				layout_order[j] = t;
 			}
+		}
 		layout = layout_order[(at / AB_SLICES_PER_ROUND) % p->layouts];
 		if (at % 6 == 0)
 			next_orders(x, orders);
@@ -459,11 +513,15 @@ static void run_cell(struct cell_ctx *x)
 	}
 	if (x->rc)
 		return;
-	/* the document's rounds: every slice, a left-over group of half a round included */
-	x->rc = decide(x, true);
-	if (!x->rc && decided && !aw_ab_verdict_decides(out->decision.verdict))
-		out->stop = AB_STOP_ROUNDS; /* the left-over slices undid it: say it ran out */
+	/* the document's rounds: those of the look that decided (what the collector will find
+	 * is what decided), else every slice, a left-over group of half a round included */
+	if (!decided)
+		x->rc = decide(x, true);
 	out->slices = x->n_slices;
+	out->set_aside = x->n_slices; /* in no round: a mixed level, too fast, left over */
+	for (size_t b = 0; b < out->n_blocks; b++)
+		out->set_aside -= out->blocks[b].slices;
+	out->loads = x->next_id;
 	out->seconds = (double)(aw_monotonic_ns() - t0) / 1e9;
 	if (!x->rc)
 		x->rc = check_counters(x);
@@ -499,6 +557,14 @@ int ab_measure_cell(const struct ab_cell_plan *plan, struct ab_cell_result *out)
 	if (x.n_looks > MAX_LOOKS)
 		x.n_looks = MAX_LOOKS;
 	p.rule.looks = x.n_looks;
+	for (unsigned k = 0; k < plan->layouts; k++) {
+		x.base[k] = plan->base[k];
+		x.head[k] = plan->head[k];
+		x.load_id[k] = k;
+	}
+	x.next_id = plan->layouts;
+	x.load_turns = AB_LOAD_TURNS;
+	x.fresh = plan->reload != NULL;
 	x.counters = aligned_alloc(PAGE, (size_t)loads * PAGE);
 	x.calls_made = calloc(loads, sizeof(*x.calls_made));
 	if (!x.counters || !x.calls_made) {

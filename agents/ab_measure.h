@@ -26,6 +26,14 @@
  * unchanged: a change that costs nothing alone must not pass because the rounds of the level
  * where it costs were too few to judge. */
 #define AB_LEVEL_SEEN 0.05
+/* Fresh loads: the live loads of every layout are replaced by fresh copies (addresses and memory
+ * of their own) once each has been measured for AB_LOAD_TURNS rounds' worth of slices (enough
+ * for a level seen an eighth of the time to fill half a round), or for as long as the last
+ * reload took when that is longer, so that loading takes at most about half of the cell's time:
+ * where the loads differ on their own, more loads narrow the interval more than more rounds of
+ * the same loads. Each load is a layout of its own in the rounds, up to AW_AB_MAX_LOADS; then
+ * the last loads stay. */
+#define AB_LOAD_TURNS 4
 
 struct ab_cell_plan {
 	int cpu;
@@ -38,6 +46,12 @@ struct ab_cell_plan {
 	struct aw_ab_rule rule;         /* threshold and alpha; looks and levels set here */
 	uint64_t seed;                  /* the orders' randomness */
 	volatile int *stop;             /* raised: stop between slices */
+	/* Replaces layout k's two loads with fresh copies and points *base and *head at them;
+	 * 0, or a negative errno when none could be loaded (the old loads stay, and the cell goes
+	 * on with them, replacing no more). Called on the measuring thread. NULL: the loads stay
+	 * for the whole cell (--keep-loads). */
+	int (*reload)(void *ctx, unsigned k, struct ab_call *base, struct ab_call *head);
+	void *reload_ctx;
 };
 
 /* One round of the document: the medians over its slices. */
@@ -69,9 +83,11 @@ struct ab_cell_result {
 	size_t level_slices[AW_AB_LEVEL_COUNT]; /* the slices of each level, at the last look */
 	double seconds;                         /* spent measuring (warm-up and looks included) */
 	enum ab_stop stop;
-	unsigned looks;                 /* looks taken */
-	double floor_ns;                /* the reference's floor, ns per step */
-	uint64_t calls;                 /* calls per piece */
+	unsigned looks;  /* looks taken */
+	double floor_ns; /* the reference's floor, ns per step */
+	uint64_t calls;  /* calls per piece */
+	unsigned loads;  /* loads of each side measured (the layouts of the rounds) */
+	double reload_s; /* spent loading fresh copies */
 	struct aw_ab_decision decision; /* at the last look: what the collector will find */
 };
 

@@ -68,12 +68,14 @@ static const char usage_text[] =
     "        seconds (default 30, 0 to 3600) after the last measurement ended, at another\n"
     "        moment of the machine than the run it confirms\n"
     "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--aa] [--cpus LIST]\n"
-    "      [--rounds N] [--layouts N] [--budget-s S] [--profile NAME] [--quiet]\n"
+    "      [--rounds N] [--layouts N] [--keep-loads] [--budget-s S] [--profile NAME] [--quiet]\n"
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
     "        times (default 4, at most 16), measure both in short alternating slices on one\n"
     "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
     "        400, 7 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
-    "        upload the A/B document; its id is printed on stdout\n"
+    "        upload the A/B document; its id is printed on stdout. Fresh copies of both\n"
+    "        libraries replace the loads every few rounds, so that layout is sampled as\n"
+    "        the rounds are; --keep-loads measures the first loads throughout\n"
     "  bisect --subject NAME --good SHA --bad SHA [--cells GLOB]... [--project P] [--ref REF]\n"
     "      [--budget N] [--format text|json] [--quiet]\n"
     "        find the commit between --good and --bad (first-parent) that made the subject's\n"
@@ -147,6 +149,7 @@ enum {
 	O_FORMAT,
 	O_CONFIRM_BUDGET_S,
 	O_CONFIRM_GAP_S,
+	O_KEEP_LOADS,
 };
 
 static const struct option longopts[] = {
@@ -172,6 +175,7 @@ static const struct option longopts[] = {
     {"version", no_argument, NULL, O_VERSION},
     {"confirm", required_argument, NULL, O_CONFIRM},
     {"layouts", required_argument, NULL, O_LAYOUTS},
+    {"keep-loads", no_argument, NULL, O_KEEP_LOADS},
     {"budget-s", required_argument, NULL, O_BUDGET_S},
     {"good", required_argument, NULL, O_GOOD},
     {"bad", required_argument, NULL, O_BAD},
@@ -195,7 +199,7 @@ struct args {
 	unsigned rounds, layouts; /* ab: 0 for the defaults */
 	double budget_s;
 	json_t *labels;
-	bool quiet, upload, config_given, aa;
+	bool quiet, upload, config_given, aa, keep_loads;
 	unsigned confirm;        /* --confirm N; 0: none */
 	double confirm_budget_s; /* --confirm-budget-s S; 0: not given */
 	double confirm_gap_s;    /* --confirm-gap-s S, when confirm_gap_given */
@@ -267,6 +271,7 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_CPUS:
 	case O_AA:
 	case O_LAYOUTS:
+	case O_KEEP_LOADS:
 	case O_BUDGET_S:
 		return !strcmp(cmd, "ab");
 	case O_OUT:
@@ -495,6 +500,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_AA:
 			a->aa = true;
 			break;
+		case O_KEEP_LOADS:
+			a->keep_loads = true;
+			break;
 		}
 	}
 	return 0;
@@ -667,6 +675,7 @@ static int cmd_ab(const struct args *a, struct aw_agent_config *cfg)
 	    .layouts = a->layouts ? a->layouts : AW_AB_DEFAULT_LAYOUTS,
 	    .budget_s = a->budget_s > 0 ? a->budget_s : AW_AB_DEFAULT_BUDGET_S,
 	    .aa = a->aa,
+	    .keep_loads = a->keep_loads,
 	    .profile = a->profile,
 	};
 	enum aw_upload_outcome outcome;

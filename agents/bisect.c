@@ -21,7 +21,7 @@
 #include "bisect_int.h"
 #include "control.h"
 
-#define BISECT_LAYOUTS  2   /* loads of each build beside its first (ab's default) */
+#define BISECT_LAYOUTS  4   /* loads of each build beside its first (ab's default) */
 #define BISECT_ROUNDS   400 /* rounds at most per comparison (ab's default) */
 #define BISECT_CMP_S    10  /* seconds of measuring at most per comparison */
 #define BISECT_EXTRA    4   /* the default budget: the expected steps and this many more */

@@ -237,7 +237,7 @@ static int rounds(struct abv *v, const json_t *cell, const char *k, const char *
 		if (!rc)
 			rc = one_of(v, r, "level", field, levels);
 		if (!rc)
-			rc = bounded(v, r, "layout", field, 0, AW_AB_MAX_LAYOUTS - 1, true);
+			rc = bounded(v, r, "layout", field, 0, AW_AB_MAX_LOADS - 1, true);
 		if (!rc)
 			rc = bounded(v, r, "slices", field, 1, 1e9, true);
 		if (rc)
@@ -250,7 +250,7 @@ static int cell(struct abv *v, const json_t *c, size_t i)
 {
 	static const char *const keys[] = {"key",       "op",     "reader",    "cpu",     "status",
 	                                   "reason",    "rounds", "aa_rounds", "seconds", "slices",
-	                                   "set_aside", "stop",   NULL};
+	                                   "set_aside", "stop",   "loads",     NULL};
 	static const char *const stops[] = {"decided", "rounds", "seconds", NULL};
 	const char *status;
 	char at[64];
@@ -299,6 +299,8 @@ static int cell(struct abv *v, const json_t *c, size_t i)
 	if (!rc)
 		rc = bounded(v, c, "set_aside", at, 0, 1e12, true);
 	if (!rc)
+		rc = bounded(v, c, "loads", at, 1, AW_AB_MAX_LOADS, true);
+	if (!rc)
 		rc = one_of(v, c, "stop", at, stops);
 	return rc;
 }
@@ -307,9 +309,8 @@ static int cell(struct abv *v, const json_t *c, size_t i)
 static int measure(struct abv *v, const json_t *doc)
 {
 	static const char *const keys[] = {
-	    "layouts",  "budget_s",    "seconds",   "rounds", "slices_per_round",
-	    "piece_ns", "level_ratio", "threshold", "alpha",  "looks",
-	    NULL};
+	    "layouts",     "budget_s",  "seconds", "rounds", "slices_per_round", "piece_ns",
+	    "level_ratio", "threshold", "alpha",   "looks",  "fresh_loads",      NULL};
 	const json_t *m = json_object_get(doc, "measure");
 	int rc;
 
@@ -338,6 +339,9 @@ static int measure(struct abv *v, const json_t *doc)
 		rc = bounded(v, m, "alpha", "measure.", 1e-9, 0.5, false);
 	if (!rc)
 		rc = bounded(v, m, "looks", "measure.", 1, 1000, true);
+	if (!rc && json_object_get(m, "fresh_loads") &&
+	    !json_is_boolean(json_object_get(m, "fresh_loads")))
+		rc = bad(v, "type", "measure.fresh_loads", "'fresh_loads' must be true or false");
 	return rc;
 }
 

@@ -98,7 +98,17 @@ static double median(double *v, size_t n)
 	return aw_quantile_sorted(v, n, 0.5);
 }
 
-/* The layouts' centres, their spread and each one's verdict (at alpha, threshold t). */
+/* The estimate a round's level gives (the cell's where its level has none). */
+static double level_estimate(const struct aw_ab_decision *out, enum aw_ab_level level)
+{
+	double e = (unsigned)level < AW_AB_LEVEL_COUNT ? out->level[level].estimate : NAN;
+
+	return isfinite(e) ? e : out->diff.estimate;
+}
+
+/* The layouts' centres, their spread and each one's verdict (at alpha, threshold t); each
+ * layout's offset: its rounds' d less their level's estimate, so that a layout whose rounds
+ * fell in one level more than another's differs by no level's effect. */
 static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, double t,
                    struct aw_ab_decision *out)
 {
@@ -113,7 +123,7 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 		free(b);
 		return -ENOMEM;
 	}
-	for (int l = 0; l < AW_AB_MAX_LAYOUTS; l++) {
+	for (int l = 0; l < AW_AB_MAX_LOADS; l++) {
 		struct aw_ab_layout *lay = &out->layout[l];
 		size_t m = 0;
 
@@ -124,7 +134,7 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 				a[m++] = rounds[i].aa;
 			}
 		lay->rounds = m;
-		lay->diff = lay->ab = lay->aa = NAN;
+		lay->diff = lay->ab = lay->aa = lay->offset = NAN;
 		lay->verdict = AW_AB_VERDICT_INCONCLUSIVE;
 		lay->interval = false;
 		if (!m)
@@ -142,6 +152,11 @@ static int layouts(const struct aw_ab_round *rounds, size_t n, double alpha, dou
 			lay->interval = !isnan(e.lo) && !isnan(e.hi);
 		}
 		lay->diff = median(d, m);
+		for (size_t i = 0, k = 0; i < n; i++)
+			if (rounds[i].layout == l && rounds[i].level != AW_AB_LEVEL_MIXED)
+				d[k++] = rounds[i].ab - rounds[i].aa -
+				         level_estimate(out, rounds[i].level);
+		lay->offset = median(d, m);
 		lay->ab = median(b, m);
 		lay->aa = median(a, m);
 		out->n_layouts = (size_t)l + 1;
@@ -166,34 +181,29 @@ static size_t with_rounds(const struct aw_ab_decision *out)
 }
 
 /* The loads' own spread and the half-width it gives every interval (aw_ab_decide()): the
- * layouts' A/A centres (log of each base copy over the reference load) and A/B centres (each
- * head copy over it) about their means, pooled; with_aa: the rounds carry A/A rounds. */
-static void loads(struct aw_ab_decision *out, bool with_aa)
+ * spread of the layouts' offsets (each layout's median of head copy over base copy, the A/A
+ * bias and the levels' effects removed), about their mean on L - 1 degrees of freedom. The two
+ * copies of a layout are loaded at one moment and may share its fortune (the memory they got): only
+ * their difference is a sample of what the layouts do to the comparison. */
+static void loads(struct aw_ab_decision *out)
 {
-	double mab = 0, maa = 0, ss = 0, df;
+	double m = 0, ss = 0;
 	size_t l_n = with_rounds(out);
 
 	out->loads_sd = NAN;
 	out->loads_hw = 0;
-	for (size_t l = 0; l < out->n_layouts; l++)
-		if (out->layout[l].rounds) {
-			mab += out->layout[l].ab;
-			maa += out->layout[l].aa;
-		}
 	if (l_n < 2)
 		return;
-	mab /= (double)l_n;
-	maa /= (double)l_n;
 	for (size_t l = 0; l < out->n_layouts; l++)
-		if (out->layout[l].rounds) {
-			double x = out->layout[l].ab - mab, y = out->layout[l].aa - maa;
-
-			ss += x * x + (with_aa ? y * y : 0);
-		}
-	df = (double)((with_aa ? 2 : 1) * (l_n - 1));
-	out->loads_sd = sqrt(ss / df);
-	out->loads_hw =
-	    aw_t_quantile(out->alpha_each / 2, df) * out->loads_sd * sqrt(2 / (double)l_n);
+		if (out->layout[l].rounds)
+			m += out->layout[l].offset;
+	m /= (double)l_n;
+	for (size_t l = 0; l < out->n_layouts; l++)
+		if (out->layout[l].rounds)
+			ss += (out->layout[l].offset - m) * (out->layout[l].offset - m);
+	out->loads_sd = sqrt(ss / (double)(l_n - 1));
+	out->loads_hw = aw_t_quantile(out->alpha_each / 2, (double)(l_n - 1)) * out->loads_sd /
+	                sqrt((double)l_n);
 }
 
 /* Widens e's interval to at least its estimate +- hw and judges it again; whether the verdict
@@ -243,7 +253,7 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 	double t = log1p(rule->threshold), *d, *ab, *aa;
 	unsigned estimands = rule->levels ? 3 : 1, looks = rule->looks ? rule->looks : 1;
 	size_t m = 0, regressed = 0, improved = 0, undecided = 0, with_interval = 0;
-	bool with_aa = false, by_loads = false;
+	bool by_loads = false;
 	char levels[128];
 	int rc = -ENOMEM;
 
@@ -261,7 +271,6 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 		d[m] = rounds[i].ab - rounds[i].aa;
 		ab[m] = rounds[i].ab;
 		aa[m++] = rounds[i].aa;
-		with_aa |= rounds[i].aa != 0;
 	}
 	if (estimate(d, m, out->alpha_each, t, &out->diff) ||
 	    estimate(ab, m, out->alpha_each, t, &out->ab) ||
@@ -279,7 +288,7 @@ int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_
 	}
 	if (layouts(rounds, n, out->alpha_each, t, out))
 		goto out;
-	loads(out, with_aa);
+	loads(out);
 	by_loads = widen(&out->diff, out->loads_hw, t);
 	for (int l = AW_AB_LEVEL_ALONE; l <= AW_AB_LEVEL_SHARED; l++)
 		by_loads |= widen(&out->level[l], out->loads_hw, t);

@@ -910,15 +910,16 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 	         "bias removed, its interval the Hodges-Lehmann estimate's Wilcoxon signed-rank "
 	         "interval (at the level the sequential test's looks leave each interval); "
 	         "alone and shared are the rounds the throughput reference put in each level, "
-	         "the layout spread how far the loads' layouts disagree; no interval is "
-	         "narrower than the loads' own spread makes it.</p>\n");
+	         "the layouts' sd how far the loads' layouts disagree on their own (fresh "
+	         "loads replace the first every few rounds; in brackets how many layouts); no "
+	         "interval is narrower than that spread makes it.</p>\n");
 	chart(&pg, &p->chart);
 	if (!p->n_rows)
 		raw(&pg, "<p class=\"empty\">No cells.</p>\n");
 	else
 		raw(&pg, "<table class=\"cells\"><thead><tr><th>Cell</th><th>Change</th>"
 		         "<th>Interval</th><th>A/A</th><th>A/A interval</th><th>Alone</th>"
-		         "<th>Shared</th><th>Layout spread</th><th>Threshold</th><th>q</th>"
+		         "<th>Shared</th><th>Layouts' sd</th><th>Threshold</th><th>q</th>"
 		         "<th>Rounds</th><th>Seconds</th><th>Verdict</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < p->n_rows; i++) {
 		const struct aw_page_ab_row *r = &p->rows[i];
@@ -938,8 +939,8 @@ int aw_html_ab(struct aw_buf *out, const struct aw_links *links, const struct aw
 		raw(&pg, "</td><td class=\"num\">");
 		change_pct(&pg, r->shared);
 		raw(&pg, "</td><td class=\"num\">");
-		if (isfinite(r->layout_spread))
-			rawf(&pg, "%.2f%%", 100 * r->layout_spread);
+		if (isfinite(r->loads_sd))
+			rawf(&pg, "%.2f%% (%ld)", 100 * r->loads_sd, r->layouts);
 		else
 			raw(&pg, "&ndash;");
 		raw(&pg, "</td><td class=\"num\">");

@@ -423,14 +423,15 @@ struct aw_page_commit {
 };
 
 /* One cell of "/ab/{id}": ratios are head/base (NAN: none; `ratio`, `lo`, `hi` the decision's,
- * the A/A bias removed), `threshold` and `layout_spread` fractions, `alone` and `shared` the
- * levels' ratios (NAN: a document without levels, or none of that level). */
+ * the A/A bias removed), `threshold` and `loads_sd` (the layouts' own spread, NAN under two)
+ * fractions, `alone` and `shared` the levels' ratios (NAN: a document without levels, or none of
+ * that level), `layouts` how many layouts had rounds. */
 struct aw_page_ab_row {
 	const char *cell, *reason; /* reason may be NULL */
 	enum aw_ab_verdict verdict;
 	double ratio, lo, hi, aa_ratio, aa_lo, aa_hi, threshold, q;
-	double alone, shared, layout_spread, seconds;
-	long rounds;
+	double alone, shared, loads_sd, seconds;
+	long rounds, layouts;
 };
 
 /* "/ab/{id}": an interleaved A/B document and its judgment. */

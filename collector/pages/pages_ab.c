@@ -88,7 +88,8 @@ int aw_site_ab(const struct aw_site *s, const char *ab_id, struct aw_buf *out)
 		    .q = jnum(c, "q"),
 		    .alone = jnum(json_object_get(levels, "alone"), "ratio"),
 		    .shared = jnum(json_object_get(levels, "shared"), "ratio"),
-		    .layout_spread = jnum(c, "layout_spread"),
+		    .loads_sd = jnum(json_object_get(c, "loads"), "sd"),
+		    .layouts = (long)json_array_size(json_object_get(c, "layouts")),
 		    .seconds = jnum(dc, "seconds"),
 		    .rounds = json_is_integer(jr) ? (long)json_integer_value(jr) : -1,
 		};

@@ -6,7 +6,9 @@ adds slower is regressed, a head with an extra op reports it `new` and one witho
 `missing`) and served by GET /api/v1/ab/{id} and GET /api/v1/ab?project=&head=. Rounds carry
 their level and layout; --layouts N spreads them over N layouts; the rounds and seconds stay
 within --rounds and --budget-s. A document of the first shape (rounds without levels, layouts or
-`measure`) is still accepted and judged. Bad input: base == head without --aa, --rounds below 7,
+`measure`) is still accepted and judged. Fresh loads replace the live ones every few rounds, each
+a layout of its own (--keep-loads keeps the first; a library that allows no more loads keeps
+them and says so). Bad input: base == head without --aa, --rounds below 7,
 --layouts 0 or above 16 or more than the library can be loaded (static TLS), --budget-s 0,
 negative or not a number, a commit that does not exist or does not build, a library of another
 ABI (exit status and the log's end; nothing uploaded), and A/B bodies with a bad field (400
@@ -147,7 +149,7 @@ def test_regression_judged():
     eq(doc["reference_kernel"], "throughput12-v1")
     eq((doc["rounds"], doc["aa_rounds"]), (48, 48))
     m = doc["measure"]
-    eq((m["layouts"], m["slices_per_round"]), (3, 64))
+    eq((m["layouts"], m["slices_per_round"], m["fresh_loads"]), (3, 64, True))
     check(0 < m["seconds"] <= m["budget_s"] + 1, m)
     eq(len(doc["cells"]), 1)
     c = doc["cells"][0]
@@ -162,10 +164,12 @@ def test_regression_judged():
     check(c["slices"] >= n * 32 and c["set_aside"] < c["slices"], c)
     check(0 < c["seconds"] <= m["seconds"], (c["seconds"], m))
     eq(m["rounds"], n)
+    # three loads of each side live at once, fresh ones replacing them every few rounds
+    check(3 <= c["loads"] <= 128 and c["loads"] % 3 == 0, c["loads"])
     for r, aa in zip(c["rounds"], c["aa_rounds"]):
         check(r["base"] > 0 and r["head"] > 0 and r["base_ref"] > 0 and r["head_ref"] > 0, r)
         check(r["first"] in ("base", "head") and aa["first"] in ("base", "head"), r)
-        check(r["level"] in ("alone", "shared") and 0 <= r["layout"] < 3, r)
+        check(r["level"] in ("alone", "shared") and 0 <= r["layout"] < c["loads"], r)
         # an A/B round and its A/A round are the same slices: one base load, two others
         eq((aa["base"], aa["level"], aa["layout"], aa["slices"]),
            (r["base"], r["level"], r["layout"], r["slices"]))
@@ -276,6 +280,42 @@ def test_aa():
     o = get_ab(p.stdout.strip())
     eq((o["aa"], o["base"], o["head"]), (True, S.base, S.base))
     check(o["verdict"] in ("unchanged", "inconclusive", "improved", "regressed"), o)
+
+
+def test_fresh_loads():
+    # an A/A takes more rounds than the first loads last (four turns of two layouts: eight
+    # rounds' worth of slices, before the first look at 12): the rounds come from fresh loads,
+    # each a layout of its own, and every counter still reads the calls made (the cell is ok)
+    p = ab("--base", S.base, "--head", S.base, "--aa", "--rounds", "24", "--layouts", "2")
+    eq(p.returncode, 0, p.stderr)
+    doc = get_ab(p.stdout.strip())["document"]
+    c = doc["cells"][0]
+    eq((c["status"], doc["measure"]["fresh_loads"]), ("ok", True))
+    check(c["loads"] >= 4 and c["loads"] % 2 == 0, c)
+    used = {r["layout"] for r in c["rounds"]}
+    check(len(used) >= 3 and max(used) >= 2 and max(used) < c["loads"], (used, c["loads"]))
+    # --keep-loads: the first two loads throughout
+    p = ab("--base", S.base, "--head", S.base, "--aa", "--rounds", "24", "--layouts", "2",
+           "--keep-loads")
+    eq(p.returncode, 0, p.stderr)
+    doc = get_ab(p.stdout.strip())["document"]
+    c = doc["cells"][0]
+    eq((c["status"], c["loads"], doc["measure"]["fresh_loads"]), ("ok", 2, False))
+    check({r["layout"] for r in c["rounds"]} <= {0, 1}, c["rounds"])
+    # a library that allows no load beyond --layouts (static TLS): the A/B goes on with the
+    # loads it has, and says so
+    p = ab("--base", S.tls, "--head", S.tls2, "--layouts", "16")
+    fit = int(p.stderr.split("enough for --layouts ")[1].split()[0])
+    p = S.ag.run("ab", "--project", "e2e", "--subject", "subj", "--base", S.tls, "--head",
+                 S.tls2, "--layouts", str(fit), "--rounds", "48", timeout=300)
+    eq(p.returncode, 0, p.stderr)
+    check("a fresh copy of its libraries does not load beside the live ones" in p.stderr and
+          "static TLS" in p.stderr, p.stderr)
+    doc = get_ab(p.stdout.strip())["document"]
+    c = doc["cells"][0]
+    eq((c["status"], c["loads"], doc["measure"]["fresh_loads"]), ("ok", fit, False))
+    # no copy is left behind in the spool
+    eq([f for _, _, fs in os.walk(S.ag.spool) for f in fs if f.endswith(".so")], [])
 
 
 def test_bad_requests():
@@ -420,6 +460,7 @@ def main():
     setup(args.backend)
     tests = [("test_regression_judged", test_regression_judged),
              ("test_ops_on_one_side", test_ops_on_one_side), ("test_aa", test_aa),
+             ("test_fresh_loads", test_fresh_loads),
              ("test_bad_requests", test_bad_requests),
              ("test_api_bad_bodies", test_api_bad_bodies),
              ("test_trigger_ab_daemon", test_trigger_ab_daemon)]

@@ -27,7 +27,7 @@ static double wobble(size_t i)
 }
 
 /* A cell whose round i reads base 20 ns, head 20 exp(ab(i)), A/A head 20 exp(aa(i)); with
- * `levels`, every other round shared and the layouts taking turns. */
+ * `levels`, every other round shared and four layouts taking turns. */
 static json_t *cell(const char *key, double (*ab)(size_t), double (*aa)(size_t), bool levels,
                     size_t n)
 {
@@ -44,8 +44,8 @@ static json_t *cell(const char *key, double (*ab)(size_t), double (*aa)(size_t),
 
 			json_object_set_new(x, "level", json_string(level));
 			json_object_set_new(y, "level", json_string(level));
-			json_object_set_new(x, "layout", json_integer((json_int_t)(i / 2 % 2)));
-			json_object_set_new(y, "layout", json_integer((json_int_t)(i / 2 % 2)));
+			json_object_set_new(x, "layout", json_integer((json_int_t)(i / 2 % 4)));
+			json_object_set_new(y, "layout", json_integer((json_int_t)(i / 2 % 4)));
 		}
 		json_array_append_new(r, x);
 		json_array_append_new(a, y);
@@ -88,7 +88,7 @@ static json_t *document(json_t *cells, bool measure)
 
 	if (measure)
 		json_object_set_new(doc, "measure",
-		                    json_pack("{s:i, s:i}", "looks", 12, "layouts", 2));
+		                    json_pack("{s:i, s:i}", "looks", 12, "layouts", 4));
 	return doc;
 }
 
@@ -152,8 +152,8 @@ static void test_levels_and_layouts(void **state)
 	    "unchanged");
 	assert_true(fabs(num(shared, "ratio") - 1.07) < 0.003);
 	assert_int_equal(json_integer_value(json_object_get(shared, "rounds")), ROUNDS);
-	assert_int_equal(json_array_size(json_object_get(c, "layouts")), 2);
-	/* the two loads' spread, and the half-width it gives: t x sd x sqrt(2 / 2) */
+	assert_int_equal(json_array_size(json_object_get(c, "layouts")), 4);
+	/* the four layouts' spread, and the half-width it gives: t x sd / sqrt(4) */
 	{
 		const json_t *ld = json_object_get(c, "loads");
 

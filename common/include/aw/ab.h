@@ -15,7 +15,10 @@
 #define AW_AB_SCHEMA_PREFIX "atomwatch.ab/"
 #define AW_AB_MAX_ROUNDS    1000 /* rounds of each kind per cell */
 #define AW_AB_MAX_CELLS     4096
-#define AW_AB_MAX_LAYOUTS   16 /* loads of each side (--layouts) */
+#define AW_AB_MAX_LAYOUTS   16 /* loads of each side live at once (--layouts) */
+/* Loads of each side one cell measures in all: fresh copies replace the live ones as it runs
+ * (docs/detection.md "Interleaved A/B"), each a layout of its own in the rounds. */
+#define AW_AB_MAX_LOADS 128
 
 /* Whether `doc` says it is an A/B document (its schema is atomwatch.ab/N, any N): the upload
  * route hands such documents to the A/B ingest. */
@@ -57,7 +60,7 @@ struct aw_ab_round {
 	double ab;              /* log(head / base) */
 	double aa;              /* log(base's second load / base): the A/A round; 0 when none */
 	enum aw_ab_level level; /* AW_AB_LEVEL_NONE when not classified */
-	int layout;             /* the loads' index, 0 ... AW_AB_MAX_LAYOUTS - 1; -1 unknown */
+	int layout;             /* the loads' index, 0 ... AW_AB_MAX_LOADS - 1; -1 unknown */
 };
 
 struct aw_ab_rule {
@@ -81,6 +84,7 @@ struct aw_ab_estimate {
 struct aw_ab_layout {
 	size_t rounds;
 	double diff, ab, aa;
+	double offset; /* the median of its rounds' diff less their level's estimate */
 	enum aw_ab_verdict verdict;
 	bool interval; /* its rounds gave an interval (enough of them to speak) */
 };
@@ -89,7 +93,7 @@ struct aw_ab_decision {
 	struct aw_ab_estimate diff;   /* decides: ab - aa, every classified round */
 	struct aw_ab_estimate ab, aa; /* reported: the A/B and the A/A (the bias) alone */
 	struct aw_ab_estimate level[AW_AB_LEVEL_COUNT]; /* diff of each level's rounds */
-	struct aw_ab_layout layout[AW_AB_MAX_LAYOUTS];
+	struct aw_ab_layout layout[AW_AB_MAX_LOADS];
 	size_t n_layouts;           /* layouts with rounds (index of the highest + 1) */
 	double layout_spread;       /* max - min of the layouts' diff; NAN with < 2 layouts */
 	double loads_sd;            /* the loads' own spread (log): aw_ab_decide(); NAN < 2 */
@@ -113,9 +117,9 @@ struct aw_ab_decision {
  * copy of a library sits at addresses and on memory of its own, and a memory-bound op reads a
  * copy 1-3% apart from another of the same build (its table's pages), which no count of rounds
  * averages away. So with two layouts or more every interval is widened to at least the
- * estimate +- t x sd x sqrt(2 / L): sd the spread of the L layouts' A/A centres (the base's
- * copies) and A/B centres (the head's) about their means, pooled, on 2(L - 1) degrees of freedom
- * (L - 1 without A/A rounds), t Student's at the same alpha_each (loads_sd, loads_hw). Returns 0
+ * estimate +- t x sd / sqrt(L): sd the spread of the L layouts' offsets (each one's median of
+ * its rounds' ab - aa less their level's estimate) about their mean, on L - 1 degrees of
+ * freedom, t Student's at the same alpha_each (loads_sd, loads_hw). Returns 0
  * or -ENOMEM. */
 int aw_ab_decide(const struct aw_ab_round *rounds, size_t n, const struct aw_ab_rule *rule,
                  struct aw_ab_decision *out);
