@@ -146,6 +146,7 @@ def main():
                 "ab_ratio": (cell.get("ab") or {}).get("ratio"),
                 "aa_ratio": (cell.get("aa") or {}).get("ratio"),
                 "layout_spread": cell.get("layout_spread"), "reason": cell.get("reason"),
+                "loads": cell.get("loads"), "doc_loads": dcell.get("loads"),
                 "layouts": [{k: lay.get(k) for k in ("rounds", "ratio", "aa", "verdict")}
                             for lay in cell.get("layouts") or []],
                 "levels": {k: {"ratio": v["ratio"], "rounds": v["rounds"],
