@@ -502,6 +502,8 @@ static void run_cell(struct cell_ctx *x)
 		x->rc = decide(x, false);
 		if (x->rc)
 			break;
+		if (out->n_blocks < x->looks_at[next_look])
+			continue; /* so classified, fewer rounds: the look waits for them */
 		if (aw_ab_verdict_decides(out->decision.verdict) &&
 		    !(out->decision.verdict == AW_AB_VERDICT_UNCHANGED && level_pending(out))) {
 			decided = true;
