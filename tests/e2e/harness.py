@@ -200,6 +200,17 @@ class Database:
                 con.close()
         return int(self.pg.psql(sql, self.name))
 
+    def settle(self, timeout=30):
+        """Waits until no other session is connected to this database (PostgreSQL): a server
+        session whose client was killed may still be committing what the client sent last."""
+        if self.backend == "sqlite":
+            return
+        sql = ("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+               "AND pid <> pg_backend_pid()")
+        deadline = time.monotonic() + timeout
+        while int(self.pg.psql(sql, self.name)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def value(self, sql):
         """The first column of the first row of `sql` as text (None when there is no row)."""
         if self.backend == "sqlite":
