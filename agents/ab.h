@@ -15,10 +15,10 @@
 #include "aw/ab.h" /* AW_AB_MAX_ROUNDS, AW_AB_MAX_LAYOUTS */
 
 /* The fewest rounds whose last look can give an interval: with at most 11 rounds the
- * sequential test looks once, each of its three estimands (every round, each level) at 95% / 3,
- * and with n rounds the most extreme outcome of the Wilcoxon signed-rank test has probability
- * 2 / 2^n, below 0.05 / 3 from n = 7 on. */
-#define AW_AB_MIN_ROUNDS       7
+ * sequential test looks once, each of its three estimands (every round, each level) at
+ * AW_AB_ALPHA / 3, and with n rounds the most extreme outcome of the Wilcoxon signed-rank test
+ * has probability 2 / 2^n, below 0.01 / 3 from n = 10 on. */
+#define AW_AB_MIN_ROUNDS       10
 #define AW_AB_DEFAULT_ROUNDS   400 /* at most, per cell: a test that decides stops sooner */
 #define AW_AB_DEFAULT_LAYOUTS  4   /* the loads are a sample: aw_ab_decide() */
 #define AW_AB_DEFAULT_BUDGET_S 20  /* seconds of measuring for the whole document */
@@ -26,7 +26,7 @@
 /* The agent's stopping rule: the collector's default threshold (detection.ab_threshold) and
  * error rate, so that a cell the agent calls decided is one the collector decides alike. */
 #define AW_AB_STOP_THRESHOLD 0.005
-#define AW_AB_STOP_ALPHA     0.05
+#define AW_AB_STOP_ALPHA     AW_AB_ALPHA
 
 struct aw_agent_ab {
 	const char *project, *ref; /* ref may be NULL */

@@ -7,14 +7,16 @@
 
 #include <jansson.h>
 
+#include "aw/ab.h" /* AW_AB_ALPHA */
+
 struct aw_ab_opts {
 	double threshold; /* the smallest relative change that counts, e.g. 0.005 for 0.5% */
 	double alpha;     /* two-sided level of the intervals and the false discovery rate */
 };
 
-#define AW_AB_OPTS_DEFAULT                        \
-	{                                         \
-		.threshold = 0.005, .alpha = 0.05 \
+#define AW_AB_OPTS_DEFAULT                               \
+	{                                                \
+		.threshold = 0.005, .alpha = AW_AB_ALPHA \
 	}
 
 /* Judges a validated A/B document (aw_ab_validate()). Returns a new object (caller decrefs)

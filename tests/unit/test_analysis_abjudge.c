@@ -162,7 +162,7 @@ static void test_levels_and_layouts(void **state)
 		assert_true(num(c, "lo") <= num(c, "ratio") / (1 + num(ld, "half_width")) + 1e-9);
 	}
 	/* 12 looks, three estimands */
-	assert_true(fabs(num(c, "alpha_each") - 0.05 / 36) < 1e-12);
+	assert_true(fabs(num(c, "alpha_each") - AW_AB_ALPHA / 36) < 1e-12);
 	assert_non_null(
 	    strstr(json_string_value(json_object_get(c, "reason")), "shared regressed"));
 	json_decref(j);

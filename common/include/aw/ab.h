@@ -19,6 +19,10 @@
 /* Loads of each side one cell measures in all: fresh copies replace the live ones as it runs
  * (docs/detection.md "Interleaved A/B"), each a layout of its own in the rounds. */
 #define AW_AB_MAX_LOADS 128
+/* The error rate of an A/B's decision per cell (both directions, every look): an A/A of 30 tries
+ * with 4 cells is to show no false verdict (docs/detection.md), so 120 tests expect 1.2 false
+ * ones at 1% and 6 at 5%; 1%. The agent stops and the collector judges at this rate. */
+#define AW_AB_ALPHA 0.01
 
 /* Whether `doc` says it is an A/B document (its schema is atomwatch.ab/N, any N): the upload
  * route hands such documents to the A/B ingest. */
