@@ -191,7 +191,7 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 	    .base = base,
 	    .head = head,
 	    .max_rounds = x->ab->rounds,
-	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_STOP_ALPHA},
+	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_ALPHA},
 	    .seed = next_random(&x->rng),
 	    .stop = x->a->stop,
 	    .reload = x->ab->keep_loads || x->fresh_failed ? NULL : fresh_copy,
@@ -457,7 +457,7 @@ static json_t *measure_json(const struct ab_run *x)
 	                 (int)x->ab->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s,
 	                 "rounds", (int)x->rounds_total, "slices_per_round", AB_SLICES_PER_ROUND,
 	                 "piece_ns", (int)AB_PIECE_NS, "level_ratio", AB_LEVEL_RATIO, "threshold",
-	                 AW_AB_STOP_THRESHOLD, "alpha", AW_AB_STOP_ALPHA, "looks",
+	                 AW_AB_STOP_THRESHOLD, "alpha", AW_AB_ALPHA, "looks",
 	                 (int)aw_ab_looks(x->ab->rounds, NULL, 0), "fresh_loads",
 	                 !x->ab->keep_loads && !x->fresh_failed);
 }

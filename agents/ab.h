@@ -24,9 +24,9 @@
 #define AW_AB_DEFAULT_BUDGET_S 20  /* seconds of measuring for the whole document */
 #define AW_AB_MAX_BUDGET_S     3600
 /* The agent's stopping rule: the collector's default threshold (detection.ab_threshold) and
- * error rate, so that a cell the agent calls decided is one the collector decides alike. */
+ * its error rate (AW_AB_ALPHA), so that a cell the agent calls decided is one the collector
+ * decides alike. */
 #define AW_AB_STOP_THRESHOLD 0.005
-#define AW_AB_STOP_ALPHA     AW_AB_ALPHA
 
 struct aw_agent_ab {
 	const char *project, *ref; /* ref may be NULL */

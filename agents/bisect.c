@@ -338,7 +338,7 @@ static int compare(struct bisect *x, struct subject_way *w, const struct build *
 	    .head = h,
 	    .max_rounds = BISECT_ROUNDS,
 	    .budget_s = BISECT_CMP_S,
-	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_STOP_ALPHA},
+	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_ALPHA},
 	    .seed = next_random(&w->rng),
 	    .stop = x->a->stop,
 	};
