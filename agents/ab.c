@@ -126,6 +126,16 @@ static void drop_copy(char **path)
 	}
 }
 
+/* A copy of one side's library at a path of its own (*path: the caller's to drop_copy()), each
+ * load of the A/B numbered in turn; 0 or a negative errno, *why saying why. */
+static int copy_library(struct ab_run *x, int head, char **path, char **why)
+{
+	*path = aw_asprintf("%s/%s-load%u.so", x->work, head ? "head" : "base", x->copies_made++);
+	if (!*path)
+		return -ENOMEM;
+	return aw_ab_copy_file(head ? x->head.library : x->base.library, *path, why);
+}
+
 /* Fresh copies of both sides' libraries in place of layout k's loads (ab_cell_plan.reload):
  * loaded beside the live ones first, so that a library that does not allow one more load keeps
  * the loads it has (and the A/B goes on with them, replacing no more). */
@@ -142,13 +152,7 @@ static int fresh_copy(void *ctx, unsigned k, struct ab_call *base, struct ab_cal
 	for (int i = 0; i < 2 && !rc; i++) {
 		int side = i ^ first; /* either side first, as in load_layouts() */
 
-		path[side] = aw_asprintf("%s/%s-load%u.so", x->work, side ? "head" : "base",
-		                         x->copies_made++);
-		if (!path[side]) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = aw_ab_copy_file(side ? x->head.library : x->base.library, path[side], &why);
+		rc = copy_library(x, side, &path[side], &why);
 		if (!rc)
 			rc = aw_subject_open(x->s, path[side], &lib[side], &why);
 		if (!rc && !find_entry(&lib[side], x->cell_reader, x->cell_name, &e[side]))
@@ -394,12 +398,10 @@ static int load_layouts(struct ab_run *x, char **err)
 
 			if (head && k == 0)
 				continue;
-			path = aw_asprintf("%s/%s-load%u.so", x->work, head ? "head" : "base",
-			                   x->copies_made++);
+			rc = copy_library(x, head, &path, err);
 			if (!path)
 				return aw_errorf(err, -ENOMEM, "out of memory");
 			x->copy[k][head] = path;
-			rc = aw_ab_copy_file(head ? x->head.library : x->base.library, path, err);
 			if (rc)
 				break;
 			rc = aw_subject_open(x->s, path, lib, &why);
