@@ -48,6 +48,12 @@ static void install_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
+/* The usage text quotes the limits --rounds is checked against. */
+#define XSTR_(x) #x
+#define XSTR(x)  XSTR_(x)
+#define AB_ROUNDS \
+	XSTR(AW_AB_DEFAULT_ROUNDS) ", " XSTR(AW_AB_MIN_ROUNDS) " to " XSTR(AW_AB_MAX_ROUNDS)
+
 static const char usage_text[] =
     "usage: atomwatch-agent COMMAND [options]\n"
     "Measure per-CPU atomics on this host and send the results to an atomwatch collector.\n"
@@ -72,7 +78,7 @@ static const char usage_text[] =
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
     "        times (default 4, at most 16), measure both in short alternating slices on one\n"
     "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
-    "        400, 7 to 1000) and --budget-s seconds of measuring in all (default 20), and\n"
+    "        " AB_ROUNDS ") and --budget-s seconds of measuring in all (default 20), and\n"
     "        upload the A/B document; its id is printed on stdout. Fresh copies of both\n"
     "        libraries replace the loads every few rounds, so that layout is sampled as\n"
     "        the rounds are; --keep-loads measures the first loads throughout\n"

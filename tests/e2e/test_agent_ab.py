@@ -326,6 +326,9 @@ def test_bad_requests():
     p = ab("--base", S.base, "--head", S.slow, "--rounds", "9")
     eq(p.returncode, 2, p.stderr)
     check("--rounds '9'" in p.stderr and "10" in p.stderr and "Wilcoxon" in p.stderr, p.stderr)
+    # --help quotes the limits the option is checked against
+    p = subprocess.run([a.agent_binary(), "--help"], capture_output=True, text=True, timeout=30)
+    check("(default\n        400, 10 to 1000)" in p.stdout + p.stderr, p.stdout + p.stderr)
     p = ab("--base", "zz", "--head", S.slow)
     eq(p.returncode, 2, p.stderr)
     check("bad --base 'zz'" in p.stderr, p.stderr)
