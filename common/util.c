@@ -673,11 +673,14 @@ int aw_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	if (!s || !*s)
 		return -EINVAL;
 	for (; *s; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
 		if (!isdigit((unsigned char)*s))
 			return -EINVAL;
-		if (v > (max - (uint64_t)(*s - '0')) / 10)
+		/* (a digit above max would wrap max - d round) */
+		if (d > max || v > (max - d) / 10)
 			return -ERANGE;
-		v = v * 10 + (uint64_t)(*s - '0');
+		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;

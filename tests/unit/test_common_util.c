@@ -114,6 +114,12 @@ static void test_numbers(void **state)
 	assert_int_equal(aw_parse_u64("42", 100, &v), 0);
 	assert_int_equal(v, 42);
 	assert_int_equal(aw_parse_u64("101", 100, &v), -ERANGE);
+	/* one digit above a small max (the check once wrapped round and let 9 pass for 8) */
+	assert_int_equal(aw_parse_u64("9", 8, &v), -ERANGE);
+	assert_int_equal(aw_parse_u64("8", 8, &v), 0);
+	assert_int_equal(v, 8);
+	assert_int_equal(aw_parse_u64("09", 8, &v), -ERANGE);
+	assert_int_equal(aw_parse_u64("0", 0, &v), 0);
 	assert_int_equal(aw_parse_u64("18446744073709551616", UINT64_MAX, &v), -ERANGE);
 	assert_int_equal(aw_parse_u64("4x", 100, &v), -EINVAL);
 	assert_int_equal(aw_parse_u64("", 100, &v), -EINVAL);
