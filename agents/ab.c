@@ -22,7 +22,8 @@ struct ab_run {
 	struct aw_agent *a;
 	const struct aw_agent_ab *ab;
 	const struct aw_agent_subject *s;
-	char *work; /* spool/ab/<id>: worktrees and library copies */
+	unsigned builds; /* code layouts of each side: --builds, or the subject's ab_builds */
+	char *work;      /* spool/ab/<id>: worktrees and library copies */
 	struct aw_ab_repo repo;
 	struct aw_ab_side base, head;
 	/* the layouts' loads: base_lay[k] is a copy of base's library, head_lay[0] the head's
@@ -93,11 +94,12 @@ static struct ab_call call_of(const struct entry *e)
 /* One round of the document: the A/B round (`aa` false) or its A/A round. */
 static json_t *round_json(const struct ab_block *b, bool aa)
 {
-	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:i, s:i}", "first",
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:i, s:i, s:i}", "first",
 	                 (aa ? b->aa_head_first : b->head_first) ? "head" : "base", "base",
 	                 num(b->base), "head", num(aa ? b->aa_head : b->head), "base_ref",
 	                 num(b->ref), "head_ref", num(b->ref), "level", aw_ab_level_name(b->level),
-	                 "layout", (int)b->layout, "slices", (int)b->slices);
+	                 "layout", (int)b->layout, "build", (int)b->build, "slices",
+	                 (int)b->slices);
 }
 
 static void report_cell(const struct ab_run *x, const char *key, const struct ab_cell_result *res)
@@ -126,14 +128,15 @@ static void drop_copy(char **path)
 	}
 }
 
-/* A copy of one side's library at a path of its own (*path: the caller's to drop_copy()), each
- * load of the A/B numbered in turn; 0 or a negative errno, *why saying why. */
-static int copy_library(struct ab_run *x, int head, char **path, char **why)
+/* A copy of one side's library for layout k (its code layout k mod --builds) at a path of its
+ * own (*path: the caller's to drop_copy()), each load of the A/B numbered in turn; 0 or a
+ * negative errno, *why saying why. */
+static int copy_library(struct ab_run *x, int head, unsigned k, char **path, char **why)
 {
 	*path = aw_asprintf("%s/%s-load%u.so", x->work, head ? "head" : "base", x->copies_made++);
 	if (!*path)
 		return -ENOMEM;
-	return aw_ab_copy_file(head ? x->head.library : x->base.library, *path, why);
+	return aw_ab_copy_file(aw_ab_side_library(head ? &x->head : &x->base, k), *path, why);
 }
 
 /* Fresh copies of both sides' libraries in place of layout k's loads (ab_cell_plan.reload):
@@ -152,7 +155,7 @@ static int fresh_copy(void *ctx, unsigned k, struct ab_call *base, struct ab_cal
 	for (int i = 0; i < 2 && !rc; i++) {
 		int side = i ^ first; /* either side first, as in load_layouts() */
 
-		rc = copy_library(x, side, &path[side], &why);
+		rc = copy_library(x, side, k, &path[side], &why);
 		if (!rc)
 			rc = aw_subject_open(x->s, path[side], &lib[side], &why);
 		if (!rc && !find_entry(&lib[side], x->cell_reader, x->cell_name, &e[side]))
@@ -194,6 +197,7 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 	    .base_ref = &ref,
 	    .base = base,
 	    .head = head,
+	    .builds = x->builds,
 	    .max_rounds = x->ab->rounds,
 	    .rule = {.threshold = AW_AB_STOP_THRESHOLD, .alpha = AW_AB_ALPHA},
 	    .seed = next_random(&x->rng),
@@ -260,9 +264,16 @@ out:
 
 static json_t *side_json(const struct aw_ab_side *sd)
 {
-	return json_pack("{s:s, s:s, s:s, s:f}", "commit", sd->commit, "library_name",
-	                 sd->lib.d && sd->lib.d->name ? sd->lib.d->name : "", "build_log",
-	                 sd->log_path, "build_s", sd->build_s);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:f}", "commit", sd->commit, "library_name",
+	                      sd->lib.d && sd->lib.d->name ? sd->lib.d->name : "", "build_log",
+	                      sd->log_path, "build_s", sd->build_s);
+
+	if (j && sd->n_builds > 1 &&
+	    json_object_set_new(j, "distinct_builds", json_integer((json_int_t)sd->distinct))) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 /* The cells of both sides: every op and reader of either, in base's order then head's new
@@ -341,7 +352,7 @@ static int measure_all(struct ab_run *x, const int *cpus, int n_cpus, json_t *ce
 }
 
 static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
-                         const struct aw_agent_subject **s, char **err)
+                         const struct aw_agent_subject **s, unsigned *builds, char **err)
 {
 	char names[512];
 
@@ -366,6 +377,16 @@ static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
 	if (ab->layouts < 1 || ab->layouts > AW_AB_MAX_LAYOUTS)
 		return aw_errorf(err, -EINVAL, "--layouts %u: 1 to %d loads of each side",
 		                 ab->layouts, AW_AB_MAX_LAYOUTS);
+	*builds = ab->builds ? ab->builds : (*s)->ab_builds ? (*s)->ab_builds : 1;
+	if (*builds > AW_AB_MAX_BUILDS)
+		return aw_errorf(err, -EINVAL, "--builds %u: 1 to %d code layouts of each side",
+		                 *builds, AW_AB_MAX_BUILDS);
+	if (*builds > ab->layouts)
+		return aw_errorf(err, -EINVAL,
+		                 "%s %u is more than --layouts %u: each code layout is measured "
+		                 "in a layout of its own",
+		                 ab->builds ? "--builds" : "the subject's ab_builds", *builds,
+		                 ab->layouts);
 	if (!(ab->budget_s > 0) || !(ab->budget_s <= AW_AB_MAX_BUDGET_S))
 		return aw_errorf(err, -EINVAL, "--budget-s %g: more than 0 and at most %d seconds",
 		                 ab->budget_s, AW_AB_MAX_BUDGET_S);
@@ -380,10 +401,10 @@ static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
 static int load_layouts(struct ab_run *x, char **err)
 {
 	unsigned n = x->ab->layouts;
-	int rc = aw_subject_open(x->s, x->base.library, &x->base.lib, err);
+	int rc = aw_subject_open(x->s, aw_ab_side_library(&x->base, 0), &x->base.lib, err);
 
 	if (!rc)
-		rc = aw_subject_open(x->s, x->head.library, &x->head.lib, err);
+		rc = aw_subject_open(x->s, aw_ab_side_library(&x->head, 0), &x->head.lib, err);
 	if (rc)
 		return rc;
 	x->head_lay[0] = &x->head.lib;
@@ -398,7 +419,7 @@ static int load_layouts(struct ab_run *x, char **err)
 
 			if (head && k == 0)
 				continue;
-			rc = copy_library(x, head, &path, err);
+			rc = copy_library(x, head, k, &path, err);
 			if (!path)
 				return aw_errorf(err, -ENOMEM, "out of memory");
 			x->copy[k][head] = path;
@@ -455,13 +476,43 @@ static json_t *new_document(struct ab_run *x, struct aw_runner *r, const char *i
 /* How the document was measured (docs/result-schema.md "The A/B document", `measure`). */
 static json_t *measure_json(const struct ab_run *x)
 {
-	return json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b}", "layouts",
-	                 (int)x->ab->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s,
-	                 "rounds", (int)x->rounds_total, "slices_per_round", AB_SLICES_PER_ROUND,
-	                 "piece_ns", (int)AB_PIECE_NS, "level_ratio", AB_LEVEL_RATIO, "threshold",
-	                 AW_AB_STOP_THRESHOLD, "alpha", AW_AB_ALPHA, "looks",
-	                 (int)aw_ab_looks(x->ab->rounds, NULL, 0), "fresh_loads",
-	                 !x->ab->keep_loads && !x->fresh_failed);
+	json_t *m = json_pack(
+	    "{s:i, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b, s:i}", "layouts",
+	    (int)x->ab->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s, "rounds",
+	    (int)x->rounds_total, "slices_per_round", AB_SLICES_PER_ROUND, "piece_ns",
+	    (int)AB_PIECE_NS, "level_ratio", AB_LEVEL_RATIO, "threshold", AW_AB_STOP_THRESHOLD,
+	    "alpha", AW_AB_ALPHA, "looks", (int)aw_ab_looks(x->ab->rounds, NULL, 0), "fresh_loads",
+	    !x->ab->keep_loads && !x->fresh_failed, "builds", (int)x->builds);
+	json_t *shifts;
+
+	if (!m || x->builds < 2)
+		return m;
+	shifts = json_array();
+	if (json_object_set_new(m, "code_shifts", shifts)) {
+		json_decref(m);
+		return NULL;
+	}
+	for (unsigned k = 0; k < x->builds; k++)
+		if (json_array_append_new(shifts, json_integer(aw_subject_layout_shift(k)))) {
+			json_decref(m);
+			return NULL;
+		}
+	return m;
+}
+
+/* A build that does not take $ATOMWATCH_LAYOUT_CFLAGS gives the same library every time: the
+ * A/B goes on (its layouts still vary the load addresses), and says so. */
+static void warn_same_builds(const struct ab_run *x)
+{
+	const struct aw_ab_side *sd[2] = {&x->base, &x->head};
+
+	for (int i = 0; i < 2; i++)
+		if (sd[i]->n_builds > 1 && sd[i]->distinct < 2)
+			aw_warn(
+			    "subject '%s': the %u builds of the %s are byte-identical: its build "
+			    "does not take $ATOMWATCH_LAYOUT_CFLAGS, so the code layouts do not "
+			    "differ (docs/detection.md \"Code layouts\")",
+			    x->s->name, sd[i]->n_builds, sd[i]->name);
 }
 
 int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, char **err)
@@ -477,7 +528,7 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 	x.base = (struct aw_ab_side){.name = "base", .commit = ab->base};
 	x.head = (struct aw_ab_side){.name = "head", .commit = ab->head};
 	x.budget_left_s = ab->budget_s;
-	rc = check_request(a, ab, &x.s, err);
+	rc = check_request(a, ab, &x.s, &x.builds, err);
 	if (rc)
 		return rc;
 	aw_agent_runner_opts(a, ab->profile, &opts);
@@ -505,9 +556,11 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 	    .a = a, .s = x.s, .project = ab->project, .ref = ab->ref, .work = x.work, .tag = "ab"};
 	rc = aw_ab_repo_open(&x.repo, err);
 	if (!rc)
-		rc = aw_ab_side_build(&x.repo, &x.base, err);
+		rc = aw_ab_side_build(&x.repo, &x.base, x.builds, err);
 	if (!rc)
-		rc = aw_ab_side_build(&x.repo, &x.head, err);
+		rc = aw_ab_side_build(&x.repo, &x.head, x.builds, err);
+	if (!rc)
+		warn_same_builds(&x);
 	if (!rc)
 		rc = load_layouts(&x, err);
 	if (rc)

@@ -35,6 +35,8 @@ struct aw_agent_ab {
 	const char *cpus;          /* NULL: the subject's (default first-per-type) */
 	unsigned rounds;           /* A/B rounds per cell at most (and as many A/A rounds) */
 	unsigned layouts;          /* loads of each side, 1 ... AW_AB_MAX_LAYOUTS */
+	unsigned builds;           /* code layouts of each side, 1 ... AW_AB_MAX_BUILDS and at
+	                            * most layouts; 0: the subject's ab_builds */
 	double budget_s;           /* seconds of measuring at most, every cell together */
 	bool aa;                   /* base == head on purpose: an A/A document */
 	bool keep_loads;           /* --keep-loads: no fresh copies as a cell runs */
@@ -45,7 +47,8 @@ struct aw_agent_ab {
  * else in place one after the other, each library copied aside), loads them per layout,
  * measures every op and reader cell of either side and returns the document (*out, caller
  * decrefs). Returns 0, or a negative errno with *err: -EINVAL for a bad request (unknown
- * subject, base == head without aa, rounds, layouts or budget out of range, more layouts than
+ * subject, base == head without aa, rounds, layouts, builds or budget out of range, more
+ * builds than layouts, more layouts than
  * the library can be loaded, bad CPUs: exit status 2), -EINTR when stopped, others (a commit
  * that cannot be checked out or built, with the log's last lines; a library that does not load
  * or speaks another ABI) for failures. Nothing is spooled here. */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aw/ab.h"
 #include "aw/log.h"
 #include "aw/util.h"
 #include "proc.h"
@@ -203,12 +204,68 @@ int aw_ab_copy_file(const char *from, const char *to, char **err)
 	return rc;
 }
 
-int aw_ab_side_build(struct aw_ab_repo *r, struct aw_ab_side *sd, char **err)
+/* Whether two files hold the same bytes (false when either cannot be read). */
+static bool same_bytes(const char *a, const char *b)
+{
+	char *da = NULL, *db = NULL, *why = NULL;
+	size_t la = 0, lb = 0;
+	bool same = !aw_read_file(a, 1u << 30, &da, &la, &why) &&
+	            !aw_read_file(b, 1u << 30, &db, &lb, &why) && la == lb && !memcmp(da, db, la);
+
+	free(da);
+	free(db);
+	free(why);
+	return same;
+}
+
+/* Build k of the side (code layout k; -1: the one plain build), its library copied aside when
+ * there are several or the build is in place. */
+static int build_one(struct aw_ab_repo *r, struct aw_ab_side *sd, const struct aw_agent_subject *s,
+                     int k, char **err)
+{
+	char *log = k > 0 ? aw_asprintf("%s/%s-%s-%s-%.12s-layout%d.log", r->a->spool.log_dir,
+	                                r->s->name, r->tag, sd->name, sd->commit, k)
+	                  : sd->log_path;
+	char *why = NULL;
+	uint64_t t0 = aw_monotonic_ns();
+	int rc;
+
+	if (!log)
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	rc = aw_subject_build(s, r->project, sd->commit, r->ref, k, log, r->a->stop, &why);
+	sd->build_s += (double)(aw_monotonic_ns() - t0) / 1e9;
+	if (rc && k > 0)
+		rc = aw_errorf(err, rc, "the %s commit %s, code layout %d: %s", sd->name,
+		               sd->commit, k, why ? why : "the build failed");
+	else if (rc)
+		rc = aw_errorf(err, rc, "the %s commit %s: %s", sd->name, sd->commit,
+		               why ? why : "the build failed");
+	free(why);
+	if (log != sd->log_path)
+		free(log);
+	if (rc)
+		return rc;
+	if (k < 0)
+		return r->toplevel ? 0 : aw_ab_copy_file(r->s->library, sd->library, err);
+	sd->build_lib[k] = aw_asprintf("%s/%s-layout%d.so", r->work, sd->name, k);
+	if (!sd->build_lib[k])
+		return aw_errorf(err, -ENOMEM, "out of memory");
+	rc = aw_ab_copy_file(r->toplevel ? sd->library : r->s->library, sd->build_lib[k], err);
+	if (rc)
+		return rc;
+	sd->distinct++;
+	for (int j = 0; j < k; j++)
+		if (same_bytes(sd->build_lib[j], sd->build_lib[k])) {
+			sd->distinct--;
+			break;
+		}
+	return 0;
+}
+
+int aw_ab_side_build(struct aw_ab_repo *r, struct aw_ab_side *sd, unsigned builds, char **err)
 {
 	struct aw_agent_subject s = *r->s;
-	uint64_t t0;
-	char *why = NULL;
-	int rc;
+	int rc = 0;
 
 	sd->log_path = aw_asprintf("%s/%s-%s-%s-%.12s.log", r->a->spool.log_dir, r->s->name, r->tag,
 	                           sd->name, sd->commit);
@@ -230,20 +287,21 @@ int aw_ab_side_build(struct aw_ab_repo *r, struct aw_ab_side *sd, char **err)
 	s.dir = sd->dir;
 	s.library = sd->library;
 	if (r->s->build)
-		aw_info("building the %s (%.12s) of subject '%s' (log: %s)", sd->name, sd->commit,
-		        r->s->name, sd->log_path);
-	t0 = aw_monotonic_ns();
-	rc = aw_subject_build(&s, r->project, sd->commit, r->ref, sd->log_path, r->a->stop, &why);
-	sd->build_s = (double)(aw_monotonic_ns() - t0) / 1e9;
-	if (rc) {
-		rc = aw_errorf(err, rc, "the %s commit %s: %s", sd->name, sd->commit,
-		               why ? why : "the build failed");
-		free(why);
-		return rc;
-	}
-	if (!r->toplevel)
-		return aw_ab_copy_file(r->s->library, sd->library, err);
-	return 0;
+		aw_info("building the %s (%.12s) of subject '%s'%s (log: %s)", sd->name, sd->commit,
+		        r->s->name, builds > 1 ? " in its code layouts" : "", sd->log_path);
+	sd->n_builds = builds > 1 ? (builds < AW_AB_MAX_BUILDS ? builds : AW_AB_MAX_BUILDS) : 1;
+	sd->distinct = 0;
+	sd->build_s = 0;
+	if (sd->n_builds == 1)
+		return build_one(r, sd, &s, -1, err);
+	for (unsigned k = 0; k < sd->n_builds && !rc; k++)
+		rc = build_one(r, sd, &s, (int)k, err);
+	return rc;
+}
+
+const char *aw_ab_side_library(const struct aw_ab_side *sd, unsigned k)
+{
+	return sd->n_builds > 1 ? sd->build_lib[k % sd->n_builds] : sd->library;
 }
 
 static void remove_worktree(struct aw_ab_repo *r, struct aw_ab_side *sd)
@@ -270,5 +328,11 @@ void aw_ab_side_release(struct aw_ab_repo *r, struct aw_ab_side *sd)
 	aw_freep(&sd->dir);
 	aw_freep(&sd->library);
 	aw_freep(&sd->log_path);
+	for (unsigned k = 0; k < AW_AB_MAX_BUILDS; k++)
+		if (sd->build_lib[k]) {
+			unlink(sd->build_lib[k]);
+			aw_freep(&sd->build_lib[k]);
+		}
+	sd->n_builds = sd->distinct = 0;
 	sd->build_s = 0;
 }

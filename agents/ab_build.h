@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "agent.h"
+#include "aw/ab.h"
 #include "aw/buf.h"
 #include "subjects.h"
 
@@ -55,15 +56,22 @@ struct aw_ab_side {
 	char *dir;     /* the build's working directory */
 	char *library; /* the library to load (a copy when building in place) */
 	char *log_path;
-	double build_s;
-	struct aw_subject_lib lib; /* its first load, made by the caller */
+	double build_s;    /* every build of the side together */
+	unsigned n_builds; /* code layouts built: 1, or the A/B's --builds */
+	unsigned distinct; /* of them, libraries unlike every earlier one's (0: one build) */
+	char *build_lib[AW_AB_MAX_BUILDS]; /* n_builds > 1: layout k's library, copied aside */
+	struct aw_subject_lib lib;         /* its first load, made by the caller */
 };
 
 /* Checks out sd->commit in a worktree of its own (when in a repository) and builds it there,
- * or builds in place and copies the library aside. Returns 0, -EINTR when stopped, or a
- * negative errno with *err naming the commit (one that cannot be checked out or built, with
- * the log's last lines). Release with aw_ab_side_release() in every case. */
-int aw_ab_side_build(struct aw_ab_repo *r, struct aw_ab_side *sd, char **err);
+ * or builds in place and copies the library aside. builds > 1: builds it that many times, once
+ * per code layout (aw_subject_build()), each library copied aside. Returns 0, -EINTR when
+ * stopped, or a negative errno with *err naming the commit (one that cannot be checked out or
+ * built, with the log's last lines). Release with aw_ab_side_release() in every case. */
+int aw_ab_side_build(struct aw_ab_repo *r, struct aw_ab_side *sd, unsigned builds, char **err);
+
+/* The library of code layout k mod n_builds (the one build's when there is one). */
+const char *aw_ab_side_library(const struct aw_ab_side *sd, unsigned k);
 
 /* Closes the side's load, removes its worktree (or library copy) and frees its fields; the
  * caller's name and commit stay. */

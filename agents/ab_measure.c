@@ -27,7 +27,7 @@
  * (ns per step), the layout (the loads' index in the rounds) and the order. */
 struct slice {
 	double ns[SIDES], empty, ref_before, ref_after;
-	unsigned layout;
+	unsigned layout, build;
 	unsigned char order[SIDES];
 };
 
@@ -147,6 +147,7 @@ static int measure_slice(struct cell_ctx *x, unsigned layout, const unsigned cha
 	struct slice s;
 
 	s.layout = x->load_id[layout];
+	s.build = p->builds > 1 ? layout % p->builds : 0;
 	memcpy(s.order, order, sizeof(s.order));
 	s.ref_before = ab_reference_ns(x);
 	for (int i = 0; i < SIDES; i++) {
@@ -216,6 +217,7 @@ static int make_block(struct cell_ctx *x, const size_t *idx, size_t n, enum aw_a
 	b->ref = median_of(ref, 2 * n);
 	b->level = level;
 	b->layout = first->layout;
+	b->build = first->build;
 	b->slices = (unsigned)n;
 	b->head_first = b->aa_head_first = false;
 	for (int i = 0; i < SIDES && first->order[i] != LOAD_REF; i++) {

@@ -41,11 +41,12 @@ struct ab_cell_plan {
 	const struct ab_call *base_ref; /* the base's first load, which every slice measures */
 	const struct ab_call *base;     /* [layouts] the base's other loads, one per layout */
 	const struct ab_call *head;     /* [layouts] the head's loads */
-	unsigned max_rounds;            /* rounds at most (AW_AB_MIN_ROUNDS ...) */
-	double budget_s;                /* seconds of measuring at most */
-	struct aw_ab_rule rule;         /* threshold and alpha; looks and levels set here */
-	uint64_t seed;                  /* the orders' randomness */
-	volatile int *stop;             /* raised: stop between slices */
+	unsigned builds;     /* code layouts: layout k's loads are build k mod builds (0, 1: one) */
+	unsigned max_rounds; /* rounds at most (AW_AB_MIN_ROUNDS ...) */
+	double budget_s;     /* seconds of measuring at most */
+	struct aw_ab_rule rule; /* threshold and alpha; looks and levels set here */
+	uint64_t seed;          /* the orders' randomness */
+	volatile int *stop;     /* raised: stop between slices */
 	/* Replaces layout k's two loads with fresh copies and points *base and *head at them;
 	 * 0, or a negative errno when none could be loaded (the old loads stay, and the cell goes
 	 * on with them, replacing no more). Called on the measuring thread. NULL: the loads stay
@@ -62,6 +63,7 @@ struct ab_block {
 	double ref;     /* the throughput reference, ns per step */
 	enum aw_ab_level level;
 	unsigned layout;
+	unsigned build; /* the code layout of its loads */
 	unsigned slices;
 	bool head_first;    /* in the first slice, head before the reference load */
 	bool aa_head_first; /* and the layout's base load before it */

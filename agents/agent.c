@@ -180,7 +180,7 @@ int aw_agent_measure_keep(struct aw_agent *a, const struct aw_agent_run *run,
 		}
 		if (subject->build)
 			aw_info("building subject '%s' (log: %s)", subject->name, log_path);
-		rc = aw_subject_build(subject, run->project, run->commit, run->ref, log_path,
+		rc = aw_subject_build(subject, run->project, run->commit, run->ref, -1, log_path,
 		                      a->stop, err);
 		if (rc)
 			goto out;

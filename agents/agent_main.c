@@ -72,16 +72,23 @@ static const char usage_text[] =
     "        seconds (default 120) were spent measuring them, so that the gate can tell a\n"
     "        regression from one unlucky run; each re-measurement starts --confirm-gap-s\n"
     "        seconds (default 30, 0 to 3600) after the last measurement ended, at another\n"
-    "        moment of the machine than the run it confirms\n"
+    "        moment of the machine than the run it confirms\n";
+
+/* (apart: C99 promises string literals of 4095 bytes only) */
+static const char usage_ab[] =
     "  ab --project P --subject NAME --base SHA --head SHA [--ref REF] [--aa] [--cpus LIST]\n"
-    "      [--rounds N] [--layouts N] [--keep-loads] [--budget-s S] [--profile NAME] [--quiet]\n"
+    "      [--rounds N] [--layouts N] [--builds N] [--keep-loads] [--budget-s S] [--profile NAME]\n"
+    "      [--quiet]\n"
     "        interleaved A/B: build the subject at both commits, load each library --layouts\n"
     "        times (default 4, at most 16), measure both in short alternating slices on one\n"
     "        CPU until a sequential test decides, within --rounds rounds per cell (default\n"
     "        " AB_ROUNDS ") and --budget-s seconds of measuring in all (default 20), and\n"
     "        upload the A/B document; its id is printed on stdout. Fresh copies of both\n"
     "        libraries replace the loads every few rounds, so that layout is sampled as\n"
-    "        the rounds are; --keep-loads measures the first loads throughout\n"
+    "        the rounds are; --keep-loads measures the first loads throughout. --builds N\n"
+    "        (default the subject's ab_builds, else 1; at most 8 and --layouts) builds each\n"
+    "        side N times, build k with $ATOMWATCH_LAYOUT_CFLAGS starting every function\n"
+    "        40k mod 64 bytes past a 64-byte line, layout k loading build k mod N\n"
     "  bisect --subject NAME --good SHA --bad SHA [--cells GLOB]... [--project P] [--ref REF]\n"
     "      [--budget N] [--format text|json] [--quiet]\n"
     "        find the commit between --good and --bad (first-parent) that made the subject's\n"
@@ -147,6 +154,7 @@ enum {
 	O_VERSION,
 	O_CONFIRM,
 	O_LAYOUTS,
+	O_BUILDS,
 	O_BUDGET_S,
 	O_GOOD,
 	O_BAD,
@@ -181,6 +189,7 @@ static const struct option longopts[] = {
     {"version", no_argument, NULL, O_VERSION},
     {"confirm", required_argument, NULL, O_CONFIRM},
     {"layouts", required_argument, NULL, O_LAYOUTS},
+    {"builds", required_argument, NULL, O_BUILDS},
     {"keep-loads", no_argument, NULL, O_KEEP_LOADS},
     {"budget-s", required_argument, NULL, O_BUDGET_S},
     {"good", required_argument, NULL, O_GOOD},
@@ -202,7 +211,7 @@ struct args {
 	size_t n_cells;
 	unsigned budget;
 	bool budget_given;
-	unsigned rounds, layouts; /* ab: 0 for the defaults */
+	unsigned rounds, layouts, builds; /* ab: 0 for the defaults */
 	double budget_s;
 	json_t *labels;
 	bool quiet, upload, config_given, aa, keep_loads;
@@ -277,6 +286,7 @@ static bool option_allowed(const char *cmd, int opt)
 	case O_CPUS:
 	case O_AA:
 	case O_LAYOUTS:
+	case O_BUILDS:
 	case O_KEEP_LOADS:
 	case O_BUDGET_S:
 		return !strcmp(cmd, "ab");
@@ -309,6 +319,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		if (opt == O_HELP) {
 			fputs(usage_text, stdout);
+			fputs(usage_ab, stdout);
 			fputs(usage_tail, stdout);
 			return -1;
 		}
@@ -454,6 +465,17 @@ static int parse_args(int argc, char **argv, struct args *a)
 				    "%d",
 				    optarg, AW_AB_MAX_LAYOUTS);
 			a->layouts = (unsigned)n;
+			break;
+		}
+		case O_BUILDS: {
+			uint64_t n;
+
+			if (aw_parse_u64(optarg, AW_AB_MAX_BUILDS, &n) || n < 1)
+				return usage_error(
+				    "bad --builds '%s': the code layouts of each side, "
+				    "1 to %d",
+				    optarg, AW_AB_MAX_BUILDS);
+			a->builds = (unsigned)n;
 			break;
 		}
 		case O_BUDGET_S: {
@@ -679,6 +701,7 @@ static int cmd_ab(const struct args *a, struct aw_agent_config *cfg)
 	    .cpus = a->cpus,
 	    .rounds = a->rounds ? a->rounds : AW_AB_DEFAULT_ROUNDS,
 	    .layouts = a->layouts ? a->layouts : AW_AB_DEFAULT_LAYOUTS,
+	    .builds = a->builds,
 	    .budget_s = a->budget_s > 0 ? a->budget_s : AW_AB_DEFAULT_BUDGET_S,
 	    .aa = a->aa,
 	    .keep_loads = a->keep_loads,

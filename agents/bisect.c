@@ -281,7 +281,7 @@ static int build_load(struct bisect *x, struct subject_way *w, struct build *b, 
 
 	b->side = (struct aw_ab_side){.name = name, .commit = sha};
 	x->builds++;
-	rc = aw_ab_side_build(&x->repo, &b->side, err);
+	rc = aw_ab_side_build(&x->repo, &b->side, 1, err);
 	if (rc == -EINTR)
 		return rc;
 	if (rc)

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "aw/ab.h"
 #include "aw/log.h"
 #include "aw/result.h"
 #include "aw/util.h"
@@ -174,6 +175,7 @@ static const struct key subject_keys[] = {
     {"env", K_ENV, SF(env), SF(n_env), 0, 0, NULL, false},
     {"cpus", K_STR, SF(cpus), 0, 0, 0, NULL, false},
     {"timeout", K_DURATION, SF(build_timeout_ms), 0, MS(1), DAY_MS, NULL, false},
+    {"ab_builds", K_U32, SF(ab_builds), 0, 1, AW_AB_MAX_BUILDS, NULL, false},
     KEY_END,
 };
 
@@ -518,6 +520,7 @@ static int read_subject(const struct parser *p, const yaml_node_t *kn, const cha
 	s = &grown[cfg->n_subjects++];
 	memset(s, 0, sizeof(*s));
 	s->build_timeout_ms = MS(1800);
+	s->ab_builds = 1;
 	s->name = strdup(k);
 	if (!s->name)
 		return nomem(p);

@@ -27,6 +27,7 @@ struct aw_agent_subject {
 	size_t n_env;
 	char *cpus;                /* CPU selection; NULL: first-per-type */
 	uint64_t build_timeout_ms; /* the build is killed after this */
+	uint32_t ab_builds;        /* an A/B's code layouts per side (1 ... AW_AB_MAX_BUILDS) */
 };
 
 struct aw_agent_config {

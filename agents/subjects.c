@@ -19,7 +19,12 @@
 #define TAIL_LINES     15
 #define SUBJECT_OPS    256
 #define SUBJECT_CPUS   4096
-#define BUILD_ENV_BASE 3
+#define BUILD_ENV_BASE 5
+#if defined(__aarch64__)
+#define NOP_BYTES 4
+#else
+#define NOP_BYTES 1
+#endif
 
 /* The last bytes of a log file, for an error message. */
 static void log_tail(const char *path, char *out, size_t len)
@@ -47,22 +52,43 @@ static void log_tail(const char *path, char *out, size_t len)
 		out[l - 1] = '\0';
 }
 
+unsigned aw_subject_layout_shift(unsigned k)
+{
+	return 40 * k % 64;
+}
+
 int aw_subject_build(const struct aw_agent_subject *s, const char *project, const char *commit,
-                     const char *ref, const char *log_path, volatile int *stop, char **err)
+                     const char *ref, int layout, const char *log_path, volatile int *stop,
+                     char **err)
 {
 	const char *argv[] = {"/bin/sh", "-c", s->build, NULL};
 	const char **env = NULL;
-	char *vars[BUILD_ENV_BASE] = {NULL, NULL, NULL}, tail[TAIL_BYTES + 1];
+	char *vars[BUILD_ENV_BASE] = {NULL}, tail[TAIL_BYTES + 1];
 	struct aw_proc proc = {0};
-	int fd = -1, code = 0, rc;
+	int fd = -1, code = 0, rc = 0;
 
 	if (!s->build)
 		return 0;
 	vars[0] = aw_asprintf("ATOMWATCH_PROJECT=%s", project ? project : "");
 	vars[1] = aw_asprintf("ATOMWATCH_COMMIT=%s", commit ? commit : "");
 	vars[2] = aw_asprintf("ATOMWATCH_REF=%s", ref ? ref : "");
+	if (layout < 0) {
+		vars[3] = aw_asprintf("ATOMWATCH_LAYOUT=");
+		vars[4] = aw_asprintf("ATOMWATCH_LAYOUT_CFLAGS=");
+	} else {
+		/* the shift in NOPs before each function's entry, none of them executed: one byte
+		 * each on x86, four on arm64 (the shifts are multiples of 8) */
+		vars[3] = aw_asprintf("ATOMWATCH_LAYOUT=%d", layout);
+		vars[4] = aw_asprintf("ATOMWATCH_LAYOUT_CFLAGS=-falign-functions=64 "
+		                      "-fpatchable-function-entry=%u,%u",
+		                      aw_subject_layout_shift((unsigned)layout) / NOP_BYTES,
+		                      aw_subject_layout_shift((unsigned)layout) / NOP_BYTES);
+	}
 	env = calloc(BUILD_ENV_BASE + s->n_env, sizeof(*env));
-	if (!vars[0] || !vars[1] || !vars[2] || !env) {
+	for (size_t i = 0; i < BUILD_ENV_BASE; i++)
+		if (!vars[i])
+			rc = -ENOMEM;
+	if (rc || !env) {
 		rc = aw_errorf(err, -ENOMEM, "out of memory");
 		goto out;
 	}

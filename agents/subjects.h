@@ -11,11 +11,19 @@
 #include "config.h"
 
 /* Runs the subject's build command (sh -c) in its directory with ATOMWATCH_PROJECT,
- * ATOMWATCH_COMMIT, ATOMWATCH_REF and the configured env, its output going to `log_path`.
- * Returns 0 (also when there is nothing to build), -EINTR when stopped, or a negative errno with
- * *err saying why, the log's last lines included when the build failed. */
+ * ATOMWATCH_COMMIT, ATOMWATCH_REF, ATOMWATCH_LAYOUT, ATOMWATCH_LAYOUT_CFLAGS and the configured
+ * env, its output going to `log_path`. `layout` >= 0: code layout k of an A/B side (docs/
+ * detection.md "Code layouts"), ATOMWATCH_LAYOUT=k and ATOMWATCH_LAYOUT_CFLAGS the compiler flags
+ * that start every function aw_subject_layout_shift(k) bytes past a 64-byte line; -1: a plain
+ * build, both empty. Returns 0 (also when there is nothing to build), -EINTR when stopped, or a
+ * negative errno with *err saying why, the log's last lines included when the build failed. */
 int aw_subject_build(const struct aw_agent_subject *s, const char *project, const char *commit,
-                     const char *ref, const char *log_path, volatile int *stop, char **err);
+                     const char *ref, int layout, const char *log_path, volatile int *stop,
+                     char **err);
+
+/* The bytes code layout k's functions start past a 64-byte line: 40k mod 64 (0, 40, 16, 56,
+ * 32, 8, 48, 24: eight layouts, eight different offsets, any first few spread over the line). */
+unsigned aw_subject_layout_shift(unsigned k);
 
 /* A loaded subject library whose description passed the ABI and name checks. */
 struct aw_subject_lib {

@@ -124,7 +124,8 @@ static int count(struct abv *v, const json_t *o, const char *k, const char *at, 
 
 static int side(struct abv *v, const json_t *doc, const char *k)
 {
-	static const char *const keys[] = {"commit", "library_name", "build_log", "build_s", NULL};
+	static const char *const keys[] = {"commit",  "library_name",    "build_log",
+	                                   "build_s", "distinct_builds", NULL};
 	json_t *o = json_object_get(doc, k), *b;
 	char at[16];
 	int rc;
@@ -146,6 +147,10 @@ static int side(struct abv *v, const json_t *doc, const char *k)
 	     !isfinite(json_number_value(b)))) {
 		snprintf(at, sizeof(at), "%s.build_s", k);
 		rc = bad(v, "invalid", at, "'build_s' must be a number >= 0");
+	}
+	if (!rc) {
+		snprintf(at, sizeof(at), "%s.", k);
+		rc = count(v, o, "distinct_builds", at, 0, AW_AB_MAX_BUILDS, true);
 	}
 	return rc;
 }
@@ -201,8 +206,8 @@ static int one_of(struct abv *v, const json_t *o, const char *k, const char *at,
 
 static int rounds(struct abv *v, const json_t *cell, const char *k, const char *at)
 {
-	static const char *const keys[] = {"first", "base",   "head",   "base_ref", "head_ref",
-	                                   "level", "layout", "slices", NULL};
+	static const char *const keys[] = {"first", "base",   "head",  "base_ref", "head_ref",
+	                                   "level", "layout", "build", "slices",   NULL};
 	static const char *const levels[] = {"alone", "shared", NULL};
 	json_t *a = json_object_get(cell, k), *r;
 	char field[128];
@@ -238,6 +243,8 @@ static int rounds(struct abv *v, const json_t *cell, const char *k, const char *
 			rc = one_of(v, r, "level", field, levels);
 		if (!rc)
 			rc = bounded(v, r, "layout", field, 0, AW_AB_MAX_LOADS - 1, true);
+		if (!rc)
+			rc = bounded(v, r, "build", field, 0, AW_AB_MAX_BUILDS - 1, true);
 		if (!rc)
 			rc = bounded(v, r, "slices", field, 1, 1e9, true);
 		if (rc)
@@ -305,12 +312,40 @@ static int cell(struct abv *v, const json_t *c, size_t i)
 	return rc;
 }
 
+/* measure.code_shifts: one offset in bytes (0 to 63) per code layout, as many as `builds`. */
+static int code_shifts(struct abv *v, const json_t *m)
+{
+	const json_t *a = json_object_get(m, "code_shifts"), *e;
+	const json_t *builds = json_object_get(m, "builds");
+	char field[64];
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > AW_AB_MAX_BUILDS)
+		return bad(v, "type", "measure.code_shifts",
+		           "'code_shifts' must be an array of at most %d offsets",
+		           AW_AB_MAX_BUILDS);
+	if (builds && (json_int_t)json_array_size(a) != json_integer_value(builds))
+		return bad(v, "invalid", "measure.code_shifts",
+		           "'code_shifts' must hold one offset per build (%zu, builds %lld)",
+		           json_array_size(a), (long long)json_integer_value(builds));
+	json_array_foreach (a, i, e) {
+		if (json_is_integer(e) && json_integer_value(e) >= 0 && json_integer_value(e) < 64)
+			continue;
+		snprintf(field, sizeof(field), "measure.code_shifts[%zu]", i);
+		return bad(v, "invalid", field, "a code shift must be a whole number from 0 to 63");
+	}
+	return 0;
+}
+
 /* How the document was measured (optional): every key optional, none unknown. */
 static int measure(struct abv *v, const json_t *doc)
 {
 	static const char *const keys[] = {
-	    "layouts",     "budget_s",  "seconds", "rounds", "slices_per_round", "piece_ns",
-	    "level_ratio", "threshold", "alpha",   "looks",  "fresh_loads",      NULL};
+	    "layouts",     "budget_s",    "seconds",     "rounds", "slices_per_round",
+	    "piece_ns",    "level_ratio", "threshold",   "alpha",  "looks",
+	    "fresh_loads", "builds",      "code_shifts", NULL};
 	const json_t *m = json_object_get(doc, "measure");
 	int rc;
 
@@ -342,6 +377,10 @@ static int measure(struct abv *v, const json_t *doc)
 	if (!rc && json_object_get(m, "fresh_loads") &&
 	    !json_is_boolean(json_object_get(m, "fresh_loads")))
 		rc = bad(v, "type", "measure.fresh_loads", "'fresh_loads' must be true or false");
+	if (!rc)
+		rc = bounded(v, m, "builds", "measure.", 1, AW_AB_MAX_BUILDS, true);
+	if (!rc)
+		rc = code_shifts(v, m);
 	return rc;
 }
 

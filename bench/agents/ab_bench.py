@@ -12,11 +12,14 @@ an A/A of their own. Every try runs `atomwatch-agent ab` from
 base to each variant in turn (the variants interleaved, so that the machine's moods fall on all
 alike), and a real collector (SQLite, started through tests/e2e/harness.py) judges every
 document. Prints per variant the verdicts, the estimated change, the rounds and seconds used and
-the wall time of a whole A/B (both builds included), and the load average. With --history N
+the wall time of a whole A/B (both builds included), and the load average. The subject's build
+takes $ATOMWATCH_LAYOUT_CFLAGS: --builds N builds each side N times with its code shifted
+(docs/detection.md "Code layouts"); --builds 1,4 measures each variant both ways, interleaved. With --history N
 --trials M it also runs the history-based verdict on the same code for comparison.
 
 usage: ab_bench.py --agent BIN [--subject chain|overlap|hash|branchy] [--extras 2,5,11]
-                   [--tries 30] [--rounds 400] [--layouts 4] [--budget-s 20] [--profile quick]
+                   [--tries 30] [--rounds 400] [--layouts 4] [--builds 4|1,4] [--budget-s 20]
+                   [--profile quick]
                    [--history 0 --trials 0] [--json FILE]"""
 
 import argparse
@@ -83,6 +86,9 @@ def main():
     ap.add_argument("--tries", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=400)
     ap.add_argument("--layouts", type=int, default=4)
+    ap.add_argument("--builds", default="4",
+                    help="code layouts of each side, or a comma-separated list to compare "
+                         "(each variant measured with each, interleaved)")
     ap.add_argument("--budget-s", type=float, default=20)
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--history", type=int, default=0)
@@ -114,18 +120,20 @@ def main():
     token = col.token("agent", HOST)
     ci = col.token("ci")
     inc = os.path.join(h.SOURCE_DIR, "runner", "include")
-    build = ('cc -O2 -shared -fPIC -I"$INC" %s -D%s=$(cat extra) -o libsubject.so subject.c'
-             % (flags, macro))
+    # the code layouts' flags (empty for a plain build): docs/detection.md "Code layouts"
+    build = ('cc -O2 -shared -fPIC -I"$INC" %s -D%s=$(cat extra) $ATOMWATCH_LAYOUT_CFLAGS '
+             '-o libsubject.so subject.c' % (flags, macro))
     matrix = "matrix:\n  profile: %s\n  ops: [plain]\n" % args.profile
     extra = ("subjects:\n  s:\n    build: '%s'\n    dir: %s\n    library: %s/libsubject.so\n"
              "    env: {INC: %s}\n    cpus: first\n    timeout: 5m\n" % (build, repo, repo, inc))
     ag = a.Agent(col_url(col), token, HOST, extra=extra, matrix=matrix)
 
-    def ab(head):
+    def ab(head, builds):
         t = time.time()
         p = ag.run("ab", "--project", "bench", "--subject", "s", "--base", base, "--head",
                    head, "--rounds", str(args.rounds), "--layouts", str(args.layouts),
-                   "--budget-s", str(args.budget_s), "--quiet", timeout=900)
+                   "--builds", str(builds), "--budget-s", str(args.budget_s), "--quiet",
+                   timeout=900)
         wall = time.time() - t
         if p.returncode != 0:
             raise SystemExit("ab failed: %s" % p.stderr)
@@ -139,6 +147,8 @@ def main():
         levels = cell.get("levels") or {}
         return {"verdict": cell["verdict"], "others": others, "wall_s": wall, "ab_id": o["ab_id"],
                 "build_s": doc["base"]["build_s"] + doc["head"]["build_s"],
+                "builds": doc.get("measure", {}).get("builds", 1),
+                "distinct_builds": [doc[k].get("distinct_builds", 1) for k in ("base", "head")],
                 "measure_s": doc.get("measure", {}).get("seconds"),
                 "rounds": cell.get("rounds"), "slices": dcell.get("slices"),
                 "set_aside": dcell.get("set_aside"), "stop": dcell.get("stop"),
@@ -155,22 +165,29 @@ def main():
 
     load0 = os.getloadavg()
     t0 = time.time()
-    results = {name: [] for name, _ in variants}
+    # with several --builds values, each variant is measured with each in every try
+    builds = [int(b) for b in args.builds.split(",")]
+    if len(builds) > 1:
+        variants = [("%s b%d" % (name, b), sha, b) for name, sha in variants for b in builds]
+    else:
+        variants = [(name, sha, builds[0]) for name, sha in variants]
+    results = {name: [] for name, _, _ in variants}
     for i in range(args.tries):
-        for name, sha in variants:
-            results[name].append(ab(sha))
+        for name, sha, b in variants:
+            results[name].append(ab(sha, b))
         print("  try %d/%d, load %.1f" % (i + 1, args.tries, os.getloadavg()[0]), flush=True)
     ab_s = time.time() - t0
     load1 = os.getloadavg()
 
-    print("interleaved A/B, subject %s (%s), %d tries, --rounds %d --layouts %d --budget-s %g,"
-          " profile %s, 1 op on 1 CPU" % (args.subject, flags, args.tries, args.rounds,
-                                          args.layouts, args.budget_s, args.profile))
-    print("%-6s %-28s %-9s %-17s %-7s %-14s %-10s %-10s %s" % (
+    print("interleaved A/B, subject %s (%s), %d tries, --rounds %d --layouts %d --builds %s "
+          "--budget-s %g, profile %s, 1 op on 1 CPU"
+          % (args.subject, flags, args.tries, args.rounds, args.layouts, args.builds,
+             args.budget_s, args.profile))
+    print("%-9s %-28s %-9s %-17s %-7s %-14s %-10s %-10s %s" % (
         "head", "verdicts (reg/imp/unch/inc)", "change", "change alone/shared", "rounds",
         "layout spread", "measure s", "wall s", "stops"))
     summary = {}
-    for name, _ in variants:
+    for name, _, _ in variants:
         rs = results[name]
         counts = {v: sum(r["verdict"] == v for r in rs) for v in VERDICTS}
         alone = median([r["levels"].get("alone", {}).get("ratio") for r in rs])
@@ -188,7 +205,7 @@ def main():
                          "layout_spread": median([r["layout_spread"] for r in rs]),
                          "layout_spread_max": max((r["layout_spread"] or 0) for r in rs)}
         s = summary[name]
-        print("%-6s %-28s %-9s %-17s %-7g %-14s %-10s %-10s %s" % (
+        print("%-9s %-28s %-9s %-17s %-7g %-14s %-10s %-10s %s" % (
             name, "%d/%d/%d/%d" % tuple(counts[v] for v in VERDICTS), pct(s["ratio"]),
             "%s/%s" % (pct(alone), pct(shared)), s["rounds"],
             "%.2f%% (%.2f)" % (100 * s["layout_spread"], 100 * s["layout_spread_max"]),
@@ -198,7 +215,7 @@ def main():
     print("(change: the median over the tries of each A/B's estimate, A/A bias removed; "
           "layout spread, measure s and wall s: median (max))")
     if SUBJECTS[args.subject][0] == "subject_shapes.c":
-        for name, _ in variants:
+        for name, _, _ in variants:
             vs = [o[1] for r in results[name] for o in r["others"]]
             summary[name]["others"] = {v: vs.count(v) for v in VERDICTS}
             moved = {}
@@ -206,7 +223,7 @@ def main():
                 for o in r["others"]:
                     if o[1] in ("regressed", "improved"):
                         moved.setdefault(o[0], []).append(pct(o[2]))
-            print("%-6s the other ops (their code unchanged): %s of %d%s" % (
+            print("%-9s the other ops (their code unchanged): %s of %d%s" % (
                 name, "/".join(str(vs.count(v)) for v in VERDICTS), len(vs),
                 "".join("; %s %s" % (k, " ".join(v)) for k, v in sorted(moved.items()))))
     print("%.0f s for all A/Bs" % ab_s)

@@ -8,8 +8,10 @@ their level and layout; --layouts N spreads them over N layouts; the rounds and 
 within --rounds and --budget-s. A document of the first shape (rounds without levels, layouts or
 `measure`) is still accepted and judged. Fresh loads replace the live ones every few rounds, each
 a layout of its own (--keep-loads keeps the first; a library that allows no more loads keeps
-them and says so). Bad input: base == head without --aa, --rounds below 10,
---layouts 0 or above 16 or more than the library can be loaded (static TLS), --budget-s 0,
+them and says so). --builds N (or the subject's ab_builds) builds each side N times with its code
+shifted by $ATOMWATCH_LAYOUT_CFLAGS; a build that ignores them is warned of. Bad input: base ==
+head without --aa, --rounds below 10, --builds 0, above 8 or above --layouts (from the option or
+the config), --layouts 0 or above 16 or more than the library can be loaded (static TLS), --budget-s 0,
 negative or not a number, a commit that does not exist or does not build, a library of another
 ABI (exit status and the log's end; nothing uploaded), and A/B bodies with a bad field (400
 naming it).
@@ -20,6 +22,7 @@ import argparse
 import copy
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -61,6 +64,10 @@ const struct atomwatch_subject *atomwatch_subject(void) { return &desc; }
 """
 
 BUILD = ('cc -O2 -shared -fPIC -I"$INC" $(cat flags) -o libsubj.so subj.c')
+# the same, taking the code layout's flags (docs/detection.md "Code layouts") and saying them
+BUILD_LAYOUTS = ('echo "layout=$ATOMWATCH_LAYOUT cflags=$ATOMWATCH_LAYOUT_CFLAGS" && '
+                 'cc -O2 -shared -fPIC -I"$INC" $(cat flags) $ATOMWATCH_LAYOUT_CFLAGS '
+                 '-o libsubj.so subj.c')
 
 
 class Suite:
@@ -111,12 +118,14 @@ def setup(backend):
     inc = os.path.join(h.SOURCE_DIR, "runner", "include")
     extra = ("subjects:\n  subj:\n    build: '%s'\n    dir: %s\n    library: %s/libsubj.so\n"
              "    env: {INC: %s}\n    cpus: first\n    timeout: 2m\n"
-             % (BUILD, S.repo, S.repo, inc))
+             "  subjl:\n    build: '%s'\n    dir: %s\n    library: %s/libsubj.so\n"
+             "    env: {INC: %s}\n    cpus: first\n    timeout: 2m\n    ab_builds: 2\n"
+             % (BUILD, S.repo, S.repo, inc, BUILD_LAYOUTS, S.repo, S.repo, inc))
     S.ag = a.Agent(S.url, S.token, HOST, extra=extra)
 
 
-def ab(*args, timeout=300):
-    return S.ag.run("ab", "--project", "e2e", "--subject", "subj", "--quiet", *args,
+def ab(*args, timeout=300, subject="subj"):
+    return S.ag.run("ab", "--project", "e2e", "--subject", subject, "--quiet", *args,
                     timeout=timeout)
 
 
@@ -321,6 +330,57 @@ def test_fresh_loads():
     eq([f for _, _, fs in os.walk(S.ag.spool) for f in fs if f.endswith(".so")], [])
 
 
+def test_code_layouts():
+    # subjl's config asks for two builds of each side (ab_builds: 2), its build takes the
+    # layout's flags: build k starts every function 40k mod 64 bytes past a 64-byte line by NOPs
+    # before the entry (one byte each on x86, four on arm64), layout k loads build k mod 2
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "48", "--layouts", "2",
+           subject="subjl")
+    eq(p.returncode, 0, p.stderr)
+    check("byte-identical" not in p.stderr, p.stderr)
+    eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
+    o = get_ab(p.stdout.strip())
+    doc = o["document"]
+    eq((doc["measure"]["builds"], doc["measure"]["code_shifts"]), (2, [0, 40]))
+    nops = 40 // (4 if platform.machine() in ("aarch64", "arm64") else 1)
+    for side, sha in (("base", S.base), ("head", S.slow)):
+        # the two builds differ (their code sits elsewhere), each build's log says its flags
+        eq(doc[side]["distinct_builds"], 2, doc[side])
+        with open(doc[side]["build_log"]) as f:
+            check("layout=0 cflags=-falign-functions=64 -fpatchable-function-entry=0,0"
+                  in f.read(), doc[side]["build_log"])
+        with open(doc[side]["build_log"].replace(".log", "-layout1.log")) as f:
+            check("layout=1 cflags=-falign-functions=64 -fpatchable-function-entry=%d,%d"
+                  % (nops, nops) in f.read(), doc[side]["build_log"])
+    c = doc["cells"][0]
+    # both code layouts have rounds, each round's A/A its own (same slices, same build)
+    eq({r["build"] for r in c["rounds"]}, {0, 1})
+    for r, aa in zip(c["rounds"], c["aa_rounds"]):
+        eq((aa["layout"], aa["build"]), (r["layout"], r["build"]))
+    eq(o["judgment"]["verdict"], "regressed", o["judgment"])
+    # a build that ignores the flags builds the same library twice: the A/B goes on, and says so
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "24", "--layouts", "2", "--builds",
+           "2")
+    eq(p.returncode, 0, p.stderr)
+    check("the 2 builds of the base are byte-identical" in p.stderr and
+          "ATOMWATCH_LAYOUT_CFLAGS" in p.stderr, p.stderr)
+    eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
+    doc = get_ab(p.stdout.strip())["document"]
+    eq((doc["base"]["distinct_builds"], doc["head"]["distinct_builds"]), (1, 1))
+    eq(doc["measure"]["builds"], 2)
+    # --builds 1 overrides the subject's ab_builds: one plain build, no code shifts
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "24", "--layouts", "2", "--builds",
+           "1", subject="subjl")
+    eq(p.returncode, 0, p.stderr)
+    eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
+    doc = get_ab(p.stdout.strip())["document"]
+    eq(doc["measure"]["builds"], 1)
+    check("code_shifts" not in doc["measure"] and "distinct_builds" not in doc["base"], doc)
+    with open(doc["base"]["build_log"]) as f:
+        check("layout= cflags=\n" in f.read(), doc["base"]["build_log"])
+    eq({r["build"] for r in doc["cells"][0]["rounds"]}, {0})
+
+
 def test_bad_requests():
     before = len(listed(project="e2e"))
     p = ab("--base", S.base, "--head", S.slow, "--rounds", "9")
@@ -345,6 +405,21 @@ def test_bad_requests():
                  "2")
     eq(p.returncode, 2, p.stderr)
     check("'run' does not take --layouts" in p.stderr, p.stderr)
+    for value in ("0", "9", "x", "-1", "1.5", ""):
+        p = ab("--base", S.base, "--head", S.slow, "--builds", value)
+        eq(p.returncode, 2, (value, p.stderr))
+        check("bad --builds '%s'" % value in p.stderr and "1 to 8" in p.stderr, p.stderr)
+    # each code layout needs a layout of its own: from the option and from the config
+    p = ab("--base", S.base, "--head", S.slow, "--builds", "3", "--layouts", "2")
+    eq(p.returncode, 2, p.stderr)
+    check("--builds 3 is more than --layouts 2" in p.stderr, p.stderr)
+    p = ab("--base", S.base, "--head", S.slow, "--layouts", "1", subject="subjl")
+    eq(p.returncode, 2, p.stderr)
+    check("the subject's ab_builds 2 is more than --layouts 1" in p.stderr, p.stderr)
+    p = S.ag.run("run", "--project", "e2e", "--commit", S.base, "--ref", "main", "--builds",
+                 "2")
+    eq(p.returncode, 2, p.stderr)
+    check("'run' does not take --builds" in p.stderr, p.stderr)
     # more layouts than the library can be loaded: its initial-exec TLS fills the static TLS
     # block after a few loads (the message names the option and how many fit)
     p = ab("--base", S.tls, "--head", S.tls2, "--layouts", "16")
@@ -385,6 +460,12 @@ def test_api_bad_bodies():
         (lambda d: d["head"].update(commit=d["base"]["commit"]), "head.commit"),
         (lambda d: d.pop("rounds"), "rounds"),
         (lambda d: d.update(schema="atomwatch.ab/9"), "schema"),
+        (lambda d: d["cells"][0]["rounds"][0].update(build=8), "cells[0].rounds[0].build"),
+        (lambda d: d["measure"].update(builds=0), "measure.builds"),
+        (lambda d: d["measure"].update(builds=2, code_shifts=[0]), "measure.code_shifts"),
+        (lambda d: d["measure"].update(builds=2, code_shifts=[0, 64]),
+         "measure.code_shifts[1]"),
+        (lambda d: d["base"].update(distinct_builds=9), "base.distinct_builds"),
     ]
     for change, field in cases:
         d = copy.deepcopy(doc)
@@ -467,6 +548,7 @@ def main():
     tests = [("test_regression_judged", test_regression_judged),
              ("test_ops_on_one_side", test_ops_on_one_side), ("test_aa", test_aa),
              ("test_fresh_loads", test_fresh_loads),
+             ("test_code_layouts", test_code_layouts),
              ("test_bad_requests", test_bad_requests),
              ("test_api_bad_bodies", test_api_bad_bodies),
              ("test_trigger_ab_daemon", test_trigger_ab_daemon)]

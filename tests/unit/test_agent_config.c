@@ -53,6 +53,7 @@ static const char full[] = "collector:\n"
                            "    env: {CC: gcc, OPT_LEVEL: \"2\"}\n"
                            "    cpus: first\n"
                            "    timeout: 10m\n"
+                           "    ab_builds: 4\n"
                            "  other:\n"
                            "    library: /opt/libother.so\n"
                            "kernel:\n"
@@ -107,11 +108,13 @@ static void test_full(void **state)
 	assert_string_equal(s->env[0], "CC=gcc");
 	assert_string_equal(s->env[1], "OPT_LEVEL=2");
 	assert_int_equal(s->build_timeout_ms, 600000);
+	assert_int_equal(s->ab_builds, 4);
 	s = aw_agent_config_subject(&cfg, "other");
 	assert_non_null(s);
 	assert_null(s->build);
 	assert_string_equal(s->dir, "/base"); /* the config's directory */
 	assert_int_equal(s->build_timeout_ms, 1800000);
+	assert_int_equal(s->ab_builds, 1);
 	assert_null(aw_agent_config_subject(&cfg, "nosuch"));
 	aw_agent_config_subject_names(&cfg, names, sizeof(names));
 	assert_string_equal(names, "mylib, other");
@@ -214,6 +217,12 @@ static const struct {
     {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nsubjects:\n  lib:\n"
      "    library: /l.so\n    env: {1BAD: x}\n",
      "bad.yaml:6:11: bad environment variable name '1BAD'"},
+    {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nsubjects:\n  lib:\n"
+     "    library: /l.so\n    ab_builds: 0\n",
+     "bad.yaml:6:16: 'ab_builds' must be a whole number from 1 to 8, got '0'"},
+    {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nsubjects:\n  lib:\n"
+     "    library: /l.so\n    ab_builds: many\n",
+     "bad.yaml:6:16: 'ab_builds' must be a whole number from 1 to 8, got 'many'"},
     {"collector: {url: http://x, token_file: /t}\nspool: {dir: /s}\nkernel:\n  refscale:\n"
      "    types: [srcu, srcu]\n",
      "bad.yaml:5:19: 'srcu' is listed twice in 'types'"},

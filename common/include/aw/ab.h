@@ -16,6 +16,7 @@
 #define AW_AB_MAX_ROUNDS    1000 /* rounds of each kind per cell */
 #define AW_AB_MAX_CELLS     4096
 #define AW_AB_MAX_LAYOUTS   16 /* loads of each side live at once (--layouts) */
+#define AW_AB_MAX_BUILDS    8  /* code layouts: builds of each side (--builds) */
 /* Loads of each side one cell measures in all: fresh copies replace the live ones as it runs
  * (docs/detection.md "Interleaved A/B"), each a layout of its own in the rounds. */
 #define AW_AB_MAX_LOADS 128
