@@ -21,6 +21,8 @@ usage: test_agent_ab.py [--backend sqlite|postgres]"""
 import argparse
 import copy
 import json
+
+import jsonschema
 import os
 import platform
 import subprocess
@@ -153,6 +155,7 @@ def test_regression_judged():
        ("e2e", HOST, "subj", S.base, S.slow, False))
     eq(o["page"], "/ab/" + ab_id)
     doc = o["document"]
+    valid_against_schema(doc)
     eq(doc["schema"], "atomwatch.ab/1")
     eq(doc["ref"], "refs/pull/7/head")
     eq(doc["reference_kernel"], "throughput12-v1")
@@ -330,6 +333,14 @@ def test_fresh_loads():
     eq([f for _, _, fs in os.walk(S.ag.spool) for f in fs if f.endswith(".so")], [])
 
 
+def valid_against_schema(doc):
+    """The document the agent wrote is what docs/ab-schema.json describes."""
+    with open(os.path.join(h.SOURCE_DIR, "docs", "ab-schema.json")) as f:
+        schema = json.load(f)
+    errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
+    eq(errors, [])
+
+
 def test_code_layouts():
     # subjl's config asks for two builds of each side (ab_builds: 2), its build takes the
     # layout's flags: build k starts every function 40k mod 64 bytes past a 64-byte line by NOPs
@@ -341,6 +352,7 @@ def test_code_layouts():
     eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
     o = get_ab(p.stdout.strip())
     doc = o["document"]
+    valid_against_schema(doc)
     eq((doc["measure"]["builds"], doc["measure"]["code_shifts"]), (2, [0, 40]))
     nops = 40 // (4 if platform.machine() in ("aarch64", "arm64") else 1)
     for side, sha in (("base", S.base), ("head", S.slow)):
