@@ -22,8 +22,9 @@ struct ab_run {
 	struct aw_agent *a;
 	const struct aw_agent_ab *ab;
 	const struct aw_agent_subject *s;
-	unsigned builds; /* code layouts of each side: --builds, or the subject's ab_builds */
-	char *work;      /* spool/ab/<id>: worktrees and library copies */
+	unsigned builds;  /* code layouts of each side: --builds, or the subject's ab_builds */
+	unsigned layouts; /* --layouts, or by default 4 and at least the builds */
+	char *work;       /* spool/ab/<id>: worktrees and library copies */
 	struct aw_ab_repo repo;
 	struct aw_ab_side base, head;
 	/* the layouts' loads: base_lay[k] is a copy of base's library, head_lay[0] the head's
@@ -193,7 +194,7 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 	struct ab_call ref, base[AW_AB_MAX_LAYOUTS], head[AW_AB_MAX_LAYOUTS];
 	struct ab_cell_plan plan = {
 	    .cpu = cpu,
-	    .layouts = x->ab->layouts,
+	    .layouts = x->layouts,
 	    .base_ref = &ref,
 	    .base = base,
 	    .head = head,
@@ -214,7 +215,7 @@ static int measure_cell(struct ab_run *x, const char *name, bool reader, int cpu
 	ref = call_of(&e);
 	x->cell_name = name;
 	x->cell_reader = reader;
-	for (unsigned k = 0; k < x->ab->layouts; k++) {
+	for (unsigned k = 0; k < x->layouts; k++) {
 		find_entry(&x->base_lay[k], reader, name, &e);
 		base[k] = call_of(&e);
 		find_entry(x->head_lay[k], reader, name, &e);
@@ -352,7 +353,8 @@ static int measure_all(struct ab_run *x, const int *cpus, int n_cpus, json_t *ce
 }
 
 static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
-                         const struct aw_agent_subject **s, unsigned *builds, char **err)
+                         const struct aw_agent_subject **s, unsigned *builds, unsigned *layouts,
+                         char **err)
 {
 	char names[512];
 
@@ -374,19 +376,22 @@ static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
 		                 "Wilcoxon signed-rank test at 95%% over three estimands cannot "
 		                 "reach it with fewer), at most %d",
 		                 ab->rounds, AW_AB_MIN_ROUNDS, AW_AB_MAX_ROUNDS);
-	if (ab->layouts < 1 || ab->layouts > AW_AB_MAX_LAYOUTS)
-		return aw_errorf(err, -EINVAL, "--layouts %u: 1 to %d loads of each side",
-		                 ab->layouts, AW_AB_MAX_LAYOUTS);
 	*builds = ab->builds ? ab->builds : (*s)->ab_builds ? (*s)->ab_builds : 1;
 	if (*builds > AW_AB_MAX_BUILDS)
 		return aw_errorf(err, -EINVAL, "--builds %u: 1 to %d code layouts of each side",
 		                 *builds, AW_AB_MAX_BUILDS);
-	if (*builds > ab->layouts)
+	*layouts = ab->layouts
+	               ? ab->layouts
+	               : (*builds > AW_AB_DEFAULT_LAYOUTS ? *builds : AW_AB_DEFAULT_LAYOUTS);
+	if (*layouts > AW_AB_MAX_LAYOUTS)
+		return aw_errorf(err, -EINVAL, "--layouts %u: 1 to %d loads of each side", *layouts,
+		                 AW_AB_MAX_LAYOUTS);
+	if (*builds > *layouts)
 		return aw_errorf(err, -EINVAL,
 		                 "%s %u is more than --layouts %u: each code layout is measured "
 		                 "in a layout of its own",
 		                 ab->builds ? "--builds" : "the subject's ab_builds", *builds,
-		                 ab->layouts);
+		                 *layouts);
 	if (!(ab->budget_s > 0) || !(ab->budget_s <= AW_AB_MAX_BUDGET_S))
 		return aw_errorf(err, -EINVAL, "--budget-s %g: more than 0 and at most %d seconds",
 		                 ab->budget_s, AW_AB_MAX_BUDGET_S);
@@ -400,7 +405,7 @@ static int check_request(struct aw_agent *a, const struct aw_agent_ab *ab,
  * allows: -EINVAL naming --layouts. */
 static int load_layouts(struct ab_run *x, char **err)
 {
-	unsigned n = x->ab->layouts;
+	unsigned n = x->layouts;
 	int rc = aw_subject_open(x->s, aw_ab_side_library(&x->base, 0), &x->base.lib, err);
 
 	if (!rc)
@@ -478,7 +483,7 @@ static json_t *measure_json(const struct ab_run *x)
 {
 	json_t *m = json_pack(
 	    "{s:i, s:f, s:f, s:i, s:i, s:i, s:f, s:f, s:f, s:i, s:b, s:i}", "layouts",
-	    (int)x->ab->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s, "rounds",
+	    (int)x->layouts, "budget_s", x->ab->budget_s, "seconds", x->measured_s, "rounds",
 	    (int)x->rounds_total, "slices_per_round", AB_SLICES_PER_ROUND, "piece_ns",
 	    (int)AB_PIECE_NS, "level_ratio", AB_LEVEL_RATIO, "threshold", AW_AB_STOP_THRESHOLD,
 	    "alpha", AW_AB_ALPHA, "looks", (int)aw_ab_looks(x->ab->rounds, NULL, 0), "fresh_loads",
@@ -528,7 +533,7 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 	x.base = (struct aw_ab_side){.name = "base", .commit = ab->base};
 	x.head = (struct aw_ab_side){.name = "head", .commit = ab->head};
 	x.budget_left_s = ab->budget_s;
-	rc = check_request(a, ab, &x.s, &x.builds, err);
+	rc = check_request(a, ab, &x.s, &x.builds, &x.layouts, err);
 	if (rc)
 		return rc;
 	aw_agent_runner_opts(a, ab->profile, &opts);
@@ -580,7 +585,7 @@ int aw_agent_ab(struct aw_agent *a, const struct aw_agent_ab *ab, json_t **out, 
 		goto out;
 	}
 	aw_info("subject '%s': %zu rounds in %.1f s of measuring (budget %g s, %u layouts)",
-	        x.s->name, x.rounds_total, x.measured_s, ab->budget_s, ab->layouts);
+	        x.s->name, x.rounds_total, x.measured_s, ab->budget_s, x.layouts);
 	aw_time_now(finished);
 	if (json_object_set_new(doc, "base", side_json(&x.base)) ||
 	    json_object_set_new(doc, "head", side_json(&x.head)) ||

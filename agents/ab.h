@@ -34,7 +34,8 @@ struct aw_agent_ab {
 	const char *base, *head;   /* commit ids */
 	const char *cpus;          /* NULL: the subject's (default first-per-type) */
 	unsigned rounds;           /* A/B rounds per cell at most (and as many A/A rounds) */
-	unsigned layouts;          /* loads of each side, 1 ... AW_AB_MAX_LAYOUTS */
+	unsigned layouts;          /* loads of each side, 1 ... AW_AB_MAX_LAYOUTS; 0: the default
+	                            * (AW_AB_DEFAULT_LAYOUTS, or the builds when more) */
 	unsigned builds;           /* code layouts of each side, 1 ... AW_AB_MAX_BUILDS and at
 	                            * most layouts; 0: the subject's ab_builds */
 	double budget_s;           /* seconds of measuring at most, every cell together */

@@ -86,7 +86,8 @@ static const char usage_ab[] =
     "        upload the A/B document; its id is printed on stdout. Fresh copies of both\n"
     "        libraries replace the loads every few rounds, so that layout is sampled as\n"
     "        the rounds are; --keep-loads measures the first loads throughout. --builds N\n"
-    "        (default the subject's ab_builds, else 1; at most 8 and --layouts) builds each\n"
+    "        (default the subject's ab_builds, else 1; at most 8 and --layouts, whose default\n"
+    "        rises to N) builds each\n"
     "        side N times, build k with $ATOMWATCH_LAYOUT_CFLAGS starting every function\n"
     "        40k mod 64 bytes past a 64-byte line, layout k loading build k mod N\n"
     "  bisect --subject NAME --good SHA --bad SHA [--cells GLOB]... [--project P] [--ref REF]\n"
@@ -700,7 +701,7 @@ static int cmd_ab(const struct args *a, struct aw_agent_config *cfg)
 	    .head = a->head,
 	    .cpus = a->cpus,
 	    .rounds = a->rounds ? a->rounds : AW_AB_DEFAULT_ROUNDS,
-	    .layouts = a->layouts ? a->layouts : AW_AB_DEFAULT_LAYOUTS,
+	    .layouts = a->layouts, /* 0: the default, at least the builds */
 	    .builds = a->builds,
 	    .budget_s = a->budget_s > 0 ? a->budget_s : AW_AB_DEFAULT_BUDGET_S,
 	    .aa = a->aa,

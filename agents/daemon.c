@@ -253,7 +253,7 @@ static void run_ab_job(struct aw_agent *a, json_int_t id, const char *project, c
 	    .base = base,
 	    .head = head,
 	    .rounds = AW_AB_DEFAULT_ROUNDS,
-	    .layouts = AW_AB_DEFAULT_LAYOUTS,
+	    .layouts = 0, /* the default, at least the subject's ab_builds */
 	    .budget_s = AW_AB_DEFAULT_BUDGET_S,
 	};
 	enum aw_upload_outcome outcome = AW_UPLOAD_REJECTED;

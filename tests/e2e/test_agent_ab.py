@@ -380,6 +380,13 @@ def test_code_layouts():
     doc = get_ab(p.stdout.strip())["document"]
     eq((doc["base"]["distinct_builds"], doc["head"]["distinct_builds"]), (1, 1))
     eq(doc["measure"]["builds"], 2)
+    # more builds than the default 4 layouts raise the layouts to them
+    p = ab("--base", S.base, "--head", S.slow, "--rounds", "12", "--builds", "6",
+           subject="subjl")
+    eq(p.returncode, 0, p.stderr)
+    eq(a.wait_for(lambda: S.ag.spooled() == [], what="spool empty"), True)
+    m = get_ab(p.stdout.strip())["document"]["measure"]
+    eq((m["layouts"], m["builds"], m["code_shifts"]), (6, 6, [0, 40, 16, 56, 32, 8]))
     # --builds 1 overrides the subject's ab_builds: one plain build, no code shifts
     p = ab("--base", S.base, "--head", S.slow, "--rounds", "24", "--layouts", "2", "--builds",
            "1", subject="subjl")
