@@ -117,7 +117,10 @@ def test_subject_two_versions():
         eq(p.returncode, 0, "run at %s: %s" % (commit, p.stderr))
         docs[commit] = a.get_run(S.col, S.ci, p.stdout.strip())
         with open(os.path.join(src, "build-env.txt")) as f:
-            eq(f.read().splitlines(), ["ATOMWATCH_COMMIT=" + commit, "ATOMWATCH_PROJECT=e2e",
+            # a plain build: the code layout's variables are there, empty (only an A/B's
+            # code layouts set them)
+            eq(f.read().splitlines(), ["ATOMWATCH_COMMIT=" + commit, "ATOMWATCH_LAYOUT=",
+                                       "ATOMWATCH_LAYOUT_CFLAGS=", "ATOMWATCH_PROJECT=e2e",
                                        "ATOMWATCH_REF=refs/heads/dev"])
     fast, slow = docs[FAST], docs[SLOW]
     key = "subject=subj op=inc cpu=0"
