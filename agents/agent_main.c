@@ -236,6 +236,19 @@ static int usage_error(const char *fmt, ...)
 	return AW_EXIT_USAGE;
 }
 
+/* A count option from 1 to max into *out; else the usage error "bad --NAME 'ARG': WHAT, 1 to
+ * MAX" (its exit status returned). */
+static int count_option(const char *name, const char *arg, unsigned max, const char *what,
+                        unsigned *out)
+{
+	uint64_t n;
+
+	if (aw_parse_u64(arg, max, &n) || n < 1)
+		return usage_error("bad --%s '%s': %s, 1 to %u", name, arg, what, max);
+	*out = (unsigned)n;
+	return 0;
+}
+
 static int add_label(json_t *labels, const char *kv)
 {
 	const char *eq = strchr(kv, '=');
@@ -396,17 +409,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case O_UPLOAD:
 			a->upload = true;
 			break;
-		case O_CONFIRM: {
-			uint64_t n;
-
-			if (aw_parse_u64(optarg, AW_RESULT_MAX_CONFIRM, &n) || n < 1)
-				return usage_error(
-				    "bad --confirm '%s': the number of re-measurements "
-				    "of the suspect cells, 1 to %d",
-				    optarg, AW_RESULT_MAX_CONFIRM);
-			a->confirm = (unsigned)n;
+		case O_CONFIRM:
+			rc = count_option("confirm", optarg, AW_RESULT_MAX_CONFIRM,
+			                  "the number of re-measurements of the suspect cells",
+			                  &a->confirm);
+			if (rc)
+				return rc;
 			break;
-		}
 		case O_CONFIRM_BUDGET_S: {
 			char *end = NULL;
 			double v;
@@ -457,28 +466,18 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->rounds = (unsigned)n;
 			break;
 		}
-		case O_LAYOUTS: {
-			uint64_t n;
-
-			if (aw_parse_u64(optarg, AW_AB_MAX_LAYOUTS, &n) || n < 1)
-				return usage_error(
-				    "bad --layouts '%s': the loads of each side, 1 to "
-				    "%d",
-				    optarg, AW_AB_MAX_LAYOUTS);
-			a->layouts = (unsigned)n;
+		case O_LAYOUTS:
+			rc = count_option("layouts", optarg, AW_AB_MAX_LAYOUTS,
+			                  "the loads of each side", &a->layouts);
+			if (rc)
+				return rc;
 			break;
-		}
-		case O_BUILDS: {
-			uint64_t n;
-
-			if (aw_parse_u64(optarg, AW_AB_MAX_BUILDS, &n) || n < 1)
-				return usage_error(
-				    "bad --builds '%s': the code layouts of each side, "
-				    "1 to %d",
-				    optarg, AW_AB_MAX_BUILDS);
-			a->builds = (unsigned)n;
+		case O_BUILDS:
+			rc = count_option("builds", optarg, AW_AB_MAX_BUILDS,
+			                  "the code layouts of each side", &a->builds);
+			if (rc)
+				return rc;
 			break;
-		}
 		case O_BUDGET_S: {
 			char *end = NULL;
 			double v;
